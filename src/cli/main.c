@@ -1,0 +1,108 @@
+/* The memtrace command: dispatches to the subcommands. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const mt_command *const commands[] = {&mt_cmd_dump, &mt_cmd_copy, &mt_cmd_info};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static void overview(FILE *f) {
+  fprintf(f,
+          "usage: memtrace COMMAND [ARGS...]\n"
+          "\n"
+          "memtrace-c: statistical memory profiling with memtrace traces.\n"
+          "\n"
+          "Commands:\n");
+  for (size_t i = 0; i < NCOMMANDS; i++)
+    fprintf(f, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
+  fprintf(f,
+          "\n"
+          "`memtrace help COMMAND` or `memtrace COMMAND --help` describes one.\n"
+          "`memtrace --version` prints the version.\n");
+}
+
+static const mt_command *find(const char *name) {
+  for (size_t i = 0; i < NCOMMANDS; i++)
+    if (strcmp(commands[i]->name, name) == 0) return commands[i];
+  return NULL;
+}
+
+void mt_cli_usage_error(const mt_command *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "memtrace %s: ", cmd->name);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\nTry 'memtrace help %s'.\n", cmd->name);
+  exit(2);
+}
+
+int mt_cli_is_help(const char *arg) {
+  return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+int mt_cli_help(const mt_command *cmd) {
+  fputs(cmd->usage, stdout);
+  return 0;
+}
+
+mt_reader *mt_cli_open(const char *path) {
+  mt_reader *r;
+  int rc = mt_reader_open(&r, path);
+  if (rc != MT_OK) {
+    fprintf(stderr, "memtrace: %s\n", mt_reader_error(r));
+    mt_reader_close(r);
+    exit(1);
+  }
+  return r;
+}
+
+void mt_cli_finish(mt_reader *r, int rc) {
+  if (rc < 0) {
+    fflush(stdout);
+    fprintf(stderr, "memtrace: %s\n", mt_reader_error(r));
+    mt_reader_close(r);
+    exit(1);
+  }
+  const char *warn = mt_reader_warning(r);
+  if (warn) fprintf(stderr, "memtrace: warning: %s\n", warn);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    overview(stderr);
+    return 2;
+  }
+  const char *name = argv[1];
+  if (mt_cli_is_help(name)) {
+    overview(stdout);
+    return 0;
+  }
+  if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
+    printf("memtrace (memtrace-c) %s\n", mt_version());
+    return 0;
+  }
+  if (strcmp(name, "help") == 0) {
+    if (argc < 3) {
+      overview(stdout);
+      return 0;
+    }
+    const mt_command *cmd = find(argv[2]);
+    if (!cmd) {
+      fprintf(stderr, "memtrace: no command '%s'\n\n", argv[2]);
+      overview(stderr);
+      return 2;
+    }
+    return mt_cli_help(cmd);
+  }
+  const mt_command *cmd = find(name);
+  if (!cmd) {
+    fprintf(stderr, "memtrace: no command '%s'\n\n", name);
+    overview(stderr);
+    return 2;
+  }
+  return cmd->run(argc - 1, argv + 1);
+}

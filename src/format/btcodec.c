@@ -1,0 +1,183 @@
+#include "btcodec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MASK (MT__BT_CACHE_SIZE - 1)
+
+void mt__bt_encoder_init(mt__bt_encoder *e) {
+  memset(e, 0, sizeof *e);
+  e->verify_ix = 4242;
+}
+
+/* memtrace's two hashes, on the code as an OCaml int: the bits they keep
+ * (11..24 and 21..34) are the same in 63 and 64-bit arithmetic. */
+static inline uint32_t hash1(uint64_t c) { return (uint32_t)((c * 0x4983723u) >> 11) & MASK; }
+static inline uint32_t hash2(uint64_t c) { return (uint32_t)((c * 0xfdea731u) >> 21) & MASK; }
+
+static inline void put_hit(mt__wr *w, uint32_t bucket, unsigned ncorrect) {
+  if (ncorrect == 0) {
+    mt__put16(w, (uint16_t)(bucket << 2));
+  } else if (ncorrect == 1) {
+    mt__put16(w, (uint16_t)(bucket << 2 | 1));
+  } else {
+    mt__put16(w, (uint16_t)(bucket << 2 | 2));
+    mt__put8(w, (uint8_t)ncorrect);
+  }
+}
+
+size_t mt__bt_encode(mt__bt_encoder *e, mt__wr *w, uint64_t alloc_id,
+                     const uint64_t *bt, size_t from, size_t n,
+                     void (*log_miss)(void *ctx, uint64_t code), void *ctx) {
+  /* The encoder stops before an entry could pass this point (at most 10
+   * bytes: a miss), so an event never exceeds MT__BT_MAX_LENGTH. */
+  const uint8_t *limit = w->p + MT__BT_MAX_LENGTH - 10;
+  size_t ncodes = 0, k = from;
+  uint32_t predictor = 0;
+
+  for (;;) {
+    /* No prediction running: code bt[k] as a hit or a miss. */
+    if (k >= n || w->p > limit) return ncodes;
+    uint64_t code = bt[k];
+    uint32_t h1 = hash1(code), h2 = hash2(code), hit;
+    if (e->code[h1] == code) {
+      hit = h1;
+    } else if (e->code[h2] == code) {
+      hit = h2;
+    } else {
+      log_miss(ctx, code);
+      uint32_t b = e->date[h1] < e->date[h2] ? h1 : h2;
+      e->code[b] = code;
+      e->date[b] = alloc_id;
+      e->next[predictor] = (uint16_t)b;
+      mt__put16(w, (uint16_t)(b << 2 | 3));
+      mt__put64(w, code);
+      predictor = b;
+      k++;
+      ncodes++;
+      continue;
+    }
+    /* A hit: follow the predictions from it as far as they are right. */
+    for (;;) {
+      e->date[hit] = alloc_id;
+      e->next[predictor] = (uint16_t)hit;
+      uint32_t orig = hit;
+      unsigned ncorrect = 0;
+      predictor = hit;
+      k++;
+      ncodes++;
+      for (;;) {
+        if (k >= n || w->p + 2 > limit) {
+          put_hit(w, orig, ncorrect);
+          return ncodes;
+        }
+        uint32_t p = e->next[predictor];
+        if (e->code[p] != bt[k]) break;
+        if (ncorrect == 255) break; /* run full: start a new one at p */
+        predictor = p;
+        ncorrect++;
+        k++;
+      }
+      put_hit(w, orig, ncorrect);
+      uint32_t p = e->next[predictor];
+      if (ncorrect == 255 && e->code[p] == bt[k]) {
+        hit = p; /* continue as a fresh hit on the predicted slot */
+        continue;
+      }
+      break; /* misprediction: code bt[k] from scratch */
+    }
+  }
+}
+
+void mt__bt_put_verifier(mt__bt_encoder *e, mt__wr *w) {
+  uint32_t ix = e->verify_ix;
+  e->verify_ix = (e->verify_ix + 5413) & MASK;
+  mt__put16(w, (uint16_t)ix);
+  mt__put16(w, e->next[ix]);
+  mt__put64(w, e->code[ix]);
+}
+
+void mt__bt_put_dummy_verifier(mt__wr *w) {
+  mt__put16(w, 0xffff);
+  mt__put16(w, 0);
+  mt__put64(w, 0);
+}
+
+void mt__bt_decoder_init(mt__bt_decoder *d) { memset(d, 0, sizeof *d); }
+
+void mt__bt_decoder_free(mt__bt_decoder *d) {
+  free(d->bt);
+  free(d->scratch);
+  memset(d, 0, sizeof *d);
+}
+
+static int reserve(uint64_t **buf, size_t *cap, size_t need) {
+  if (need <= *cap) return 0;
+  if (need > MT__BT_MAX_FRAMES) return MT__BT_TOO_LONG;
+  size_t ncap = *cap ? *cap : 64;
+  while (ncap < need) ncap *= 2;
+  if (ncap > MT__BT_MAX_FRAMES) ncap = MT__BT_MAX_FRAMES;
+  uint64_t *nb = realloc(*buf, ncap * sizeof *nb);
+  if (!nb) return MT__BT_NOMEM;
+  *buf = nb;
+  *cap = ncap;
+  return 0;
+}
+
+/* Decodes into buf from position pos; returns the status, the new length in
+ * *out_len. */
+static int decode_into(mt__bt_decoder *d, mt__rd *r, size_t nencoded,
+                       uint64_t **buf, size_t *cap, size_t pos, size_t *out_len) {
+  uint32_t pred = 0;
+  for (size_t i = 0; i < nencoded; i++) {
+    uint16_t cw = mt__get16(r);
+    if (r->bad) return MT__BT_TRUNCATED;
+    uint32_t bucket = cw >> 2;
+    unsigned tag = cw & 3;
+    d->pred[pred] = (uint16_t)bucket;
+    if (tag == 3) {
+      uint64_t lit = mt__get64(r);
+      if (r->bad) return MT__BT_TRUNCATED;
+      d->code[bucket] = lit;
+      int rc = reserve(buf, cap, pos + 1);
+      if (rc) return rc;
+      (*buf)[pos++] = lit;
+      pred = bucket;
+      continue;
+    }
+    unsigned npred = tag == 2 ? mt__get8(r) : tag;
+    if (r->bad) return MT__BT_TRUNCATED;
+    int rc = reserve(buf, cap, pos + 1 + npred);
+    if (rc) return rc;
+    uint64_t *b = *buf;
+    b[pos++] = d->code[bucket];
+    pred = bucket;
+    while (npred--) {
+      pred = d->pred[pred];
+      b[pos++] = d->code[pred];
+    }
+  }
+  *out_len = pos;
+  return MT__BT_OK;
+}
+
+int mt__bt_decode(mt__bt_decoder *d, mt__rd *r, size_t nencoded,
+                  uint64_t common) {
+  if (common <= d->len) {
+    size_t len;
+    int rc = decode_into(d, r, nencoded, &d->bt, &d->cap, (size_t)common, &len);
+    if (rc == MT__BT_OK) d->len = len;
+    return rc;
+  }
+  /* The writer cut the previous backtrace short, so this one's prefix is
+   * unknown: keep the cache in step, and report the previous backtrace. */
+  size_t len;
+  return decode_into(d, r, nencoded, &d->scratch, &d->scratch_cap, 0, &len);
+}
+
+int mt__bt_check_verifier(const mt__bt_decoder *d, uint16_t ix, uint16_t pred,
+                          uint64_t value) {
+  if (ix == 0xffff) return 1;
+  if (ix >= MT__BT_CACHE_SIZE) return 0;
+  return d->pred[ix] == pred && d->code[ix] == value;
+}

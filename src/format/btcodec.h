@@ -1,0 +1,73 @@
+/* The backtrace codec: memtrace's 2^14-slot, two-hash cache with
+ * next-slot prediction (docs/format.md, "Backtraces").
+ *
+ * The encoder and the decoder keep the same cache state; the encoder's
+ * choices (which of the two slots to evict, how to split prediction runs)
+ * are memtrace's exactly, so that a trace re-encoded by memtrace-c is the
+ * byte-for-byte the trace memtrace wrote. */
+#ifndef MT_FORMAT_BTCODEC_H
+#define MT_FORMAT_BTCODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bytes.h"
+
+#define MT__BT_CACHE_SIZE (1u << 14)
+/* Bytes one encoded backtrace may take; the rest of a longer one is cut. */
+#define MT__BT_MAX_LENGTH 4096
+/* Frames a decoded backtrace may hold before the decoder calls it corrupt:
+ * far beyond what memtrace's encoder can produce within one packet. */
+#define MT__BT_MAX_FRAMES (1u << 22)
+
+typedef struct mt__bt_encoder {
+  uint64_t code[MT__BT_CACHE_SIZE];
+  uint64_t date[MT__BT_CACHE_SIZE]; /* object id of the last use: eviction */
+  uint16_t next[MT__BT_CACHE_SIZE]; /* prediction: the slot that followed */
+  uint32_t verify_ix;
+} mt__bt_encoder;
+
+void mt__bt_encoder_init(mt__bt_encoder *e);
+
+/* Encodes bt[from..n) (outermost first) into w. `log_miss` is called with
+ * the index of each frame that missed the cache (its location must be
+ * written before the packet). Returns the number of codewords written
+ * (the alloc event's new_suffix field). w must have MT__BT_MAX_LENGTH bytes
+ * free. */
+size_t mt__bt_encode(mt__bt_encoder *e, mt__wr *w, uint64_t alloc_id,
+                     const uint64_t *bt, size_t from, size_t n,
+                     void (*log_miss)(void *ctx, uint64_t code), void *ctx);
+
+/* The 12-byte cache verifier of a packet header; `dummy` writes the one
+ * that checks nothing (first packets). */
+void mt__bt_put_verifier(mt__bt_encoder *e, mt__wr *w);
+void mt__bt_put_dummy_verifier(mt__wr *w);
+
+typedef struct mt__bt_decoder {
+  uint64_t code[MT__BT_CACHE_SIZE];
+  uint16_t pred[MT__BT_CACHE_SIZE];
+  uint64_t *bt;       /* the last backtrace, outermost first */
+  size_t len, cap;
+  uint64_t *scratch;  /* for a suffix whose prefix the decoder lacks */
+  size_t scratch_cap;
+} mt__bt_decoder;
+
+void mt__bt_decoder_init(mt__bt_decoder *d);
+void mt__bt_decoder_free(mt__bt_decoder *d);
+
+enum { MT__BT_OK = 0, MT__BT_TRUNCATED = 1, MT__BT_TOO_LONG = 2, MT__BT_NOMEM = 3 };
+
+/* Decodes `nencoded` codewords after `common` frames shared with the last
+ * backtrace; afterwards d->bt[0..d->len) is the backtrace. If `common`
+ * exceeds what the decoder has (the writer cut the previous backtrace), the
+ * cache is still updated and the previous backtrace is kept, as memtrace
+ * does. Returns MT__BT_OK or why it failed. */
+int mt__bt_decode(mt__bt_decoder *d, mt__rd *r, size_t nencoded,
+                  uint64_t common);
+
+/* Checks a packet's verifier against the cache: 1 if it matches (or is the
+ * dummy), 0 if not. */
+int mt__bt_check_verifier(const mt__bt_decoder *d, uint16_t ix, uint16_t pred,
+                          uint64_t value);
+
+#endif

@@ -1,0 +1,770 @@
+/* The trace reader: streams packets from a file descriptor, decodes their
+ * events with per-domain state, and merges the domains in time order.
+ *
+ * Memory is bounded by the input buffer, the look-ahead of queued packets
+ * (MAX_QUEUED bytes), one backtrace cache per domain, and the location
+ * table; never by the trace's length. Every field read from the file is
+ * checked before use, and every failure names the byte offset. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "btcodec.h"
+#include "format_internal.h"
+#include "loccodec.h"
+#include "tables.h"
+
+#define INBUF_SIZE (4u << 20)   /* read() granularity; > MT__MAX_PACKET */
+#define MAX_QUEUED (8u << 20)   /* look-ahead when merging domains */
+#define MAX_DOMAINS 128         /* OCaml's own limit on domains */
+#define LOC_CHUNK 4096          /* mt_location entries per storage chunk */
+
+typedef struct packet {
+  struct packet *next;
+  uint8_t *data; /* content, after the header */
+  size_t len, cap;
+  uint64_t data_off; /* file offset of data[0] */
+  uint64_t time_begin, time_end, alloc_begin, alloc_end;
+  uint64_t seq; /* file order, to break timestamp ties */
+  uint16_t v_ix, v_pred;
+  uint64_t v_val;
+} packet;
+
+typedef struct domain {
+  uint32_t id;
+  mt__bt_decoder bt;
+  mt__mtf mtf;
+  uint64_t last_time;
+  packet *cur; /* the packet being decoded, or NULL */
+  mt__rd rd;   /* cursor in cur */
+  uint64_t alloc_id;
+  packet *qhead, *qtail; /* read, not started */
+} domain;
+
+typedef struct loc_list {
+  const mt_location *locs;
+  uint32_t n;
+} loc_list;
+
+struct mt_reader {
+  int fd, own_fd;
+  char *name;
+  uint64_t file_size;
+
+  uint8_t *in;
+  size_t in_pos, in_end;
+  uint64_t in_off; /* file offset of in[0] */
+  int in_eof;      /* read() returned 0 */
+  int done;        /* no more packets will be read */
+
+  mt_trace_info info;
+  mt__strtab strings;
+
+  mt__u64map loc_index; /* code -> index in lists */
+  loc_list *lists;
+  size_t nlists, lists_cap;
+  mt_location *loc_chunk;
+  size_t loc_chunk_used;
+  void **loc_chunks;
+  size_t nloc_chunks, loc_chunks_cap;
+
+  domain *doms[MAX_DOMAINS];
+  size_t ndoms;
+  size_t queued;
+  uint64_t seq;
+  packet *free_packets;
+
+  int status;
+  char err[768];
+  char warn[512];
+  int warn_set;
+  uint64_t skipped_pid, skipped_pid_value;
+};
+
+/* ---- errors ---- */
+
+static int fail(mt_reader *r, int status, uint64_t off, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int fail(mt_reader *r, int status, uint64_t off, const char *fmt, ...) {
+  if (r->status < 0) return r->status;
+  char what[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  if (status == MT_ERR_CORRUPT)
+    snprintf(r->err, sizeof r->err, "%s: corrupt trace at byte %llu: %s", r->name,
+             (unsigned long long)off, what);
+  else if (status == MT_ERR_VERSION)
+    snprintf(r->err, sizeof r->err, "%s: at byte %llu: %s", r->name,
+             (unsigned long long)off, what);
+  else
+    snprintf(r->err, sizeof r->err, "%s: %s", r->name, what);
+  r->status = status;
+  return status;
+}
+
+static int nomem(mt_reader *r) { return fail(r, MT_ERR_NOMEM, 0, "out of memory"); }
+
+/* ---- input buffer ---- */
+
+/* Makes at least `need` bytes available at in[in_pos] unless the file ends
+ * first. Returns the bytes available, or a negative status. */
+static long fill(mt_reader *r, size_t need) {
+  size_t avail = r->in_end - r->in_pos;
+  if (avail >= need || r->in_eof) return (long)avail;
+  if (r->in_pos > 0) {
+    memmove(r->in, r->in + r->in_pos, avail);
+    r->in_off += r->in_pos;
+    r->in_pos = 0;
+    r->in_end = avail;
+  }
+  while (r->in_end < need && !r->in_eof) {
+    ssize_t got = read(r->fd, r->in + r->in_end, INBUF_SIZE - r->in_end);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return fail(r, MT_ERR_IO, 0, "read failed at byte %llu: %s",
+                  (unsigned long long)(r->in_off + r->in_end), strerror(errno));
+    }
+    if (got == 0) r->in_eof = 1;
+    r->in_end += (size_t)got;
+  }
+  return (long)(r->in_end - r->in_pos);
+}
+
+/* ---- packet headers ---- */
+
+typedef struct header {
+  uint32_t magic, size_bits;
+  uint64_t time_begin, time_end, pid, alloc_begin, alloc_end;
+  uint16_t version, domain, v_ix, v_pred;
+  uint64_t v_val;
+  size_t header_len, content_len;
+} header;
+
+/* Parses and checks the header at in[in_pos]. Returns 1 if a header is
+ * there, 0 if the file ended cleanly or mid-header (then `*short_by` is the
+ * number of bytes present), or a negative status. */
+static int read_header(mt_reader *r, header *h, size_t *present) {
+  long avail = fill(r, MT__HEADER_MAX);
+  if (avail < 0) return (int)avail;
+  *present = (size_t)avail;
+  if (avail == 0) return 0;
+  const uint8_t *p = r->in + r->in_pos;
+  uint64_t off = r->in_off + r->in_pos;
+  if (avail < 4) return 0;
+  h->magic = mt__ld32(p);
+  if (h->magic != MT__MAGIC)
+    return fail(r, MT_ERR_CORRUPT, off,
+                "bad packet magic 0x%08x (expected 0x%08x): not a memtrace "
+                "trace, or a damaged one",
+                h->magic, MT__MAGIC);
+  if (avail < MT__HEADER_V2) return 0;
+  h->version = mt__ld16(p + 28);
+  if (h->version < 1 || h->version > MT_FORMAT_VERSION_MAX)
+    return fail(r, MT_ERR_VERSION, off + 28,
+                "unsupported trace format version %u (this reader knows 1 to %d)",
+                h->version, MT_FORMAT_VERSION_MAX);
+  h->header_len = h->version >= 3 ? MT__HEADER_V3 : MT__HEADER_V2;
+  if ((size_t)avail < h->header_len) return 0;
+  mt__rd c = {p + 4, p + h->header_len, 0};
+  h->size_bits = mt__get32(&c);
+  h->time_begin = mt__get64(&c);
+  h->time_end = mt__get64(&c);
+  (void)mt__get32(&c); /* flush duration: unused */
+  (void)mt__get16(&c); /* version, read above */
+  h->pid = mt__get64(&c);
+  h->domain = h->version >= 3 ? mt__get16(&c) : 0;
+  h->v_ix = mt__get16(&c);
+  h->v_pred = mt__get16(&c);
+  h->v_val = mt__get64(&c);
+  h->alloc_begin = mt__get64(&c);
+  h->alloc_end = mt__get64(&c);
+
+  size_t size = h->size_bits / 8;
+  if (size < h->header_len)
+    return fail(r, MT_ERR_CORRUPT, off + 4,
+                "packet size %zu bytes is smaller than its %zu-byte header", size,
+                h->header_len);
+  if (size > MT__MAX_PACKET)
+    return fail(r, MT_ERR_CORRUPT, off + 4,
+                "packet size %zu bytes exceeds the limit of %u", size,
+                MT__MAX_PACKET);
+  if (h->time_begin > h->time_end)
+    return fail(r, MT_ERR_CORRUPT, off + 8,
+                "packet ends (%llu us) before it begins (%llu us)",
+                (unsigned long long)h->time_end, (unsigned long long)h->time_begin);
+  if (h->alloc_begin > h->alloc_end)
+    return fail(r, MT_ERR_CORRUPT, off + h->header_len - 16,
+                "packet's object ids run backwards (%llu to %llu)",
+                (unsigned long long)h->alloc_begin, (unsigned long long)h->alloc_end);
+  h->content_len = size - h->header_len;
+  return 1;
+}
+
+static void set_warning(mt_reader *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void set_warning(mt_reader *r, const char *fmt, ...) {
+  if (r->warn_set) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->warn, sizeof r->warn, fmt, ap);
+  va_end(ap);
+  r->warn_set = 1;
+}
+
+static void truncated(mt_reader *r, uint64_t off, size_t want, size_t present) {
+  set_warning(r,
+              "%s: trace truncated: the packet at byte %llu needs %zu bytes, "
+              "only %zu remain; every complete packet before it was read",
+              r->name, (unsigned long long)off, want, present);
+  r->done = 1;
+}
+
+/* ---- domains and packets ---- */
+
+static domain *find_domain(mt_reader *r, uint32_t id, uint64_t off) {
+  for (size_t i = 0; i < r->ndoms; i++)
+    if (r->doms[i]->id == id) return r->doms[i];
+  if (r->ndoms == MAX_DOMAINS) {
+    fail(r, MT_ERR_CORRUPT, off, "more than %d distinct domains", MAX_DOMAINS);
+    return NULL;
+  }
+  domain *d = calloc(1, sizeof *d);
+  if (!d) {
+    nomem(r);
+    return NULL;
+  }
+  d->id = id;
+  mt__bt_decoder_init(&d->bt);
+  mt__mtf_init(&d->mtf);
+  d->last_time = r->info.start_time;
+  r->doms[r->ndoms++] = d;
+  return d;
+}
+
+static packet *new_packet(mt_reader *r, size_t len) {
+  packet *p = r->free_packets;
+  if (p) r->free_packets = p->next;
+  else if (!(p = calloc(1, sizeof *p))) return NULL;
+  if (p->cap < len || p->cap == 0) {
+    size_t cap = len > 32768 ? len : 32768;
+    uint8_t *d = realloc(p->data, cap);
+    if (!d) {
+      free(p->data);
+      free(p);
+      return NULL;
+    }
+    p->data = d;
+    p->cap = cap;
+  }
+  p->len = len;
+  p->next = NULL;
+  return p;
+}
+
+static void recycle_packet(mt_reader *r, packet *p) {
+  r->queued -= p->len;
+  p->next = r->free_packets;
+  r->free_packets = p;
+}
+
+/* Reads the next packet of this process into its domain's queue. Returns 1
+ * if one was queued, 0 at the end of the trace, or a negative status. */
+static int read_packet(mt_reader *r) {
+  while (!r->done) {
+    header h;
+    size_t present;
+    uint64_t off = r->in_off + r->in_pos;
+    int rc = read_header(r, &h, &present);
+    if (rc < 0) return rc;
+    if (rc == 0) {
+      if (present == 0) r->done = 1;
+      else truncated(r, off, MT__HEADER_V2, present);
+      return 0;
+    }
+    size_t size = h.header_len + h.content_len;
+    long avail = fill(r, size);
+    if (avail < 0) return (int)avail;
+    if ((size_t)avail < size) {
+      truncated(r, off, size, (size_t)avail);
+      return 0;
+    }
+    const uint8_t *content = r->in + r->in_pos + h.header_len;
+    r->in_pos += size;
+    if (h.pid != r->info.pid) {
+      /* A forked child's packets: memtrace skips them too. */
+      r->skipped_pid++;
+      r->skipped_pid_value = h.pid;
+      continue;
+    }
+    domain *d = find_domain(r, h.domain, off + 38);
+    if (!d) return r->status;
+    packet *p = new_packet(r, h.content_len);
+    if (!p) return nomem(r);
+    memcpy(p->data, content, h.content_len);
+    p->data_off = off + h.header_len;
+    p->time_begin = h.time_begin;
+    p->time_end = h.time_end;
+    p->alloc_begin = h.alloc_begin;
+    p->alloc_end = h.alloc_end;
+    p->v_ix = h.v_ix;
+    p->v_pred = h.v_pred;
+    p->v_val = h.v_val;
+    p->seq = r->seq++;
+    if (d->qtail) d->qtail->next = p;
+    else d->qhead = p;
+    d->qtail = p;
+    r->queued += p->len;
+    return 1;
+  }
+  return 0;
+}
+
+static uint64_t cur_off(const domain *d) {
+  return d->cur->data_off + (uint64_t)(d->rd.p - d->cur->data);
+}
+
+/* Makes d->cur a packet with an event left, finishing exhausted packets.
+ * Returns 1 when d has an event ready, 0 when it needs more packets, or a
+ * negative status. */
+static int domain_ready(mt_reader *r, domain *d) {
+  for (;;) {
+    if (d->cur) {
+      if (d->rd.p < d->rd.end) return 1;
+      if (d->alloc_id != d->cur->alloc_end)
+        return fail(r, MT_ERR_CORRUPT, d->cur->data_off,
+                    "packet holds %llu allocations but its header says %llu",
+                    (unsigned long long)(d->alloc_id - d->cur->alloc_begin),
+                    (unsigned long long)(d->cur->alloc_end - d->cur->alloc_begin));
+      recycle_packet(r, d->cur);
+      d->cur = NULL;
+    }
+    packet *p = d->qhead;
+    if (!p) return 0;
+    d->qhead = p->next;
+    if (!d->qhead) d->qtail = NULL;
+    d->cur = p;
+    d->rd = (mt__rd){p->data, p->data + p->len, 0};
+    d->alloc_id = p->alloc_begin;
+    if (!mt__bt_check_verifier(&d->bt, p->v_ix, p->v_pred, p->v_val))
+      return fail(r, MT_ERR_CORRUPT, p->data_off - 28,
+                  "backtrace cache verification failed (slot %u): the trace "
+                  "is damaged or was written by a faulty encoder",
+                  p->v_ix);
+  }
+}
+
+/* Widens a 25-bit event timestamp against the packet's begin time. */
+static uint64_t event_time(const packet *p, uint32_t hdr) {
+  uint64_t low = hdr & MT__TIME_MASK, start_low = p->time_begin & MT__TIME_MASK;
+  if (low < start_low) low += (uint64_t)1 << 25;
+  return (p->time_begin & ~(uint64_t)MT__TIME_MASK) + low;
+}
+
+/* Picks the domain whose next event comes first, reading packets ahead as
+ * needed. Returns it, or NULL at the end (r->status set on error). */
+static domain *pick_domain(mt_reader *r) {
+  for (;;) {
+    int missing = r->ndoms == 0;
+    for (size_t i = 0; i < r->ndoms; i++) {
+      int rc = domain_ready(r, r->doms[i]);
+      if (rc < 0) return NULL;
+      if (rc == 0) missing = 1;
+    }
+    /* Every domain seen so far needs a packet in hand before the earliest
+     * event is known; a domain that stopped writing bounds the look-ahead
+     * to MAX_QUEUED bytes instead. */
+    if (missing && !r->done && r->queued < MAX_QUEUED) {
+      int rc = read_packet(r);
+      if (rc < 0) return NULL;
+      continue;
+    }
+    domain *best = NULL;
+    uint64_t best_t = 0, best_seq = 0;
+    for (size_t i = 0; i < r->ndoms; i++) {
+      domain *d = r->doms[i];
+      if (!d->cur || d->rd.p >= d->rd.end) continue;
+      if (r->ndoms == 1) return d;
+      uint64_t t = (size_t)(d->rd.end - d->rd.p) >= 4
+                       ? event_time(d->cur, mt__ld32(d->rd.p))
+                       : 0; /* too short: decoding reports it */
+      if (!best || t < best_t || (t == best_t && d->cur->seq < best_seq)) {
+        best = d;
+        best_t = t;
+        best_seq = d->cur->seq;
+      }
+    }
+    return best;
+  }
+}
+
+/* ---- location table ---- */
+
+static const mt_location *store_locations(mt_reader *r, const mt_location *l, size_t n) {
+  if (n == 0) return NULL;
+  if (!r->loc_chunk || LOC_CHUNK - r->loc_chunk_used < n) {
+    if (r->nloc_chunks == r->loc_chunks_cap) {
+      size_t nc = r->loc_chunks_cap ? r->loc_chunks_cap * 2 : 16;
+      void **c = realloc(r->loc_chunks, nc * sizeof *c);
+      if (!c) return NULL;
+      r->loc_chunks = c;
+      r->loc_chunks_cap = nc;
+    }
+    mt_location *chunk = malloc(LOC_CHUNK * sizeof *chunk);
+    if (!chunk) return NULL;
+    r->loc_chunks[r->nloc_chunks++] = chunk;
+    r->loc_chunk = chunk;
+    r->loc_chunk_used = 0;
+  }
+  mt_location *dst = r->loc_chunk + r->loc_chunk_used;
+  memcpy(dst, l, n * sizeof *l);
+  r->loc_chunk_used += n;
+  return dst;
+}
+
+static int same_locations(const loc_list *a, const mt_location *b, size_t n) {
+  if (a->n != n) return 0;
+  for (size_t i = 0; i < n; i++) {
+    const mt_location *x = &a->locs[i], *y = &b[i];
+    /* strings are interned: equal strings are equal pointers */
+    if (x->filename != y->filename || x->defname != y->defname ||
+        x->line != y->line || x->start_char != y->start_char ||
+        x->end_char != y->end_char)
+      return 0;
+  }
+  return 1;
+}
+
+static int read_location(mt_reader *r, domain *d, uint64_t off) {
+  mt_location locs[255];
+  size_t n = 0;
+  uint64_t code;
+  const char *why = mt__loc_decode(&d->mtf, &r->strings, &d->rd, &code, locs, &n);
+  if (why) return fail(r, MT_ERR_CORRUPT, cur_off(d), "%s", why);
+  uint32_t *ix = mt__u64map_get(&r->loc_index, code);
+  if (ix) {
+    if (!same_locations(&r->lists[*ix - 1], locs, n))
+      return fail(r, MT_ERR_CORRUPT, off,
+                  "location code 0x%llx redefined with different locations",
+                  (unsigned long long)code);
+    return 0;
+  }
+  if (r->nlists == r->lists_cap) {
+    size_t nc = r->lists_cap ? r->lists_cap * 2 : 1024;
+    loc_list *nl = realloc(r->lists, nc * sizeof *nl);
+    if (!nl) return nomem(r);
+    r->lists = nl;
+    r->lists_cap = nc;
+  }
+  const mt_location *stored = store_locations(r, locs, n);
+  if (n && !stored) return nomem(r);
+  r->lists[r->nlists] = (loc_list){stored, (uint32_t)n};
+  if (mt__u64map_put(&r->loc_index, code, (uint32_t)r->nlists) != 0) return nomem(r);
+  r->nlists++;
+  return 0;
+}
+
+/* ---- events ---- */
+
+static int read_alloc(mt_reader *r, domain *d, unsigned code, mt_event *ev) {
+  mt__rd *c = &d->rd;
+  uint64_t off = cur_off(d);
+  int64_t length, nsamples, common;
+  size_t nencoded;
+  mt_source source = MT_SOURCE_MINOR;
+  if (code != MT__EV_ALLOC) {
+    length = code - MT__EV_SHORT_ALLOC_BASE;
+    nsamples = 1;
+    common = mt__getvint(c);
+    nencoded = mt__get8(c);
+  } else {
+    length = mt__getvint(c);
+    nsamples = mt__getvint(c);
+    unsigned src = mt__get8(c);
+    if (!c->bad && src > MT_SOURCE_EXTERNAL)
+      return fail(r, MT_ERR_CORRUPT, cur_off(d) - 1, "unknown allocation source %u", src);
+    source = (mt_source)src;
+    common = mt__getvint(c);
+    nencoded = mt__get16(c);
+  }
+  if (c->bad) return fail(r, MT_ERR_CORRUPT, off, "allocation event cut short");
+  if (length < 0 || nsamples < 0 || common < 0)
+    return fail(r, MT_ERR_CORRUPT, off,
+                "allocation with a negative field (length %lld, samples %lld, "
+                "common prefix %lld)",
+                (long long)length, (long long)nsamples, (long long)common);
+  if (d->alloc_id >= d->cur->alloc_end)
+    return fail(r, MT_ERR_CORRUPT, off,
+                "more allocations than the packet header's object id range");
+  int rc = mt__bt_decode(&d->bt, c, nencoded, (uint64_t)common);
+  if (rc == MT__BT_TRUNCATED)
+    return fail(r, MT_ERR_CORRUPT, cur_off(d), "backtrace cut short");
+  if (rc == MT__BT_TOO_LONG)
+    return fail(r, MT_ERR_CORRUPT, off, "backtrace longer than %u frames",
+                MT__BT_MAX_FRAMES);
+  if (rc == MT__BT_NOMEM) return nomem(r);
+  ev->kind = MT_EVENT_ALLOC;
+  ev->source = source;
+  ev->obj_id = d->alloc_id++;
+  ev->length = (uint64_t)length;
+  ev->nsamples = (uint64_t)nsamples;
+  ev->backtrace = d->bt.bt;
+  ev->backtrace_len = d->bt.len;
+  ev->common_prefix = (size_t)common;
+  return 0;
+}
+
+/* Promote and collect name an object relative to the last allocation. */
+static int read_relative_id(mt_reader *r, domain *d, int may_be_later, mt_event *ev) {
+  uint64_t off = cur_off(d);
+  int64_t delta = mt__getvint(&d->rd);
+  if (d->rd.bad) return fail(r, MT_ERR_CORRUPT, off, "event cut short");
+  uint64_t last = d->alloc_id; /* id of the last allocation, plus one */
+  if (delta >= 0) {
+    if ((uint64_t)delta >= last)
+      return fail(r, MT_ERR_CORRUPT, off,
+                  "object id delta %lld names an object before the first",
+                  (long long)delta);
+    ev->obj_id = last - 1 - (uint64_t)delta;
+  } else {
+    /* Only collections may name a later id: an object of another domain
+     * (memtrace's reader allows this for domain termination). */
+    if (!may_be_later || delta == INT64_MIN || last == 0)
+      return fail(r, MT_ERR_CORRUPT, off, "negative object id delta %lld",
+                  (long long)delta);
+    ev->obj_id = last - 1 + (uint64_t)(-delta);
+  }
+  return 0;
+}
+
+static int read_event(mt_reader *r, domain *d, mt_event *ev) {
+  uint64_t off = cur_off(d);
+  uint32_t hdr = mt__get32(&d->rd);
+  if (d->rd.bad) return fail(r, MT_ERR_CORRUPT, off, "event header cut short");
+  uint64_t t = event_time(d->cur, hdr);
+  if (t < d->cur->time_begin || t > d->cur->time_end)
+    return fail(r, MT_ERR_CORRUPT, off,
+                "event time %llu us lies outside its packet (%llu to %llu)",
+                (unsigned long long)t, (unsigned long long)d->cur->time_begin,
+                (unsigned long long)d->cur->time_end);
+  if (t < d->last_time)
+    return fail(r, MT_ERR_CORRUPT, off,
+                "event time %llu us is before the previous event (%llu us)",
+                (unsigned long long)t, (unsigned long long)d->last_time);
+  d->last_time = t;
+  unsigned code = hdr >> MT__TIME_BITS;
+  ev->time = t;
+  ev->domain = d->id;
+  ev->backtrace = NULL;
+  ev->backtrace_len = ev->common_prefix = 0;
+  ev->length = ev->nsamples = 0;
+  ev->source = MT_SOURCE_MINOR;
+  switch (code) {
+  case MT__EV_TRACE_INFO:
+    return fail(r, MT_ERR_CORRUPT, off, "a second trace_info event");
+  case MT__EV_LOCATION: {
+    int rc = read_location(r, d, off);
+    return rc < 0 ? rc : 1; /* 1: not an event for the caller */
+  }
+  case MT__EV_ALLOC:
+    return read_alloc(r, d, code, ev);
+  case MT__EV_PROMOTE:
+    ev->kind = MT_EVENT_PROMOTE;
+    return read_relative_id(r, d, 0, ev);
+  case MT__EV_COLLECT:
+    ev->kind = MT_EVENT_COLLECT;
+    return read_relative_id(r, d, 1, ev);
+  default:
+    if (code > MT__EV_SHORT_ALLOC_BASE && code <= MT__EV_SHORT_ALLOC_BASE + 16)
+      return read_alloc(r, d, code, ev);
+    return fail(r, MT_ERR_CORRUPT, off, "unknown event code %u", code);
+  }
+}
+
+int mt_reader_next(mt_reader *r, mt_event *ev) {
+  if (r->status < 0) return r->status;
+  for (;;) {
+    domain *d = pick_domain(r);
+    if (r->status < 0) return r->status;
+    if (!d) {
+      if (r->skipped_pid && !r->warn_set)
+        set_warning(r,
+                    "%s: skipped %llu packets written by another process (pid "
+                    "%llu, a forked child)",
+                    r->name, (unsigned long long)r->skipped_pid,
+                    (unsigned long long)r->skipped_pid_value);
+      return 0;
+    }
+    int rc = read_event(r, d, ev);
+    if (rc < 0) return rc;
+    if (rc == 0) return 1;
+  }
+}
+
+/* ---- opening ---- */
+
+static int read_trace_info(mt_reader *r) {
+  header h;
+  size_t present;
+  int rc = read_header(r, &h, &present);
+  if (rc < 0) return rc;
+  if (rc == 0)
+    return fail(r, MT_ERR_CORRUPT, present,
+                present == 0 ? "empty file: not a memtrace trace"
+                             : "file ends inside the first packet header");
+  size_t size = h.header_len + h.content_len;
+  long avail = fill(r, size);
+  if (avail < 0) return (int)avail;
+  if ((size_t)avail < size)
+    return fail(r, MT_ERR_CORRUPT, (uint64_t)avail,
+                "file ends inside the trace_info packet (%zu of %zu bytes)",
+                (size_t)avail, size);
+  const uint8_t *base = r->in + r->in_pos;
+  mt__rd c = {base + h.header_len, base + size, 0};
+#define OFF ((uint64_t)(c.p - base))
+  uint32_t hdr = mt__get32(&c);
+  if (c.bad || hdr >> MT__TIME_BITS != MT__EV_TRACE_INFO)
+    return fail(r, MT_ERR_CORRUPT, h.header_len,
+                "the first event is not trace_info (code %u)", hdr >> MT__TIME_BITS);
+  packet p = {.time_begin = h.time_begin, .time_end = h.time_end};
+  if (event_time(&p, hdr) != h.time_begin)
+    return fail(r, MT_ERR_CORRUPT, h.header_len,
+                "trace_info time differs from its packet's");
+  mt_trace_info *in = &r->info;
+  uint64_t rate_bits = mt__get64(&c);
+  memcpy(&in->sample_rate, &rate_bits, sizeof rate_bits);
+  in->word_size = mt__get8(&c);
+  const char **fields[3] = {&in->executable_name, &in->host_name, &in->runtime_params};
+  for (int i = 0; i < 3; i++) {
+    size_t len = 0;
+    const char *s = mt__getstr(&c, &len);
+    if (!s) return fail(r, MT_ERR_CORRUPT, OFF, "unterminated string in trace_info");
+    if (!(*fields[i] = mt__strtab_intern(&r->strings, s, len))) return nomem(r);
+  }
+  in->pid = mt__get64(&c);
+  in->context = "";
+  if (h.version >= 2) {
+    size_t len = 0;
+    const char *s = mt__getstr(&c, &len);
+    if (!s) return fail(r, MT_ERR_CORRUPT, OFF, "unterminated context in trace_info");
+    if (!(in->context = mt__strtab_intern(&r->strings, s, len))) return nomem(r);
+  }
+  if (c.bad) return fail(r, MT_ERR_CORRUPT, OFF, "trace_info event cut short");
+  if (c.p != c.end)
+    return fail(r, MT_ERR_CORRUPT, OFF, "%zu unexpected bytes after trace_info",
+                (size_t)(c.end - c.p));
+  if (!(in->sample_rate > 0 && in->sample_rate <= 1))
+    return fail(r, MT_ERR_CORRUPT, h.header_len + 4,
+                "sample rate %g is not a probability in (0, 1]", in->sample_rate);
+#undef OFF
+  in->start_time = h.time_begin;
+  in->initial_domain = h.domain;
+  in->version = h.version;
+  r->in_pos += size;
+  return MT_OK;
+}
+
+int mt_reader_open_fd(mt_reader **out, int fd, const char *name) {
+  mt_reader *r = calloc(1, sizeof *r);
+  *out = r;
+  if (!r) return MT_ERR_NOMEM;
+  r->fd = fd;
+  r->name = strdup(name ? name : "(trace)");
+  r->in = malloc(INBUF_SIZE);
+  if (!r->name || !r->in) {
+    mt_reader_close(r);
+    *out = NULL;
+    return MT_ERR_NOMEM;
+  }
+  struct stat st;
+  off_t pos = lseek(fd, 0, SEEK_CUR);
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && pos >= 0 && st.st_size >= pos)
+    r->file_size = (uint64_t)(st.st_size - pos);
+  return read_trace_info(r);
+}
+
+int mt_reader_open(mt_reader **out, const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    mt_reader *r = calloc(1, sizeof *r);
+    *out = r;
+    if (!r) return MT_ERR_NOMEM;
+    r->fd = -1;
+    r->name = strdup(path);
+    snprintf(r->err, sizeof r->err, "%s: cannot open: %s", path, strerror(e));
+    r->status = MT_ERR_IO;
+    return MT_ERR_IO;
+  }
+  int rc = mt_reader_open_fd(out, fd, path);
+  if (*out) (*out)->own_fd = 1;
+  else close(fd);
+  return rc;
+}
+
+void mt_reader_close(mt_reader *r) {
+  if (!r) return;
+  if (r->own_fd && r->fd >= 0) close(r->fd);
+  for (size_t i = 0; i < r->ndoms; i++) {
+    domain *d = r->doms[i];
+    mt__bt_decoder_free(&d->bt);
+    packet *lists[2] = {d->cur, d->qhead};
+    for (int j = 0; j < 2; j++)
+      for (packet *p = lists[j]; p;) {
+        packet *n = j == 0 ? NULL : p->next;
+        free(p->data);
+        free(p);
+        p = n;
+      }
+    free(d);
+  }
+  for (packet *p = r->free_packets; p;) {
+    packet *n = p->next;
+    free(p->data);
+    free(p);
+    p = n;
+  }
+  for (size_t i = 0; i < r->nloc_chunks; i++) free(r->loc_chunks[i]);
+  free(r->loc_chunks);
+  free(r->lists);
+  mt__u64map_free(&r->loc_index);
+  mt__strtab_free(&r->strings);
+  free(r->in);
+  free(r->name);
+  free(r);
+}
+
+/* ---- queries ---- */
+
+const mt_trace_info *mt_reader_info(const mt_reader *r) { return &r->info; }
+
+const mt_location *mt_reader_lookup(const mt_reader *r, uint64_t code, size_t *n) {
+  uint32_t *ix = mt__u64map_get(&r->loc_index, code);
+  if (!ix) {
+    *n = 0;
+    return NULL;
+  }
+  const loc_list *l = &r->lists[*ix - 1];
+  *n = l->n;
+  return l->locs;
+}
+
+int mt_reader_has_code(const mt_reader *r, uint64_t code) {
+  return mt__u64map_get(&r->loc_index, code) != NULL;
+}
+
+void mt_reader_progress(const mt_reader *r, uint64_t *done, uint64_t *total) {
+  if (done) *done = r->in_off + r->in_pos;
+  if (total) *total = r->file_size;
+}
+
+const char *mt_reader_error(const mt_reader *r) { return r ? r->err : "out of memory"; }
+
+const char *mt_reader_warning(const mt_reader *r) { return r->warn_set ? r->warn : NULL; }

@@ -1,0 +1,46 @@
+/* Small containers shared by the reader, the writer and the tools:
+ * a hash map from 64-bit keys to 32-bit values, and a string interner whose
+ * strings never move. Internal (mt__ prefix). */
+#ifndef MT_FORMAT_TABLES_H
+#define MT_FORMAT_TABLES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Open addressing, linear probing, power-of-two capacity, load <= 1/2.
+ * Values are stored +1 so that 0 marks an empty slot; any key is allowed. */
+typedef struct mt__u64map {
+  uint64_t *keys;
+  uint32_t *vals; /* value + 1; 0 = empty */
+  size_t cap, count;
+} mt__u64map;
+
+void mt__u64map_free(mt__u64map *m);
+/* Returns a pointer to the value of `key`, or NULL. */
+uint32_t *mt__u64map_get(const mt__u64map *m, uint64_t key);
+/* Sets key -> val (val < UINT32_MAX). Returns 0, or -1 when out of memory. */
+int mt__u64map_put(mt__u64map *m, uint64_t key, uint32_t val);
+
+static inline uint64_t mt__hash64(uint64_t x) {
+  x ^= x >> 31;
+  x *= 0x9e3779b97f4a7c15ull;
+  x ^= x >> 29;
+  return x;
+}
+
+/* Interned strings: equal strings give the same pointer, valid until the
+ * table is freed. */
+typedef struct mt__strtab {
+  const char **slots; /* hash set of interned pointers */
+  size_t cap, count;
+  char *chunk;        /* current arena chunk */
+  size_t chunk_used, chunk_cap;
+  void **chunks;      /* every chunk, for freeing */
+  size_t nchunks, chunks_cap;
+} mt__strtab;
+
+void mt__strtab_free(mt__strtab *t);
+/* The interned copy of s[0..len), or NULL when out of memory. */
+const char *mt__strtab_intern(mt__strtab *t, const char *s, size_t len);
+
+#endif
