@@ -1,0 +1,60 @@
+# memtrace-c: the README's commands. Each installs the Debian packages it
+# needs (as root, or through sudo) before building with CMake.
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
+# Debian packages: building and testing.
+DEPS = build-essential cmake libcmocka-dev xz-utils babeltrace2 clang \
+       libclang-rt-14-dev time
+
+SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps build test test-asan demo bench fuzz clean
+
+all: build
+
+deps:
+	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
+	  grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing: $$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(BUILD) -j$(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+test-asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DMT_SANITIZE=ON >/dev/null
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j$(JOBS)
+
+# The main job on a bundled example: write a trace with the library, then
+# summarize and dump it; and the same on memtrace's own ocamlopt trace when
+# ../shared/traces is there.
+demo: build
+	@mkdir -p $(BUILD)/demo
+	$(BUILD)/mt_gen_trace $(BUILD)/demo/example.ctf --events 200000 --seed 1
+	$(BUILD)/memtrace info $(BUILD)/demo/example.ctf
+	$(BUILD)/memtrace dump $(BUILD)/demo/example.ctf | head -n 5 | cut -c1-200
+	@if [ -f ../shared/traces/ocamlopt.ctf ]; then \
+	  echo; echo "== memtrace's own trace of ocamlopt =="; \
+	  $(BUILD)/memtrace info ../shared/traces/ocamlopt.ctf; \
+	  $(BUILD)/memtrace dump ../shared/traces/ocamlopt.ctf | head -n 3 | cut -c1-200; \
+	fi
+
+bench: build
+	bench/run.sh
+
+fuzz: deps
+	FUZZ_SECONDS=$${FUZZ_SECONDS:-60} .ci/fuzz.sh
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
