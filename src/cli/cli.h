@@ -12,7 +12,9 @@ typedef struct mt_command {
   int (*run)(int argc, char **argv); /* argv[0] is the command name */
 } mt_command;
 
-extern const mt_command mt_cmd_dump, mt_cmd_copy, mt_cmd_info;
+#define MT_COMMAND(name) extern const mt_command mt_cmd_##name;
+#include "commands.def"
+#undef MT_COMMAND
 
 /* Prints "memtrace CMD: MESSAGE" and a hint to stderr, exits 2. */
 void mt_cli_usage_error(const mt_command *cmd, const char *fmt, ...)

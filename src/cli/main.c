@@ -6,7 +6,11 @@
 
 #include "cli.h"
 
-static const mt_command *const commands[] = {&mt_cmd_dump, &mt_cmd_copy, &mt_cmd_info};
+static const mt_command *const commands[] = {
+#define MT_COMMAND(name) &mt_cmd_##name,
+#include "commands.def"
+#undef MT_COMMAND
+};
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 static void overview(FILE *f) {
