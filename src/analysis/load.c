@@ -1,0 +1,450 @@
+/* The loading pass: one read of the trace into the analysis tables. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis_internal.h"
+
+static int fail(mt_analysis *a, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(mt_analysis *a, int status, const char *fmt, ...) {
+  if (a->status < 0) return a->status;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(a->err, sizeof a->err, fmt, ap);
+  va_end(ap);
+  a->status = status;
+  return status;
+}
+
+static int nomem(mt_analysis *a) { return fail(a, MT_ERR_NOMEM, "out of memory"); }
+
+/* Grows an array of `size`-byte elements to hold at least `need`. */
+static int grow(void **p, size_t *cap, size_t need, size_t size) {
+  if (need <= *cap) return 0;
+  size_t nc = *cap ? *cap : 1024;
+  while (nc < need) nc *= 2;
+  void *q = realloc(*p, nc * size);
+  if (!q) return -1;
+  *p = q;
+  *cap = nc;
+  return 0;
+}
+
+static int grow_objects(mt_analysis *a) {
+  if (a->nobj < a->obj_cap) return 0;
+  size_t nc = a->obj_cap ? a->obj_cap * 2 : 65536;
+  uint64_t *at = realloc(a->alloc_t, nc * sizeof *at);
+  if (at) a->alloc_t = at;
+  uint64_t *ft = realloc(a->free_t, nc * sizeof *ft);
+  if (ft) a->free_t = ft;
+  uint32_t *st = realloc(a->stack, nc * sizeof *st);
+  if (st) a->stack = st;
+  uint32_t *ns = realloc(a->nsamples, nc * sizeof *ns);
+  if (ns) a->nsamples = ns;
+  uint32_t *ln = realloc(a->length, nc * sizeof *ln);
+  if (ln) a->length = ln;
+  uint8_t *so = realloc(a->source, nc * sizeof *so);
+  if (so) a->source = so;
+  if (!at || !ft || !st || !ns || !ln || !so) return -1;
+  a->obj_cap = nc;
+  return 0;
+}
+
+uint64_t mt__side_get(const mt_analysis *a, size_t obj, unsigned kind) {
+  uint32_t *ix = mt__u64map_get(&a->side, (uint64_t)obj << 2 | kind);
+  return ix ? a->side_vals[*ix - 1] : 0;
+}
+
+static int side_put(mt_analysis *a, size_t obj, unsigned kind, uint64_t v) {
+  if (grow((void **)&a->side_vals, &a->side_cap, a->nside + 1, sizeof *a->side_vals))
+    return -1;
+  a->side_vals[a->nside] = v;
+  if (mt__u64map_put(&a->side, (uint64_t)obj << 2 | kind, (uint32_t)a->nside)) return -1;
+  a->nside++;
+  return 0;
+}
+
+/* ---- codes, functions, stacks ---- */
+
+static int code_id(mt_analysis *a, uint64_t value, uint32_t *out) {
+  uint32_t *ix = mt__u64map_get(&a->code_index, value);
+  if (ix) {
+    *out = *ix - 1;
+    return 0;
+  }
+  if (grow((void **)&a->code_val, &a->code_cap, a->ncodes + 1, sizeof *a->code_val))
+    return -1;
+  a->code_val[a->ncodes] = value;
+  if (mt__u64map_put(&a->code_index, value, (uint32_t)a->ncodes)) return -1;
+  *out = (uint32_t)a->ncodes++;
+  return 0;
+}
+
+static int function_id(mt_analysis *a, const char *name, const char *file, uint32_t *out) {
+  /* Functions are identified by name and file, as memtrace's tools do. */
+  size_t ln = strlen(name), lf = strlen(file);
+  char small[512], *key = ln + lf + 2 <= sizeof small ? small : malloc(ln + lf + 2);
+  if (!key) return -1;
+  memcpy(key, name, ln);
+  key[ln] = '\n'; /* names and files never hold a newline in practice */
+  memcpy(key + ln + 1, file, lf + 1);
+  const char *k = mt__strtab_intern(&a->strings, key, ln + lf + 1);
+  if (key != small) free(key);
+  if (!k) return -1;
+  uint32_t *ix = mt__u64map_get(&a->fn_index, (uint64_t)(uintptr_t)k);
+  if (ix) {
+    *out = *ix - 1;
+    return 0;
+  }
+  size_t cap = a->fn_cap;
+  if (grow((void **)&a->fn_name, &cap, a->nfn + 1, sizeof *a->fn_name) ||
+      grow((void **)&a->fn_file, &a->fn_cap, a->nfn + 1, sizeof *a->fn_file))
+    return -1;
+  a->fn_name[a->nfn] = mt__strtab_intern(&a->strings, name, ln);
+  a->fn_file[a->nfn] = mt__strtab_intern(&a->strings, file, lf);
+  if (!a->fn_name[a->nfn] || !a->fn_file[a->nfn]) return -1;
+  if (mt__u64map_put(&a->fn_index, (uint64_t)(uintptr_t)k, (uint32_t)a->nfn)) return -1;
+  *out = (uint32_t)a->nfn++;
+  return 0;
+}
+
+/* After the pass: every code's locations, from the reader's table. */
+static int resolve_codes(mt_analysis *a, const mt_reader *r) {
+  a->code_first = malloc((a->ncodes + 1) * sizeof *a->code_first);
+  a->code_n = malloc((a->ncodes + 1) * sizeof *a->code_n);
+  if (!a->code_first || !a->code_n) return -1;
+  for (size_t c = 0; c < a->ncodes; c++) {
+    size_t n;
+    const mt_location *l = mt_reader_lookup(r, a->code_val[c], &n);
+    if (grow((void **)&a->frames, &a->frames_cap, a->nframes + n + 1, sizeof *a->frames))
+      return -1;
+    a->code_first[c] = (uint32_t)a->nframes;
+    a->code_n[c] = (uint32_t)n;
+    for (size_t i = 0; i < n; i++) {
+      mt_frame *f = &a->frames[a->nframes++];
+      if (function_id(a, l[i].defname, l[i].filename, &f->function)) return -1;
+      f->line = l[i].line;
+      f->start_char = l[i].start_char;
+      f->end_char = l[i].end_char;
+    }
+  }
+  return 0;
+}
+
+static int stack_child(mt_analysis *a, uint32_t parent, uint32_t code, uint32_t *out) {
+  uint64_t key = (uint64_t)parent << 32 | code;
+  uint32_t *ix = mt__u64map_get(&a->st_index, key);
+  if (ix) {
+    *out = *ix - 1;
+    return 0;
+  }
+  size_t n = a->nstacks;
+  if (n >= UINT32_MAX - 1) return -1;
+  if (n == a->st_cap) {
+    size_t nc = a->st_cap * 2;
+    uint32_t *p = realloc(a->st_parent, nc * sizeof *p);
+    if (p) a->st_parent = p;
+    uint32_t *c = realloc(a->st_code, nc * sizeof *c);
+    if (c) a->st_code = c;
+    uint32_t *d = realloc(a->st_depth, nc * sizeof *d);
+    if (d) a->st_depth = d;
+    if (!p || !c || !d) return -1;
+    a->st_cap = nc;
+  }
+  a->st_parent[n] = parent;
+  a->st_code[n] = code;
+  a->st_depth[n] = a->st_depth[parent] + 1;
+  if (mt__u64map_put(&a->st_index, key, (uint32_t)n)) return -1;
+  a->nstacks++;
+  *out = (uint32_t)n;
+  return 0;
+}
+
+/* ---- live heap envelope ---- */
+
+static void fill_bins(mt_analysis *a) {
+  double prev = 0;
+  for (size_t i = 0; i < a->nbins_used; i++) {
+    mt__bin *b = &a->bins[i];
+    if (!b->touched) *b = (mt__bin){prev, prev, prev, 1};
+    prev = b->end;
+  }
+}
+
+/* Halves the resolution: bins 2i and 2i+1 become bin i. */
+static void coarsen(mt_analysis *a) {
+  fill_bins(a);
+  size_t n = (a->nbins_used + 1) / 2;
+  for (size_t i = 0; i < n; i++) {
+    mt__bin x = a->bins[2 * i];
+    if (2 * i + 1 < a->nbins_used) {
+      mt__bin y = a->bins[2 * i + 1];
+      x.min = fmin(x.min, y.min);
+      x.max = fmax(x.max, y.max);
+      x.end = y.end;
+    }
+    a->bins[i] = x;
+  }
+  for (size_t i = n; i < MT__ENVELOPE_BINS; i++) a->bins[i].touched = 0;
+  a->nbins_used = n;
+  a->bin_width *= 2;
+}
+
+/* Records that live samples went from `before` to `after` at time t. */
+static void live_change(mt_analysis *a, uint64_t t, double before, double after) {
+  size_t i;
+  while ((i = (size_t)(t / a->bin_width)) >= MT__ENVELOPE_BINS) coarsen(a);
+  if (i >= a->nbins_used) {
+    /* bins skipped over stay flat at the last value */
+    for (size_t j = a->nbins_used; j < i; j++) a->bins[j] = (mt__bin){before, before, before, 1};
+    a->nbins_used = i + 1;
+    a->bins[i].touched = 0;
+  }
+  mt__bin *b = &a->bins[i];
+  if (!b->touched) *b = (mt__bin){before, before, before, 1};
+  if (after < b->min) b->min = after;
+  if (after > b->max) b->max = after;
+  b->end = after;
+}
+
+/* ---- the pass ---- */
+
+typedef struct pass {
+  uint64_t *prev_codes; /* previous backtrace, to share its interned prefix */
+  uint32_t *prev_nodes;
+  size_t prev_len, prev_cap;
+  /* object ids -> object index: the identity until ids first diverge
+   * (memtrace numbers objects 0, 1, 2...); from then on, a map. */
+  int diverged;
+  size_t diverged_at;
+  mt__u64map ids;
+  uint64_t live;
+  uint64_t unknown_ids, double_frees;
+} pass;
+
+static int intern_stack(mt_analysis *a, pass *p, const mt_event *ev, uint32_t *out) {
+  size_t n = ev->backtrace_len, k = 0;
+  while (k < n && k < p->prev_len && ev->backtrace[k] == p->prev_codes[k]) k++;
+  if (n > p->prev_cap) {
+    size_t nc = n * 2;
+    uint64_t *c = realloc(p->prev_codes, nc * sizeof *c);
+    if (c) p->prev_codes = c;
+    uint32_t *d = realloc(p->prev_nodes, nc * sizeof *d);
+    if (d) p->prev_nodes = d;
+    if (!c || !d) return -1;
+    p->prev_cap = nc;
+  }
+  uint32_t node = k ? p->prev_nodes[k - 1] : 0;
+  for (size_t i = k; i < n; i++) {
+    uint32_t code;
+    if (code_id(a, ev->backtrace[i], &code) || stack_child(a, node, code, &node)) return -1;
+    p->prev_codes[i] = ev->backtrace[i];
+    p->prev_nodes[i] = node;
+  }
+  p->prev_len = n;
+  *out = node;
+  return 0;
+}
+
+static int find_object(const pass *p, uint64_t id, size_t nobj, size_t *out) {
+  uint32_t *ix = p->diverged ? mt__u64map_get(&p->ids, id) : NULL;
+  if (ix) *out = *ix - 1;
+  else if (id < (p->diverged ? p->diverged_at : nobj)) *out = (size_t)id;
+  else return -1;
+  return 0;
+}
+
+static int on_alloc(mt_analysis *a, pass *p, const mt_event *ev, uint64_t t) {
+  if (grow_objects(a)) return -1;
+  size_t i = a->nobj;
+  uint32_t st;
+  if (intern_stack(a, p, ev, &st)) return -1;
+  if (!p->diverged && ev->obj_id != i) {
+    p->diverged = 1;
+    p->diverged_at = i;
+  }
+  if (p->diverged && (i > UINT32_MAX - 2 || mt__u64map_put(&p->ids, ev->obj_id, (uint32_t)i)))
+    return -1;
+  uint8_t src = (uint8_t)ev->source;
+  if (ev->length > UINT32_MAX) {
+    src |= MT__OBJ_BIG_LENGTH;
+    if (side_put(a, i, MT__SIDE_LENGTH, ev->length)) return -1;
+  }
+  if (ev->nsamples > UINT32_MAX) {
+    src |= MT__OBJ_BIG_SAMPLES;
+    if (side_put(a, i, MT__SIDE_SAMPLES, ev->nsamples)) return -1;
+  }
+  a->alloc_t[i] = t;
+  a->free_t[i] = MT_NEVER;
+  a->stack[i] = st;
+  a->length[i] = (uint32_t)ev->length;
+  a->nsamples[i] = (uint32_t)ev->nsamples;
+  a->source[i] = src;
+  a->nobj++;
+  uint64_t before = p->live;
+  p->live += ev->nsamples;
+  live_change(a, t, (double)before, (double)p->live);
+  if (p->live > a->peak_samples) {
+    a->peak_samples = p->live;
+    a->peak_time = t;
+  }
+  return 0;
+}
+
+static int on_promote(mt_analysis *a, pass *p, const mt_event *ev, uint64_t t) {
+  size_t i;
+  if (find_object(p, ev->obj_id, a->nobj, &i)) {
+    p->unknown_ids++;
+    return 0;
+  }
+  if (a->source[i] & MT__OBJ_PROMOTED) return 0;
+  a->source[i] |= MT__OBJ_PROMOTED;
+  return side_put(a, i, MT__SIDE_PROMOTE, t);
+}
+
+static void on_collect(mt_analysis *a, pass *p, const mt_event *ev, uint64_t t) {
+  size_t i;
+  if (find_object(p, ev->obj_id, a->nobj, &i)) {
+    p->unknown_ids++;
+    return;
+  }
+  if (a->free_t[i] != MT_NEVER) {
+    p->double_frees++;
+    return;
+  }
+  a->free_t[i] = t;
+  uint64_t ns = mt__obj_samples(a, i), before = p->live;
+  p->live -= ns <= p->live ? ns : p->live;
+  live_change(a, t, (double)before, (double)p->live);
+}
+
+static void set_weights(mt_analysis *a) {
+  double rate = a->info.sample_rate;
+  a->word_bytes = a->info.word_size ? a->info.word_size / 8.0 : 8.0;
+  a->log1m_rate = log1p(-rate);
+  for (size_t w = 0; w < MT__HT_CACHE; w++) {
+    double pr = w ? -expm1((double)w * a->log1m_rate) : 1.0;
+    a->ht_w[w] = 1.0 / pr;
+    a->ht_v[w] = (1.0 - pr) / (pr * pr);
+  }
+}
+
+static int copy_info(mt_analysis *a, const mt_trace_info *in) {
+  a->info = *in;
+  const char **s[] = {&a->info.executable_name, &a->info.host_name,
+                      &a->info.runtime_params, &a->info.context};
+  for (size_t i = 0; i < sizeof s / sizeof *s; i++)
+    if (!(*s[i] = mt__strtab_intern(&a->strings, *s[i], strlen(*s[i])))) return -1;
+  return 0;
+}
+
+static mt_analysis *new_analysis(void) {
+  mt_analysis *a = calloc(1, sizeof *a);
+  if (!a) return NULL;
+  a->st_cap = 4096;
+  a->st_parent = malloc(a->st_cap * sizeof *a->st_parent);
+  a->st_code = malloc(a->st_cap * sizeof *a->st_code);
+  a->st_depth = malloc(a->st_cap * sizeof *a->st_depth);
+  if (!a->st_parent || !a->st_code || !a->st_depth) {
+    mt_analysis_free(a);
+    return NULL;
+  }
+  a->st_parent[0] = a->st_code[0] = a->st_depth[0] = 0;
+  a->nstacks = 1;
+  a->bin_width = 1000; /* 1 ms, doubled as the trace grows */
+  return a;
+}
+
+static int run_pass(mt_analysis *a, mt_reader *r, mt_progress_fn progress, void *ctx) {
+  if (copy_info(a, mt_reader_info(r))) return nomem(a);
+  set_weights(a);
+  uint64_t start = a->info.start_time;
+  pass p = {0};
+  mt_event ev;
+  int rc;
+  uint64_t n = 0;
+  while ((rc = mt_reader_next(r, &ev)) > 0) {
+    uint64_t t = ev.time - start;
+    a->duration = t;
+    int err = 0;
+    if (ev.kind == MT_EVENT_ALLOC) err = on_alloc(a, &p, &ev, t);
+    else if (ev.kind == MT_EVENT_PROMOTE) err = on_promote(a, &p, &ev, t);
+    else on_collect(a, &p, &ev, t);
+    if (err) {
+      rc = nomem(a);
+      break;
+    }
+    if (progress && (++n & 0xffff) == 0) {
+      uint64_t done, total;
+      mt_reader_progress(r, &done, &total);
+      if (progress(ctx, done, total)) {
+        rc = fail(a, MT_ERR_INVALID, "loading cancelled");
+        break;
+      }
+    }
+  }
+  free(p.prev_codes);
+  free(p.prev_nodes);
+  mt__u64map_free(&p.ids);
+  if (rc < 0) {
+    if (a->status >= 0) fail(a, rc, "%s", mt_reader_error(r));
+    return a->status;
+  }
+  if (resolve_codes(a, r)) return nomem(a);
+  fill_bins(a);
+  const char *w = mt_reader_warning(r);
+  if (w) snprintf(a->warn, sizeof a->warn, "%s", w);
+  else if (p.unknown_ids || p.double_frees)
+    snprintf(a->warn, sizeof a->warn,
+             "%llu promotions/collections named objects the trace never "
+             "allocated, %llu objects were collected twice; those events were "
+             "ignored",
+             (unsigned long long)p.unknown_ids, (unsigned long long)p.double_frees);
+  a->has_warn = a->warn[0] != 0;
+  return MT_OK;
+}
+
+int mt_analysis_load_reader(mt_analysis **out, mt_reader *r, mt_progress_fn progress,
+                            void *ctx) {
+  mt_analysis *a = new_analysis();
+  *out = a;
+  if (!a) return MT_ERR_NOMEM;
+  return run_pass(a, r, progress, ctx);
+}
+
+int mt_analysis_load(mt_analysis **out, const char *path, mt_progress_fn progress,
+                     void *ctx) {
+  mt_reader *r;
+  int rc = mt_reader_open(&r, path);
+  if (rc != MT_OK) {
+    mt_analysis *a = new_analysis();
+    *out = a;
+    if (a) fail(a, rc, "%s", mt_reader_error(r));
+    mt_reader_close(r);
+    return a ? rc : MT_ERR_NOMEM;
+  }
+  rc = mt_analysis_load_reader(out, r, progress, ctx);
+  mt_reader_close(r);
+  return rc;
+}
+
+void mt_analysis_free(mt_analysis *a) {
+  if (!a) return;
+  void *arrays[] = {a->alloc_t,   a->free_t,    a->stack,      a->nsamples,   a->length,
+                    a->source,    a->side_vals, a->st_parent,  a->st_code,    a->st_depth,
+                    a->code_val,  a->code_first, a->code_n,    a->frames,     a->fn_name,
+                    a->fn_file};
+  for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
+  mt__u64map_free(&a->side);
+  mt__u64map_free(&a->st_index);
+  mt__u64map_free(&a->code_index);
+  mt__u64map_free(&a->fn_index);
+  mt__strtab_free(&a->strings);
+  free(a);
+}
+
+const char *mt_analysis_error(const mt_analysis *a) { return a ? a->err : "out of memory"; }
+const char *mt_analysis_warning(const mt_analysis *a) { return a->has_warn ? a->warn : NULL; }
