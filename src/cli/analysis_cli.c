@@ -37,6 +37,7 @@ static int parse_scaled(const char *s, const char *end, double *out, int sizes) 
     v *= pow(1024, (double)(u - units + 1));
     e++;
     if (*e == 'B' || *e == 'i') e += (*e == 'i' && e[1] == 'B') ? 2 : 1;
+  }
   if (*e) return -1;
   *out = v;
   return 0;
