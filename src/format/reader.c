@@ -536,10 +536,10 @@ static int read_relative_id(mt_reader *r, domain *d, int may_be_later, mt_event 
   } else {
     /* Only collections may name a later id: an object of another domain
      * (memtrace's reader allows this for domain termination). */
-    if (!may_be_later || delta == INT64_MIN || last == 0)
+    if (!may_be_later || delta == INT64_MIN || (uint64_t)(-delta) > UINT64_MAX - last)
       return fail(r, MT_ERR_CORRUPT, off, "negative object id delta %lld",
                   (long long)delta);
-    ev->obj_id = last - 1 + (uint64_t)(-delta);
+    ev->obj_id = last + (uint64_t)(-delta) - 1; /* -delta >= 1: no underflow */
   }
   return 0;
 }
