@@ -1,0 +1,80 @@
+/*
+ * memtrace/tracer.h - write a memtrace trace of this process.
+ *
+ * The tracer connects the sampling engine (memtrace/engine.h) to the trace
+ * writer (memtrace/format.h): each sampled allocation becomes an alloc event
+ * with its backtrace, each free of a sampled block a collect event, and
+ * every code in a backtrace gets a location event (function, file, line,
+ * inlined frames) the first time it appears, so traces need no binary to
+ * be analysed.
+ *
+ * Destinations (MEMTRACE, or mt_trace_options.destination):
+ *   PATH               a file; "%p" in it becomes the pid
+ *   tcp:HOST:PORT      connect to a listener (memtrace listen / view)
+ *   listen:[HOST:]PORT serve one client at a time (HOST defaults to
+ *                      127.0.0.1): tracing runs from its connect to its
+ *                      disconnect; a second client meanwhile is refused
+ *
+ * Environment: MEMTRACE (destination), MEMTRACE_RATE (rate per word,
+ * default 1e-5), MEMTRACE_UNWIND (libunwind | fp), MEMTRACE_DEPTH (frames,
+ * default 256), MEMTRACE_FORMAT (2 or 3), MEMTRACE_KEEP_ENV (1: let
+ * exec'd children inherit MEMTRACE; by default it is removed when tracing
+ * starts, so children are not traced into the same destination).
+ *
+ * Failure never stops the program: a destination that cannot be opened, a
+ * failed write or a dropped connection stops tracing with one message on
+ * standard error. After fork(), the child stops tracing unless the path
+ * has %p (then it traces to its own file). At exit, buffered events are
+ * written; packets are written whole, so a killed process leaves a trace
+ * readable up to its last packet.
+ */
+#ifndef MEMTRACE_TRACER_H
+#define MEMTRACE_TRACER_H
+
+#include "memtrace/format.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MT_DEFAULT_RATE 1e-5
+
+typedef enum mt_unwind {
+  MT_UNWIND_LIBUNWIND = 0,     /* DWARF CFI, with libunwind's caches     */
+  MT_UNWIND_FRAME_POINTERS = 1 /* needs -fno-omit-frame-pointer; cheaper  */
+} mt_unwind;
+
+typedef struct mt_trace_options {
+  const char *destination; /* required                                    */
+  double rate;             /* 0: MT_DEFAULT_RATE                          */
+  const char *context;     /* stored in the trace_info; may be NULL       */
+  int format_version;      /* 0: 2                                        */
+  mt_unwind unwind;
+  size_t max_depth;        /* 0: 256                                      */
+} mt_trace_options;
+
+/* Starts tracing if the MEMTRACE environment variable names a destination,
+ * with MEMTRACE_RATE etc. as above (the environment wins over `rate`; pass
+ * 0 for the default). Returns 1 if tracing started, 0 if not requested, or
+ * a negative status after printing why (bad MEMTRACE_RATE, destination not
+ * reachable): the program goes on untraced. */
+MT_API int mt_trace_if_requested(const char *context, double rate);
+
+/* Starts tracing. MT_ERR_INVALID if already tracing or an option is out of
+ * range; MT_ERR_IO if the destination cannot be opened. mt_trace_error()
+ * says why. */
+MT_API int mt_trace_start(const mt_trace_options *options);
+
+/* Stops tracing: writes what is buffered and closes the destination. */
+MT_API int mt_trace_stop(void);
+
+MT_API int mt_trace_is_tracing(void);
+
+/* Why the last start failed or tracing stopped, or "". */
+MT_API const char *mt_trace_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MEMTRACE_TRACER_H */

@@ -1,0 +1,428 @@
+/* The sampling engine: geometric sampling of words, tracking of sampled
+ * blocks, and the tracker callbacks.
+ *
+ * Nothing here calls malloc: the tables live in mmap'd memory, so the engine
+ * works underneath a malloc interposer without recursion. Locks are taken
+ * only on sampled allocations and on frees that pass the filter; callbacks
+ * run with no engine lock held. */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine_internal.h"
+
+/* While the engine is stopped, threads look again after this many words. */
+#define IDLE_WORDS ((int64_t)1 << 20)
+#define DEFAULT_CALLSTACK 256
+#define MAX_CALLSTACK 4096
+/* Sample counts up to this mean are drawn exactly (by skipping geometric
+ * gaps); above it the normal approximation to the binomial is used. */
+#define EXACT_BINOMIAL_MEAN 256.0
+
+__thread mt__thread mt__tls __attribute__((tls_model("initial-exec")));
+uint8_t mt__filter[1u << MT__FILTER_BITS];
+
+/* ---- tracked blocks: open addressing over mmap'd memory ---- */
+
+#define EMPTY ((uintptr_t)0)
+#define TOMB ((uintptr_t)1)
+
+typedef struct slot {
+  uintptr_t key;
+  void *handle;
+} slot;
+
+typedef struct table {
+  slot *slots;
+  size_t cap, used, tombs; /* used counts live entries */
+} table;
+
+typedef struct ext_rec { /* a token of mt_external_alloc */
+  uint32_t epoch;
+  struct ext_rec *next_free;
+  void *handle;
+} ext_rec;
+
+static struct {
+  pthread_mutex_t lock;
+  _Atomic uint32_t epoch; /* bumped by start and stop */
+  _Atomic int running;
+  double rate, log1m_rate;
+  mt_tracker tracker;
+  mt_callstack_fn callstack;
+  void *callstack_ctx;
+  size_t callstack_max;
+  uint64_t seed;
+  _Atomic uint64_t thread_seq;
+  table t;
+  ext_rec *ext_free;
+  size_t ext_bytes;
+  _Atomic uint64_t sampled, filter_hits;
+} eng = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void *map(size_t bytes) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static inline size_t slot_of(uintptr_t key, size_t cap) {
+  return (size_t)(((uint64_t)key * 0x9e3779b97f4a7c15ull) >> 17) & (cap - 1);
+}
+
+static int table_resize(table *t, size_t ncap) {
+  slot *ns = map(ncap * sizeof *ns);
+  if (!ns) return -1;
+  for (size_t i = 0; i < t->cap; i++) {
+    uintptr_t k = t->slots[i].key;
+    if (k == EMPTY || k == TOMB) continue;
+    size_t j = slot_of(k, ncap);
+    while (ns[j].key != EMPTY) j = (j + 1) & (ncap - 1);
+    ns[j] = t->slots[i];
+  }
+  if (t->slots) munmap(t->slots, t->cap * sizeof *t->slots);
+  t->slots = ns;
+  t->cap = ncap;
+  t->tombs = 0;
+  return 0;
+}
+
+/* Inserts key -> handle; returns the handle it replaced (a block freed
+ * behind the engine's back), or NULL. Returns `handle` itself when out of
+ * memory (the caller then reports it untracked). */
+static void *table_put(table *t, uintptr_t key, void *handle) {
+  if ((t->used + t->tombs + 1) * 2 > t->cap &&
+      table_resize(t, t->cap ? (t->used * 4 > t->cap ? t->cap * 2 : t->cap) : 1024))
+    return handle;
+  size_t i = slot_of(key, t->cap), tomb = SIZE_MAX;
+  for (;; i = (i + 1) & (t->cap - 1)) {
+    uintptr_t k = t->slots[i].key;
+    if (k == key) {
+      void *old = t->slots[i].handle;
+      t->slots[i].handle = handle;
+      return old;
+    }
+    if (k == TOMB && tomb == SIZE_MAX) tomb = i;
+    if (k == EMPTY) break;
+  }
+  if (tomb != SIZE_MAX) {
+    i = tomb;
+    t->tombs--;
+  }
+  t->slots[i] = (slot){key, handle};
+  t->used++;
+  uint8_t *f = &mt__filter[mt__filter_slot(key)];
+  if (*f != UINT8_MAX) __atomic_store_n(f, (uint8_t)(*f + 1), __ATOMIC_RELAXED);
+  return NULL;
+}
+
+static void *table_take(table *t, uintptr_t key) {
+  if (!t->cap) return NULL;
+  for (size_t i = slot_of(key, t->cap);; i = (i + 1) & (t->cap - 1)) {
+    uintptr_t k = t->slots[i].key;
+    if (k == EMPTY) return NULL;
+    if (k != key) continue;
+    void *h = t->slots[i].handle;
+    t->slots[i].key = TOMB;
+    t->used--;
+    t->tombs++;
+    uint8_t *f = &mt__filter[mt__filter_slot(key)];
+    /* a saturated counter stays set: the filter may only err towards "maybe" */
+    if (*f != UINT8_MAX && *f) __atomic_store_n(f, (uint8_t)(*f - 1), __ATOMIC_RELAXED);
+    return h;
+  }
+}
+
+static void table_clear(table *t) {
+  if (t->slots) munmap(t->slots, t->cap * sizeof *t->slots);
+  memset(t, 0, sizeof *t);
+  memset(mt__filter, 0, sizeof mt__filter);
+}
+
+/* ---- random numbers ---- */
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t next_u64(mt__thread *th) { /* xoroshiro128+ */
+  uint64_t s0 = th->rng[0], s1 = th->rng[1], r = s0 + s1;
+  s1 ^= s0;
+  th->rng[0] = rotl(s0, 24) ^ s1 ^ (s1 << 16);
+  th->rng[1] = rotl(s1, 37);
+  return r;
+}
+
+static double uniform_open0(mt__thread *th) { /* in (0, 1] */
+  return (double)((next_u64(th) >> 11) + 1) * 0x1.0p-53;
+}
+
+static uint64_t splitmix(uint64_t *x) {
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static void seed_thread(mt__thread *th) {
+  uint64_t s = eng.seed;
+  if (!s) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    s = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32 ^ (uint64_t)(uintptr_t)th;
+  }
+  s ^= atomic_fetch_add(&eng.thread_seq, 1) * 0xd1b54a32d192ed03ull;
+  th->rng[0] = splitmix(&s);
+  th->rng[1] = splitmix(&s) | 1;
+}
+
+/* Words up to and including the next sample point: Geometric(rate) >= 1. */
+static int64_t draw_gap(mt__thread *th) {
+  if (eng.rate >= 1.0) return 1;
+  double g = floor(log(uniform_open0(th)) / eng.log1m_rate) + 1.0;
+  return g < (double)(INT64_MAX / 4) ? (int64_t)g : INT64_MAX / 4;
+}
+
+/* Sampled words among n: Binomial(n, rate). */
+static uint64_t draw_binomial(mt__thread *th, uint64_t n) {
+  if (n == 0) return 0;
+  if (eng.rate >= 1.0) return n;
+  double mean = (double)n * eng.rate;
+  if (mean < EXACT_BINOMIAL_MEAN) {
+    uint64_t k = 0;
+    for (uint64_t pos = (uint64_t)draw_gap(th); pos <= n; pos += (uint64_t)draw_gap(th)) k++;
+    return k;
+  }
+  double u1 = uniform_open0(th), u2 = uniform_open0(th);
+  double z = sqrt(-2.0 * log(u1)) * cos(2 * M_PI * u2);
+  double k = round(mean + z * sqrt(mean * (1.0 - eng.rate)));
+  return k < 0 ? 0 : k > (double)n ? n : (uint64_t)k;
+}
+
+/* ---- sampling ---- */
+
+int mt__sample_slow(int64_t words, uint64_t *nsamples) {
+  mt__thread *th = &mt__tls;
+  int64_t before = th->countdown + words; /* the countdown before this block */
+  uint32_t ep = atomic_load_explicit(&eng.epoch, memory_order_acquire);
+  if (!atomic_load_explicit(&eng.running, memory_order_acquire)) {
+    th->countdown = IDLE_WORDS;
+    return 0;
+  }
+  if (th->epoch != ep) {
+    /* A new session: draw this thread's first gap, and measure this block
+     * against it (words before this point were allocated before the thread
+     * joined; they are not sampled). */
+    seed_thread(th);
+    th->epoch = ep;
+    before = draw_gap(th);
+  }
+  if (th->busy) {
+    th->countdown = draw_gap(th); /* memoryless: the profiler's own words skip */
+    return 0;
+  }
+  if (before > words) {
+    th->countdown = before - words;
+    return 0;
+  }
+  /* The block holds the sample point at word `before`; the words after it
+   * are sampled independently. */
+  *nsamples = 1 + draw_binomial(th, (uint64_t)(words - before));
+  th->countdown = draw_gap(th);
+  return 1;
+}
+
+static void *run_alloc(uint64_t words, uint64_t bytes, uint64_t nsamples, mt_source source) {
+  uint64_t stack[eng.callstack_max]; /* at most MAX_CALLSTACK */
+  size_t n = 0;
+  if (eng.callstack) n = eng.callstack(eng.callstack_ctx, stack, eng.callstack_max);
+  mt_alloc_info info = {words, bytes, nsamples, source, stack, n};
+  atomic_fetch_add_explicit(&eng.sampled, 1, memory_order_relaxed);
+  return eng.tracker.alloc ? eng.tracker.alloc(eng.tracker.ctx, &info) : NULL;
+}
+
+void mt__track(uintptr_t key, uint64_t words, uint64_t bytes, uint64_t nsamples,
+               mt_source source) {
+  mt__tls.busy++;
+  uint32_t ep = atomic_load(&eng.epoch);
+  void *h = run_alloc(words, bytes, nsamples, source);
+  if (h) {
+    void *old = NULL;
+    pthread_mutex_lock(&eng.lock);
+    if (atomic_load(&eng.running) && atomic_load(&eng.epoch) == ep) {
+      old = table_put(&eng.t, key, h);
+      if (old == h) old = NULL; /* out of memory: untracked */
+    } else {
+      h = NULL;
+    }
+    pthread_mutex_unlock(&eng.lock);
+    /* a block at this address was freed without our knowledge */
+    if (old && eng.tracker.dealloc) eng.tracker.dealloc(eng.tracker.ctx, old);
+  }
+  mt__tls.busy--;
+}
+
+void mt__untrack(uintptr_t key) {
+  atomic_fetch_add_explicit(&eng.filter_hits, 1, memory_order_relaxed);
+  pthread_mutex_lock(&eng.lock);
+  void *h = table_take(&eng.t, key);
+  pthread_mutex_unlock(&eng.lock);
+  if (h && eng.tracker.dealloc) {
+    mt__tls.busy++;
+    eng.tracker.dealloc(eng.tracker.ctx, h);
+    mt__tls.busy--;
+  }
+}
+
+/* ---- fork: no lock may be inherited held ---- */
+
+static void fork_prepare(void) { pthread_mutex_lock(&eng.lock); }
+static void fork_release(void) { pthread_mutex_unlock(&eng.lock); }
+
+/* Registered at load, before any tracer registers its own handlers, so
+ * that at fork time the tracer's lock is taken first, then this one: the
+ * order in which they are taken everywhere else. */
+__attribute__((constructor(101))) static void engine_init(void) {
+  pthread_atfork(fork_prepare, fork_release, fork_release);
+}
+
+/* ---- public API ---- */
+
+int mt_engine_start(const mt_engine_params *p) {
+  if (!p || !(p->rate > 0 && p->rate <= 1) || p->callstack_max > MAX_CALLSTACK)
+    return MT_ERR_INVALID;
+  pthread_mutex_lock(&eng.lock);
+  if (atomic_load(&eng.running)) {
+    pthread_mutex_unlock(&eng.lock);
+    return MT_ERR_INVALID;
+  }
+  eng.rate = p->rate;
+  eng.log1m_rate = log1p(-p->rate);
+  eng.tracker = p->tracker;
+  eng.callstack = p->callstack;
+  eng.callstack_ctx = p->callstack_ctx;
+  eng.callstack_max = p->callstack_max ? p->callstack_max : DEFAULT_CALLSTACK;
+  eng.seed = p->seed;
+  atomic_store(&eng.thread_seq, 0);
+  atomic_fetch_add(&eng.epoch, 1);
+  atomic_store(&eng.running, 1);
+  /* This thread joins now rather than after IDLE_WORDS. */
+  mt__tls.countdown = 0;
+  pthread_mutex_unlock(&eng.lock);
+  return MT_OK;
+}
+
+int mt_engine_stop(void) {
+  pthread_mutex_lock(&eng.lock);
+  if (!atomic_load(&eng.running)) {
+    pthread_mutex_unlock(&eng.lock);
+    return MT_ERR_INVALID;
+  }
+  atomic_store(&eng.running, 0);
+  atomic_fetch_add(&eng.epoch, 1);
+  table_clear(&eng.t);
+  pthread_mutex_unlock(&eng.lock);
+  return MT_OK;
+}
+
+int mt_engine_running(void) { return atomic_load(&eng.running); }
+
+void mt_engine_suspended(void (*fn)(void *), void *arg) {
+  mt__tls.busy++;
+  fn(arg);
+  mt__tls.busy--;
+}
+
+void mt_engine_malloc(void *ptr, size_t bytes) {
+  uint64_t ns;
+  if (__builtin_expect(!mt__sample(bytes, &ns), 1) || !ptr) return;
+  mt__track((uintptr_t)ptr, (bytes + 7) >> 3, bytes, ns, MT_SOURCE_EXTERNAL);
+}
+
+void mt_engine_free(void *ptr) {
+  if (ptr && __builtin_expect(mt__maybe_tracked((uintptr_t)ptr), 0)) mt__untrack((uintptr_t)ptr);
+}
+
+uintptr_t mt_external_alloc(size_t bytes) {
+  uint64_t ns;
+  if (__builtin_expect(!mt__sample(bytes, &ns), 1)) return 0;
+  mt__tls.busy++;
+  uint32_t ep = atomic_load(&eng.epoch);
+  void *h = run_alloc((bytes + 7) >> 3, bytes, ns, MT_SOURCE_EXTERNAL);
+  ext_rec *r = NULL;
+  if (h) {
+    pthread_mutex_lock(&eng.lock);
+    if (!eng.ext_free) {
+      /* Records are never unmapped: a token stays safe to free forever. */
+      size_t n = 4096 / sizeof(ext_rec);
+      ext_rec *chunk = map(n * sizeof *chunk);
+      for (size_t i = 0; chunk && i < n; i++) {
+        chunk[i].next_free = eng.ext_free;
+        eng.ext_free = &chunk[i];
+      }
+      if (chunk) eng.ext_bytes += n * sizeof *chunk;
+    }
+    if ((r = eng.ext_free)) {
+      eng.ext_free = r->next_free;
+      r->epoch = ep;
+      r->handle = h;
+    }
+    pthread_mutex_unlock(&eng.lock);
+  }
+  mt__tls.busy--;
+  return (uintptr_t)r;
+}
+
+void mt_external_free(uintptr_t token) {
+  if (!token) return;
+  ext_rec *r = (ext_rec *)token;
+  pthread_mutex_lock(&eng.lock);
+  void *h = r->handle;
+  int live = r->epoch == atomic_load(&eng.epoch) && atomic_load(&eng.running) && h;
+  r->handle = NULL;
+  r->next_free = eng.ext_free;
+  eng.ext_free = r;
+  pthread_mutex_unlock(&eng.lock);
+  if (live && eng.tracker.dealloc) {
+    mt__tls.busy++;
+    eng.tracker.dealloc(eng.tracker.ctx, h);
+    mt__tls.busy--;
+  }
+}
+
+void mt_runtime_alloc(uintptr_t id, size_t words, mt_source source) {
+  uint64_t ns;
+  if (__builtin_expect(!mt__sample((uint64_t)words * 8, &ns), 1)) return;
+  mt__track(id, words, (uint64_t)words * 8, ns, source);
+}
+
+void mt_runtime_promote(uintptr_t old_id, uintptr_t new_id) {
+  if (!__builtin_expect(mt__maybe_tracked(old_id), 0)) return;
+  uint32_t ep = atomic_load(&eng.epoch);
+  pthread_mutex_lock(&eng.lock);
+  void *h = table_take(&eng.t, old_id);
+  pthread_mutex_unlock(&eng.lock);
+  if (!h) return;
+  mt__tls.busy++;
+  void *nh = eng.tracker.promote ? eng.tracker.promote(eng.tracker.ctx, h) : h;
+  if (nh) {
+    pthread_mutex_lock(&eng.lock);
+    if (atomic_load(&eng.epoch) == ep) table_put(&eng.t, new_id, nh);
+    pthread_mutex_unlock(&eng.lock);
+  }
+  mt__tls.busy--;
+}
+
+void mt_runtime_free(uintptr_t id) {
+  if (__builtin_expect(mt__maybe_tracked(id), 0)) mt__untrack(id);
+}
+
+void mt_engine_get_stats(mt_engine_stats *s) {
+  pthread_mutex_lock(&eng.lock);
+  s->sampled = atomic_load(&eng.sampled);
+  s->tracked = eng.t.used;
+  s->filter_hits = atomic_load(&eng.filter_hits);
+  s->table_bytes = eng.t.cap * sizeof(slot) + sizeof mt__filter + eng.ext_bytes;
+  pthread_mutex_unlock(&eng.lock);
+}

@@ -1,0 +1,168 @@
+#include "dest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int split_host_port(const char *s, int host_optional, mt__dest *d, char *err,
+                           size_t errlen) {
+  const char *colon = strrchr(s, ':');
+  const char *host = s, *port = colon ? colon + 1 : s;
+  size_t hlen = colon ? (size_t)(colon - s) : 0;
+  if (!colon && !host_optional) {
+    snprintf(err, errlen, "'%s' needs HOST:PORT", s);
+    return -1;
+  }
+  if (host[0] == '[' && hlen >= 2 && host[hlen - 1] == ']') { /* [::1]:port */
+    host++;
+    hlen -= 2;
+  }
+  if (hlen >= sizeof d->host) {
+    snprintf(err, errlen, "host name too long");
+    return -1;
+  }
+  memcpy(d->host, host, hlen);
+  d->host[hlen] = 0;
+  if (!d->host[0]) snprintf(d->host, sizeof d->host, host_optional ? "127.0.0.1" : "");
+  if (!d->host[0]) {
+    snprintf(err, errlen, "'%s' has no host", s);
+    return -1;
+  }
+  char *end;
+  long p = strtol(port, &end, 10);
+  if (!*port || *end || p < 0 || p > 65535) {
+    snprintf(err, errlen, "invalid port '%s'", port);
+    return -1;
+  }
+  snprintf(d->port, sizeof d->port, "%ld", p);
+  return 0;
+}
+
+int mt__dest_parse(const char *s, mt__dest *d, char *err, size_t errlen) {
+  memset(d, 0, sizeof *d);
+  if (!s || !*s) {
+    snprintf(err, errlen, "empty destination");
+    return -1;
+  }
+  if (strncmp(s, "tcp:", 4) == 0) {
+    d->kind = MT__DEST_TCP;
+    return split_host_port(s + 4, 0, d, err, errlen);
+  }
+  if (strncmp(s, "listen:", 7) == 0) {
+    d->kind = MT__DEST_LISTEN;
+    return split_host_port(s + 7, 1, d, err, errlen);
+  }
+  d->kind = MT__DEST_FILE;
+  if (strlen(s) >= sizeof d->path) {
+    snprintf(err, errlen, "path too long");
+    return -1;
+  }
+  strcpy(d->path, s);
+  d->per_process = strstr(s, "%p") != NULL;
+  return 0;
+}
+
+void mt__dest_expand(const mt__dest *d, pid_t pid, char *out, size_t n) {
+  size_t o = 0;
+  for (const char *p = d->path; *p && o + 1 < n; p++) {
+    if (p[0] == '%' && p[1] == 'p') {
+      o += (size_t)snprintf(out + o, n - o, "%ld", (long)pid);
+      if (o >= n) o = n - 1;
+      p++;
+    } else if (p[0] == '%' && p[1] == '%') {
+      out[o++] = '%';
+      p++;
+    } else {
+      out[o++] = *p;
+    }
+  }
+  out[o] = 0;
+}
+
+static int connect_timeout(int fd, const struct sockaddr *a, socklen_t len, int ms) {
+  int flags = fcntl(fd, F_GETFL);
+  fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  int rc = connect(fd, a, len);
+  if (rc != 0 && errno == EINPROGRESS) {
+    struct pollfd p = {fd, POLLOUT, 0};
+    rc = poll(&p, 1, ms);
+    if (rc == 0) {
+      errno = ETIMEDOUT;
+      rc = -1;
+    } else if (rc > 0) {
+      int e = 0;
+      socklen_t el = sizeof e;
+      getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el);
+      errno = e;
+      rc = e ? -1 : 0;
+    }
+  }
+  fcntl(fd, F_SETFL, flags);
+  return rc;
+}
+
+int mt__dest_open(const mt__dest *d, char *err, size_t errlen) {
+  if (d->kind == MT__DEST_FILE) {
+    char path[PATH_MAX];
+    mt__dest_expand(d, getpid(), path, sizeof path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+    return fd;
+  }
+  struct addrinfo hints = {0}, *res = NULL;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = d->kind == MT__DEST_LISTEN ? AI_PASSIVE : 0;
+  int gai = getaddrinfo(d->host, d->port, &hints, &res);
+  if (gai != 0) {
+    snprintf(err, errlen, "cannot resolve %s: %s", d->host, gai_strerror(gai));
+    return -1;
+  }
+  int fd = -1, e = 0;
+  for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      e = errno;
+      continue;
+    }
+    int ok;
+    if (d->kind == MT__DEST_LISTEN) {
+      int one = 1;
+      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+      ok = bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 4) == 0;
+    } else {
+      ok = connect_timeout(fd, a->ai_addr, a->ai_addrlen, 5000) == 0;
+    }
+    if (!ok) {
+      e = errno;
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(res);
+  if (fd < 0)
+    snprintf(err, errlen, "cannot %s %s:%s: %s", d->kind == MT__DEST_LISTEN ? "listen on" : "connect to",
+             d->host, d->port, strerror(e));
+  return fd;
+}
+
+int mt__dest_write(int fd, const void *buf, size_t len) {
+  const char *p = buf;
+  while (len > 0) {
+    ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+    if (n < 0 && errno == ENOTSOCK) n = write(fd, p, len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    p += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}

@@ -1,0 +1,31 @@
+/* Trace destinations: a file path (%p = pid), tcp:HOST:PORT (connect to a
+ * listener) or listen:[HOST:]PORT (serve one client at a time). */
+#ifndef MT_TRACER_DEST_H
+#define MT_TRACER_DEST_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef enum { MT__DEST_FILE, MT__DEST_TCP, MT__DEST_LISTEN } mt__dest_kind;
+
+typedef struct mt__dest {
+  mt__dest_kind kind;
+  char path[PATH_MAX]; /* FILE: as given, with %p unexpanded */
+  char host[256];      /* TCP, LISTEN (default 127.0.0.1) */
+  char port[16];
+  int per_process;     /* FILE: the path has %p */
+} mt__dest;
+
+/* Parses `s`; on failure returns -1 with a message in err. */
+int mt__dest_parse(const char *s, mt__dest *d, char *err, size_t errlen);
+/* The file path with %p replaced by pid (and %% by %). */
+void mt__dest_expand(const mt__dest *d, pid_t pid, char *out, size_t n);
+/* Opens the file, connects (timeout 5 s) or listens; returns an fd, or -1
+ * with a message. */
+int mt__dest_open(const mt__dest *d, char *err, size_t errlen);
+/* Writes all of buf to fd (send with MSG_NOSIGNAL for sockets, so a closed
+ * connection is an error, never a SIGPIPE). Returns 0 or -errno. */
+int mt__dest_write(int fd, const void *buf, size_t len);
+
+#endif

@@ -1,0 +1,206 @@
+/* Symbolization with elfutils' libdwfl/libdw: the DWARF scopes at an address
+ * give the inlined subroutines around it (innermost first); each inlined
+ * call's DW_AT_call_{file,line,column} is the position in its caller. */
+#include "symbols.h"
+
+#include <dlfcn.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tables.h"
+
+#define MAX_INLINE 64
+
+typedef struct entry {
+  mt_location *locs;
+  size_t n;
+} entry;
+
+struct mt__symbols {
+  Dwfl *dwfl;
+  Dwfl_Callbacks callbacks;
+  char *debuginfo_path;
+  mt__u64map index; /* code -> entry */
+  entry *entries;
+  size_t nentries, cap;
+  mt__strtab strings;
+  char *(*demangle)(const char *, char *, size_t *, int *);
+  int demangle_looked;
+};
+
+static int open_dwfl(mt__symbols *s) {
+  s->dwfl = dwfl_begin(&s->callbacks);
+  if (!s->dwfl) return -1;
+  dwfl_report_begin(s->dwfl);
+  if (dwfl_linux_proc_report(s->dwfl, getpid()) != 0 ||
+      dwfl_report_end(s->dwfl, NULL, NULL) != 0) {
+    dwfl_end(s->dwfl);
+    s->dwfl = NULL;
+    return -1;
+  }
+  return 0;
+}
+
+mt__symbols *mt__symbols_new(void) {
+  mt__symbols *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->callbacks.find_elf = dwfl_linux_proc_find_elf;
+  s->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+  s->callbacks.debuginfo_path = &s->debuginfo_path;
+  open_dwfl(s); /* without it, every code gets "??" */
+  return s;
+}
+
+static void drop_entries(mt__symbols *s) {
+  for (size_t i = 0; i < s->nentries; i++) free(s->entries[i].locs);
+  free(s->entries);
+  s->entries = NULL;
+  s->nentries = s->cap = 0;
+  mt__u64map_free(&s->index);
+}
+
+void mt__symbols_free(mt__symbols *s) {
+  if (!s) return;
+  if (s->dwfl) dwfl_end(s->dwfl);
+  drop_entries(s);
+  mt__strtab_free(&s->strings);
+  free(s);
+}
+
+void mt__symbols_reset(mt__symbols *s) {
+  if (s->dwfl) dwfl_end(s->dwfl);
+  s->dwfl = NULL;
+  open_dwfl(s);
+  drop_entries(s);
+}
+
+/* C++ names through libstdc++'s demangler when the process has it. */
+static const char *demangled(mt__symbols *s, const char *name) {
+  if (!name || name[0] != '_' || name[1] != 'Z') return name;
+  if (!s->demangle_looked) {
+    s->demangle_looked = 1;
+    *(void **)&s->demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+  }
+  if (!s->demangle) return name;
+  int status = 0;
+  char *d = s->demangle(name, NULL, NULL, &status);
+  if (status != 0 || !d) return name;
+  const char *r = mt__strtab_intern(&s->strings, d, strlen(d));
+  free(d);
+  return r ? r : name;
+}
+
+static const char *die_name(mt__symbols *s, Dwarf_Die *die) {
+  Dwarf_Attribute attr;
+  const char *n = NULL;
+  if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
+      dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr))
+    n = demangled(s, dwarf_formstring(&attr));
+  if (!n && dwarf_attr_integrate(die, DW_AT_name, &attr)) n = dwarf_formstring(&attr);
+  return n ? n : "??";
+}
+
+static const char *intern(mt__symbols *s, const char *str) {
+  const char *r = mt__strtab_intern(&s->strings, str, strlen(str));
+  return r ? r : "??";
+}
+
+/* Fills out[] innermost first; returns the count. */
+static size_t describe(mt__symbols *s, uint64_t addr, mt_location *out) {
+  Dwfl_Module *mod = s->dwfl ? dwfl_addrmodule(s->dwfl, addr) : NULL;
+  if (!mod && s->dwfl) {
+    /* a library loaded since: report the modules again */
+    dwfl_report_begin_add(s->dwfl);
+    dwfl_linux_proc_report(s->dwfl, getpid());
+    dwfl_report_end(s->dwfl, NULL, NULL);
+    mod = dwfl_addrmodule(s->dwfl, addr);
+  }
+  if (!mod) {
+    out[0] = (mt_location){"??", "??", 0, 0, 0};
+    return 1;
+  }
+  const char *modname = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+  const char *file = NULL;
+  int line = 0, col = 0;
+  Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);
+  if (dl) file = dwfl_lineinfo(dl, NULL, &line, &col, NULL, NULL);
+
+  Dwarf_Addr bias = 0;
+  Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
+  Dwarf_Die *scopes = NULL;
+  int nscopes = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : 0;
+  size_t n = 0;
+  Dwarf_Files *files = NULL;
+  size_t nfiles = 0;
+  for (int i = 0; i < nscopes && n < MAX_INLINE; i++) {
+    int tag = dwarf_tag(&scopes[i]);
+    if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine) continue;
+    out[n++] = (mt_location){intern(s, file ? file : (modname ? modname : "??")),
+                             intern(s, die_name(s, &scopes[i])), (uint32_t)(line > 0 ? line : 0),
+                             (uint32_t)(col > 0 ? col : 0), (uint32_t)(col > 0 ? col : 0)};
+    if (tag == DW_TAG_subprogram) break;
+    /* continue in the caller, at the inlined call's position */
+    Dwarf_Attribute attr;
+    Dwarf_Word w;
+    file = NULL;
+    line = col = 0;
+    if (dwarf_attr(&scopes[i], DW_AT_call_file, &attr) && dwarf_formudata(&attr, &w) == 0) {
+      if (!files) dwarf_getsrcfiles(cu, &files, &nfiles);
+      if (files && w < nfiles) file = dwarf_filesrc(files, w, NULL, NULL);
+    }
+    if (dwarf_attr(&scopes[i], DW_AT_call_line, &attr) && dwarf_formudata(&attr, &w) == 0)
+      line = (int)w;
+    if (dwarf_attr(&scopes[i], DW_AT_call_column, &attr) && dwarf_formudata(&attr, &w) == 0)
+      col = (int)w;
+  }
+  free(scopes);
+  if (n == 0) {
+    /* no DWARF: the ELF symbol, in the module's file */
+    const char *sym = dwfl_module_addrname(mod, addr);
+    out[0] = (mt_location){intern(s, file ? file : (modname ? modname : "??")),
+                           sym ? intern(s, demangled(s, sym)) : "??",
+                           (uint32_t)(line > 0 ? line : 0), 0, 0};
+    n = 1;
+  }
+  return n;
+}
+
+int mt__symbols_lookup(mt__symbols *s, uint64_t code, uint64_t pc, const mt_location **locs,
+                       size_t *n) {
+  uint32_t *ix = mt__u64map_get(&s->index, code);
+  if (ix) {
+    *locs = s->entries[*ix - 1].locs;
+    *n = s->entries[*ix - 1].n;
+    return 0;
+  }
+  mt_location tmp[MAX_INLINE];
+  /* a return address points after the call: look at the call itself */
+  size_t k = describe(s, pc ? pc - 1 : 0, tmp);
+  mt_location *l = malloc(k * sizeof *l);
+  if (!l) return -1;
+  for (size_t i = 0; i < k; i++) l[i] = tmp[k - 1 - i]; /* outermost first */
+  if (s->nentries == s->cap) {
+    size_t nc = s->cap ? s->cap * 2 : 256;
+    entry *e = realloc(s->entries, nc * sizeof *e);
+    if (!e) {
+      free(l);
+      return -1;
+    }
+    s->entries = e;
+    s->cap = nc;
+  }
+  s->entries[s->nentries] = (entry){l, k};
+  if (mt__u64map_put(&s->index, code, (uint32_t)s->nentries)) {
+    free(l);
+    return -1;
+  }
+  s->nentries++;
+  *locs = l;
+  *n = k;
+  return 0;
+}

@@ -1,0 +1,27 @@
+/* Turning return addresses into source locations, once per address. */
+#ifndef MT_TRACER_SYMBOLS_H
+#define MT_TRACER_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memtrace/format.h"
+
+typedef struct mt__symbols mt__symbols;
+
+mt__symbols *mt__symbols_new(void);
+void mt__symbols_free(mt__symbols *s);
+
+/* The locations of the code at return address `pc`, outermost first (the
+ * function containing it, then the functions inlined into it down to the
+ * innermost), with demangled names; code without debug information gets
+ * its symbol (or "??") and its module's path. Computed on first use, then
+ * cached: valid until mt__symbols_free. Returns -1 when out of memory. */
+int mt__symbols_lookup(mt__symbols *s, uint64_t code, uint64_t pc,
+                       const mt_location **locs, size_t *n);
+
+/* Forgets the process's module list and cached results (after a library
+ * was unloaded: its addresses may now mean something else). */
+void mt__symbols_reset(mt__symbols *s);
+
+#endif

@@ -1,0 +1,493 @@
+/* The tracer: the engine's tracker, writing a memtrace trace.
+ *
+ * One lock (tr.lock) serializes the writer. Lock order: tr.lock, then the
+ * engine's lock (the engine never calls into the tracer with its lock held),
+ * which the fork handlers follow too. Messages go straight to fd 2 with
+ * write(2): the allocating thread may be inside stdio. */
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dest.h"
+#include "engine_internal.h"
+#include "memtrace/tracer.h"
+#include "symbols.h"
+#include "unwind.h"
+
+#define GEN_SHIFT 48 /* user-space addresses fit below bit 47 */
+#define PC_MASK ((UINT64_C(1) << GEN_SHIFT) - 1)
+#define MAX_DEPTH 4096
+#define LIVE_FLUSH_MS 500 /* listen mode: how often a client sees new events */
+
+static struct {
+  pthread_mutex_t lock;
+  int active; /* a session is writing events */
+  uint32_t session;
+  mt_writer *w;
+  int fd;
+  mt__dest dest;
+  double rate;
+  int version;
+  mt_unwind unwind;
+  size_t depth;
+  char context[256];
+  char params[256];
+  char exe[PATH_MAX], host[256];
+  mt__symbols *syms;
+  uint64_t gen;
+  unsigned long long dl_subs;
+  char err[512];
+  /* listen mode */
+  int listening;
+  int listen_fd, client_fd;
+  int wake[2];
+  pthread_t listener;
+  int hooks_installed;
+} tr = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .listen_fd = -1, .client_fd = -1,
+        .wake = {-1, -1}};
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...) {
+  char buf[768];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n > sizeof buf - 2) n = sizeof buf - 2;
+  buf[n++] = '\n';
+  ssize_t ignored = write(2, buf, (size_t)n);
+  (void)ignored;
+}
+
+static uint64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* ---- unloaded libraries: codes get a new generation ---- */
+
+static int first_object(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  *(unsigned long long *)data = info->dlpi_subs;
+  return 1;
+}
+
+/* After a dlclose, an address may belong to a different function: codes
+ * carry a generation in their top bits so that no code is ever described
+ * twice differently. Called with tr.lock held. */
+static void check_unloads(void) {
+  unsigned long long subs = 0;
+  dl_iterate_phdr(first_object, &subs);
+  if (subs != tr.dl_subs) {
+    tr.dl_subs = subs;
+    tr.gen = (tr.gen + 1) & 0x7fff;
+    mt__symbols_reset(tr.syms);
+  }
+}
+
+/* ---- sessions ---- */
+
+static int sink(void *ctx, const void *buf, size_t len) {
+  return mt__dest_write(*(int *)ctx, buf, len);
+}
+
+static int resolve(void *ctx, uint64_t code, const mt_location **locs, size_t *n) {
+  (void)ctx;
+  return mt__symbols_lookup(tr.syms, code, code & PC_MASK, locs, n) ? -1 : 0;
+}
+
+/* Ends the session (tr.lock held). `flush`: write what is buffered. */
+static void session_end(int flush) {
+  if (!tr.w) return;
+  tr.active = 0;
+  if (flush) mt_writer_flush(tr.w);
+  mt_writer_close(tr.w); /* after a failure or a fork this writes nothing */
+  tr.w = NULL;
+  if (tr.fd >= 0) close(tr.fd);
+  if (tr.client_fd == tr.fd) tr.client_fd = -1;
+  tr.fd = -1;
+  mt_engine_stop();
+}
+
+/* Stops the session after a write failure, with one message. */
+static void session_failed(void) {
+  say("memtrace: tracing stopped: %s", mt_writer_error(tr.w));
+  snprintf(tr.err, sizeof tr.err, "%s", mt_writer_error(tr.w));
+  session_end(0);
+}
+
+static void *on_alloc(void *ctx, const mt_alloc_info *info);
+static void *on_promote(void *ctx, void *handle);
+static void on_dealloc(void *ctx, void *handle);
+
+/* Starts a session writing to fd (tr.lock held). */
+static int session_begin(int fd) {
+  mt_trace_info in = {.sample_rate = tr.rate,
+                      .word_size = 64,
+                      .executable_name = tr.exe,
+                      .host_name = tr.host,
+                      .runtime_params = tr.params,
+                      .pid = (uint64_t)getpid(),
+                      .start_time = now_us(),
+                      .context = tr.context};
+  tr.fd = fd;
+  mt_writer_options wo = {.version = tr.version,
+                          .sink = sink,
+                          .sink_ctx = &tr.fd,
+                          .resolve = resolve,
+                          .check_pid = 1};
+  mt_writer *w;
+  int rc = mt_writer_open(&w, &in, &wo);
+  if (rc != MT_OK) {
+    snprintf(tr.err, sizeof tr.err, "%s", w ? mt_writer_error(w) : "out of memory");
+    mt_writer_close(w);
+    close(fd);
+    tr.fd = -1;
+    return rc;
+  }
+  tr.w = w;
+  tr.session++;
+  mt_engine_params ep = {.rate = tr.rate,
+                         .tracker = {on_alloc, on_promote, on_dealloc, NULL},
+                         .callstack = mt__unwind,
+                         .callstack_max = tr.depth};
+  rc = mt_engine_start(&ep);
+  if (rc != MT_OK) {
+    snprintf(tr.err, sizeof tr.err, "the sampling engine is already in use");
+    mt_writer_close(w);
+    tr.w = NULL;
+    close(fd);
+    tr.fd = -1;
+    return rc;
+  }
+  tr.active = 1;
+  return MT_OK;
+}
+
+/* ---- the tracker ---- */
+
+/* A handle names the session and the object id, so that a late callback
+ * from an earlier session is recognized and ignored. */
+static void *handle_of(uint64_t id) {
+  return (void *)(uintptr_t)((uint64_t)(tr.session & 0xffffff) << 40 | (id + 1));
+}
+static int handle_id(void *h, uint64_t *id) {
+  uint64_t v = (uint64_t)(uintptr_t)h;
+  if ((v >> 40) != (tr.session & 0xffffff)) return -1;
+  *id = (v & ((UINT64_C(1) << 40) - 1)) - 1;
+  return 0;
+}
+
+static void *on_alloc(void *ctx, const mt_alloc_info *info) {
+  (void)ctx;
+  uint64_t codes[MAX_DEPTH];
+  size_t n = info->callstack_len < MAX_DEPTH ? info->callstack_len : MAX_DEPTH;
+  void *h = NULL;
+  uint64_t now = now_us(); /* before symbolizing: that can take a while */
+  pthread_mutex_lock(&tr.lock);
+  if (!tr.active) goto out;
+  check_unloads();
+  for (size_t i = 0; i < n; i++) {
+    uint64_t pc = info->callstack[i];
+    uint64_t code = (pc & PC_MASK) | tr.gen << GEN_SHIFT;
+    codes[n - 1 - i] = code; /* the writer wants the outermost frame first */
+    /* Describe new codes now, while their library is surely loaded; the
+     * writer asks again at flush time and finds the cached answer. */
+    const mt_location *l;
+    size_t k;
+    mt__symbols_lookup(tr.syms, code, pc & PC_MASK, &l, &k);
+  }
+  uint64_t id;
+  if (mt_writer_alloc(tr.w, now, 0, info->words, info->nsamples, info->source, codes, n,
+                      &id) != MT_OK) {
+    session_failed();
+    goto out;
+  }
+  h = handle_of(id);
+out:
+  pthread_mutex_unlock(&tr.lock);
+  return h;
+}
+
+static void relative_event(void *handle, int promote) {
+  uint64_t id;
+  pthread_mutex_lock(&tr.lock);
+  if (tr.active && handle_id(handle, &id) == 0) {
+    int rc = promote ? mt_writer_promote(tr.w, now_us(), 0, id)
+                     : mt_writer_collect(tr.w, now_us(), 0, id);
+    if (rc != MT_OK && rc != MT_ERR_INVALID) session_failed();
+  }
+  pthread_mutex_unlock(&tr.lock);
+}
+
+static void *on_promote(void *ctx, void *handle) {
+  (void)ctx;
+  relative_event(handle, 1);
+  return handle;
+}
+
+static void on_dealloc(void *ctx, void *handle) {
+  (void)ctx;
+  relative_event(handle, 0);
+}
+
+/* ---- listen mode ---- */
+
+static void *listener_main(void *arg) {
+  (void)arg;
+  mt__tls.busy++; /* this thread's own allocations are never sampled */
+  uint64_t last_flush = now_us();
+  for (;;) {
+    pthread_mutex_lock(&tr.lock);
+    int client = tr.active ? tr.client_fd : -1;
+    pthread_mutex_unlock(&tr.lock);
+    struct pollfd p[3] = {{tr.listen_fd, POLLIN, 0}, {tr.wake[0], POLLIN, 0}, {client, POLLIN, 0}};
+    int rc = poll(p, client >= 0 ? 3 : 2, LIVE_FLUSH_MS);
+    if (rc < 0 && errno != EINTR) break;
+    if (p[1].revents) break; /* mt_trace_stop */
+    if (p[0].revents & POLLIN) {
+      int fd = accept4(tr.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+      if (fd >= 0) {
+        pthread_mutex_lock(&tr.lock);
+        if (tr.active) {
+          static const char busy[] = "memtrace: already serving a client\n";
+          mt__dest_write(fd, busy, sizeof busy - 1);
+          close(fd);
+        } else if (session_begin(fd) == MT_OK) {
+          tr.client_fd = fd;
+        } else {
+          say("memtrace: cannot start tracing for a client: %s", tr.err);
+        }
+        pthread_mutex_unlock(&tr.lock);
+      }
+    }
+    if (client >= 0 && p[2].revents) {
+      char buf[256];
+      ssize_t got = recv(client, buf, sizeof buf, MSG_DONTWAIT);
+      if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
+        pthread_mutex_lock(&tr.lock);
+        if (tr.active && tr.client_fd == client) session_end(0); /* the client left */
+        pthread_mutex_unlock(&tr.lock);
+      }
+    }
+    if (now_us() - last_flush >= LIVE_FLUSH_MS * 1000) {
+      last_flush = now_us();
+      pthread_mutex_lock(&tr.lock);
+      if (tr.active && mt_writer_flush(tr.w) != MT_OK) session_end(0); /* client gone */
+      pthread_mutex_unlock(&tr.lock);
+    }
+  }
+  mt__tls.busy--;
+  return NULL;
+}
+
+/* ---- fork and exit ---- */
+
+static void fork_prepare(void) { pthread_mutex_lock(&tr.lock); }
+static void fork_parent(void) { pthread_mutex_unlock(&tr.lock); }
+
+static void fork_child(void) {
+  pthread_mutex_unlock(&tr.lock);
+  /* The parent's buffered events are the parent's: drop them unwritten
+   * (the writer sees the new pid and writes nothing). */
+  if (tr.w) {
+    mt_writer_close(tr.w);
+    tr.w = NULL;
+    tr.active = 0;
+    if (tr.fd >= 0) close(tr.fd);
+    tr.fd = -1;
+    mt_engine_stop();
+  }
+  if (tr.listening) { /* the listener thread stayed in the parent */
+    close(tr.listen_fd);
+    tr.listen_fd = -1;
+    tr.listening = 0;
+    tr.client_fd = -1;
+    return;
+  }
+  if (tr.dest.kind == MT__DEST_FILE && tr.dest.per_process) {
+    char err[256];
+    int fd = mt__dest_open(&tr.dest, err, sizeof err);
+    if (fd < 0 || session_begin(fd) != MT_OK)
+      say("memtrace: the child process %ld is not traced: %s", (long)getpid(),
+          fd < 0 ? err : tr.err);
+  }
+}
+
+static void at_exit(void) { mt_trace_stop(); }
+
+/* ---- public API ---- */
+
+static void describe_process(void) {
+  ssize_t n = readlink("/proc/self/exe", tr.exe, sizeof tr.exe - 1);
+  tr.exe[n > 0 ? n : 0] = 0;
+  if (gethostname(tr.host, sizeof tr.host) != 0) tr.host[0] = 0;
+  tr.host[sizeof tr.host - 1] = 0;
+  snprintf(tr.params, sizeof tr.params,
+           "memtrace-c %s: rate=%g, unwind=%s, depth=%zu, format=%d", mt_version(), tr.rate,
+           tr.unwind == MT_UNWIND_FRAME_POINTERS ? "fp" : "libunwind", tr.depth, tr.version);
+}
+
+static int start_locked(const mt_trace_options *o) {
+  char err[384];
+  if (tr.active || tr.listening) {
+    snprintf(tr.err, sizeof tr.err, "already tracing");
+    return MT_ERR_INVALID;
+  }
+  tr.rate = o->rate > 0 ? o->rate : MT_DEFAULT_RATE;
+  tr.version = o->format_version ? o->format_version : 2;
+  tr.unwind = o->unwind;
+  tr.depth = o->max_depth ? o->max_depth : 256;
+  if (!(tr.rate > 0 && tr.rate <= 1) || (tr.version != 2 && tr.version != 3) ||
+      tr.depth > MAX_DEPTH || (o->unwind != MT_UNWIND_LIBUNWIND && o->unwind != MT_UNWIND_FRAME_POINTERS)) {
+    snprintf(tr.err, sizeof tr.err, "invalid options (rate %g, format %d, depth %zu)", tr.rate,
+             tr.version, tr.depth);
+    return MT_ERR_INVALID;
+  }
+  if (mt__dest_parse(o->destination, &tr.dest, err, sizeof err) != 0) {
+    snprintf(tr.err, sizeof tr.err, "destination: %s", err);
+    return MT_ERR_INVALID;
+  }
+  snprintf(tr.context, sizeof tr.context, "%s", o->context ? o->context : "");
+  describe_process();
+  mt__tls.busy++; /* the set-up allocates; none of it is the program's */
+  if (!tr.syms) tr.syms = mt__symbols_new();
+  mt__unwind_init(tr.unwind == MT_UNWIND_FRAME_POINTERS ? MT__UNWIND_FRAME_POINTERS
+                                                        : MT__UNWIND_LIBUNWIND);
+  unsigned long long subs = 0;
+  dl_iterate_phdr(first_object, &subs);
+  tr.dl_subs = subs;
+  if (!tr.hooks_installed) {
+    tr.hooks_installed = 1;
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    atexit(at_exit);
+  }
+  int rc = MT_OK;
+  int fd = mt__dest_open(&tr.dest, err, sizeof err);
+  if (fd < 0) {
+    snprintf(tr.err, sizeof tr.err, "%s", err);
+    rc = MT_ERR_IO;
+  } else if (tr.dest.kind == MT__DEST_LISTEN) {
+    tr.listen_fd = fd;
+    if (pipe2(tr.wake, O_CLOEXEC) != 0 ||
+        pthread_create(&tr.listener, NULL, listener_main, NULL) != 0) {
+      snprintf(tr.err, sizeof tr.err, "cannot start the listener thread");
+      close(fd);
+      tr.listen_fd = -1;
+      rc = MT_ERR_IO;
+    } else {
+      tr.listening = 1;
+    }
+  } else {
+    rc = session_begin(fd);
+  }
+  mt__tls.busy--;
+  return rc;
+}
+
+int mt_trace_start(const mt_trace_options *o) {
+  if (!o || !o->destination) return MT_ERR_INVALID;
+  pthread_mutex_lock(&tr.lock);
+  tr.err[0] = 0;
+  int rc = start_locked(o);
+  pthread_mutex_unlock(&tr.lock);
+  return rc;
+}
+
+int mt_trace_stop(void) {
+  pthread_mutex_lock(&tr.lock);
+  int was = tr.active || tr.listening;
+  int listening = tr.listening;
+  tr.listening = 0;
+  pthread_mutex_unlock(&tr.lock);
+  if (listening) {
+    ssize_t ignored = write(tr.wake[1], "x", 1);
+    (void)ignored;
+    pthread_join(tr.listener, NULL);
+    close(tr.wake[0]);
+    close(tr.wake[1]);
+    tr.wake[0] = tr.wake[1] = -1;
+    close(tr.listen_fd);
+    tr.listen_fd = -1;
+  }
+  pthread_mutex_lock(&tr.lock);
+  mt__tls.busy++;
+  if (tr.w) {
+    if (tr.active && mt_writer_flush(tr.w) != MT_OK && tr.dest.kind != MT__DEST_LISTEN)
+      say("memtrace: writing the end of the trace failed: %s", mt_writer_error(tr.w));
+    session_end(0);
+  }
+  tr.client_fd = -1;
+  mt__tls.busy--;
+  pthread_mutex_unlock(&tr.lock);
+  return was ? MT_OK : MT_ERR_INVALID;
+}
+
+int mt_trace_is_tracing(void) {
+  pthread_mutex_lock(&tr.lock);
+  int on = tr.active || tr.listening;
+  pthread_mutex_unlock(&tr.lock);
+  return on;
+}
+
+const char *mt_trace_error(void) { return tr.err; }
+
+int mt_trace_if_requested(const char *context, double rate) {
+  const char *dest = getenv("MEMTRACE");
+  if (!dest || !*dest) return 0;
+  mt_trace_options o = {.destination = dest, .rate = rate, .context = context};
+  const char *v;
+  char *end;
+  if ((v = getenv("MEMTRACE_RATE")) && *v) {
+    o.rate = strtod(v, &end);
+    if (*end || !(o.rate > 0 && o.rate <= 1)) {
+      say("memtrace: MEMTRACE_RATE=%s is not a sampling rate in (0, 1]; not tracing", v);
+      return MT_ERR_INVALID;
+    }
+  }
+  if ((v = getenv("MEMTRACE_UNWIND")) && *v) {
+    if (strcmp(v, "fp") == 0) o.unwind = MT_UNWIND_FRAME_POINTERS;
+    else if (strcmp(v, "libunwind") == 0) o.unwind = MT_UNWIND_LIBUNWIND;
+    else {
+      say("memtrace: MEMTRACE_UNWIND=%s is not 'libunwind' or 'fp'; not tracing", v);
+      return MT_ERR_INVALID;
+    }
+  }
+  if ((v = getenv("MEMTRACE_DEPTH")) && *v) {
+    long d = strtol(v, &end, 10);
+    if (*end || d < 1 || d > MAX_DEPTH) {
+      say("memtrace: MEMTRACE_DEPTH=%s is not a depth from 1 to %d; not tracing", v, MAX_DEPTH);
+      return MT_ERR_INVALID;
+    }
+    o.max_depth = (size_t)d;
+  }
+  if ((v = getenv("MEMTRACE_FORMAT")) && *v) {
+    if (strcmp(v, "2") && strcmp(v, "3")) {
+      say("memtrace: MEMTRACE_FORMAT=%s is not 2 or 3; not tracing", v);
+      return MT_ERR_INVALID;
+    }
+    o.format_version = v[0] - '0';
+  }
+  char dest_copy[PATH_MAX + 16];
+  snprintf(dest_copy, sizeof dest_copy, "%s", dest);
+  o.destination = dest_copy;
+  const char *keep = getenv("MEMTRACE_KEEP_ENV");
+  if (!keep || strcmp(keep, "1") != 0) unsetenv("MEMTRACE");
+  int rc = mt_trace_start(&o);
+  if (rc != MT_OK) {
+    say("memtrace: not tracing: %s", mt_trace_error());
+    return rc;
+  }
+  return 1;
+}
