@@ -242,11 +242,17 @@ static const char *const verbs[] = {
     "materialize", "evaluate", "project", "filter", "probe", "grow", "reserve",
     "clone", "dispatch", "handle", "read_frame", "write_frame", "on_message",
     "schedule", "drain", "refresh", "prepare", "finish", "copy_from", "collect"};
+#define COUNT(a) ((uint32_t)(sizeof(a) / sizeof((a)[0])))
+#define N_NOUN_A COUNT(noun_a)
+#define N_NOUN_B COUNT(noun_b)
+#define N_VERBS COUNT(verbs)
 static const char *const verb_suffix[] = {"", "", "", "", "_impl", "_rec", "_slow_path",
                                           "_locked", "_inner", "_batch"};
 static const char *const scalar_args[] = {"int", "unsigned long", "bool", "double",
                                           "std::string_view", "void*", "unsigned int",
                                           "long", "char const*", "std::size_t"};
+#define N_SUFFIX COUNT(verb_suffix)
+#define N_SCALAR COUNT(scalar_args)
 /* Value types that fill the standard library's templates. */
 static const char *const std_value_types[] = {
     "acme::exec::Row", "acme::storage::PageRef", "acme::query::Token",
@@ -459,11 +465,11 @@ static void make_names(program *p, rng *r) {
   for (size_t s = 0; s < N_APP; s++)
     for (int k = 0; k < 12; k++) {
       char cls[64], sn[80];
-      snprintf(cls, sizeof cls, "%s%s", noun_a[rng_below(r, 30)], noun_b[rng_below(r, 28)]);
+      snprintf(cls, sizeof cls, "%s%s", noun_a[rng_below(r, N_NOUN_A)], noun_b[rng_below(r, N_NOUN_B)]);
       snake(sn, sizeof sn, cls);
       static const char *const small[] = {"size", "data", "get", "at", "operator[]",
                                           "empty", "push", "make", "view", "ref"};
-      const char *m = small[rng_below(r, 10)];
+      const char *m = small[rng_below(r, COUNT(small))];
       p->inl_name[p->ninl] = fmt_keep("acme::%s::%s::%s(%s)%s", app_ns[s], cls, m,
                                       rng_unit(r) < 0.5 ? "" : "unsigned long",
                                       rng_unit(r) < 0.6 ? " const" : "");
@@ -480,7 +486,7 @@ static void name_func(program *p, rng *r, func *f, size_t s, uint32_t k,
   if (k % FUNCS_PER_CLASS == 0) {
     /* A new class: CamelCase from two nouns, sometimes a template. */
     char cls[512], base[64], sn[96];
-    snprintf(base, sizeof base, "%s%s", noun_a[rng_below(r, 30)], noun_b[rng_below(r, 28)]);
+    snprintf(base, sizeof base, "%s%s", noun_a[rng_below(r, N_NOUN_A)], noun_b[rng_below(r, N_NOUN_B)]);
     snake(sn, sizeof sn, base);
     if (s >= N_APP && strcmp(lib_ns[s - N_APP], "std") == 0) {
       *cls_name = NULL; /* std functions are named from std_funcs */
@@ -519,16 +525,16 @@ static void name_func(program *p, rng *r, func *f, size_t s, uint32_t k,
   for (int a = 0; a < nargs; a++) {
     char one[160];
     if (rng_unit(r) < 0.55)
-      snprintf(one, sizeof one, "%s", scalar_args[rng_below(r, 10)]);
+      snprintf(one, sizeof one, "%s", scalar_args[rng_below(r, N_SCALAR)]);
     else
-      snprintf(one, sizeof one, "acme::%s::%s%s%s", ns, noun_a[rng_below(r, 30)],
-               noun_b[rng_below(r, 28)], rng_unit(r) < 0.5 ? " const&" : "&");
+      snprintf(one, sizeof one, "acme::%s::%s%s%s", ns, noun_a[rng_below(r, N_NOUN_A)],
+               noun_b[rng_below(r, N_NOUN_B)], rng_unit(r) < 0.5 ? " const&" : "&");
     if (a) strcat(args, ", ");
     strcat(args, one);
   }
   const char *cq = rng_unit(r) < 0.3 ? " const" : "";
-  const char *verb = verbs[rng_below(r, sizeof verbs / sizeof verbs[0])];
-  const char *suffix = verb_suffix[rng_below(r, 10)];
+  const char *verb = verbs[rng_below(r, N_VERBS)];
+  const char *suffix = verb_suffix[rng_below(r, N_SUFFIX)];
   if (rng_unit(r) < 0.06) {
     /* A lambda body: its own frame, named after the enclosing method. */
     f->name = fmt_keep("%s::%s%s(%s)%s::{lambda(acme::exec::Row const&)#%u}::operator()("
