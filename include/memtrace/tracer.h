@@ -17,7 +17,8 @@
  *
  * Environment: MEMTRACE (destination), MEMTRACE_RATE (rate per word,
  * default 1e-5), MEMTRACE_UNWIND (libunwind | fp), MEMTRACE_DEPTH (frames,
- * default 256), MEMTRACE_FORMAT (2 or 3), MEMTRACE_KEEP_ENV (1: let
+ * default 256), MEMTRACE_FORMAT (2 or 3), MEMTRACE_SEED (a number: the
+ * same sampling decisions on every run, for tests), MEMTRACE_KEEP_ENV (1: let
  * exec'd children inherit MEMTRACE; by default it is removed when tracing
  * starts, so children are not traced into the same destination).
  *

@@ -268,7 +268,9 @@ void mt__untrack(uintptr_t key) {
   pthread_mutex_lock(&eng.lock);
   void *h = table_take(&eng.t, key);
   pthread_mutex_unlock(&eng.lock);
-  if (h && eng.tracker.dealloc) {
+  /* No callback from inside the profiler's own work (a free made by a
+   * callback): the tracker may hold its locks or be mid-update. */
+  if (h && eng.tracker.dealloc && !mt__tls.busy) {
     mt__tls.busy++;
     eng.tracker.dealloc(eng.tracker.ctx, h);
     mt__tls.busy--;

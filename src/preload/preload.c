@@ -186,6 +186,20 @@ EXPORT void free_aligned_sized(void *p, size_t align, size_t n) {
   else real_free(p);
 }
 
+/* _exit skips atexit: a forked child ending with it would lose its last
+ * events. Flush them first, then exit for real. */
+void mt__trace_before_exit(void);
+
+EXPORT void _exit(int status) {
+  static void (*real_exit)(int);
+  mt__trace_before_exit();
+  if (!real_exit) *(void **)&real_exit = dlsym(RTLD_NEXT, "_exit");
+  real_exit(status);
+  __builtin_unreachable();
+}
+
+EXPORT void _Exit(int status) { _exit(status); }
+
 __attribute__((constructor)) static void preload_init(void) {
   resolve_real();
   mt_trace_if_requested(getenv("MEMTRACE_CONTEXT"), 0);

@@ -113,12 +113,13 @@ static const char *intern(mt__symbols *s, const char *str) {
 /* Fills out[] innermost first; returns the count. */
 static size_t describe(mt__symbols *s, uint64_t addr, mt_location *out) {
   Dwfl_Module *mod = s->dwfl ? dwfl_addrmodule(s->dwfl, addr) : NULL;
-  if (!mod && s->dwfl) {
-    /* a library loaded since: report the modules again */
-    dwfl_report_begin_add(s->dwfl);
-    dwfl_linux_proc_report(s->dwfl, getpid());
-    dwfl_report_end(s->dwfl, NULL, NULL);
-    mod = dwfl_addrmodule(s->dwfl, addr);
+  if (!mod) {
+    /* A library loaded since the modules were listed: list them again
+     * (the cache stays: codes already described keep their answer). */
+    if (s->dwfl) dwfl_end(s->dwfl);
+    s->dwfl = NULL;
+    open_dwfl(s);
+    mod = s->dwfl ? dwfl_addrmodule(s->dwfl, addr) : NULL;
   }
   if (!mod) {
     out[0] = (mt_location){"??", "??", 0, 0, 0};
@@ -134,6 +135,16 @@ static size_t describe(mt__symbols *s, uint64_t addr, mt_location *out) {
   Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
   Dwarf_Die *scopes = NULL;
   int nscopes = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : 0;
+  if (nscopes > 0) {
+    /* dwarf_getscopes continues into an inlined function's abstract
+     * definition; the physical nesting (inlined instance, then the code it
+     * was inlined into, up to the real function) is the innermost DIE's
+     * own ancestry. */
+    Dwarf_Die inner = scopes[0];
+    free(scopes);
+    scopes = NULL;
+    nscopes = dwarf_getscopes_die(&inner, &scopes);
+  }
   size_t n = 0;
   Dwarf_Files *files = NULL;
   size_t nfiles = 0;
@@ -144,7 +155,7 @@ static size_t describe(mt__symbols *s, uint64_t addr, mt_location *out) {
                              intern(s, die_name(s, &scopes[i])), (uint32_t)(line > 0 ? line : 0),
                              (uint32_t)(col > 0 ? col : 0), (uint32_t)(col > 0 ? col : 0)};
     if (tag == DW_TAG_subprogram) break;
-    /* continue in the caller, at the inlined call's position */
+    /* continue in the code it was inlined into, at the call's position */
     Dwarf_Attribute attr;
     Dwarf_Word w;
     file = NULL;

@@ -32,10 +32,12 @@ static struct {
   pthread_mutex_t lock;
   int active; /* a session is writing events */
   uint32_t session;
+  uint64_t session_pid; /* the process whose trace tr.w writes */
   mt_writer *w;
   int fd;
   mt__dest dest;
   double rate;
+  uint64_t seed; /* MEMTRACE_SEED: reproducible sampling, for tests */
   int version;
   mt_unwind unwind;
   size_t depth;
@@ -85,15 +87,19 @@ static int first_object(struct dl_phdr_info *info, size_t size, void *data) {
 
 /* After a dlclose, an address may belong to a different function: codes
  * carry a generation in their top bits so that no code is ever described
- * twice differently. Called with tr.lock held. */
-static void check_unloads(void) {
+ * twice differently. The codes still waiting for their location events
+ * were described while their library was loaded: those events are written
+ * before the descriptions are forgotten. Called with tr.lock held; returns
+ * -1 if that write failed. */
+static int check_unloads(void) {
   unsigned long long subs = 0;
   dl_iterate_phdr(first_object, &subs);
-  if (subs != tr.dl_subs) {
-    tr.dl_subs = subs;
-    tr.gen = (tr.gen + 1) & 0x7fff;
-    mt__symbols_reset(tr.syms);
-  }
+  if (subs == tr.dl_subs) return 0;
+  tr.dl_subs = subs;
+  tr.gen = (tr.gen + 1) & 0x7fff;
+  if (tr.w && mt_writer_flush(tr.w) != MT_OK) return -1;
+  mt__symbols_reset(tr.syms);
+  return 0;
 }
 
 /* ---- sessions ---- */
@@ -109,15 +115,24 @@ static int resolve(void *ctx, uint64_t code, const mt_location **locs, size_t *n
 
 /* Ends the session (tr.lock held). `flush`: write what is buffered. */
 static void session_end(int flush) {
-  if (!tr.w) return;
+  mt_writer *w = tr.w;
+  if (!w) {
+    if (tr.active) { /* a child that never sampled: no file to close */
+      tr.active = 0;
+      mt_engine_stop();
+    }
+    return;
+  }
+  mt__tls.busy++;
   tr.active = 0;
-  if (flush) mt_writer_flush(tr.w);
-  mt_writer_close(tr.w); /* after a failure or a fork this writes nothing */
-  tr.w = NULL;
+  tr.w = NULL; /* detached first: no callback may reach it while it closes */
+  mt_engine_stop();
+  if (flush) mt_writer_flush(w);
+  mt_writer_close(w); /* after a failure or a fork this writes nothing */
   if (tr.fd >= 0) close(tr.fd);
   if (tr.client_fd == tr.fd) tr.client_fd = -1;
   tr.fd = -1;
-  mt_engine_stop();
+  mt__tls.busy--;
 }
 
 /* Stops the session after a write failure, with one message. */
@@ -130,9 +145,10 @@ static void session_failed(void) {
 static void *on_alloc(void *ctx, const mt_alloc_info *info);
 static void *on_promote(void *ctx, void *handle);
 static void on_dealloc(void *ctx, void *handle);
+static void session_failed(void);
 
-/* Starts a session writing to fd (tr.lock held). */
-static int session_begin(int fd) {
+/* Opens the writer on fd (tr.lock held); the engine is started apart. */
+static int writer_begin(int fd) {
   mt_trace_info in = {.sample_rate = tr.rate,
                       .word_size = 64,
                       .executable_name = tr.exe,
@@ -158,14 +174,29 @@ static int session_begin(int fd) {
   }
   tr.w = w;
   tr.session++;
+  tr.session_pid = in.pid;
+  return MT_OK;
+}
+
+static int engine_begin(void) {
   mt_engine_params ep = {.rate = tr.rate,
                          .tracker = {on_alloc, on_promote, on_dealloc, NULL},
                          .callstack = mt__unwind,
-                         .callstack_max = tr.depth};
-  rc = mt_engine_start(&ep);
-  if (rc != MT_OK) {
+                         .callstack_max = tr.depth,
+                         .seed = tr.seed};
+  if (mt_engine_start(&ep) != MT_OK) {
     snprintf(tr.err, sizeof tr.err, "the sampling engine is already in use");
-    mt_writer_close(w);
+    return MT_ERR_INVALID;
+  }
+  return MT_OK;
+}
+
+/* Starts a session writing to fd (tr.lock held). */
+static int session_begin(int fd) {
+  int rc = writer_begin(fd);
+  if (rc != MT_OK) return rc;
+  if ((rc = engine_begin()) != MT_OK) {
+    mt_writer_close(tr.w);
     tr.w = NULL;
     close(fd);
     tr.fd = -1;
@@ -173,6 +204,21 @@ static int session_begin(int fd) {
   }
   tr.active = 1;
   return MT_OK;
+}
+
+/* A forked child with a %p destination samples from the start but opens
+ * its file at its first sample: a child that only execs leaves none. */
+static int open_child_trace(void) {
+  char err[256];
+  int fd = mt__dest_open(&tr.dest, err, sizeof err);
+  if (fd < 0 || writer_begin(fd) != MT_OK) {
+    say("memtrace: the child process %ld is not traced: %s", (long)getpid(),
+        fd < 0 ? err : tr.err);
+    tr.active = 0;
+    mt_engine_stop();
+    return -1;
+  }
+  return 0;
 }
 
 /* ---- the tracker ---- */
@@ -197,7 +243,11 @@ static void *on_alloc(void *ctx, const mt_alloc_info *info) {
   uint64_t now = now_us(); /* before symbolizing: that can take a while */
   pthread_mutex_lock(&tr.lock);
   if (!tr.active) goto out;
-  check_unloads();
+  if (!tr.w && open_child_trace() != 0) goto out;
+  if (check_unloads() != 0) {
+    session_failed();
+    goto out;
+  }
   for (size_t i = 0; i < n; i++) {
     uint64_t pc = info->callstack[i];
     uint64_t code = (pc & PC_MASK) | tr.gen << GEN_SHIFT;
@@ -223,7 +273,7 @@ out:
 static void relative_event(void *handle, int promote) {
   uint64_t id;
   pthread_mutex_lock(&tr.lock);
-  if (tr.active && handle_id(handle, &id) == 0) {
+  if (tr.active && tr.w && handle_id(handle, &id) == 0) {
     int rc = promote ? mt_writer_promote(tr.w, now_us(), 0, id)
                      : mt_writer_collect(tr.w, now_us(), 0, id);
     if (rc != MT_OK && rc != MT_ERR_INVALID) session_failed();
@@ -299,33 +349,44 @@ static void fork_parent(void) { pthread_mutex_unlock(&tr.lock); }
 
 static void fork_child(void) {
   pthread_mutex_unlock(&tr.lock);
+  mt__tls.busy++; /* what follows allocates on the profiler's behalf */
   /* The parent's buffered events are the parent's: drop them unwritten
    * (the writer sees the new pid and writes nothing). */
-  if (tr.w) {
-    mt_writer_close(tr.w);
-    tr.w = NULL;
+  mt_writer *w = tr.w;
+  if (w) {
+    tr.w = NULL; /* detached first: nothing may reach it while it closes */
     tr.active = 0;
+    mt_engine_stop();
+    mt_writer_close(w);
     if (tr.fd >= 0) close(tr.fd);
     tr.fd = -1;
-    mt_engine_stop();
   }
   if (tr.listening) { /* the listener thread stayed in the parent */
     close(tr.listen_fd);
     tr.listen_fd = -1;
     tr.listening = 0;
     tr.client_fd = -1;
-    return;
+  } else if (tr.dest.kind == MT__DEST_FILE && tr.dest.per_process && w) {
+    if (engine_begin() == MT_OK) tr.active = 1; /* the file opens at the first sample */
   }
-  if (tr.dest.kind == MT__DEST_FILE && tr.dest.per_process) {
-    char err[256];
-    int fd = mt__dest_open(&tr.dest, err, sizeof err);
-    if (fd < 0 || session_begin(fd) != MT_OK)
-      say("memtrace: the child process %ld is not traced: %s", (long)getpid(),
-          fd < 0 ? err : tr.err);
-  }
+  mt__tls.busy--;
 }
 
 static void at_exit(void) { mt_trace_stop(); }
+
+/* Before _exit: write the buffered events of this process's own session.
+ * Only trylock (_exit may come from a signal handler that interrupted the
+ * tracer), and nothing when the session is another process's (a vfork
+ * child shares the parent's memory: it must not touch its writer). */
+void mt__trace_before_exit(void) {
+  if (pthread_mutex_trylock(&tr.lock) != 0) return;
+  if (tr.active && tr.w && tr.session_pid == (uint64_t)getpid()) {
+    mt__tls.busy++;
+    mt_writer_flush(tr.w);
+    mt__tls.busy--;
+  }
+  pthread_mutex_unlock(&tr.lock);
+}
 
 /* ---- public API ---- */
 
@@ -423,11 +484,9 @@ int mt_trace_stop(void) {
   }
   pthread_mutex_lock(&tr.lock);
   mt__tls.busy++;
-  if (tr.w) {
-    if (tr.active && mt_writer_flush(tr.w) != MT_OK && tr.dest.kind != MT__DEST_LISTEN)
-      say("memtrace: writing the end of the trace failed: %s", mt_writer_error(tr.w));
-    session_end(0);
-  }
+  if (tr.w && tr.active && mt_writer_flush(tr.w) != MT_OK && tr.dest.kind != MT__DEST_LISTEN)
+    say("memtrace: writing the end of the trace failed: %s", mt_writer_error(tr.w));
+  session_end(0);
   tr.client_fd = -1;
   mt__tls.busy--;
   pthread_mutex_unlock(&tr.lock);
@@ -479,6 +538,7 @@ int mt_trace_if_requested(const char *context, double rate) {
     }
     o.format_version = v[0] - '0';
   }
+  if ((v = getenv("MEMTRACE_SEED")) && *v) tr.seed = strtoull(v, NULL, 10);
   char dest_copy[PATH_MAX + 16];
   snprintf(dest_copy, sizeof dest_copy, "%s", dest);
   o.destination = dest_copy;

@@ -1,0 +1,150 @@
+/* memtrace listen: receive one traced program's stream (MEMTRACE=tcp:...)
+ * and write it to a file. The stream is the trace file's bytes, so
+ * `nc -l PORT > FILE` works too; this adds progress and a check. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char usage[] =
+    "usage: memtrace listen [HOST:]PORT -o FILE\n"
+    "\n"
+    "Waits for one traced program to connect (run it with MEMTRACE=tcp:HOST:PORT),\n"
+    "writes its trace to FILE until it disconnects, then checks the trace and\n"
+    "says how many events it holds. HOST defaults to 127.0.0.1; PORT 0 picks a\n"
+    "free port (printed). Progress goes to stderr when it is a terminal.\n";
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int listen_on(const char *spec, char *shown, size_t n) {
+  char host[256] = "127.0.0.1";
+  const char *port = spec, *colon = strrchr(spec, ':');
+  if (colon) {
+    size_t hl = (size_t)(colon - spec);
+    if (hl >= sizeof host) mt_cli_usage_error(&mt_cmd_listen, "host name too long");
+    if (hl) {
+      memcpy(host, spec, hl);
+      host[hl] = 0;
+    }
+    port = colon + 1;
+  }
+  char *end;
+  long p = strtol(port, &end, 10);
+  if (!*port || *end || p < 0 || p > 65535)
+    mt_cli_usage_error(&mt_cmd_listen, "invalid port '%s'", port);
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *res;
+  int gai = getaddrinfo(host, port, &hints, &res);
+  if (gai) {
+    fprintf(stderr, "memtrace listen: cannot resolve %s: %s\n", host, gai_strerror(gai));
+    exit(1);
+  }
+  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+  if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1) != 0) {
+    fprintf(stderr, "memtrace listen: cannot listen on %s:%s: %s\n", host, port, strerror(errno));
+    exit(1);
+  }
+  freeaddrinfo(res);
+  struct sockaddr_storage sa;
+  socklen_t sl = sizeof sa;
+  char serv[16] = "?";
+  if (getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
+    getnameinfo((struct sockaddr *)&sa, sl, NULL, 0, serv, sizeof serv, NI_NUMERICSERV);
+  snprintf(shown, n, "%s:%s", host, serv);
+  return fd;
+}
+
+static int run(int argc, char **argv) {
+  const char *addr = NULL, *out = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (mt_cli_is_help(argv[i])) return mt_cli_help(&mt_cmd_listen);
+    if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
+      if (i + 1 >= argc) mt_cli_usage_error(&mt_cmd_listen, "-o needs a FILE");
+      out = argv[++i];
+    } else if (argv[i][0] == '-') {
+      mt_cli_usage_error(&mt_cmd_listen, "unknown option '%s'", argv[i]);
+    } else if (!addr) {
+      addr = argv[i];
+    } else {
+      mt_cli_usage_error(&mt_cmd_listen, "unexpected argument '%s'", argv[i]);
+    }
+  }
+  if (!addr || !out) mt_cli_usage_error(&mt_cmd_listen, "needs [HOST:]PORT and -o FILE");
+  char shown[300];
+  int lfd = listen_on(addr, shown, sizeof shown);
+  int ofd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (ofd < 0) {
+    fprintf(stderr, "memtrace listen: %s: cannot create: %s\n", out, strerror(errno));
+    return 1;
+  }
+  fprintf(stderr, "memtrace: listening on %s\n", shown);
+  int cfd;
+  while ((cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) < 0 && errno == EINTR) {
+  }
+  if (cfd < 0) {
+    fprintf(stderr, "memtrace listen: accept failed: %s\n", strerror(errno));
+    return 1;
+  }
+  close(lfd); /* one client: later ones are refused by the closed port */
+  int tty = isatty(2);
+  double start = now_s(), last = 0;
+  unsigned long long total = 0;
+  static char buf[1 << 16];
+  for (;;) {
+    ssize_t n = read(cfd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      fprintf(stderr, "\nmemtrace listen: the connection failed: %s\n", strerror(errno));
+      break;
+    }
+    if (n == 0) break;
+    for (ssize_t o = 0; o < n;) {
+      ssize_t w = write(ofd, buf + o, (size_t)(n - o));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) {
+        fprintf(stderr, "\nmemtrace listen: %s: write failed: %s\n", out, strerror(errno));
+        return 1;
+      }
+      o += w;
+    }
+    total += (unsigned long long)n;
+    double t = now_s();
+    if (tty && t - last > 0.2) {
+      fprintf(stderr, "\rmemtrace: received %.1f MB in %.0f s", total / 1e6, t - start);
+      last = t;
+    }
+  }
+  close(cfd);
+  if (tty) fprintf(stderr, "\r\033[K");
+  if (close(ofd) != 0) {
+    fprintf(stderr, "memtrace listen: %s: %s\n", out, strerror(errno));
+    return 1;
+  }
+  /* Check what arrived: every complete packet is kept. */
+  mt_reader *r = mt_cli_open(out);
+  unsigned long long events = 0;
+  mt_event ev;
+  int rc;
+  while ((rc = mt_reader_next(r, &ev)) > 0) events++;
+  mt_cli_finish(r, rc);
+  fprintf(stderr, "memtrace: %s: %llu bytes, %llu events from %s (pid %llu)\n", out, total,
+          events, mt_reader_info(r)->executable_name,
+          (unsigned long long)mt_reader_info(r)->pid);
+  mt_reader_close(r);
+  return 0;
+}
+
+const mt_command mt_cmd_listen = {"listen", "receive a program's trace over TCP into a file",
+                                  usage, run};

@@ -1,0 +1,249 @@
+/* memtrace run: profile an unmodified program through LD_PRELOAD, then say
+ * where the trace is and which sites allocated most. */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "analysis_cli.h"
+#include "tables.h"
+
+static const char usage[] =
+    "usage: memtrace run [OPTIONS] [--] COMMAND [ARGS...]\n"
+    "\n"
+    "Runs COMMAND with the memtrace-c malloc interposer (LD_PRELOAD) and writes a\n"
+    "trace of its heap; at exit prints where the trace is and the top allocation\n"
+    "sites. The exit status is COMMAND's.\n"
+    "\n"
+    "Options:\n"
+    "  -o, --output FILE     the trace (default memtrace.COMMAND.PID.ctf; %p in FILE\n"
+    "                        becomes the pid, and then forked children write their\n"
+    "                        own traces)\n"
+    "  --rate R              sampling rate per 8-byte word, in (0, 1] (default 1e-5:\n"
+    "                        one sample per 800 KB allocated on average)\n"
+    "  --unwind MODE         libunwind (default) or fp (frame pointers: faster, needs\n"
+    "                        code built with -fno-omit-frame-pointer)\n"
+    "  --depth N             frames kept per backtrace (default 256)\n"
+    "  --format 2|3          trace format version (default 2)\n"
+    "  --context TEXT        free text stored in the trace\n"
+    "  -q, --quiet           print nothing after the run\n"
+    "\n"
+    "The interposer is found beside the memtrace binary, or at $MEMTRACE_PRELOAD.\n";
+
+static const char *value(int argc, char **argv, int *i) {
+  const char *o = argv[*i], *eq = strchr(o, '=');
+  if (o[1] == '-' && eq) return eq + 1;
+  if (*i + 1 >= argc) mt_cli_usage_error(&mt_cmd_run, "%s needs a value", o);
+  return argv[++*i];
+}
+
+static int opt_is(const char *a, const char *name) {
+  size_t n = strlen(name);
+  return strncmp(a, name, n) == 0 && (a[n] == 0 || a[n] == '=');
+}
+
+static int find_preload(char *out, size_t n) {
+  const char *env = getenv("MEMTRACE_PRELOAD");
+  if (env && *env) {
+    snprintf(out, n, "%s", env);
+    return access(out, R_OK);
+  }
+  char self[PATH_MAX];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) return -1;
+  self[len] = 0;
+  char *dir = dirname(self);
+  static const char *const places[] = {"%s/libmemtrace_preload.so",
+                                       "%s/../lib/memtrace/libmemtrace_preload.so",
+                                       "%s/../lib/libmemtrace_preload.so"};
+  for (size_t i = 0; i < sizeof places / sizeof *places; i++) {
+    snprintf(out, n, places[i], dir);
+    if (access(out, R_OK) == 0) return 0;
+  }
+  return -1;
+}
+
+static void expand_pid(const char *pattern, pid_t pid, char *out, size_t n) {
+  size_t o = 0;
+  for (const char *p = pattern; *p && o + 1 < n; p++) {
+    if (p[0] == '%' && p[1] == 'p') {
+      o += (size_t)snprintf(out + o, n - o, "%ld", (long)pid);
+      if (o >= n) o = n - 1;
+      p++;
+    } else {
+      out[o++] = *p;
+    }
+  }
+  out[o] = 0;
+}
+
+typedef struct site {
+  uint64_t key; /* function << 32 | line */
+  uint32_t stack;
+  mt_tally t;
+} site;
+
+static int by_bytes(const void *x, const void *y) {
+  const site *a = x, *b = y;
+  if (a->t.samples != b->t.samples) return a->t.samples < b->t.samples ? 1 : -1;
+  return a->key < b->key ? -1 : a->key > b->key;
+}
+
+/* The trace's largest allocation sites, by estimated bytes. */
+static void report(const char *path, int top) {
+  mt_analysis *a;
+  if (mt_analysis_load(&a, path, NULL, NULL) != MT_OK) {
+    fprintf(stderr, "memtrace: cannot read the trace: %s\n", mt_analysis_error(a));
+    mt_analysis_free(a);
+    return;
+  }
+  size_t ns = mt_analysis_stack_count(a);
+  mt_tally *per = malloc(ns * sizeof *per), total;
+  site *sites = calloc(ns, sizeof *sites);
+  mt_filter f;
+  mt_filter_init(&f);
+  if (!per || !sites || mt_analysis_tally_stacks(a, &f, per, &total) != MT_OK) {
+    fprintf(stderr, "memtrace: out of memory\n");
+    goto out;
+  }
+  mt__u64map index = {0};
+  size_t nsites = 0;
+  for (uint32_t s = 0; s < ns; s++) {
+    if (!per[s].objects) continue;
+    mt_frame fr;
+    uint64_t key = mt_analysis_stack_site(a, s, &fr) == 0
+                       ? (uint64_t)fr.function << 32 | fr.line
+                       : UINT64_MAX - s; /* no location: its own site */
+    uint32_t *ix = mt__u64map_get(&index, key);
+    if (!ix) {
+      if (mt__u64map_put(&index, key, (uint32_t)nsites)) break;
+      sites[nsites] = (site){key, s, {0}};
+      ix = mt__u64map_get(&index, key);
+      nsites++;
+    }
+    mt_tally_add(&sites[*ix - 1].t, &per[s]);
+  }
+  mt__u64map_free(&index);
+  qsort(sites, nsites, sizeof *sites, by_bytes);
+  char b1[32], b2[32], where[512];
+  mt_estimate all = mt_estimate_bytes(a, &total);
+  fprintf(stderr, "memtrace: %s allocated in %llu sampled allocations; top sites:\n",
+          mt_cli_bytes(b1, sizeof b1, all.value), (unsigned long long)total.objects);
+  for (size_t i = 0; i < nsites && i < (size_t)top; i++) {
+    mt_estimate e = mt_estimate_bytes(a, &sites[i].t);
+    fprintf(stderr, "  %10s  %5.1f%%  (+-%s)  %s\n", mt_cli_bytes(b1, sizeof b1, e.value),
+            all.value > 0 ? 100 * e.value / all.value : 0,
+            mt_cli_bytes(b2, sizeof b2, (e.hi - e.lo) / 2),
+            mt_cli_site(a, sites[i].stack, where, sizeof where));
+  }
+out:
+  free(per);
+  free(sites);
+  mt_analysis_free(a);
+}
+
+static int run(int argc, char **argv) {
+  const char *output = NULL, *rate = NULL, *unwind = NULL, *depth = NULL, *format = NULL,
+             *context = NULL;
+  int quiet = 0, i = 1;
+  for (; i < argc && argv[i][0] == '-'; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--") == 0) {
+      i++;
+      break;
+    }
+    if (mt_cli_is_help(a)) return mt_cli_help(&mt_cmd_run);
+    if (strcmp(a, "-o") == 0 || opt_is(a, "--output")) output = value(argc, argv, &i);
+    else if (opt_is(a, "--rate")) rate = value(argc, argv, &i);
+    else if (opt_is(a, "--unwind")) unwind = value(argc, argv, &i);
+    else if (opt_is(a, "--depth")) depth = value(argc, argv, &i);
+    else if (opt_is(a, "--format")) format = value(argc, argv, &i);
+    else if (opt_is(a, "--context")) context = value(argc, argv, &i);
+    else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) quiet = 1;
+    else mt_cli_usage_error(&mt_cmd_run, "unknown option '%s'", a);
+  }
+  if (i >= argc) mt_cli_usage_error(&mt_cmd_run, "missing COMMAND");
+  char *end;
+  if (rate) {
+    double r = strtod(rate, &end);
+    if (*end || !(r > 0 && r <= 1))
+      mt_cli_usage_error(&mt_cmd_run, "--rate must be a number in (0, 1], not '%s'", rate);
+  }
+  if (unwind && strcmp(unwind, "fp") && strcmp(unwind, "libunwind"))
+    mt_cli_usage_error(&mt_cmd_run, "--unwind must be libunwind or fp, not '%s'", unwind);
+  if (depth) {
+    long d = strtol(depth, &end, 10);
+    if (*end || d < 1 || d > 4096)
+      mt_cli_usage_error(&mt_cmd_run, "--depth must be 1 to 4096, not '%s'", depth);
+  }
+  if (format && strcmp(format, "2") && strcmp(format, "3"))
+    mt_cli_usage_error(&mt_cmd_run, "--format must be 2 or 3, not '%s'", format);
+
+  char preload[PATH_MAX];
+  if (find_preload(preload, sizeof preload) != 0) {
+    fprintf(stderr, "memtrace run: cannot find libmemtrace_preload.so (looked beside the "
+                    "memtrace binary; set MEMTRACE_PRELOAD)\n");
+    return 1;
+  }
+  char pattern[PATH_MAX];
+  if (output) snprintf(pattern, sizeof pattern, "%s", output);
+  else {
+    char cmd[PATH_MAX];
+    snprintf(cmd, sizeof cmd, "%s", argv[i]);
+    snprintf(pattern, sizeof pattern, "memtrace.%s.%%p.ctf", basename(cmd));
+  }
+
+  /* Ctrl-C goes to the program; we stay to report on its trace. */
+  struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
+  sigaction(SIGINT, &ign, &old_int);
+  sigaction(SIGQUIT, &ign, &old_quit);
+  pid_t pid = fork();
+  if (pid < 0) {
+    fprintf(stderr, "memtrace run: fork failed: %s\n", strerror(errno));
+    return 1;
+  }
+  if (pid == 0) {
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+    const char *prev = getenv("LD_PRELOAD");
+    char ld[2 * PATH_MAX + 2];
+    snprintf(ld, sizeof ld, "%s%s%s", preload, prev && *prev ? ":" : "", prev ? prev : "");
+    setenv("LD_PRELOAD", ld, 1);
+    setenv("MEMTRACE", pattern, 1);
+    if (rate) setenv("MEMTRACE_RATE", rate, 1);
+    if (unwind) setenv("MEMTRACE_UNWIND", unwind, 1);
+    if (depth) setenv("MEMTRACE_DEPTH", depth, 1);
+    if (format) setenv("MEMTRACE_FORMAT", format, 1);
+    if (context) setenv("MEMTRACE_CONTEXT", context, 1);
+    execvp(argv[i], argv + i);
+    fprintf(stderr, "memtrace run: cannot run %s: %s\n", argv[i], strerror(errno));
+    _exit(127);
+  }
+  int status;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (WIFEXITED(status) && code == 127) return code; /* exec failed: said so */
+
+  char path[PATH_MAX];
+  expand_pid(pattern, pid, path, sizeof path);
+  struct stat st;
+  if (stat(path, &st) != 0 || st.st_size == 0) {
+    if (!quiet) fprintf(stderr, "memtrace: no trace was written to %s\n", path);
+    return code;
+  }
+  if (!quiet) {
+    fprintf(stderr, "memtrace: trace written to %s (%lld bytes)\n", path, (long long)st.st_size);
+    report(path, 5);
+  }
+  return code;
+}
+
+const mt_command mt_cmd_run = {"run", "profile a program's heap (LD_PRELOAD): memtrace run -- CMD",
+                               usage, run};

@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# End-to-end tests of the profiler: real programs run under the interposer,
+# traces read back and compared with what the programs know they did.
+# Usage: e2e.sh TEST BINDIR (BINDIR holds memtrace, the preload library,
+# the test programs and check_trace). Each TEST is its own ctest test.
+set -uo pipefail
+test=$1 bin=$(cd "$2" && pwd)
+memtrace=$bin/memtrace
+preload=$bin/libmemtrace_preload.so
+tmp=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
+cd "$tmp"
+passed=0 failed=0
+ok() { passed=$((passed + 1)); }
+bad() { echo "FAIL [$test]: $*" >&2; failed=$((failed + 1)); }
+finish() { echo "$passed passed, $failed failed"; [ "$failed" -eq 0 ]; exit; }
+traced() { env LD_PRELOAD="$preload" "$@"; }
+
+# compare_exact TRUTH SITES: at rate 1, every site's count, bytes and live
+# objects equal the program's own account.
+compare_exact() {
+  while read -r name count bytes live; do
+    line=$(grep "^$name " "$2") || { bad "site $name missing from the trace"; continue; }
+    read -r _ objs est _ _ _ nlive <<< "$line"
+    if [ "$objs" = "$count" ] && [ "$est" = "$bytes" ] && [ "$nlive" = "$live" ]; then ok
+    else bad "$name: trace says $objs objects, $est bytes, $nlive live; program says $count, $bytes, $live"; fi
+  done < "$1"
+}
+
+# free_port: a port nothing listens on now.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+case "$test" in
+sites-exact)
+  MEMTRACE=t.ctf MEMTRACE_RATE=1 traced "$bin/prog_sites" > truth.txt || bad "program failed"
+  "$bin/check_trace" t.ctf sites > sites.txt || bad "trace unreadable"
+  compare_exact truth.txt sites.txt
+  # the profiler changes nothing the program prints
+  "$bin/prog_sites" > plain.txt
+  cmp -s plain.txt truth.txt && ok || bad "output differs under the profiler"
+  ;;
+sites-sampled)
+  # Rate 1e-3 (one sample per 8 KB): each site's true bytes lie within the
+  # estimate's 4-sigma band, for several seeds.
+  for seed in 1 2 3; do
+    MEMTRACE=t$seed.ctf MEMTRACE_RATE=1e-3 MEMTRACE_SEED=$seed traced "$bin/prog_sites" 60 > truth.txt
+    "$bin/check_trace" t$seed.ctf sites > sites.txt || bad "trace unreadable"
+    while read -r name count bytes live; do
+      line=$(grep "^$name " sites.txt) || { [ "$bytes" -lt 2000000 ] && ok || bad "$name ($bytes bytes) never sampled"; continue; }
+      read -r _ _ est lo hi _ _ <<< "$line"
+      awk -v t="$bytes" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(t >= lo && t <= hi) }' && ok ||
+        bad "seed $seed: $name: true $bytes bytes outside [$lo, $hi] (estimate $est)"
+    done < truth.txt
+  done
+  ;;
+cxx)
+  MEMTRACE=t.ctf MEMTRACE_RATE=1 traced "$bin/prog_cxx" > out.txt || bad "program failed"
+  "$bin/check_trace" t.ctf sites > sites.txt || bad "trace unreadable"
+  # operator new frames are hidden: a site is the code that called new
+  # (for containers, the standard allocator). Names hold spaces: the
+  # numbers are the last six fields.
+  for want in "site_new()|1000 16000" "site_aligned()|200 51200" "site_nothrow()|300 38400" \
+              "std::__new_allocator<long>::allocate(unsigned long, void const*)|100 409600"; do
+    name=${want%|*} nums=${want#*|}
+    line=$(grep -F "$name " sites.txt | head -1)
+    [ -n "$line" ] || { bad "no site '$name' in: $(cat sites.txt)"; continue; }
+    got=$(awk '{print $(NF-5), $(NF-4)}' <<< "$line")
+    [ "$got" = "$nums" ] && ok || bad "$name: got '$got', want '$nums'"
+  done
+  "$bin/check_trace" t.ctf frames | grep -qF "site_vector(std::vector<long, std::allocator<long> >&)" &&
+    ok || bad "the caller site_vector is not in the stacks"
+  ;;
+threads)
+  MEMTRACE=t.ctf MEMTRACE_RATE=1e-2 traced "$bin/prog_threads" > out.txt || bad "program failed"
+  grep -q "threads done" out.txt && ok || bad "program output"
+  "$bin/check_trace" t.ctf sites > sites.txt || bad "trace unreadable"
+  # every block the threads allocate is freed (the C library keeps a few of
+  # its own, e.g. stdout's buffer): each sampled one has its collection
+  read -r objs live <<< "$(awk '$1 == "work" {print $2, $7}' sites.txt)"
+  [ "${objs:-0}" -gt 10000 ] && [ "$live" = 0 ] && ok || bad "work: $objs sampled, $live never freed"
+  ;;
+fork)
+  # without %p: the forked child stops tracing, the exec'd child never starts
+  MEMTRACE=t.ctf MEMTRACE_RATE=1 traced "$bin/prog_fork" > out.txt || bad "program failed"
+  grep -q "exec-child MEMTRACE=(unset)" out.txt && ok || bad "MEMTRACE leaked into exec'd child: $(cat out.txt)"
+  "$bin/check_trace" t.ctf sites > sites.txt || bad "trace unreadable"
+  grep -q "^parent_site 1000 " sites.txt && ok || bad "parent sites: $(cat sites.txt)"
+  grep -q "^child_site" sites.txt && bad "child events in the parent's trace" || ok
+  # with %p: the forked child traces to its own file
+  MEMTRACE='t.%p.ctf' MEMTRACE_RATE=1 traced "$bin/prog_fork" > out2.txt || bad "program failed"
+  ppid=$(awk '/^parent pid/ {print $3}' out2.txt)
+  "$bin/check_trace" "t.$ppid.ctf" sites | grep -q "^parent_site 1000 " && ok || bad "parent trace"
+  n=0
+  for f in t.*.ctf; do
+    [ "$f" = "t.$ppid.ctf" ] && continue
+    n=$((n + 1))
+    "$bin/check_trace" "$f" sites > child.txt || bad "child trace $f unreadable"
+    grep -q "^child_site 700 " child.txt && ok || bad "child trace: $(cat child.txt)"
+  done
+  [ "$n" = 1 ] && ok || bad "expected 1 child trace, found $n"
+  ;;
+dlopen)
+  MEMTRACE=t.ctf MEMTRACE_RATE=1 traced "$bin/prog_dlopen" "$bin/libmt_dl_test.so" > out.txt || bad "program failed"
+  "$bin/check_trace" t.ctf sites > sites.txt || bad "trace unreadable (a code described twice?)"
+  grep -q "^dl_site 900 900000 " sites.txt && ok || bad "dl_site: $(cat sites.txt)"
+  grep -q "^main 300 153600 " sites.txt && ok || bad "main: $(cat sites.txt)"
+  ;;
+tcp)
+  "$memtrace" listen 127.0.0.1:0 -o got.ctf 2> listen.err &
+  lpid=$!
+  for _ in $(seq 50); do grep -q "listening on" listen.err && break; sleep 0.1; done
+  port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' listen.err)
+  [ -n "$port" ] || bad "listen did not start: $(cat listen.err)"
+  MEMTRACE=tcp:127.0.0.1:$port MEMTRACE_RATE=1 traced "$bin/prog_sites" > truth.txt || bad "program failed"
+  wait $lpid && ok || bad "listen failed: $(cat listen.err)"
+  grep -q "events from" listen.err && ok || bad "listen summary: $(cat listen.err)"
+  "$bin/check_trace" got.ctf sites > sites.txt || bad "streamed trace unreadable"
+  compare_exact truth.txt sites.txt
+  ;;
+tcp-failures)
+  # nobody listening: the program runs as usual, with one message
+  port=$(free_port)
+  MEMTRACE=tcp:127.0.0.1:$port MEMTRACE_RATE=1 traced "$bin/prog_sites" > out.txt 2> err.txt
+  [ $? = 0 ] && "$bin/prog_sites" | cmp -s - out.txt && ok || bad "program changed without a listener"
+  [ "$(grep -c memtrace err.txt)" = 1 ] && grep -q "not tracing: cannot connect" err.txt && ok ||
+    bad "messages: $(cat err.txt)"
+  # the listener drops the connection: tracing stops with one message
+  python3 - "$port" > py.txt 2>&1 <<'EOF' &
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); print("ready", flush=True)
+c, _ = s.accept(); c.recv(1000); c.close(); s.close()
+EOF
+  for _ in $(seq 50); do grep -q ready py.txt && break; sleep 0.1; done
+  MEMTRACE=tcp:127.0.0.1:$port MEMTRACE_RATE=1 traced "$bin/prog_slow" 1.5 > out.txt 2> err.txt
+  [ $? = 0 ] && grep -q "slow done" out.txt && ok || bad "program failed after the drop"
+  [ "$(grep -c memtrace err.txt)" = 1 ] && grep -q "tracing stopped" err.txt && ok ||
+    bad "messages after the drop: $(cat err.txt)"
+  ;;
+listen)
+  port=$(free_port)
+  MEMTRACE=listen:127.0.0.1:$port MEMTRACE_RATE=1e-2 traced "$bin/prog_slow" 8 > out.txt 2> err.txt &
+  ppid=$!
+  python3 - "$port" <<'EOF' > client.txt 2>&1 || bad "client: $(cat client.txt)"
+import socket, sys, time
+port = int(sys.argv[1])
+for _ in range(120):  # the program may start slowly on a loaded machine
+    try:
+        c = socket.create_connection(("127.0.0.1", port)); break
+    except OSError: time.sleep(0.05)
+time.sleep(0.3)
+# a second client meanwhile is refused with a message
+d = socket.create_connection(("127.0.0.1", port)); d.settimeout(3)
+msg = d.recv(200); d.close()
+print("second:", msg.decode().strip())
+data = b""; c.settimeout(0.5); t0 = time.time()
+while time.time() - t0 < 1.5:
+    try:
+        b = c.recv(65536)
+        if not b: break
+        data += b
+    except socket.timeout: pass
+c.close()
+open("live.ctf", "wb").write(data)
+print("bytes", len(data))
+EOF
+  wait $ppid && grep -q "slow done" out.txt && ok || bad "program failed in listen mode: $(cat err.txt)"
+  grep -q "second: memtrace: already serving a client" client.txt && ok || bad "second client: $(cat client.txt)"
+  "$bin/check_trace" live.ctf summary > s.txt 2> s.err || bad "live trace unreadable: $(cat s.err)"
+  a=$(awk '/^allocations/ {print $2}' s.txt)
+  [ "${a:-0}" -gt 0 ] && ok || bad "no events streamed: $(cat client.txt)"
+  ;;
+env-errors)
+  MEMTRACE=t.ctf MEMTRACE_RATE=abc traced "$bin/prog_sites" > out.txt 2> err.txt
+  [ $? = 0 ] && ok || bad "program failed with a bad rate"
+  grep -q "MEMTRACE_RATE=abc is not a sampling rate" err.txt && ok || bad "message: $(cat err.txt)"
+  [ ! -e t.ctf ] && ok || bad "a trace was written despite the bad rate"
+  MEMTRACE=/nonexistent/dir/t.ctf traced "$bin/prog_sites" > out.txt 2> err.txt
+  [ $? = 0 ] && grep -q "not tracing: cannot create /nonexistent/dir/t.ctf" err.txt && ok || bad "bad path: $(cat err.txt)"
+  # a full disk: the program goes on, tracing stops with one message
+  if [ -w /dev/full ]; then
+    MEMTRACE=/dev/full MEMTRACE_RATE=1 traced "$bin/prog_sites" > out.txt 2> err.txt
+    [ $? = 0 ] && "$bin/prog_sites" | cmp -s - out.txt && ok || bad "program changed on a full disk"
+    [ "$(grep -c memtrace err.txt)" = 1 ] && grep -q "No space left on device" err.txt && ok ||
+      bad "full disk messages: $(cat err.txt)"
+  fi
+  ;;
+run)
+  "$memtrace" run -o r.ctf --rate 1 "$bin/prog_sites" > out.txt 2> err.txt
+  [ $? = 0 ] && ok || bad "memtrace run failed: $(cat err.txt)"
+  grep -q "trace written to r.ctf" err.txt && ok || bad "no trace message: $(cat err.txt)"
+  [ "$(grep -c '%  (+-' err.txt)" = 5 ] && ok || bad "top 5 sites: $(cat err.txt)"
+  grep -q "site_reallocarray" err.txt && ok || bad "largest site missing: $(cat err.txt)"
+  "$bin/check_trace" r.ctf sites > sites.txt && compare_exact out.txt sites.txt
+  "$memtrace" run -q -o f.ctf -- sh -c 'exit 3'
+  [ $? = 3 ] && ok || bad "exit status not passed through"
+  "$memtrace" run -q -o f.ctf -- /nonexistent/program 2> err.txt
+  [ $? = 127 ] && grep -q "cannot run /nonexistent/program" err.txt && ok || bad "missing program: $(cat err.txt)"
+  "$memtrace" run --rate 2 true 2> err.txt
+  [ $? = 2 ] && grep -q "rate must be" err.txt && ok || bad "bad rate: $(cat err.txt)"
+  # default name: memtrace.COMMAND.PID.ctf
+  "$memtrace" run -q "$bin/prog_slow" 0.1 > /dev/null
+  ls memtrace.prog_slow.*.ctf > /dev/null 2>&1 && ok || bad "default trace name"
+  ;;
+babeltrace)
+  MEMTRACE=stream MEMTRACE_RATE=1e-3 traced "$bin/prog_threads" > /dev/null
+  ref=$3
+  mkdir bt && mv stream bt/ && cp "$ref/memtrace-v2.tsdl" bt/metadata
+  babeltrace2 bt > bt.txt 2> bt.err && ok || bad "babeltrace2: $(head -3 bt.err)"
+  n=$(grep -c ' alloc[0-9]*: ' bt.txt)
+  a=$(MEMTRACE= "$bin/check_trace" bt/stream summary | awk '/^allocations/ {print $2}')
+  [ "$n" = "$a" ] && [ "$n" -gt 0 ] && ok || bad "babeltrace2 sees $n allocations, we read $a"
+  ;;
+*) bad "unknown test" ;;
+esac
+finish

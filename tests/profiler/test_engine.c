@@ -1,0 +1,262 @@
+/* The sampling engine: statistics of the sampler and the API's contracts.
+ * Allocations are reported through the runtime API with fake block ids, so
+ * no real memory is involved. */
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "memtrace/engine.h"
+
+typedef struct counts {
+  uint64_t allocs, samples, words, deallocs, promotes;
+  uint64_t hist[64]; /* nsamples histogram */
+  int reenter;       /* allocate from inside the callback */
+  uint64_t nested;   /* samples seen while inside a callback */
+  int inside;
+} counts;
+
+static counts C;
+
+static void *on_alloc(void *ctx, const mt_alloc_info *i) {
+  counts *c = ctx;
+  if (c->inside) c->nested++;
+  c->inside = 1;
+  c->allocs++;
+  c->samples += i->nsamples;
+  c->words += i->words;
+  c->hist[i->nsamples < 63 ? i->nsamples : 63]++;
+  if (c->reenter) /* the engine must not sample inside its own callback */
+    for (int k = 0; k < 1000; k++) mt_runtime_alloc((uintptr_t)(1u << 30) + 8 * (uintptr_t)k, 100, MT_SOURCE_MINOR);
+  c->inside = 0;
+  return (void *)(uintptr_t)c->allocs;
+}
+static void *on_promote(void *ctx, void *h) {
+  ((counts *)ctx)->promotes++;
+  return h;
+}
+static void on_dealloc(void *ctx, void *h) {
+  (void)h;
+  ((counts *)ctx)->deallocs++;
+}
+
+static mt_engine_params params(double rate, uint64_t seed) {
+  memset(&C, 0, sizeof C);
+  mt_engine_params p = {.rate = rate, .tracker = {on_alloc, on_promote, on_dealloc, &C}, .seed = seed};
+  return p;
+}
+
+/* Total samples over W words is Binomial(W, rate): check the observed rate
+ * against a 5-sigma band, over several rates and block sizes. */
+static void test_observed_rate(void **state) {
+  (void)state;
+  static const double rates[] = {1e-1, 1e-2, 1e-3};
+  static const size_t sizes[] = {1, 7, 64, 1000};
+  for (size_t ri = 0; ri < 3; ri++)
+    for (size_t si = 0; si < 4; si++) {
+      mt_engine_params p = params(rates[ri], 42 + ri * 10 + si);
+      assert_int_equal(mt_engine_start(&p), MT_OK);
+      uint64_t words = 0;
+      for (uintptr_t k = 1; words < 20000000; k++) {
+        mt_runtime_alloc(k * 16, sizes[si], MT_SOURCE_MINOR);
+        words += sizes[si];
+      }
+      assert_int_equal(mt_engine_stop(), MT_OK);
+      double r = rates[ri], mean = words * r, sd = sqrt(words * r * (1 - r));
+      double z = ((double)C.samples - mean) / sd;
+      printf("rate %g size %zu: %llu samples over %llu words (expected %.0f, z = %.2f)\n", r,
+             sizes[si], (unsigned long long)C.samples, (unsigned long long)words, mean, z);
+      assert_true(fabs(z) < 5);
+    }
+}
+
+/* For blocks of w words, nsamples given sampled ~ Binomial(w, r) | >= 1:
+ * compare the histogram's mean with the exact conditional mean. */
+static void test_nsamples_distribution(void **state) {
+  (void)state;
+  const double r = 0.01;
+  const size_t w = 200;
+  mt_engine_params p = params(r, 7);
+  assert_int_equal(mt_engine_start(&p), MT_OK);
+  for (uintptr_t k = 1; k <= 2000000; k++) mt_runtime_alloc(k * 16, w, MT_SOURCE_MAJOR);
+  mt_engine_stop();
+  double p_any = 1 - pow(1 - r, (double)w);
+  double cond_mean = w * r / p_any;
+  double cond_var = (w * r * (1 - r) + w * r * w * r) / p_any - cond_mean * cond_mean;
+  double mean = (double)C.samples / C.allocs;
+  double se = sqrt(cond_var / C.allocs);
+  printf("nsamples mean %.4f (expected %.4f, se %.4f); sampled blocks %.4f (expected %.4f)\n",
+         mean, cond_mean, se, (double)C.allocs / 2000000, p_any);
+  assert_true(fabs(mean - cond_mean) < 5 * se);
+  double sd_alloc = sqrt(2000000 * p_any * (1 - p_any));
+  assert_true(fabs((double)C.allocs - 2000000 * p_any) < 5 * sd_alloc);
+  /* P(nsamples = 1 | sampled) = w r (1-r)^(w-1) / P(any) */
+  double p1 = w * r * pow(1 - r, (double)w - 1) / p_any;
+  double sd1 = sqrt(C.allocs * p1 * (1 - p1));
+  assert_true(fabs((double)C.hist[1] - C.allocs * p1) < 5 * sd1);
+}
+
+static void test_rate_one_samples_every_word(void **state) {
+  (void)state;
+  mt_engine_params p = params(1.0, 1);
+  assert_int_equal(mt_engine_start(&p), MT_OK);
+  uint64_t words = 0;
+  for (uintptr_t k = 1; k <= 10000; k++) {
+    mt_runtime_alloc(k * 16, k % 37 + 1, MT_SOURCE_MINOR);
+    words += k % 37 + 1;
+  }
+  mt_engine_stop();
+  assert_int_equal(C.allocs, 10000);
+  assert_int_equal(C.samples, words);
+}
+
+static void test_zero_words_never_sampled(void **state) {
+  (void)state;
+  mt_engine_params p = params(1.0, 1);
+  assert_int_equal(mt_engine_start(&p), MT_OK);
+  for (uintptr_t k = 1; k <= 1000; k++) mt_runtime_alloc(k * 16, 0, MT_SOURCE_MINOR);
+  mt_engine_stop();
+  assert_int_equal(C.allocs, 0);
+}
+
+static void test_api_misuse(void **state) {
+  (void)state;
+  mt_engine_params p = params(0.5, 1);
+  assert_int_equal(mt_engine_stop(), MT_ERR_INVALID); /* not started */
+  p.rate = 0;
+  assert_int_equal(mt_engine_start(&p), MT_ERR_INVALID);
+  p.rate = 1.5;
+  assert_int_equal(mt_engine_start(&p), MT_ERR_INVALID);
+  p.rate = NAN;
+  assert_int_equal(mt_engine_start(&p), MT_ERR_INVALID);
+  assert_int_equal(mt_engine_start(NULL), MT_ERR_INVALID);
+  p.rate = 0.5;
+  assert_int_equal(mt_engine_start(&p), MT_OK);
+  assert_int_equal(mt_engine_start(&p), MT_ERR_INVALID); /* already started */
+  assert_true(mt_engine_running());
+  assert_int_equal(mt_engine_stop(), MT_OK);
+  assert_false(mt_engine_running());
+  mt_external_free(0); /* no-op */
+}
+
+static void test_no_sampling_inside_callback(void **state) {
+  (void)state;
+  mt_engine_params p = params(1.0, 3);
+  C.reenter = 1;
+  assert_int_equal(mt_engine_start(&p), MT_OK);
+  for (uintptr_t k = 1; k <= 100; k++) mt_runtime_alloc(k * 16, 4, MT_SOURCE_MINOR);
+  mt_engine_stop();
+  assert_int_equal(C.allocs, 100); /* the 100000 inner allocations: none */
+  assert_int_equal(C.nested, 0);
+}
+
+static void test_track_free_promote(void **state) {
+  (void)state;
+  mt_engine_params p = params(1.0, 3);
+  assert_int_equal(mt_engine_start(&p), MT_OK);
+  for (uintptr_t k = 1; k <= 1000; k++) mt_runtime_alloc(k * 16, 2, MT_SOURCE_MINOR);
+  for (uintptr_t k = 1; k <= 500; k++) mt_runtime_promote(k * 16, (k + 5000) * 16);
+  for (uintptr_t k = 1; k <= 250; k++) mt_runtime_free((k + 5000) * 16);
+  for (uintptr_t k = 501; k <= 600; k++) mt_runtime_free(k * 16);
+  mt_runtime_free(999999 * 16); /* never allocated: ignored */
+  mt_engine_stats s;
+  mt_engine_get_stats(&s);
+  assert_int_equal(C.promotes, 500);
+  assert_int_equal(C.deallocs, 350);
+  assert_int_equal(s.tracked, 650);
+  /* stop discards tracked blocks: no callbacks for them afterwards */
+  mt_engine_stop();
+  for (uintptr_t k = 601; k <= 1000; k++) mt_runtime_free(k * 16);
+  assert_int_equal(C.deallocs, 350);
+}
+
+static void test_external_tokens(void **state) {
+  (void)state;
+  mt_engine_params p = params(1.0, 3);
+  assert_int_equal(mt_engine_start(&p), MT_OK);
+  uintptr_t t[100];
+  for (int i = 0; i < 100; i++) assert_true((t[i] = mt_external_alloc(1 + i * 100)) != 0);
+  for (int i = 0; i < 50; i++) mt_external_free(t[i]);
+  assert_int_equal(C.deallocs, 50);
+  mt_engine_stop();
+  /* a token from a stopped session is safe to free and reports nothing */
+  p = params(1.0, 4);
+  assert_int_equal(mt_engine_start(&p), MT_OK);
+  for (int i = 50; i < 100; i++) mt_external_free(t[i]);
+  assert_int_equal(C.deallocs, 0);
+  mt_engine_stop();
+  p = params(1e-9, 4); /* effectively never sampled: tokens are 0 */
+  assert_int_equal(mt_engine_start(&p), MT_OK);
+  int zeros = 0;
+  for (int i = 0; i < 1000; i++) zeros += mt_external_alloc(64) == 0;
+  mt_engine_stop();
+  assert_int_equal(zeros, 1000);
+}
+
+/* Threads sample independently and concurrently; totals still add up. */
+static void *thread_main(void *arg) {
+  uintptr_t base = (uintptr_t)arg << 32;
+  for (uintptr_t k = 1; k <= 200000; k++) {
+    mt_runtime_alloc(base + k * 16, 8, MT_SOURCE_MINOR);
+    mt_runtime_free(base + k * 16);
+  }
+  return NULL;
+}
+
+static pthread_mutex_t cm = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t mt_allocs, mt_deallocs;
+static void *mt_alloc(void *ctx, const mt_alloc_info *i) {
+  (void)ctx;
+  (void)i;
+  pthread_mutex_lock(&cm);
+  uintptr_t h = ++mt_allocs;
+  pthread_mutex_unlock(&cm);
+  return (void *)h;
+}
+static void mt_dealloc(void *ctx, void *h) {
+  (void)ctx;
+  (void)h;
+  pthread_mutex_lock(&cm);
+  mt_deallocs++;
+  pthread_mutex_unlock(&cm);
+}
+
+static void test_threads(void **state) {
+  (void)state;
+  mt_engine_params p = {.rate = 0.01, .tracker = {mt_alloc, NULL, mt_dealloc, NULL}, .seed = 9};
+  assert_int_equal(mt_engine_start(&p), MT_OK);
+  pthread_t th[8];
+  for (uintptr_t i = 0; i < 8; i++) pthread_create(&th[i], NULL, thread_main, (void *)(i + 1));
+  for (int i = 0; i < 8; i++) pthread_join(th[i], NULL);
+  mt_engine_stop();
+  double words = 8.0 * 200000 * 8, mean = words * 0.01;
+  /* blocks of 8 words at 1%: sampled blocks ~ 1 - 0.99^8 of them */
+  double blocks = 8.0 * 200000, pb = 1 - pow(0.99, 8);
+  printf("threads: %llu sampled blocks (expected %.0f), %llu freed\n",
+         (unsigned long long)mt_allocs, blocks * pb, (unsigned long long)mt_deallocs);
+  (void)mean;
+  assert_true(fabs((double)mt_allocs - blocks * pb) < 5 * sqrt(blocks * pb * (1 - pb)));
+  assert_int_equal(mt_deallocs, mt_allocs); /* every sampled block's free was seen */
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_api_misuse),
+      cmocka_unit_test(test_rate_one_samples_every_word),
+      cmocka_unit_test(test_zero_words_never_sampled),
+      cmocka_unit_test(test_observed_rate),
+      cmocka_unit_test(test_nsamples_distribution),
+      cmocka_unit_test(test_no_sampling_inside_callback),
+      cmocka_unit_test(test_track_free_promote),
+      cmocka_unit_test(test_external_tokens),
+      cmocka_unit_test(test_threads),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
