@@ -16,7 +16,9 @@
 # The table is printed and written to bench/out/format-bench.txt.
 #
 # Environment: EVENTS (default 12000000), SEED (1), REPEAT (3), BUILD_DIR,
-# MEMTRACE_OCAML_DUMP, NO_V3=1 to skip the v3 trace.
+# MEMTRACE_OCAML_DUMP, NO_V3=1 to skip the v3 trace, BENCH_NICE=-15 (say)
+# to run at a raised priority: on a machine shared with other work, wall
+# times then approach an idle machine's (needs root).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -52,6 +54,19 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
 fi
 log "building (cmake --build $build)"
 cmake --build "$build" -j2 --target memtrace_cli mt_gen_trace mt_bench_decode >/dev/null
+# BENCH_NICE: the measured commands run through nice, and this session's
+# scheduler autogroup gets the same nice value (with autogroups, a process's
+# nice only ranks it within its own session; the group's is what counts
+# against other sessions' work). Restored on exit.
+prio=()
+if [ -n "${BENCH_NICE:-}" ]; then
+  prio=(nice -n "$BENCH_NICE")
+  ag=/proc/$$/autogroup
+  if [ -w "$ag" ]; then
+    ag_old=$(awk '{ print $3 }' "$ag")
+    echo "$BENCH_NICE" >"$ag" && trap 'echo "$ag_old" >"$ag"' EXIT
+  fi
+fi
 memtrace=$build/memtrace
 gen=$build/mt_gen_trace
 bench=$build/mt_bench_decode
@@ -60,7 +75,10 @@ bench=$build/mt_bench_decode
 # Named after its arguments and a hash of the generator's and the writer's
 # sources: a changed generator writes a new trace instead of reusing a
 # stale one.
-gen_id=$(cat "$here/gen_trace.c" "$root"/src/format/{writer,btcodec,loccodec}.c | sha1sum | cut -c1-8)
+gen_id=$({
+  cat "$here/gen_trace.c"
+  cat "$root"/src/format/{writer,btcodec,loccodec}.c 2>/dev/null || true
+} | sha1sum | cut -c1-8)
 trace=$out/bench-v2-e$events-s$seed-$gen_id.ctf
 trace3=$out/bench-v3d4-e$events-s$seed-$gen_id.ctf
 make_trace() { # FILE ARGS...
@@ -98,7 +116,7 @@ timed() {
   local best= bestcpu= maxrss=0 t0 t1 w u s m
   for ((i = 0; i < n; i++)); do
     t0=$(date +%s.%N)
-    /usr/bin/time -f "%U %S %M" -o "$out/.time" "$@" >"$dest"
+    /usr/bin/time -f "%U %S %M" -o "$out/.time" "${prio[@]}" "$@" >"$dest"
     t1=$(date +%s.%N)
     read -r u s m <"$out/.time"
     w=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
@@ -116,7 +134,7 @@ timed() {
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 log "decode only (mt_bench_decode --repeat $repeat)"
-dec=$("$bench" "$trace" --repeat "$repeat" | tee "$out/decode.txt" | awk '/^RESULT/')
+dec=$("${prio[@]}" "$bench" "$trace" --repeat "$repeat" | tee "$out/decode.txt" | awk '/^RESULT/')
 field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k { print $2 }'; }
 dec_s=$(field "$dec" decode_s)
 dec_cpu=$(field "$dec" decode_cpu_s)
@@ -136,7 +154,7 @@ dump_bytes=$("$memtrace" dump "$trace" | wc -c)
 
 if [ "${NO_V3:-0}" != 1 ]; then
   log "decode only, v3 trace with 4 domains"
-  dec3=$("$bench" "$trace3" --repeat "$repeat" | tee "$out/decode-v3.txt" | awk '/^RESULT/')
+  dec3=$("${prio[@]}" "$bench" "$trace3" --repeat "$repeat" | tee "$out/decode-v3.txt" | awk '/^RESULT/')
   bytes3=$(field "$dec3" bytes)
 fi
 
@@ -152,6 +170,13 @@ meps() { awk -v e="$nevents" -v t="$1" 'BEGIN { printf "%.2f", e / 1e6 / t }'; }
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
 verdict() { if ge "$1" "$2"; then echo "ok"; else echo "MISSED"; fi; }
+# wall_verdict WALL_VALUE CPU_VALUE TARGET: judged on wall time; a miss
+# that CPU time would pass is said to be one (a loaded machine).
+wall_verdict() {
+  if ge "$1" "$3"; then echo "ok"
+  elif ge "$2" "$3"; then echo "MISSED on wall time (ok on CPU time: the machine was loaded)"
+  else echo "MISSED"; fi
+}
 le_verdict() { if ge "$2" "$1"; then echo "ok"; else echo "MISSED"; fi; }
 
 row() { printf '%-24s %8s %8s %9s %9s %9s %9s\n' "$@"; }
@@ -159,6 +184,7 @@ row() { printf '%-24s %8s %8s %9s %9s %9s %9s\n' "$@"; }
   echo "memtrace-c trace-format benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores,"
   echo "git $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), build $build"
   echo "load average before: $load_before, after: $load_after (a loaded machine stretches wall times; CPU times less so)"
+  [ -n "${BENCH_NICE:-}" ] && echo "measured commands run at nice $BENCH_NICE"
   echo
   echo "trace: $(basename "$trace"): $bytes bytes ($mb MB), $nevents events, $bpe bytes/event"
   sed -n 's/^stacks: */  stacks: /p; s/^allocations: */  allocations: /p' "$trace.log"
@@ -195,24 +221,28 @@ row() { printf '%-24s %8s %8s %9s %9s %9s %9s\n' "$@"; }
   echo
   echo "targets:"
   dec_mbps=$(mbps "$dec_s")
-  printf '  decode >= %s MB/s:                        %s MB/s (wall), %s MB/s (cpu)  %s\n' \
-    "$target_decode_mbps" "$dec_mbps" "$(mbps "$dec_cpu")" "$(verdict "$dec_mbps" "$target_decode_mbps")"
+  printf '  decode >= %s MB/s: %s MB/s (wall), %s MB/s (cpu): %s\n' \
+    "$target_decode_mbps" "$dec_mbps" "$(mbps "$dec_cpu")" \
+    "$(wall_verdict "$dec_mbps" "$(mbps "$dec_cpu")" "$target_decode_mbps")"
   dump_mbps=$(mbps "${wall[dump]}")
   speedup=$(awk -v a="$dump_mbps" -v b="$ocaml_ref_mbps" 'BEGIN { printf "%.1f", a / b }')
-  printf '  dump >= %sx OCaml dump_trace (against the recorded reference figure\n' "$target_dump_speedup"
-  printf '    of %s MB/s: 134 s for 116 MB, not measured here): %s MB/s = %sx  %s\n' \
-    "$ocaml_ref_mbps" "$dump_mbps" "$speedup" "$(verdict "$speedup" "$target_dump_speedup")"
+  speedup_cpu=$(awk -v a="$(mbps "${cpu[dump]}")" -v b="$ocaml_ref_mbps" 'BEGIN { printf "%.1f", a / b }')
+  printf '  dump >= %sx OCaml dump_trace, against the recorded reference figure of\n' "$target_dump_speedup"
+  printf '    %s MB/s (134 s for 116 MB; not measured here): %s MB/s = %sx (cpu: %sx): %s\n' \
+    "$ocaml_ref_mbps" "$dump_mbps" "$speedup" "$speedup_cpu" \
+    "$(wall_verdict "$speedup" "$speedup_cpu" "$target_dump_speedup")"
   if [ -n "${MEMTRACE_OCAML_DUMP:-}" ]; then
     measured=$(awk -v a="${wall[ocaml]}" -v b="${wall[dump]}" 'BEGIN { printf "%.1f", a / b }')
-    printf '  dump vs OCaml dump_trace measured side by side on this trace: %sx  %s\n' \
+    printf '  dump vs OCaml dump_trace measured side by side on this trace: %sx: %s\n' \
       "$measured" "$(verdict "$measured" "$target_dump_speedup")"
   fi
   for k in decode dump compact; do
     case $k in decode) r=$dec_rss label="decode" ;; dump) r=${rss[dump]} label="dump" ;;
       compact) r=${rss[compact]} label="dump --compact" ;; esac
-    printf '  reader peak RSS <= %s MiB (%s): %s MiB  %s\n' "$target_rss_mib" "$label" \
+    printf '  reader peak RSS <= %s MiB (%s): %s MiB: %s\n' "$target_rss_mib" "$label" \
       "$(mib "$r")" "$(le_verdict "$(mib "$r")" "$target_rss_mib")"
   done
   printf '  (memtrace copy, reader + writer: %s MiB)\n' "$(mib "${rss[copy]}")"
 } | tee "$report"
+rm -f "$out/.time"
 log "written to $report"
