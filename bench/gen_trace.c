@@ -19,7 +19,8 @@
  * - consecutive stacks share prefixes the way a running program's do: after
  *   each allocation a few frames return and new calls are made, so the
  *   writer's common-prefix and prediction coding see realistic input, and
- *   the ~25k codes overflow its 16k-slot cache, so cold codes miss and have
+ *   the ~16k codes, as many as its 16k-slot two-way cache has slots, do not
+ *   all fit, so cold codes are evicted, miss again and have
  *   their locations written again;
  * - minor (short form), major and external allocations with per-site size
  *   and lifetime distributions; minor collections every ~26 sampled minor
