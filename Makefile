@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 # Debian packages: building and testing.
 DEPS = build-essential cmake libcmocka-dev xz-utils babeltrace2 clang \
-       libclang-rt-14-dev time
+       libclang-rt-14-dev time zlib1g-dev protobuf-compiler
 
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
