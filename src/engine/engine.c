@@ -115,7 +115,8 @@ static void *table_put(table *t, uintptr_t key, void *handle) {
   t->slots[i] = (slot){key, handle};
   t->used++;
   uint8_t *f = &mt__filter[mt__filter_slot(key)];
-  if (*f != UINT8_MAX) __atomic_store_n(f, (uint8_t)(*f + 1), __ATOMIC_RELAXED);
+  if (*f < MT__FILTER_MAX) __atomic_store_n(f, (uint8_t)(*f + 1), __ATOMIC_RELAXED);
+  else __atomic_store_n(f, MT__FILTER_STICKY, __ATOMIC_RELAXED); /* can't count on */
   return NULL;
 }
 
@@ -130,8 +131,8 @@ static void *table_take(table *t, uintptr_t key) {
     t->used--;
     t->tombs++;
     uint8_t *f = &mt__filter[mt__filter_slot(key)];
-    /* a saturated counter stays set: the filter may only err towards "maybe" */
-    if (*f != UINT8_MAX && *f) __atomic_store_n(f, (uint8_t)(*f - 1), __ATOMIC_RELAXED);
+    /* a sticky slot stays set: the filter may only err towards "maybe" */
+    if (*f && *f <= MT__FILTER_MAX) __atomic_store_n(f, (uint8_t)(*f - 1), __ATOMIC_RELAXED);
     return h;
   }
 }
@@ -139,7 +140,8 @@ static void *table_take(table *t, uintptr_t key) {
 static void table_clear(table *t) {
   if (t->slots) munmap(t->slots, t->cap * sizeof *t->slots);
   memset(t, 0, sizeof *t);
-  memset(mt__filter, 0, sizeof mt__filter);
+  for (size_t i = 0; i < sizeof mt__filter; i++) /* sticky marks stay */
+    if (mt__filter[i] && mt__filter[i] != MT__FILTER_STICKY) mt__filter[i] = 0;
 }
 
 /* ---- random numbers ---- */

@@ -23,11 +23,11 @@ extern __thread mt__thread mt__tls
 __attribute__((visibility("hidden"), noinline)) int mt__sample_slow(int64_t words,
                                                                      uint64_t *nsamples);
 
-/* The fast path: one thread-local decrement and one branch. */
+/* The whole sampling decision: fast path inline, the rest out of line. */
+static inline int mt__countdown(uint64_t bytes);
 static inline int mt__sample(uint64_t bytes, uint64_t *nsamples) {
-  int64_t words = (int64_t)((bytes + 7) >> 3);
-  if (__builtin_expect((mt__tls.countdown -= words) > 0, 1)) return 0;
-  return mt__sample_slow(words, nsamples);
+  if (mt__countdown(bytes)) return 0;
+  return mt__sample_slow((int64_t)((bytes + 7) >> 3), nsamples);
 }
 
 /* Records a sampled block keyed by address or id (runs the tracker). */
@@ -35,15 +35,47 @@ __attribute__((visibility("hidden"))) void mt__track(uintptr_t key, uint64_t wor
                                                       uint64_t bytes, uint64_t nsamples,
                                                       mt_source source);
 
-/* The free-side filter: non-zero when `key` may be tracked. */
+/* The free-side filter: a byte per 16-byte granule of a 16 MiB window of
+ * addresses (heap blocks are 16-byte aligned), non-zero when a tracked key
+ * may lie there. Indexing by address bits keeps neighbouring frees on the
+ * same cache lines. Values 1..MT__FILTER_MAX count keys; MT__FILTER_STICKY
+ * marks slots that stay "maybe" for ever (saturated counts, and the
+ * interposer's bootstrap blocks). */
 extern uint8_t mt__filter[] __attribute__((visibility("hidden")));
 #define MT__FILTER_BITS 20
+#define MT__FILTER_MAX 253
+#define MT__FILTER_STICKY 255
 static inline uint32_t mt__filter_slot(uintptr_t key) {
-  return (uint32_t)(((uint64_t)key >> 3) * 0x9e3779b97f4a7c15ull >> (64 - MT__FILTER_BITS));
+  return (uint32_t)(key >> 4) & ((1u << MT__FILTER_BITS) - 1);
 }
 static inline int mt__maybe_tracked(uintptr_t key) {
   return __atomic_load_n(&mt__filter[mt__filter_slot(key)], __ATOMIC_RELAXED) != 0;
 }
+/* Decrements the thread's countdown by the block's words: non-zero while
+ * no sample point is reached (the fast path). */
+static inline int mt__countdown(uint64_t bytes) {
+  return __builtin_expect((mt__tls.countdown -= (int64_t)((bytes + 7) >> 3)) > 0, 1);
+}
+
+/* The same as a statement that jumps to `label` when a sample point is
+ * reached: on x86-64 one subtraction straight from the thread-local
+ * countdown in memory, and a branch on its flags (the interposer's fast
+ * path; the countdown is the first field of mt__tls). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MT__SPEND_OR_GOTO(bytes, label)                                        \
+  __asm__ goto("movq mt__tls@gottpoff(%%rip), %%rax\n\t"                      \
+               "subq %0, %%fs:(%%rax)\n\t"                                    \
+               "jle %l1"                                               \
+               : /* no outputs */                                              \
+               : "r"((int64_t)(((uint64_t)(bytes) + 7) >> 3))                  \
+               : "rax", "cc", "memory"                                         \
+               : label)
+#else
+#define MT__SPEND_OR_GOTO(bytes, label)                                        \
+  do {                                                                         \
+    if (!mt__countdown(bytes)) goto label;                                     \
+  } while (0)
+#endif
 /* Slow path of a free: removes `key` and runs the dealloc callback. */
 __attribute__((visibility("hidden"))) void mt__untrack(uintptr_t key);
 
