@@ -114,7 +114,13 @@ MT_API const char *mt_analysis_function_file(const mt_analysis *a, uint32_t f);
 
 /* The allocation site of a stack: the innermost location of its last frame
  * that has one (skipping at most 2 undescribed frames, as memtrace does).
- * Returns 0 and fills *site, or -1 when the stack has none. */
+ * Returns 0 and fills *site, or -1 when the stack has none.
+ *
+ * Stack ids exist once the stack tree is built: on the first call to a
+ * stack function (mt_analysis_stack_count, _tally_stacks, _object, a filter
+ * with `inside`/`not_inside`). Building it costs time and memory in the
+ * number of distinct stack prefixes; queries by site (below) never need it.
+ * Ids are stable once built. */
 MT_API int mt_analysis_stack_site(const mt_analysis *a, uint32_t stack,
                                   mt_frame *site);
 
@@ -195,6 +201,19 @@ MT_API mt_estimate mt_estimate_objects(const mt_analysis *a, const mt_tally *t);
 /* Whether object i passes the filter. Prefer the bulk calls below. */
 MT_API int mt_analysis_matches(const mt_analysis *a, const mt_filter *f,
                                size_t i);
+
+/* The code id of object i's allocation site: its last frame the trace
+ * describes, skipping at most 2 undescribed ones (memtrace's rule), else its
+ * last frame; MT_NO_CODE for an empty backtrace. A code's site location is
+ * the innermost of mt_analysis_code_frames. */
+#define MT_NO_CODE UINT32_MAX
+MT_API uint32_t mt_analysis_object_site(const mt_analysis *a, size_t i);
+
+/* Tallies the objects passing the filter by allocation site code, without
+ * building the stack tree: per_code must have mt_analysis_code_count + 1
+ * entries (the last for empty backtraces); it is zeroed first. */
+MT_API int mt_analysis_tally_sites(const mt_analysis *a, const mt_filter *f,
+                                   mt_tally *per_code, mt_tally *total);
 
 /* Tallies the objects passing the filter by the stack they were allocated
  * at: per_stack must have mt_analysis_stack_count entries; it is zeroed

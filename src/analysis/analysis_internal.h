@@ -1,14 +1,21 @@
 /* The tables behind mt_analysis (include/memtrace/analysis.h). Objects are
- * stored column by column (29 bytes each, plus rare side entries), stacks as
- * a parent-pointer tree whose ids grow from the root, so a parent's id is
- * always smaller than its children's. */
+ * stored column by column (29 bytes each, plus rare side entries). Their
+ * backtraces are kept as a delta log; the stack tree (a parent-pointer tree
+ * whose ids grow from the root, so a parent's id is always smaller than its
+ * children's) is built from it on first use (stacks.c). */
 #ifndef MT_ANALYSIS_INTERNAL_H
 #define MT_ANALYSIS_INTERNAL_H
+
+#include <pthread.h>
 
 #include "memtrace/analysis.h"
 #include "tables.h"
 
 #define MT__ENVELOPE_BINS 1024
+/* Every this many objects, the backtrace log holds a full record: where a
+ * replay may start. */
+#define MT__LOG_CHECKPOINT 64
+#define MT__NO_SITE UINT32_MAX
 #define MT__HT_CACHE 4096 /* object weights precomputed for lengths below */
 
 /* source column: low 2 bits the source; flags above */
@@ -36,9 +43,22 @@ struct mt_analysis {
 
   /* objects */
   size_t nobj, obj_cap;
-  uint64_t *alloc_t, *free_t;
-  uint32_t *stack, *nsamples, *length;
+  /* times since the start in units of 2^time_shift us (0 until a trace
+   * runs past 71 minutes); free time MT__T_NEVER if never collected */
+  uint32_t *alloc_t, *free_t;
+  unsigned time_shift;
+  uint32_t *nsamples, *length;
+  uint32_t *site; /* code id of the allocation site, or MT__NO_SITE */
   uint8_t *source;
+  uint32_t *stack; /* stack ids: NULL until stacks are materialized */
+
+  /* Backtraces, as loaded: per object, varint(shared prefix) varint(count)
+   * and that many varint code ids; a full record every MT__LOG_CHECKPOINT
+   * objects. The stack tree is built from it on first use. */
+  uint8_t *log;
+  size_t log_len, log_cap;
+  pthread_mutex_t stacks_lock;
+  int stacks_built; /* 1 when built; -1 when building ran out of memory */
   mt__u64map side;    /* (object << 2 | kind) -> index in side_vals */
   uint64_t *side_vals;
   size_t nside, side_cap;
@@ -51,6 +71,8 @@ struct mt_analysis {
   /* codes and their frames */
   size_t ncodes, code_cap;
   uint64_t *code_val;
+  int8_t *code_described; /* during loading: 1 if located, 0 if not, -1 unknown */
+  uint32_t code_cache[1u << 16]; /* recent code value -> id + 1, by hash */
   uint32_t *code_first, *code_n; /* into frames */
   mt__u64map code_index;         /* code value -> code id */
   mt_frame *frames;
@@ -72,6 +94,15 @@ enum { MT__SIDE_LENGTH = 0, MT__SIDE_SAMPLES = 1, MT__SIDE_PROMOTE = 2 };
 
 uint64_t mt__side_get(const mt_analysis *a, size_t obj, unsigned kind);
 
+#define MT__T_NEVER UINT32_MAX
+/* Object times in microseconds (MT_NEVER for a free time never reached). */
+static inline uint64_t mt__obj_alloc_time(const mt_analysis *a, size_t i) {
+  return (uint64_t)a->alloc_t[i] << a->time_shift;
+}
+static inline uint64_t mt__obj_free_time(const mt_analysis *a, size_t i) {
+  return a->free_t[i] == MT__T_NEVER ? MT_NEVER : (uint64_t)a->free_t[i] << a->time_shift;
+}
+
 static inline uint64_t mt__obj_length(const mt_analysis *a, size_t i) {
   return (a->source[i] & MT__OBJ_BIG_LENGTH) ? mt__side_get(a, i, MT__SIDE_LENGTH)
                                               : a->length[i];
@@ -80,6 +111,11 @@ static inline uint64_t mt__obj_samples(const mt_analysis *a, size_t i) {
   return (a->source[i] & MT__OBJ_BIG_SAMPLES) ? mt__side_get(a, i, MT__SIDE_SAMPLES)
                                                : a->nsamples[i];
 }
+
+/* Builds the stack tree and the objects' stack ids if not done yet (once,
+ * under a lock). Returns 0, or -1 when out of memory (then every stack
+ * query answers as for an empty trace). */
+int mt__ensure_stacks(const mt_analysis *a);
 
 /* Adds object i to a tally. */
 void mt__tally_object(const mt_analysis *a, size_t i, mt_tally *t);

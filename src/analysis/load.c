@@ -36,12 +36,12 @@ static int grow(void **p, size_t *cap, size_t need, size_t size) {
 static int grow_objects(mt_analysis *a) {
   if (a->nobj < a->obj_cap) return 0;
   size_t nc = a->obj_cap ? a->obj_cap * 2 : 65536;
-  uint64_t *at = realloc(a->alloc_t, nc * sizeof *at);
+  uint32_t *at = realloc(a->alloc_t, nc * sizeof *at);
   if (at) a->alloc_t = at;
-  uint64_t *ft = realloc(a->free_t, nc * sizeof *ft);
+  uint32_t *ft = realloc(a->free_t, nc * sizeof *ft);
   if (ft) a->free_t = ft;
-  uint32_t *st = realloc(a->stack, nc * sizeof *st);
-  if (st) a->stack = st;
+  uint32_t *st = realloc(a->site, nc * sizeof *st);
+  if (st) a->site = st;
   uint32_t *ns = realloc(a->nsamples, nc * sizeof *ns);
   if (ns) a->nsamples = ns;
   uint32_t *ln = realloc(a->length, nc * sizeof *ln);
@@ -70,16 +70,28 @@ static int side_put(mt_analysis *a, size_t obj, unsigned kind, uint64_t v) {
 /* ---- codes, functions, stacks ---- */
 
 static int code_id(mt_analysis *a, uint64_t value, uint32_t *out) {
+  /* Most frames repeat recent codes: a direct-mapped cache answers them
+   * without the hash map. */
+  uint32_t *slot = &a->code_cache[mt__hash64(value) >> 48];
+  if (*slot && a->code_val[*slot - 1] == value) {
+    *out = *slot - 1;
+    return 0;
+  }
   uint32_t *ix = mt__u64map_get(&a->code_index, value);
   if (ix) {
     *out = *ix - 1;
+    *slot = *ix;
     return 0;
   }
-  if (grow((void **)&a->code_val, &a->code_cap, a->ncodes + 1, sizeof *a->code_val))
+  size_t cap = a->code_cap;
+  if (grow((void **)&a->code_val, &cap, a->ncodes + 1, sizeof *a->code_val) ||
+      grow((void **)&a->code_described, &a->code_cap, a->ncodes + 1, 1))
     return -1;
   a->code_val[a->ncodes] = value;
+  a->code_described[a->ncodes] = -1;
   if (mt__u64map_put(&a->code_index, value, (uint32_t)a->ncodes)) return -1;
   *out = (uint32_t)a->ncodes++;
+  *slot = *out + 1;
   return 0;
 }
 
@@ -134,35 +146,6 @@ static int resolve_codes(mt_analysis *a, const mt_reader *r) {
   return 0;
 }
 
-static int stack_child(mt_analysis *a, uint32_t parent, uint32_t code, uint32_t *out) {
-  uint64_t key = (uint64_t)parent << 32 | code;
-  uint32_t *ix = mt__u64map_get(&a->st_index, key);
-  if (ix) {
-    *out = *ix - 1;
-    return 0;
-  }
-  size_t n = a->nstacks;
-  if (n >= UINT32_MAX - 1) return -1;
-  if (n == a->st_cap) {
-    size_t nc = a->st_cap * 2;
-    uint32_t *p = realloc(a->st_parent, nc * sizeof *p);
-    if (p) a->st_parent = p;
-    uint32_t *c = realloc(a->st_code, nc * sizeof *c);
-    if (c) a->st_code = c;
-    uint32_t *d = realloc(a->st_depth, nc * sizeof *d);
-    if (d) a->st_depth = d;
-    if (!p || !c || !d) return -1;
-    a->st_cap = nc;
-  }
-  a->st_parent[n] = parent;
-  a->st_code[n] = code;
-  a->st_depth[n] = a->st_depth[parent] + 1;
-  if (mt__u64map_put(&a->st_index, key, (uint32_t)n)) return -1;
-  a->nstacks++;
-  *out = (uint32_t)n;
-  return 0;
-}
-
 /* ---- live heap envelope ---- */
 
 static void fill_bins(mt_analysis *a) {
@@ -210,11 +193,27 @@ static void live_change(mt_analysis *a, uint64_t t, double before, double after)
   b->end = after;
 }
 
+/* ---- object times: 32 bits in a unit that grows with the trace ---- */
+
+/* Returns t (us since the start) in the current unit, first coarsening the
+ * unit (and every stored time) while t does not fit: exact to the
+ * microsecond for traces under 71 minutes, then to 2 us, 4 us... */
+static uint32_t store_time(mt_analysis *a, uint64_t t) {
+  while ((t >> a->time_shift) >= MT__T_NEVER) {
+    a->time_shift++;
+    for (size_t i = 0; i < a->nobj; i++) {
+      a->alloc_t[i] >>= 1;
+      if (a->free_t[i] != MT__T_NEVER) a->free_t[i] >>= 1;
+    }
+  }
+  return (uint32_t)(t >> a->time_shift);
+}
+
 /* ---- the pass ---- */
 
 typedef struct pass {
-  uint64_t *prev_codes; /* previous backtrace, to share its interned prefix */
-  uint32_t *prev_nodes;
+  uint64_t *prev_codes; /* previous backtrace, to share its logged prefix */
+  uint32_t *prev_ids;   /* and the code ids of its frames */
   size_t prev_len, prev_cap;
   /* object ids -> object index: the identity until ids first diverge
    * (memtrace numbers objects 0, 1, 2...); from then on, a map. */
@@ -225,27 +224,62 @@ typedef struct pass {
   uint64_t unknown_ids, double_frees;
 } pass;
 
-static int intern_stack(mt_analysis *a, pass *p, const mt_event *ev, uint32_t *out) {
+/* Appends an unsigned LEB128 number to the backtrace log. */
+static int log_uint(mt_analysis *a, uint64_t v) {
+  if (a->log_cap - a->log_len < 10 &&
+      grow((void **)&a->log, &a->log_cap, a->log_len + 10, 1))
+    return -1;
+  uint8_t *p = a->log + a->log_len;
+  while (v >= 0x80) {
+    *p++ = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = (uint8_t)v;
+  a->log_len = (size_t)(p - a->log);
+  return 0;
+}
+
+/* Logs the backtrace of the object being added (as its frames shared with
+ * the previous one, then its new code ids), and finds its site: the last
+ * frame the trace describes, skipping at most 2 undescribed ones as
+ * memtrace does (else the last frame). */
+static int log_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev,
+                         uint32_t *site) {
   size_t n = ev->backtrace_len, k = 0;
-  while (k < n && k < p->prev_len && ev->backtrace[k] == p->prev_codes[k]) k++;
+  if (a->nobj % MT__LOG_CHECKPOINT != 0)
+    while (k < n && k < p->prev_len && ev->backtrace[k] == p->prev_codes[k]) k++;
   if (n > p->prev_cap) {
     size_t nc = n * 2;
     uint64_t *c = realloc(p->prev_codes, nc * sizeof *c);
     if (c) p->prev_codes = c;
-    uint32_t *d = realloc(p->prev_nodes, nc * sizeof *d);
-    if (d) p->prev_nodes = d;
+    uint32_t *d = realloc(p->prev_ids, nc * sizeof *d);
+    if (d) p->prev_ids = d;
     if (!c || !d) return -1;
     p->prev_cap = nc;
   }
-  uint32_t node = k ? p->prev_nodes[k - 1] : 0;
+  if (log_uint(a, k) || log_uint(a, n - k)) return -1;
   for (size_t i = k; i < n; i++) {
     uint32_t code;
-    if (code_id(a, ev->backtrace[i], &code) || stack_child(a, node, code, &node)) return -1;
+    if (code_id(a, ev->backtrace[i], &code) || log_uint(a, code)) return -1;
     p->prev_codes[i] = ev->backtrace[i];
-    p->prev_nodes[i] = node;
+    p->prev_ids[i] = code;
   }
   p->prev_len = n;
-  *out = node;
+  *site = MT__NO_SITE;
+  for (size_t back = 0; back < 3 && back < n; back++) {
+    uint32_t c = p->prev_ids[n - 1 - back];
+    if (a->code_described[c] < 0) {
+      /* A code's location event precedes its first use: asked once. */
+      size_t nl;
+      mt_reader_lookup(r, ev->backtrace[n - 1 - back], &nl);
+      a->code_described[c] = nl > 0;
+    }
+    if (a->code_described[c]) {
+      *site = c;
+      return 0;
+    }
+  }
+  if (n) *site = p->prev_ids[n - 1];
   return 0;
 }
 
@@ -257,11 +291,12 @@ static int find_object(const pass *p, uint64_t id, size_t nobj, size_t *out) {
   return 0;
 }
 
-static int on_alloc(mt_analysis *a, pass *p, const mt_event *ev, uint64_t t) {
+static int on_alloc(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev,
+                    uint64_t t) {
   if (grow_objects(a)) return -1;
   size_t i = a->nobj;
-  uint32_t st;
-  if (intern_stack(a, p, ev, &st)) return -1;
+  uint32_t site;
+  if (log_backtrace(a, p, r, ev, &site)) return -1;
   if (!p->diverged && ev->obj_id != i) {
     p->diverged = 1;
     p->diverged_at = i;
@@ -277,9 +312,9 @@ static int on_alloc(mt_analysis *a, pass *p, const mt_event *ev, uint64_t t) {
     src |= MT__OBJ_BIG_SAMPLES;
     if (side_put(a, i, MT__SIDE_SAMPLES, ev->nsamples)) return -1;
   }
-  a->alloc_t[i] = t;
-  a->free_t[i] = MT_NEVER;
-  a->stack[i] = st;
+  a->alloc_t[i] = store_time(a, t);
+  a->free_t[i] = MT__T_NEVER;
+  a->site[i] = site;
   a->length[i] = (uint32_t)ev->length;
   a->nsamples[i] = (uint32_t)ev->nsamples;
   a->source[i] = src;
@@ -311,11 +346,11 @@ static void on_collect(mt_analysis *a, pass *p, const mt_event *ev, uint64_t t) 
     p->unknown_ids++;
     return;
   }
-  if (a->free_t[i] != MT_NEVER) {
+  if (a->free_t[i] != MT__T_NEVER) {
     p->double_frees++;
     return;
   }
-  a->free_t[i] = t;
+  a->free_t[i] = store_time(a, t);
   uint64_t ns = mt__obj_samples(a, i), before = p->live;
   p->live -= ns <= p->live ? ns : p->live;
   live_change(a, t, (double)before, (double)p->live);
@@ -355,6 +390,7 @@ static mt_analysis *new_analysis(void) {
   a->st_parent[0] = a->st_code[0] = a->st_depth[0] = 0;
   a->nstacks = 1;
   a->bin_width = 1000; /* 1 ms, doubled as the trace grows */
+  pthread_mutex_init(&a->stacks_lock, NULL);
   return a;
 }
 
@@ -370,7 +406,7 @@ static int run_pass(mt_analysis *a, mt_reader *r, mt_progress_fn progress, void 
     uint64_t t = ev.time - start;
     a->duration = t;
     int err = 0;
-    if (ev.kind == MT_EVENT_ALLOC) err = on_alloc(a, &p, &ev, t);
+    if (ev.kind == MT_EVENT_ALLOC) err = on_alloc(a, &p, r, &ev, t);
     else if (ev.kind == MT_EVENT_PROMOTE) err = on_promote(a, &p, &ev, t);
     else on_collect(a, &p, &ev, t);
     if (err) {
@@ -387,7 +423,7 @@ static int run_pass(mt_analysis *a, mt_reader *r, mt_progress_fn progress, void 
     }
   }
   free(p.prev_codes);
-  free(p.prev_nodes);
+  free(p.prev_ids);
   mt__u64map_free(&p.ids);
   if (rc < 0) {
     if (a->status >= 0) fail(a, rc, "%s", mt_reader_error(r));
@@ -434,6 +470,7 @@ int mt_analysis_load(mt_analysis **out, const char *path, mt_progress_fn progres
 void mt_analysis_free(mt_analysis *a) {
   if (!a) return;
   void *arrays[] = {a->alloc_t,   a->free_t,    a->stack,      a->nsamples,   a->length,
+                    a->site,      a->log,        a->code_described,
                     a->source,    a->side_vals, a->st_parent,  a->st_code,    a->st_depth,
                     a->code_val,  a->code_first, a->code_n,    a->frames,     a->fn_name,
                     a->fn_file};
@@ -443,6 +480,7 @@ void mt_analysis_free(mt_analysis *a) {
   mt__u64map_free(&a->code_index);
   mt__u64map_free(&a->fn_index);
   mt__strtab_free(&a->strings);
+  pthread_mutex_destroy(&a->stacks_lock);
   free(a);
 }
 

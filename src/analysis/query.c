@@ -13,20 +13,29 @@ uint64_t mt_analysis_duration(const mt_analysis *a) { return a->duration; }
 double mt_analysis_word_bytes(const mt_analysis *a) { return a->word_bytes; }
 size_t mt_analysis_object_count(const mt_analysis *a) { return a->nobj; }
 
+static inline void need_stacks(const mt_analysis *a) {
+  if (__atomic_load_n(&a->stacks_built, __ATOMIC_ACQUIRE) != 1) mt__ensure_stacks(a);
+}
+
 mt_object mt_analysis_object(const mt_analysis *a, size_t i) {
+  need_stacks(a);
   mt_object o;
-  o.alloc_time = a->alloc_t[i];
-  o.free_time = a->free_t[i];
+  o.alloc_time = mt__obj_alloc_time(a, i);
+  o.free_time = mt__obj_free_time(a, i);
   o.promote_time = (a->source[i] & MT__OBJ_PROMOTED) ? mt__side_get(a, i, MT__SIDE_PROMOTE)
                                                       : MT_NEVER;
   o.length = mt__obj_length(a, i);
   o.nsamples = mt__obj_samples(a, i);
-  o.stack = a->stack[i];
+  o.stack = a->stack ? a->stack[i] : 0;
   o.source = (mt_source)(a->source[i] & 3);
   return o;
 }
 
-size_t mt_analysis_stack_count(const mt_analysis *a) { return a->nstacks; }
+size_t mt_analysis_stack_count(const mt_analysis *a) {
+  need_stacks(a);
+  return a->nstacks;
+}
+/* Stack ids come from mt_analysis_stack_count or objects: the tree is built. */
 uint32_t mt_analysis_stack_parent(const mt_analysis *a, uint32_t s) { return a->st_parent[s]; }
 uint32_t mt_analysis_stack_code(const mt_analysis *a, uint32_t s) { return a->st_code[s]; }
 uint32_t mt_analysis_stack_depth(const mt_analysis *a, uint32_t s) { return a->st_depth[s]; }
@@ -117,6 +126,7 @@ static int stacks_for(const mt_analysis *a, const mt_filter *f, stack_pass *sp) 
   sp->ok = NULL;
   int in = f->inside && f->inside[0], out = f->not_inside && f->not_inside[0];
   if (!in && !out) return 0;
+  if (mt__ensure_stacks(a)) return -1;
   uint8_t *code_in = calloc(a->ncodes + 1, 1), *ok = malloc(a->nstacks);
   /* bit 0: some frame matches `inside`; bit 1: some frame matches `not_inside` */
   uint8_t *has = malloc(a->nstacks);
@@ -143,7 +153,7 @@ static int stacks_for(const mt_analysis *a, const mt_filter *f, stack_pass *sp) 
 
 static int matches(const mt_analysis *a, const mt_filter *f, const stack_pass *sp,
                    uint64_t live_at, size_t i) {
-  uint64_t at = a->alloc_t[i], ft = a->free_t[i];
+  uint64_t at = mt__obj_alloc_time(a, i), ft = mt__obj_free_time(a, i);
   if (at < f->alloc_from || at >= f->alloc_to) return 0;
   if (f->live != MT_LIVE_ANY) {
     if (f->live == MT_LIVE_AT_END ? ft != MT_NEVER : (at > live_at || ft <= live_at)) return 0;
@@ -194,8 +204,31 @@ void mt__tally_object(const mt_analysis *a, size_t i, mt_tally *t) {
   }
 }
 
+uint32_t mt_analysis_object_site(const mt_analysis *a, size_t i) { return a->site[i]; }
+
+int mt_analysis_tally_sites(const mt_analysis *a, const mt_filter *f, mt_tally *per_code,
+                            mt_tally *total) {
+  stack_pass sp;
+  if (stacks_for(a, f, &sp)) return MT_ERR_NOMEM;
+  memset(per_code, 0, (a->ncodes + 1) * sizeof *per_code);
+  uint64_t lt = live_time(a, f);
+  for (size_t i = 0; i < a->nobj; i++) {
+    if (!matches(a, f, &sp, lt, i)) continue;
+    uint32_t c = a->site[i];
+    mt__tally_object(a, i, &per_code[c == MT__NO_SITE ? a->ncodes : c]);
+  }
+  if (total) {
+    mt_tally sum = {0};
+    for (size_t c = 0; c <= a->ncodes; c++) mt_tally_add(&sum, &per_code[c]);
+    *total = sum;
+  }
+  free(sp.ok);
+  return MT_OK;
+}
+
 int mt_analysis_tally_stacks(const mt_analysis *a, const mt_filter *f, mt_tally *per_stack,
                              mt_tally *total) {
+  if (mt__ensure_stacks(a)) return MT_ERR_NOMEM;
   stack_pass sp;
   if (stacks_for(a, f, &sp)) return MT_ERR_NOMEM;
   memset(per_stack, 0, a->nstacks * sizeof *per_stack);
@@ -231,12 +264,12 @@ int mt_analysis_live_series(const mt_analysis *a, const mt_filter *f, uint64_t f
   for (size_t i = 0; i < a->nobj; i++) {
     if (!matches(a, f, &sp, lt, i)) continue;
     double ns = (double)mt__obj_samples(a, i);
-    double s = ((double)a->alloc_t[i] - (double)from) / width;
+    double s = ((double)mt__obj_alloc_time(a, i) - (double)from) / width;
     size_t j0 = s <= 1 ? 0 : (size_t)ceil(s) - 1;
     if (j0 >= nbins) continue;
     size_t j1 = nbins;
-    if (a->free_t[i] != MT_NEVER) {
-      double e = ((double)a->free_t[i] - (double)from) / width;
+    if (a->free_t[i] != MT__T_NEVER) {
+      double e = ((double)mt__obj_free_time(a, i) - (double)from) / width;
       j1 = e <= 1 ? 0 : (size_t)ceil(e) - 1;
       if (j1 > nbins) j1 = nbins;
       /* alive at bin end b iff free > b: the first bin end >= free is dead */
