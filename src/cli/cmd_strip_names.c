@@ -1,0 +1,118 @@
+/* memtrace strip-names: a copy of a trace without anything that names the
+ * program or the machine (memtrace's `strip_names` tool): executable and
+ * host "<anonymous>", pid 0, start time 0 (event times become relative to
+ * the start), no context, and no backtraces, hence no locations. The sample
+ * rate, word size, runtime parameters and every allocation's size, samples,
+ * source and domain, every promotion and collection are kept.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "objmap.h"
+#include "progress.h"
+
+static const char usage[] =
+    "usage: memtrace strip-names IN OUT\n"
+    "\n"
+    "Writes to OUT the events of IN without what could identify the program:\n"
+    "executable and host become \"<anonymous>\", pid and start time 0 (times\n"
+    "are kept relative to the start), the context is dropped, and so are the\n"
+    "backtraces with their function and file names. Sizes, samples, sources,\n"
+    "promotions, collections, the sample rate, word size and runtime\n"
+    "parameters are kept.\n"
+    "\n"
+    "OUT has format version 3 when IN has, else 2.\n";
+
+static int run(int argc, char **argv) {
+  const mt_command *cmd = &mt_cmd_strip_names;
+  const char *in = NULL, *out = NULL;
+  int only_pos = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!only_pos && mt_cli_is_help(a)) return mt_cli_help(cmd);
+    if (!only_pos && strcmp(a, "--") == 0) only_pos = 1;
+    else if (!only_pos && a[0] == '-' && a[1]) mt_cli_usage_error(cmd, "unknown option '%s'", a);
+    else if (!in) in = a;
+    else if (!out) out = a;
+    else mt_cli_usage_error(cmd, "unexpected argument '%s'", a);
+  }
+  if (!in || !out) mt_cli_usage_error(cmd, "needs IN and OUT");
+
+  mt_reader *r = mt_cli_open(in);
+  int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    fprintf(stderr, "memtrace: %s: cannot create: %s\n", out, strerror(errno));
+    mt_reader_close(r);
+    return 1;
+  }
+  const mt_trace_info *in_info = mt_reader_info(r);
+  uint64_t start = in_info->start_time;
+  int version = in_info->version >= 3 ? 3 : 2;
+  mt_trace_info info = {
+      .sample_rate = in_info->sample_rate,
+      .word_size = in_info->word_size,
+      .executable_name = "<anonymous>",
+      .host_name = "<anonymous>",
+      .runtime_params = in_info->runtime_params,
+      .pid = 0,
+      .start_time = 0,
+      .context = "",
+      .initial_domain = 0,
+  };
+  mt_writer_options opt = {.version = version, .fd = fd};
+  mt_writer *w;
+  int wrc = mt_writer_open(&w, &info, &opt);
+
+  /* Input id -> output id, for the objects whose ids differ (only when the
+   * input's ids have gaps). */
+  mt_objmap remap = {0};
+  mt_progress progress;
+  mt_progress_start(&progress, r, "strip-names");
+  mt_event ev;
+  int rc = 0, reported = 0;
+  while (wrc == MT_OK && (rc = mt_reader_next(r, &ev)) > 0) {
+    mt_progress_tick(&progress);
+    uint64_t t = ev.time - start, id;
+    if (version < 3 && ev.domain != 0) {
+      fprintf(stderr, "memtrace: %s: events of domain %u in a version %u trace\n", in,
+              ev.domain, in_info->version);
+      wrc = MT_ERR_INVALID;
+      reported = 1;
+      break;
+    }
+    if (ev.kind == MT_EVENT_ALLOC) {
+      wrc = mt_writer_alloc(w, t, ev.domain, ev.length, ev.nsamples, ev.source, NULL, 0, &id);
+      if (wrc == MT_OK && id != ev.obj_id) mt_objmap_put(&remap, ev.obj_id, id);
+    } else {
+      uint64_t *m = mt_objmap_get(&remap, ev.obj_id);
+      id = m ? *m : ev.obj_id;
+      if (m && ev.kind == MT_EVENT_COLLECT) mt_objmap_remove(&remap, ev.obj_id, NULL);
+      wrc = ev.kind == MT_EVENT_PROMOTE ? mt_writer_promote(w, t, ev.domain, id)
+                                        : mt_writer_collect(w, t, ev.domain, id);
+    }
+  }
+  mt_progress_end(&progress);
+  if (wrc == MT_OK && rc >= 0) wrc = mt_writer_flush(w);
+  if (wrc != MT_OK && !reported) fprintf(stderr, "memtrace: %s: %s\n", out, mt_writer_error(w));
+  mt_writer_close(w);
+  mt_objmap_free(&remap);
+  if (rc < 0) mt_cli_finish(r, rc); /* exits */
+  if (close(fd) != 0 && wrc == MT_OK) {
+    fprintf(stderr, "memtrace: %s: %s\n", out, strerror(errno));
+    wrc = MT_ERR_IO;
+  }
+  if (wrc != MT_OK) {
+    mt_reader_close(r);
+    return 1;
+  }
+  mt_cli_finish(r, rc);
+  mt_reader_close(r);
+  return 0;
+}
+
+const mt_command mt_cmd_strip_names = {
+    "strip-names", "copy a trace without program, host or function names", usage, run};

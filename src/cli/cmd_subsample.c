@@ -1,0 +1,226 @@
+/* memtrace subsample: a smaller trace of the same program, keeping each
+ * sample with probability 1/FACTOR (memtrace's `subsample` tool).
+ *
+ * Each sample of an allocation is kept independently; an allocation keeping
+ * none is dropped, with its promotion and collection. The output's sample
+ * rate is the input's divided by FACTOR, so estimates of bytes stay
+ * unbiased. With START and END, only the allocations made in [START, END)
+ * (whole seconds since the trace's start, the time truncated) are kept.
+ *
+ * memtrace draws with OCaml's Random, seeded by nothing (a fixed sequence);
+ * we use our own generator (xoshiro256**, seeded with splitmix64 from
+ * --seed), so the samples kept differ from memtrace's, but a given seed
+ * always gives the same output. FACTOR 1 keeps every event: the output is
+ * then the input re-encoded with the same rate.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "objmap.h"
+#include "progress.h"
+
+static const char usage[] =
+    "usage: memtrace subsample [--seed N] IN OUT FACTOR [START END]\n"
+    "\n"
+    "Writes to OUT a trace of IN's events keeping each sample with\n"
+    "probability 1/FACTOR (a positive integer): allocations left with no\n"
+    "sample are dropped, with their promotions and collections. OUT's sample\n"
+    "rate is IN's divided by FACTOR. With START and END (integers), only the\n"
+    "allocations made from START to before END seconds after the trace's\n"
+    "start are kept.\n"
+    "\n"
+    "--seed N  seeds the random choices (an unsigned integer; default 0):\n"
+    "          the same seed gives the same output.\n"
+    "\n"
+    "OUT has format version 3 when IN has, else 2 (readable by every\n"
+    "memtrace release).\n";
+
+/* ---- xoshiro256** (Blackman and Vigna), seeded by splitmix64 ---- */
+
+typedef struct rng {
+  uint64_t s[4];
+} rng;
+
+static uint64_t splitmix64(uint64_t *x) {
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static void rng_seed(rng *g, uint64_t seed) {
+  for (int i = 0; i < 4; i++) g->s[i] = splitmix64(&seed);
+}
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static inline uint64_t rng_next(rng *g) {
+  uint64_t *s = g->s;
+  uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl(s[3], 45);
+  return result;
+}
+
+/* Uniform in [0, bound), bound > 0, without bias (Lemire's method). */
+static inline uint64_t rng_below(rng *g, uint64_t bound) {
+  unsigned __int128 m = (unsigned __int128)rng_next(g) * bound;
+  uint64_t low = (uint64_t)m;
+  if (low < bound) {
+    uint64_t threshold = -bound % bound;
+    while (low < threshold) {
+      m = (unsigned __int128)rng_next(g) * bound;
+      low = (uint64_t)m;
+    }
+  }
+  return (uint64_t)(m >> 64);
+}
+
+/* ---- arguments ---- */
+
+static int parse_i64(const char *s, int64_t *out) {
+  if (!*s) return -1;
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || *end) return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_u64(const char *s, uint64_t *out) {
+  if (!*s || *s == '-' || *s == '+') return -1;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end) return -1;
+  *out = v;
+  return 0;
+}
+
+static int resolve(void *ctx, uint64_t code, const mt_location **locs, size_t *n) {
+  *locs = mt_reader_lookup(ctx, code, n);
+  if (!*locs) *n = 0;
+  return 0;
+}
+
+static int run(int argc, char **argv) {
+  const mt_command *cmd = &mt_cmd_subsample;
+  const char *pos[5];
+  int npos = 0, only_pos = 0;
+  uint64_t seed = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!only_pos && mt_cli_is_help(a)) return mt_cli_help(cmd);
+    if (!only_pos && strcmp(a, "--") == 0) {
+      only_pos = 1;
+    } else if (!only_pos && (strcmp(a, "--seed") == 0 || strncmp(a, "--seed=", 7) == 0)) {
+      const char *v = a[6] == '=' ? a + 7 : (i + 1 < argc ? argv[++i] : NULL);
+      if (!v) mt_cli_usage_error(cmd, "--seed needs a value");
+      if (parse_u64(v, &seed) != 0)
+        mt_cli_usage_error(cmd, "--seed must be an unsigned integer, not '%s'", v);
+    } else if (!only_pos && a[0] == '-' && a[1] && !(a[1] >= '0' && a[1] <= '9')) {
+      mt_cli_usage_error(cmd, "unknown option '%s'", a);
+    } else if (npos < 5) {
+      pos[npos++] = a;
+    } else {
+      mt_cli_usage_error(cmd, "unexpected argument '%s'", a);
+    }
+  }
+  if (npos != 3 && npos != 5)
+    mt_cli_usage_error(cmd, "needs IN OUT FACTOR, or IN OUT FACTOR START END");
+  const char *in = pos[0], *out = pos[1];
+  uint64_t factor;
+  if (parse_u64(pos[2], &factor) != 0 || factor == 0)
+    mt_cli_usage_error(cmd, "FACTOR must be a positive integer, not '%s'", pos[2]);
+  int64_t tstart = INT64_MIN, tend = INT64_MAX;
+  if (npos == 5) {
+    if (parse_i64(pos[3], &tstart) != 0)
+      mt_cli_usage_error(cmd, "START must be an integer (seconds), not '%s'", pos[3]);
+    if (parse_i64(pos[4], &tend) != 0)
+      mt_cli_usage_error(cmd, "END must be an integer (seconds), not '%s'", pos[4]);
+  }
+
+  mt_reader *r = mt_cli_open(in);
+  int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    fprintf(stderr, "memtrace: %s: cannot create: %s\n", out, strerror(errno));
+    mt_reader_close(r);
+    return 1;
+  }
+  const mt_trace_info *in_info = mt_reader_info(r);
+  mt_trace_info info = *in_info;
+  info.sample_rate = in_info->sample_rate / (double)factor;
+  int version = in_info->version >= 3 ? 3 : 2;
+  if (version < 3) info.initial_domain = 0;
+  mt_writer_options opt = {.version = version, .fd = fd, .resolve = resolve, .resolve_ctx = r};
+  mt_writer *w;
+  int wrc = mt_writer_open(&w, &info, &opt);
+
+  rng g;
+  rng_seed(&g, seed);
+  mt_objmap remap = {0}; /* input id -> output id, of the objects kept */
+  mt_progress progress;
+  mt_progress_start(&progress, r, "subsample");
+  mt_event ev;
+  int rc = 0, reported = 0;
+  while (wrc == MT_OK && (rc = mt_reader_next(r, &ev)) > 0) {
+    mt_progress_tick(&progress);
+    uint64_t id;
+    if (ev.kind == MT_EVENT_ALLOC) {
+      int64_t now = (int64_t)(ev.time - in_info->start_time) / 1000000;
+      if (!(tstart <= now && now < tend)) continue;
+      uint64_t kept = ev.nsamples;
+      if (factor > 1) {
+        kept = 0;
+        for (uint64_t i = 0; i < ev.nsamples; i++) kept += rng_below(&g, factor) == 0;
+      }
+      if (kept == 0) continue;
+      if (version < 3 && ev.domain != 0) {
+        fprintf(stderr, "memtrace: %s: events of domain %u in a version %u trace\n", in,
+                ev.domain, in_info->version);
+        wrc = MT_ERR_INVALID;
+        reported = 1;
+        break;
+      }
+      wrc = mt_writer_alloc(w, ev.time, ev.domain, ev.length, kept, ev.source, ev.backtrace,
+                            ev.backtrace_len, &id);
+      if (wrc == MT_OK) mt_objmap_put(&remap, ev.obj_id, id);
+    } else if (ev.kind == MT_EVENT_PROMOTE) {
+      uint64_t *m = mt_objmap_get(&remap, ev.obj_id);
+      if (m) wrc = mt_writer_promote(w, ev.time, ev.domain, *m);
+    } else if (mt_objmap_remove(&remap, ev.obj_id, &id)) {
+      wrc = mt_writer_collect(w, ev.time, ev.domain, id);
+    }
+  }
+  mt_progress_end(&progress);
+  if (wrc == MT_OK && rc >= 0) wrc = mt_writer_flush(w);
+  if (wrc != MT_OK && !reported) fprintf(stderr, "memtrace: %s: %s\n", out, mt_writer_error(w));
+  mt_writer_close(w);
+  mt_objmap_free(&remap);
+  if (rc < 0) mt_cli_finish(r, rc); /* exits */
+  if (close(fd) != 0 && wrc == MT_OK) {
+    fprintf(stderr, "memtrace: %s: %s\n", out, strerror(errno));
+    wrc = MT_ERR_IO;
+  }
+  if (wrc != MT_OK) {
+    mt_reader_close(r);
+    return 1;
+  }
+  mt_cli_finish(r, rc);
+  mt_reader_close(r);
+  return 0;
+}
+
+const mt_command mt_cmd_subsample = {
+    "subsample", "keep 1 sample in FACTOR (and a time window) of a trace", usage, run};
