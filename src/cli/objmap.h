@@ -24,10 +24,4 @@ void mt_objmap_put(mt_objmap *m, uint64_t key, uint64_t val);
  * there, else 0. */
 int mt_objmap_remove(mt_objmap *m, uint64_t key, uint64_t *val);
 
-/* The key of an object of a domain: object ids are per domain in format
- * version 3. */
-static inline uint64_t mt_objmap_key(uint32_t domain, uint64_t obj_id) {
-  return obj_id ^ ((uint64_t)domain << 44);
-}
-
 #endif

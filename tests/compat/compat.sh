@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # memtrace's own analysis tools, reproduced as memtrace subcommands, checked
-# against memtrace's outputs on real traces (../shared/traces).
+# against memtrace's outputs on real traces (../shared/traces) and on traces
+# made for their corners (data/, see data/README.md).
 # Usage: compat.sh CHECK MEMTRACE TRACES [NAME]
 #   hotspots    memtrace hotspots NAME.ctf == NAME.hotspots.txt, byte for byte
 #   flamegraph  memtrace flamegraph NAME.ctf == NAME.folded.txt, byte for byte
