@@ -208,14 +208,15 @@ static code_slot *code_find(code_table *t, uint64_t code) {
     return &none;
   }
   size_t mask = t->cap - 1;
-  size_t i = (size_t)((code * 0x9e3779b97f4a7c15ull) >> 32) & mask;
+  size_t i = (size_t)mt__hash64(code) & mask;
   while (t->slots[i].entry != NONE && t->slots[i].code != code) i = (i + 1) & mask;
   return &t->slots[i];
 }
 
 static code_slot code_add(code_table *t, uint64_t code, uint32_t entry, uint32_t func) {
   if ((t->count + 1) * 2 > t->cap) {
-    code_table g = {malloc((t->cap ? t->cap * 2 : 1024) * sizeof *g.slots), t->cap ? t->cap * 2 : 1024, 0};
+    code_table g = {NULL, t->cap ? t->cap * 2 : 1024, 0};
+    g.slots = malloc(g.cap * sizeof *g.slots);
     if (!g.slots) die_nomem();
     for (size_t i = 0; i < g.cap; i++) g.slots[i].entry = NONE;
     for (size_t i = 0; i < t->cap; i++)
