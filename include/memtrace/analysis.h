@@ -73,13 +73,23 @@ typedef struct mt_object {
   uint64_t free_time;    /* MT_NEVER if never collected                 */
   uint64_t length;       /* words                                       */
   uint64_t nsamples;
-  uint32_t stack;
+  uint32_t stack;        /* its stack id once the stack tree is built (see
+                            below), else 0: mt_analysis_object_stack builds
+                            it                                           */
   mt_source source;
 } mt_object;
 
 MT_API size_t mt_analysis_object_count(const mt_analysis *a);
 /* Object i (0 <= i < count), in allocation order. */
 MT_API mt_object mt_analysis_object(const mt_analysis *a, size_t i);
+/* Object i's stack id, building the stack tree if need be. */
+MT_API uint32_t mt_analysis_object_stack(const mt_analysis *a, size_t i);
+/* Object i's backtrace as code ids, outermost first, into out[0..cap);
+ * returns its length (which may exceed cap: then out holds the first cap).
+ * Needs no stack tree: it replays at most 63 logged deltas, so it suits
+ * queries over a subset of the objects (leaks, a filtered view). */
+MT_API size_t mt_analysis_object_backtrace(const mt_analysis *a, size_t i,
+                                           uint32_t *out, size_t cap);
 
 /* ---- Stacks, codes, functions --------------------------------------------- */
 

@@ -57,6 +57,8 @@ struct mt_analysis {
    * objects. The stack tree is built from it on first use. */
   uint8_t *log;
   size_t log_len, log_cap;
+  uint64_t *checkpoints; /* log offset of every MT__LOG_CHECKPOINT-th object */
+  size_t ncheckpoints, checkpoints_cap;
   pthread_mutex_t stacks_lock;
   int stacks_built; /* 1 when built; -1 when building ran out of memory */
   mt__u64map side;    /* (object << 2 | kind) -> index in side_vals */

@@ -246,8 +246,14 @@ static int log_uint(mt_analysis *a, uint64_t v) {
 static int log_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev,
                          uint32_t *site) {
   size_t n = ev->backtrace_len, k = 0;
-  if (a->nobj % MT__LOG_CHECKPOINT != 0)
+  if (a->nobj % MT__LOG_CHECKPOINT != 0) {
     while (k < n && k < p->prev_len && ev->backtrace[k] == p->prev_codes[k]) k++;
+  } else {
+    if (grow((void **)&a->checkpoints, &a->checkpoints_cap, a->ncheckpoints + 1,
+             sizeof *a->checkpoints))
+      return -1;
+    a->checkpoints[a->ncheckpoints++] = a->log_len;
+  }
   if (n > p->prev_cap) {
     size_t nc = n * 2;
     uint64_t *c = realloc(p->prev_codes, nc * sizeof *c);
@@ -470,7 +476,7 @@ int mt_analysis_load(mt_analysis **out, const char *path, mt_progress_fn progres
 void mt_analysis_free(mt_analysis *a) {
   if (!a) return;
   void *arrays[] = {a->alloc_t,   a->free_t,    a->stack,      a->nsamples,   a->length,
-                    a->site,      a->log,        a->code_described,
+                    a->site,      a->log,        a->code_described, a->checkpoints,
                     a->source,    a->side_vals, a->st_parent,  a->st_code,    a->st_depth,
                     a->code_val,  a->code_first, a->code_n,    a->frames,     a->fn_name,
                     a->fn_file};

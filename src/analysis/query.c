@@ -18,7 +18,6 @@ static inline void need_stacks(const mt_analysis *a) {
 }
 
 mt_object mt_analysis_object(const mt_analysis *a, size_t i) {
-  need_stacks(a);
   mt_object o;
   o.alloc_time = mt__obj_alloc_time(a, i);
   o.free_time = mt__obj_free_time(a, i);
@@ -26,9 +25,14 @@ mt_object mt_analysis_object(const mt_analysis *a, size_t i) {
                                                       : MT_NEVER;
   o.length = mt__obj_length(a, i);
   o.nsamples = mt__obj_samples(a, i);
-  o.stack = a->stack ? a->stack[i] : 0;
+  o.stack = __atomic_load_n(&a->stacks_built, __ATOMIC_ACQUIRE) == 1 ? a->stack[i] : 0;
   o.source = (mt_source)(a->source[i] & 3);
   return o;
+}
+
+uint32_t mt_analysis_object_stack(const mt_analysis *a, size_t i) {
+  need_stacks(a);
+  return a->stacks_built == 1 ? a->stack[i] : 0;
 }
 
 size_t mt_analysis_stack_count(const mt_analysis *a) {

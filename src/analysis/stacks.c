@@ -85,3 +85,21 @@ int mt__ensure_stacks(const mt_analysis *ca) {
   pthread_mutex_unlock(&a->stacks_lock);
   return ok > 0 ? 0 : -1;
 }
+
+size_t mt_analysis_object_backtrace(const mt_analysis *a, size_t i, uint32_t *out,
+                                    size_t cap) {
+  /* Replay from the nearest full record: at most MT__LOG_CHECKPOINT - 1
+   * deltas. Where record j starts is found by skipping the records from
+   * the checkpoint, whose offset is the only one kept. */
+  size_t first = i - i % MT__LOG_CHECKPOINT, len = 0;
+  const uint8_t *p = a->log + a->checkpoints[first / MT__LOG_CHECKPOINT];
+  for (size_t j = first; j <= i; j++) {
+    size_t shared = (size_t)read_uint(&p), fresh = (size_t)read_uint(&p);
+    for (size_t k = 0; k < fresh; k++) {
+      uint32_t code = (uint32_t)read_uint(&p);
+      if (shared + k < cap) out[shared + k] = code;
+    }
+    len = shared + fresh;
+  }
+  return len;
+}
