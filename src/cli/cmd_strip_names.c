@@ -4,6 +4,9 @@
  * the start), no context, and no backtraces, hence no locations. The sample
  * rate, word size, runtime parameters and every allocation's size, samples,
  * source and domain, every promotion and collection are kept.
+ *
+ * memtrace's tool writes format version 3 (its multi-domain writer); so do
+ * we by default, and then the output is the same file, byte for byte.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +19,7 @@
 #include "progress.h"
 
 static const char usage[] =
-    "usage: memtrace strip-names IN OUT\n"
+    "usage: memtrace strip-names [--format-version 2|3] IN OUT\n"
     "\n"
     "Writes to OUT the events of IN without what could identify the program:\n"
     "executable and host become \"<anonymous>\", pid and start time 0 (times\n"
@@ -25,17 +28,28 @@ static const char usage[] =
     "promotions, collections, the sample rate, word size and runtime\n"
     "parameters are kept.\n"
     "\n"
-    "OUT has format version 3 when IN has, else 2.\n";
+    "Options:\n"
+    "  --format-version 2|3  OUT's format: 3 by default, as memtrace's\n"
+    "                        strip_names writes it (the same file, byte for\n"
+    "                        byte), or 2, which memtrace 0.2.3 also reads.\n";
 
 static int run(int argc, char **argv) {
   const mt_command *cmd = &mt_cmd_strip_names;
   const char *in = NULL, *out = NULL;
-  int only_pos = 0;
+  int only_pos = 0, version = 3;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!only_pos && mt_cli_is_help(a)) return mt_cli_help(cmd);
-    if (!only_pos && strcmp(a, "--") == 0) only_pos = 1;
-    else if (!only_pos && a[0] == '-' && a[1]) mt_cli_usage_error(cmd, "unknown option '%s'", a);
+    if (!only_pos && strcmp(a, "--") == 0) {
+      only_pos = 1;
+    } else if (!only_pos && (strcmp(a, "--format-version") == 0 ||
+                             strncmp(a, "--format-version=", 17) == 0)) {
+      const char *v = a[16] == '=' ? a + 17 : (i + 1 < argc ? argv[++i] : NULL);
+      if (!v) mt_cli_usage_error(cmd, "--format-version needs a value (2 or 3)");
+      if (strcmp(v, "2") == 0) version = 2;
+      else if (strcmp(v, "3") == 0) version = 3;
+      else mt_cli_usage_error(cmd, "--format-version must be 2 or 3, not '%s'", v);
+    } else if (!only_pos && a[0] == '-' && a[1]) mt_cli_usage_error(cmd, "unknown option '%s'", a);
     else if (!in) in = a;
     else if (!out) out = a;
     else mt_cli_usage_error(cmd, "unexpected argument '%s'", a);
@@ -51,7 +65,6 @@ static int run(int argc, char **argv) {
   }
   const mt_trace_info *in_info = mt_reader_info(r);
   uint64_t start = in_info->start_time;
-  int version = in_info->version >= 3 ? 3 : 2;
   mt_trace_info info = {
       .sample_rate = in_info->sample_rate,
       .word_size = in_info->word_size,
@@ -78,8 +91,10 @@ static int run(int argc, char **argv) {
     mt_progress_tick(&progress);
     uint64_t t = ev.time - start, id;
     if (version < 3 && ev.domain != 0) {
-      fprintf(stderr, "memtrace: %s: events of domain %u in a version %u trace\n", in,
-              ev.domain, in_info->version);
+      fprintf(stderr,
+              "memtrace: %s: has events of domain %u; format version 2 has one "
+              "domain: use --format-version 3\n",
+              in, ev.domain);
       wrc = MT_ERR_INVALID;
       reported = 1;
       break;

@@ -26,20 +26,21 @@
 #include "progress.h"
 
 static const char usage[] =
-    "usage: memtrace subsample [--seed N] IN OUT FACTOR [START END]\n"
+    "usage: memtrace subsample [--seed N] [--format-version 2|3] IN OUT FACTOR\n"
+    "                          [START END]\n"
     "\n"
     "Writes to OUT a trace of IN's events keeping each sample with\n"
     "probability 1/FACTOR (a positive integer): allocations left with no\n"
     "sample are dropped, with their promotions and collections. OUT's sample\n"
     "rate is IN's divided by FACTOR. With START and END (integers), only the\n"
     "allocations made from START to before END seconds after the trace's\n"
-    "start are kept.\n"
+    "start are kept. FACTOR 1 re-encodes IN (as memtrace's subsample does).\n"
     "\n"
-    "--seed N  seeds the random choices (an unsigned integer; default 0):\n"
-    "          the same seed gives the same output.\n"
-    "\n"
-    "OUT has format version 3 when IN has, else 2 (readable by every\n"
-    "memtrace release).\n";
+    "Options:\n"
+    "  --seed N              seeds the random choices (an unsigned integer,\n"
+    "                        default 0): a seed always gives the same OUT.\n"
+    "  --format-version 2|3  OUT's format; by default IN's (memtrace 0.2.3's\n"
+    "                        subsample writes 2, later releases 3).\n";
 
 /* ---- xoshiro256** (Blackman and Vigna), seeded by splitmix64 ---- */
 
@@ -119,6 +120,7 @@ static int run(int argc, char **argv) {
   const char *pos[5];
   int npos = 0, only_pos = 0;
   uint64_t seed = 0;
+  int version = 0; /* IN's */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!only_pos && mt_cli_is_help(a)) return mt_cli_help(cmd);
@@ -129,6 +131,13 @@ static int run(int argc, char **argv) {
       if (!v) mt_cli_usage_error(cmd, "--seed needs a value");
       if (parse_u64(v, &seed) != 0)
         mt_cli_usage_error(cmd, "--seed must be an unsigned integer, not '%s'", v);
+    } else if (!only_pos && (strcmp(a, "--format-version") == 0 ||
+                             strncmp(a, "--format-version=", 17) == 0)) {
+      const char *v = a[16] == '=' ? a + 17 : (i + 1 < argc ? argv[++i] : NULL);
+      if (!v) mt_cli_usage_error(cmd, "--format-version needs a value (2 or 3)");
+      if (strcmp(v, "2") == 0) version = 2;
+      else if (strcmp(v, "3") == 0) version = 3;
+      else mt_cli_usage_error(cmd, "--format-version must be 2 or 3, not '%s'", v);
     } else if (!only_pos && a[0] == '-' && a[1] && !(a[1] >= '0' && a[1] <= '9')) {
       mt_cli_usage_error(cmd, "unknown option '%s'", a);
     } else if (npos < 5) {
@@ -161,7 +170,7 @@ static int run(int argc, char **argv) {
   const mt_trace_info *in_info = mt_reader_info(r);
   mt_trace_info info = *in_info;
   info.sample_rate = in_info->sample_rate / (double)factor;
-  int version = in_info->version >= 3 ? 3 : 2;
+  if (version == 0) version = in_info->version >= 3 ? 3 : 2;
   if (version < 3) info.initial_domain = 0;
   mt_writer_options opt = {.version = version, .fd = fd, .resolve = resolve, .resolve_ctx = r};
   mt_writer *w;
@@ -187,8 +196,10 @@ static int run(int argc, char **argv) {
       }
       if (kept == 0) continue;
       if (version < 3 && ev.domain != 0) {
-        fprintf(stderr, "memtrace: %s: events of domain %u in a version %u trace\n", in,
-                ev.domain, in_info->version);
+        fprintf(stderr,
+                "memtrace: %s: has events of domain %u; format version 2 has one "
+                "domain: use --format-version 3\n",
+                in, ev.domain);
         wrc = MT_ERR_INVALID;
         reported = 1;
         break;

@@ -6,16 +6,19 @@
 #   hotspots    memtrace hotspots NAME.ctf == NAME.hotspots.txt, byte for byte
 #   flamegraph  memtrace flamegraph NAME.ctf == NAME.folded.txt, byte for byte
 #   identify    memtrace identify NAME.ctf, run in TRACES == NAME.identify.txt
-#   subsample   FACTOR 1 keeps every event (the output is the input, since its
-#               rate is the input's); FACTOR 10 keeps a subsequence of the
-#               allocations, about a tenth of the samples, with the rate / 10;
-#               time windows; seeds
+#   subsample   FACTOR 1 keeps every event: the output is the input, its
+#               rate being the input's (in version 3: the input's version 3
+#               copy, as memtrace's later subsample writes it); FACTOR 10
+#               keeps a subsequence of the allocations, about a tenth of the
+#               samples, with the rate / 10; time windows; seeds
 #   strip-names the same events without backtraces; info/identify anonymous;
 #               the analysis commands accept the stripped trace
+#   strip-exact (5th argument EXPECTED) memtrace strip-names NAME.ctf ==
+#               EXPECTED, the output of memtrace's (HEAD) strip_names
 #   errors      (no NAME) usage errors exit 2, bad input exits 1 naming the
 #               file, --help, no progress output when stderr is not a TTY
 set -euo pipefail
-check=$1 memtrace=$2 traces=$3 name=${4:-}
+check=$1 memtrace=$2 traces=$3 name=${4:-} expected=${5:-}
 trace="$traces/$name.ctf"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -63,6 +66,10 @@ subsample)
   "$memtrace" dump "$tmp/s1.ctf" > "$tmp/s1.txt"
   cmp "$tmp/s1.txt" "$tmp/in.txt" || fail "FACTOR 1 changed the events"
   cmp "$tmp/s1.ctf" "$trace" || fail "FACTOR 1 is not the input re-encoded"
+  # In format version 3 (memtrace's later subsample): a version 3 copy.
+  "$memtrace" subsample --format-version 3 "$trace" "$tmp/s13.ctf" 1
+  "$memtrace" copy --format-version 3 "$trace" "$tmp/c3.ctf"
+  cmp "$tmp/s13.ctf" "$tmp/c3.ctf" || fail "FACTOR 1 in version 3 is not a version 3 copy"
 
   # FACTOR 10, fixed seed.
   "$memtrace" subsample --seed 7 "$trace" "$tmp/s10.ctf" 10
@@ -143,6 +150,14 @@ strip-names)
   head -2 "$tmp/hs" | cmp - "$tmp/a" || fail "hotspots header of the stripped trace"
   echo "ok: $(wc -l < "$tmp/got") events, anonymous"
   ;;
+strip-exact)
+  "$memtrace" strip-names "$trace" "$tmp/s.ctf"
+  cmp "$tmp/s.ctf" "$expected" || fail "not the file memtrace's strip_names writes"
+  "$memtrace" strip-names --format-version 2 "$trace" "$tmp/s2.ctf"
+  "$memtrace" copy --format-version 3 "$tmp/s2.ctf" "$tmp/s3.ctf"
+  cmp "$tmp/s3.ctf" "$expected" || fail "--format-version 2, copied to version 3, differs"
+  echo "ok: $(stat -c %s "$expected") bytes identical"
+  ;;
 errors)
   t="$traces/ocamlopt.ctf"
   passed=0 failed=0
@@ -185,6 +200,8 @@ errors)
   expect strip-names-extra 2 "unexpected argument" -- "$memtrace" strip-names "$t" "$tmp/o" "$tmp/p"
   expect strip-names-no-file 1 "/nonexistent/x.ctf: cannot open" -- "$memtrace" strip-names /nonexistent/x.ctf "$tmp/o"
   expect strip-names-unwritable 1 "/nonexistent/dir/o.ctf: cannot create" -- "$memtrace" strip-names "$t" /nonexistent/dir/o.ctf
+  expect strip-names-bad-version 2 "must be 2 or 3, not '4'" -- "$memtrace" strip-names --format-version 4 "$t" "$tmp/o"
+  expect subsample-bad-version 2 "must be 2 or 3, not 'x'" -- "$memtrace" subsample --format-version=x "$t" "$tmp/o" 2
   expect strip-names-help 0 "" -- "$memtrace" strip-names -h
   grep -q "^usage: memtrace strip-names" "$tmp/out" || { echo "FAIL strip-names-help: no usage" >&2; failed=$((failed + 1)); }
   # Corrupt input: exit 1 naming the file (a trace cut inside a packet is
