@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of tests/fuzz with clang and runs each for a
+# bounded time on a copy of its seed corpus (the fuzzers write new inputs
+# there, never into the repository). Exits non-zero if a fuzzer finds a
+# crash, a leak, a timeout or an out-of-memory, printing the reproducer's
+# path: copy it to tests/fuzz/crashes/ (reader) or tests/fuzz/crashes/roundtrip/
+# (roundtrip) so that the replay test keeps checking it.
+#
+# Environment:
+#   FUZZ_SECONDS    seconds per target (default 60)
+#   FUZZ_BUILD_DIR  build directory (default: build-fuzz in the repository)
+#   CC              the compiler (default clang); needs libFuzzer and the
+#                   sanitizer runtimes (Debian: clang, libclang-rt-14-dev)
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+seconds=${FUZZ_SECONDS:-60}
+build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
+
+# The tests are left out: the fuzz targets need nothing of them (nor cmocka).
+CC=${CC:-clang} cmake -S "$root" -B "$build" -DMT_FUZZ=ON -DMT_SANITIZE=ON -DMT_TESTS=OFF
+cmake --build "$build" -j"$(nproc)" --target fuzz_reader fuzz_roundtrip
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/memtrace-fuzz.XXXXXX")
+failed=0
+
+# run TARGET CORPUS [libFuzzer flags...]
+run() {
+  local target=$1 corpus=$2
+  shift 2
+  local dir=$work/$target
+  mkdir -p "$dir/corpus" "$dir/artifacts"
+  cp -R "$corpus"/. "$dir/corpus/"
+  echo "== $target: ${seconds} s"
+  if "$build/tests/fuzz/$target" -max_total_time="$seconds" -max_len=65536 \
+      -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+      -artifact_prefix="$dir/artifacts/" "$@" "$dir/corpus" >"$dir/log.txt" 2>&1; then
+    grep -E '^#[0-9]+[[:space:]]+DONE|^stat::' "$dir/log.txt" || true
+  else
+    failed=1
+    tail -n 80 "$dir/log.txt"
+    echo "== $target FAILED (log: $dir/log.txt)"
+    for f in "$dir/artifacts"/*; do
+      [ -e "$f" ] && echo "reproducer: $f"
+    done
+  fi
+}
+
+run fuzz_reader "$root/tests/fuzz/corpus" -dict="$root/tests/fuzz/fuzz_reader.dict"
+run fuzz_roundtrip "$root/tests/fuzz/corpus_roundtrip"
+
+if [ "$failed" -ne 0 ]; then
+  echo "fuzzing found failures; inputs and logs kept in $work"
+  exit 1
+fi
+rm -rf "$work"
+echo "fuzzing: no failures"

@@ -1,0 +1,109 @@
+/* libFuzzer target: the trace reader on arbitrary bytes.
+ *
+ * The input is served through a memfd, as a trace file would be, and read to
+ * its end. Everything the reader hands out (trace_info strings, backtraces,
+ * locations, messages) is touched so that AddressSanitizer sees any stale or
+ * out-of-bounds pointer, and the documented contracts of format.h are
+ * checked. Sanitizers report memory errors and leaks; FUZZ_CHECK reports
+ * broken contracts.
+ *
+ * Also compiled without libFuzzer into the replay test (tests/fuzz_replay),
+ * so it must stay plain C that any compiler builds. */
+#include <string.h>
+#include <unistd.h>
+
+#include "fuzz_util.h"
+#include "memtrace/format.h"
+
+/* Reading a byte of each string is not enough: strlen walks to the
+ * terminator, so an unterminated or freed string is caught. */
+static size_t touch_string(const char *s) {
+  FUZZ_CHECK(s != NULL);
+  return strlen(s);
+}
+
+static void check_info(const mt_trace_info *in) {
+  touch_string(in->executable_name);
+  touch_string(in->host_name);
+  touch_string(in->runtime_params);
+  touch_string(in->context);
+  FUZZ_CHECK(in->sample_rate > 0 && in->sample_rate <= 1);
+  FUZZ_CHECK(in->version >= 1 && in->version <= MT_FORMAT_VERSION_MAX);
+}
+
+static void check_code(const mt_reader *r, uint64_t code) {
+  size_t n = 12345; /* must be overwritten */
+  const mt_location *l = mt_reader_lookup(r, code, &n);
+  FUZZ_CHECK((l == NULL) == (n == 0));
+  if (l) FUZZ_CHECK(mt_reader_has_code(r, code));
+  for (size_t i = 0; i < n; i++) {
+    touch_string(l[i].filename);
+    touch_string(l[i].defname);
+    /* The widths format.h documents for each field. */
+    FUZZ_CHECK(l[i].line <= 0xfffff);
+    FUZZ_CHECK(l[i].start_char <= 0xff);
+    FUZZ_CHECK(l[i].end_char <= 0x3ff);
+  }
+}
+
+static void check_event(const mt_reader *r, const mt_event *ev) {
+  FUZZ_CHECK(ev->kind == MT_EVENT_ALLOC || ev->kind == MT_EVENT_PROMOTE ||
+             ev->kind == MT_EVENT_COLLECT);
+  if (ev->kind != MT_EVENT_ALLOC) return;
+  FUZZ_CHECK(ev->source == MT_SOURCE_MINOR || ev->source == MT_SOURCE_MAJOR ||
+             ev->source == MT_SOURCE_EXTERNAL);
+  size_t len = ev->backtrace_len;
+  if (len == 0) return;
+  FUZZ_CHECK(ev->backtrace != NULL);
+  /* Both ends of the array: ASan then knows all of it lies in one live
+   * block, without reading every frame of a very long backtrace. */
+  volatile uint64_t ends = ev->backtrace[0] ^ ev->backtrace[len - 1];
+  (void)ends;
+  /* Only the frames after the common prefix are new: the others were looked
+   * up with the domain's previous allocation. Looking up every frame of
+   * every event would cost the harness O(prefix) per event where the reader
+   * spends O(1), and a few bytes of input could stall the fuzzer. A prefix
+   * longer than the backtrace (the reader kept the previous one) has no new
+   * frames. */
+  size_t from = ev->common_prefix < len ? ev->common_prefix : len;
+  for (size_t i = from; i < len; i++) check_code(r, ev->backtrace[i]);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  int fd = fuzz_memfd(data, size);
+  mt_reader *r = NULL;
+  int rc = mt_reader_open_fd(&r, fd, "fuzz-input");
+  if (rc != MT_OK) {
+    FUZZ_CHECK(rc < 0);
+    /* Only a failed allocation may leave no reader to ask. */
+    FUZZ_CHECK(r != NULL || rc == MT_ERR_NOMEM);
+    if (r) FUZZ_CHECK(touch_string(mt_reader_error(r)) > 0);
+    mt_reader_close(r);
+    close(fd);
+    return 0;
+  }
+  check_info(mt_reader_info(r));
+
+  mt_event ev;
+  while ((rc = mt_reader_next(r, &ev)) == 1) check_event(r, &ev);
+
+  const char *warning = mt_reader_warning(r);
+  if (warning) touch_string(warning);
+  uint64_t done = 0, total = 0;
+  mt_reader_progress(r, &done, &total);
+  FUZZ_CHECK(total == size); /* a memfd is a regular file: its size is known */
+  FUZZ_CHECK(done <= total);
+  if (rc < 0) {
+    FUZZ_CHECK(touch_string(mt_reader_error(r)) > 0);
+    /* A stopped reader stays stopped, with the same status. */
+    FUZZ_CHECK(mt_reader_next(r, &ev) == rc);
+  } else {
+    FUZZ_CHECK(rc == 0);
+    FUZZ_CHECK(touch_string(mt_reader_error(r)) == 0);
+    /* No warning means "the whole trace was read". */
+    if (!warning) FUZZ_CHECK(done == total);
+  }
+  mt_reader_close(r);
+  close(fd);
+  return 0;
+}
