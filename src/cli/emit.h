@@ -1,0 +1,220 @@
+/* Helpers shared by the site-ranking tools (top, leaks, diff): option
+ * parsing, CSV and JSON writing, human-readable figures, aligned tables,
+ * stack frames, and grouping a trace's stacks into sites.
+ *
+ * Ordering rule used by every tool: a total order with names as the last
+ * tie-break, so the same trace and options always give the same output. */
+#ifndef MT_CLI_EMIT_H
+#define MT_CLI_EMIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis_cli.h"
+#include "output.h"
+#include "tables.h"
+
+/* ---- options ---------------------------------------------------------------- */
+
+enum { EMIT_TABLE = 1, EMIT_CSV = 2, EMIT_JSON = 4 };
+enum { EMIT_BY_FUNCTION = 0, EMIT_BY_LINE = 1, EMIT_BY_STACK = 2 };
+
+/* If argv[*i] is the option `name` ("--by", "-n"), returns its value
+ * ("--by=x", "--by x", and for one-letter options "-n5") and advances *i
+ * past it; returns NULL when argv[*i] is another argument. A missing value
+ * is a usage error. */
+const char *emit_option_value(const mt_command *cmd, int argc, char **argv, int *i,
+                              const char *name);
+/* --format VALUE among the EMIT_* bits in `allowed`; otherwise a usage error. */
+int emit_format_option(const mt_command *cmd, const char *v, unsigned allowed);
+/* --by VALUE: function, line, or (if allow_stack) stack. */
+int emit_by_option(const mt_command *cmd, const char *v, int allow_stack);
+/* A count (-n, --depth): a non-negative decimal integer. */
+size_t emit_count_option(const mt_command *cmd, const char *opt, const char *v);
+const char *emit_by_name(int by);
+
+/* ---- JSON and CSV ----------------------------------------------------------- */
+
+/* A JSON string literal. Control characters are escaped; bytes that are not
+ * valid UTF-8 become U+FFFD, so the document stays valid whatever names a
+ * trace holds. */
+void emit_json_str(mt_out *o, const char *s);
+/* A JSON number: integers exactly, others with the shortest text that reads
+ * back to the same double; NaN and infinities become null. */
+void emit_json_num(mt_out *o, double v);
+/* {"value": V, "lo": L, "hi": H} */
+void emit_json_estimate(mt_out *o, mt_estimate e);
+/* The filter as a JSON object of its active conditions ({} when none). */
+void emit_json_filter(mt_out *o, const mt_filter *f);
+
+/* A CSV field (RFC 4180): quoted, with quotes doubled, when it holds a
+ * comma, a quote, a line break or leading/trailing space. */
+void emit_csv_str(mt_out *o, const char *s);
+/* A CSV number, formatted as emit_json_num (empty for NaN). */
+void emit_csv_num(mt_out *o, double v);
+
+/* ---- growing strings ---------------------------------------------------------- */
+
+/* Names from traces have no length limit (C++ names run to kilobytes), so
+ * text built from them goes into these rather than fixed buffers. */
+typedef struct emit_str {
+  char *s; /* NUL-terminated once anything was added */
+  size_t len, cap;
+} emit_str;
+
+/* Appends formatted text. */
+void emit_str_printf(emit_str *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void emit_str_clear(emit_str *b) {
+  b->len = 0;
+  if (b->s) b->s[0] = 0;
+}
+static inline const char *emit_str_get(const emit_str *b) { return b->s ? b->s : ""; }
+void emit_str_free(emit_str *b);
+
+/* ---- human-readable figures ------------------------------------------------- */
+
+/* Bytes with three significant digits: "512 B", "1.23 KiB", "36.3 MiB". */
+const char *emit_bytes(char *buf, size_t n, double bytes);
+/* Bytes with an explicit sign: "+1.23 MiB", "-512 B", "0 B". */
+const char *emit_signed_bytes(char *buf, size_t n, double bytes);
+/* A count: exact below 10 000, then "12.3k", "4.56M", "1.20G". */
+const char *emit_count(char *buf, size_t n, double count);
+/* An estimate's interval: "[lo, hi]" (bytes when is_bytes), or "exact" when
+ * it is a single point (sample rate 1). */
+const char *emit_interval(char *buf, size_t n, mt_estimate e, int is_bytes);
+/* As emit_interval, for running text: "[lo, hi]" or "(exact)". */
+const char *emit_interval_note(char *buf, size_t n, mt_estimate e, int is_bytes);
+/* "s" unless n is 1, for plurals. */
+static inline const char *emit_plural(uint64_t n) { return n == 1 ? "" : "s"; }
+/* A percentage: "45.1%", "<0.1%", "new" (base 0). */
+const char *emit_percent(char *buf, size_t n, double part, double whole);
+/* The filter in words: "none", or its conditions separated by "; ". */
+const char *emit_filter_text(emit_str *b, const mt_filter *f);
+/* Whether the filter keeps every object. */
+int emit_filter_is_all(const mt_filter *f);
+
+/* ---- aligned text tables ---------------------------------------------------- */
+
+/* Cells are copied. Only the last column may hold several lines ('\n'):
+ * its later lines are printed under its start. Control characters in cells
+ * are shown as '?', and widths count UTF-8 characters, not bytes. */
+typedef struct emit_table {
+  size_t ncols;
+  const char *align; /* 'l' or 'r' per column */
+  char **cells;      /* row-major, heads first */
+  size_t nrows, cap;  /* rows including the head row */
+} emit_table;
+
+void emit_table_init(emit_table *t, size_t ncols, const char *const *heads, const char *align);
+/* Adds a row of ncols cells. */
+void emit_table_row(emit_table *t, const char *const *cells);
+void emit_table_print(const emit_table *t, mt_out *o, const char *indent);
+void emit_table_free(emit_table *t);
+
+/* ---- stack frames ----------------------------------------------------------- */
+
+/* One printed frame: a source location, or a code the trace never
+ * described (function NULL). */
+typedef struct emit_frame {
+  const char *function, *file;
+  uint32_t line;
+  uint64_t code;
+} emit_frame;
+
+/* The frames of a stack, innermost (the allocation point) first: each
+ * code's inlined locations innermost first, then its caller's. Stores at
+ * most `max` frames (0: all) into *buf (grown as needed) and returns how
+ * many the stack has in all. */
+size_t emit_stack_frames(const mt_analysis *a, uint32_t stack, size_t max, emit_frame **buf,
+                         size_t *cap);
+/* Appends "function (file:line)", or "#code" in hex for an undescribed
+ * code. */
+void emit_frame_text(emit_str *b, const emit_frame *f);
+/* Writes a frame as a JSON object. */
+void emit_json_frame(mt_out *o, const emit_frame *f);
+/* Orders two stacks by their printed frames, innermost first (strcmp of
+ * function, then file, then line; an undescribed code after any location,
+ * by code value; a stack that ends first sorts first). */
+int emit_stack_cmp(const mt_analysis *a, uint32_t x, uint32_t y);
+
+/* ---- sites ------------------------------------------------------------------ */
+
+/* What a group of stacks is named by. */
+typedef struct emit_site {
+  int kind;             /* EMIT_SITE_* */
+  uint32_t function;    /* function id (EMIT_SITE_LOCATION) */
+  uint32_t line;        /* with --by line and --by stack (the site's line) */
+  uint64_t code;        /* EMIT_SITE_CODE: the stack's last code value */
+} emit_site;
+enum {
+  EMIT_SITE_LOCATION = 0, /* the site has a source location */
+  EMIT_SITE_CODE = 1,     /* no location within the last frames: a code */
+  EMIT_SITE_NONE = 2      /* the empty stack: no backtrace at all */
+};
+
+/* The allocation site of a stack (mt_analysis_stack_site), falling back to
+ * the last code, or none for the empty stack. */
+emit_site emit_stack_site(const mt_analysis *a, uint32_t stack);
+/* The site of a site code (mt_analysis_tally_sites' index: a code id, or
+ * the code count for the empty backtrace): the innermost location of the
+ * code, or the code itself when the trace never described it. Same rule as
+ * emit_stack_site. */
+emit_site emit_code_site(const mt_analysis *a, uint32_t code);
+/* Appends a site's text: "function (file)", with ":line" when with_line;
+ * "#code" (hex); "(no backtrace)". */
+void emit_site_text(emit_str *b, const mt_analysis *a, const emit_site *s, int with_line);
+
+/* Objects grouped by site (--by function or line: from the per-site-code
+ * tallies of mt_analysis_tally_sites, which needs no stack tree) or by
+ * stack (--by stack: from mt_analysis_tally_stacks; stacks whose frames
+ * print the same are one group). Only entries with sampled objects are
+ * grouped. */
+typedef struct emit_groups {
+  int by;
+  size_t n;              /* groups */
+  emit_site *site;       /* --by function/line: each group's site */
+  mt_tally *tally;       /* --by function/line: each group's summed tally */
+  uint32_t *rep;         /* --by stack: each group's smallest stack id,
+                            ascending; its tally is per_stack[rep] */
+  const mt_tally *per_stack;
+  /* --by stack: stacks with objects merged into another printing alike (the
+   * smallest such stack id) -> that stack; canon is NULL when none were */
+  mt__u64map canon_map, *canon;
+} emit_groups;
+
+/* Return 0, or -1 when out of memory. */
+int emit_group_sites(const mt_analysis *a, int by, const mt_tally *per_code, emit_groups *g);
+/* Stacks printing alike have their tallies moved into the first one's entry
+ * of per_stack, which must then outlive the groups; no array of the stack
+ * count is kept beyond that (traces can hold tens of millions of stacks).
+ * emit_canon gives the group's stack of any stack with objects. */
+int emit_group_stacks(const mt_analysis *a, mt_tally *per_stack, emit_groups *g);
+void emit_groups_free(emit_groups *g);
+static inline const mt_tally *emit_group_tally(const emit_groups *g, size_t i) {
+  return g->tally ? &g->tally[i] : &g->per_stack[g->rep[i]];
+}
+/* A group's site: its own (--by function/line), or its stack's. */
+static inline emit_site emit_group_site(const mt_analysis *a, const emit_groups *g, size_t i) {
+  return g->site ? g->site[i] : emit_stack_site(a, g->rep[i]);
+}
+/* --by stack: the printed stack of a stack (a group's rep). */
+static inline uint32_t emit_canon(const emit_groups *g, uint32_t stack) {
+  uint32_t *to = g->canon ? mt__u64map_get(g->canon, stack) : NULL;
+  return to ? *to - 1 : stack;
+}
+/* Orders two groups by their names (site, or printed frames). */
+int emit_group_name_cmp(const mt_analysis *a, const emit_groups *g, uint32_t x, uint32_t y);
+
+/* Puts the first k elements of idx[0..n) in the order of cmp (qsort_r
+ * style) at its front, sorted; k = 0 or k >= n sorts everything. A bounded
+ * heap: n log k comparisons, so showing the top 20 of millions of stacks
+ * does not order them all. */
+void emit_select(uint32_t *idx, size_t n, size_t k,
+                 int (*cmp)(const void *, const void *, void *), void *ctx);
+
+/* Prints "memtrace CMD: out of memory" and exits 1. */
+void emit_nomem(const mt_command *cmd) __attribute__((noreturn));
+/* malloc/realloc that exit on failure. */
+void *emit_xrealloc(const mt_command *cmd, void *p, size_t n);
+
+#endif
