@@ -1,0 +1,215 @@
+/* tables.h: the u64 -> u32 hash map and the string interner. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "mt_test_util.h"
+#include "tables.h"
+
+static void map_empty(void **state) {
+  (void)state;
+  mt__u64map m = {0};
+  assert_null(mt__u64map_get(&m, 0));
+  assert_null(mt__u64map_get(&m, 12345));
+  mt__u64map_free(&m); /* freeing an unused map is fine */
+  mt__u64map_free(&m); /* and idempotent */
+}
+
+/* 0 is an ordinary key (the map marks empty slots in the values), and a
+ * value of 0 is an ordinary value. */
+static void map_key_zero_and_value_zero(void **state) {
+  (void)state;
+  mt__u64map m = {0};
+  assert_int_equal(mt__u64map_put(&m, 0, 0), 0);
+  uint32_t *v = mt__u64map_get(&m, 0);
+  assert_non_null(v);
+  assert_int_equal(*v, 0 + 1); /* stored +1: documented */
+  assert_null(mt__u64map_get(&m, 1));
+  assert_int_equal(mt__u64map_put(&m, UINT64_MAX, 7), 0);
+  assert_int_equal(*mt__u64map_get(&m, UINT64_MAX), 8);
+  assert_int_equal(*mt__u64map_get(&m, 0), 1);
+  /* the largest allowed value */
+  assert_int_equal(mt__u64map_put(&m, 5, UINT32_MAX - 1), 0);
+  assert_int_equal(*mt__u64map_get(&m, 5), UINT32_MAX);
+  assert_int_equal(m.count, 3);
+  mt__u64map_free(&m);
+  assert_null(mt__u64map_get(&m, 0));
+}
+
+static void map_overwrite(void **state) {
+  (void)state;
+  mt__u64map m = {0};
+  assert_int_equal(mt__u64map_put(&m, 42, 1), 0);
+  assert_int_equal(mt__u64map_put(&m, 42, 2), 0);
+  assert_int_equal(mt__u64map_put(&m, 42, 3), 0);
+  assert_int_equal(m.count, 1);
+  assert_int_equal(*mt__u64map_get(&m, 42), 4);
+  mt__u64map_free(&m);
+}
+
+static void check_map(const mt__u64map *m, const uint64_t *keys, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    uint32_t *v = mt__u64map_get(m, keys[i]);
+    if (!v || *v != (uint32_t)i + 1)
+      fail_msg("key %llu (#%zu): %s", (unsigned long long)keys[i], i,
+               v ? "wrong value" : "missing");
+  }
+}
+
+/* Growth through many doublings, with keys that share low bits (multiples
+ * of 2^32, of 2^16) and random keys; every key keeps its value, absent
+ * keys stay absent, and the load stays <= 1/2. */
+static void map_growth(void **state) {
+  (void)state;
+  enum { N = 200000 };
+  uint64_t *keys = malloc(N * sizeof *keys);
+  tu_rng rng = {7};
+  for (size_t i = 0; i < N; i++) {
+    switch (i % 4) {
+    case 0: keys[i] = (uint64_t)i << 32; break;
+    case 1: keys[i] = (uint64_t)i << 16; break;
+    case 2: keys[i] = i; break;
+    default: keys[i] = tu_next(&rng) | 1ull << 63; break; /* disjoint from the rest */
+    }
+  }
+  mt__u64map m = {0};
+  size_t last_cap = 0, growths = 0;
+  for (size_t i = 0; i < N; i++) {
+    assert_int_equal(mt__u64map_put(&m, keys[i], (uint32_t)i), 0);
+    if (m.cap != last_cap) {
+      growths++;
+      last_cap = m.cap;
+      check_map(&m, keys, i + 1); /* right after each rehash */
+    }
+    assert_true(m.count * 2 <= m.cap);
+  }
+  assert_true(growths >= 10);
+  assert_int_equal(m.count, N);
+  assert_int_equal(m.cap & (m.cap - 1), 0); /* power of two */
+  check_map(&m, keys, N);
+  /* absent keys */
+  for (uint64_t k = 1; k < 1000; k++) {
+    assert_null(mt__u64map_get(&m, (k << 32) + 1));
+    assert_null(mt__u64map_get(&m, (uint64_t)N * 4 + k));
+  }
+  mt__u64map_free(&m);
+  free(keys);
+}
+
+static void intern_equal_pointers(void **state) {
+  (void)state;
+  mt__strtab t = {0};
+  char buf[] = "hello";
+  const char *a = mt__strtab_intern(&t, buf, 5);
+  assert_non_null(a);
+  assert_ptr_not_equal(a, buf); /* a copy */
+  assert_string_equal(a, "hello");
+  buf[0] = 'j'; /* the copy does not follow the source */
+  assert_string_equal(a, "hello");
+  const char *b = mt__strtab_intern(&t, "hello", 5);
+  assert_ptr_equal(a, b);
+  /* a prefix given by length, of a longer buffer */
+  const char *c = mt__strtab_intern(&t, "hello, world", 5);
+  assert_ptr_equal(a, c);
+  /* a prefix of an interned string is a different string */
+  const char *d = mt__strtab_intern(&t, "hell", 4);
+  assert_ptr_not_equal(a, d);
+  assert_string_equal(d, "hell");
+  /* an extension too */
+  const char *e = mt__strtab_intern(&t, "hello!", 6);
+  assert_ptr_not_equal(a, e);
+  assert_string_equal(e, "hello!");
+  /* the empty string */
+  const char *z1 = mt__strtab_intern(&t, "", 0);
+  const char *z2 = mt__strtab_intern(&t, "xyz", 0);
+  assert_non_null(z1);
+  assert_ptr_equal(z1, z2);
+  assert_string_equal(z1, "");
+  assert_int_equal(t.count, 4);
+  mt__strtab_free(&t);
+  mt__strtab_free(&t);
+}
+
+/* Strings longer than an arena chunk (64 KiB), and many strings across
+ * table growth and many chunks: every pointer stays valid and stable. */
+static void intern_long_and_many(void **state) {
+  (void)state;
+  mt__strtab t = {0};
+  size_t big = 200000;
+  char *s = malloc(big + 1);
+  for (size_t i = 0; i < big; i++) s[i] = (char)('a' + i % 26);
+  s[big] = 0;
+  const char *p1 = mt__strtab_intern(&t, s, big);
+  assert_non_null(p1);
+  assert_int_equal(strlen(p1), big);
+  assert_memory_equal(p1, s, big);
+  /* differs in the last byte only */
+  s[big - 1] = '#';
+  const char *p2 = mt__strtab_intern(&t, s, big);
+  assert_ptr_not_equal(p1, p2);
+  assert_int_equal(p2[big - 1], '#');
+  assert_int_equal(p1[big - 1], 'a' + (big - 1) % 26);
+
+  enum { N = 50000 };
+  const char **ptrs = malloc(N * sizeof *ptrs);
+  char tmp[64];
+  for (int i = 0; i < N; i++) {
+    int n = snprintf(tmp, sizeof tmp, "file_%d_%0*d.ml", i, i % 40, 0);
+    ptrs[i] = mt__strtab_intern(&t, tmp, (size_t)n);
+    assert_non_null(ptrs[i]);
+  }
+  assert_int_equal(t.count, N + 2);
+  assert_true(t.nchunks > 2);
+  for (int i = 0; i < N; i++) {
+    int n = snprintf(tmp, sizeof tmp, "file_%d_%0*d.ml", i, i % 40, 0);
+    assert_string_equal(ptrs[i], tmp);
+    assert_ptr_equal(mt__strtab_intern(&t, tmp, (size_t)n), ptrs[i]);
+  }
+  /* the long strings survived all that */
+  s[big - 1] = 'a' + (big - 1) % 26;
+  assert_ptr_equal(mt__strtab_intern(&t, s, big), p1);
+  assert_int_equal(t.count, N + 2);
+  free(ptrs);
+  free(s);
+  mt__strtab_free(&t);
+}
+
+/* Every prefix of one string is its own string, whatever the order: a
+ * lookup must compare the length too, not just the bytes. */
+static void intern_prefixes(void **state) {
+  (void)state;
+  mt__strtab t = {0};
+  enum { N = 1500 };
+  char *buf = malloc(N + 1);
+  memset(buf, 'a', N);
+  buf[N] = 0;
+  static const char *p[N + 1];
+  for (size_t len = N; len > 0; len--) { /* longest first */
+    p[len] = mt__strtab_intern(&t, buf, len);
+    assert_non_null(p[len]);
+    if (strlen(p[len]) != len) fail_msg("interning %zu bytes gave %zu", len, strlen(p[len]));
+  }
+  for (size_t len = 1; len <= N; len++) {
+    assert_ptr_equal(mt__strtab_intern(&t, buf, len), p[len]);
+    if (len > 1) assert_ptr_not_equal(p[len], p[len - 1]);
+  }
+  assert_int_equal(t.count, N);
+  free(buf);
+  mt__strtab_free(&t);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(map_empty),
+      cmocka_unit_test(map_key_zero_and_value_zero),
+      cmocka_unit_test(map_overwrite),
+      cmocka_unit_test(map_growth),
+      cmocka_unit_test(intern_equal_pointers),
+      cmocka_unit_test(intern_long_and_many),
+      cmocka_unit_test(intern_prefixes),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
