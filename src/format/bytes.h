@@ -83,12 +83,12 @@ static inline int64_t mt__getvint(mt__rd *c) {
   return (int64_t)mt__get64(c);
 }
 /* A NUL-terminated string inside the cursor's range; NULL (and `bad`) when
- * the terminator is missing. */
+ * the terminator is missing, with the cursor left at the string's start so
+ * that an error names where the string began. */
 static inline const char *mt__getstr(mt__rd *c, size_t *len) {
   const uint8_t *z = memchr(c->p, 0, (size_t)(c->end - c->p));
   if (!z) {
     c->bad = 1;
-    c->p = c->end;
     return NULL;
   }
   const char *s = (const char *)c->p;

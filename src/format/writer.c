@@ -172,7 +172,7 @@ static int flush_locations(mt_writer *w, wdomain *d) {
      * few bytes; locbuf has room for that. */
     mt__wr b = {w->locbuf, w->locbuf + sizeof w->locbuf, w->locbuf};
     put_header(w, &b, d->id, NULL);
-    while (i < d->nnew && mt__wr_left(&b) - 8 > MT__LOC_MAX_LENGTH) {
+    while (i < d->nnew && mt__wr_left(&b) > MT__LOC_MAX_LENGTH + 8) {
       const mt_location *locs = NULL;
       size_t n = 0;
       if (w->resolve && w->resolve(w->resolve_ctx, d->new_locs[i], &locs, &n) != 0)
@@ -328,13 +328,26 @@ int mt_writer_alloc(mt_writer *w, uint64_t time, uint32_t domain, uint64_t lengt
   return MT_OK;
 }
 
+/* Whether obj_id names an object some domain allocated. Ids are handed out
+ * in chunks (v3): every chunk but a domain's current one is used up. */
+static int was_allocated(const mt_writer *w, uint64_t obj_id) {
+  if (w->version < 3) return w->ndoms && obj_id < w->doms[0]->id_next;
+  if (obj_id >= w->global_ids) return 0;
+  for (size_t i = 0; i < w->ndoms; i++)
+    if (obj_id >= w->doms[i]->id_next && obj_id < w->doms[i]->id_last) return 0;
+  return 1;
+}
+
 static int relative_event(mt_writer *w, unsigned code, uint64_t time, uint32_t domain,
                           uint64_t obj_id) {
+  if (w->status < 0) return MT_ERR_CLOSED;
+  if (!was_allocated(w, obj_id)) return invalid(w, "object id was never allocated");
   wdomain *d;
   int rc = domain_for(w, domain, &d);
   if (rc) return rc;
-  if (w->version < 3 ? obj_id >= d->id_next : obj_id >= w->global_ids)
-    return invalid(w, "object id was never allocated");
+  /* Readers accept a later id (another domain's) only in a collection. */
+  if (code == MT__EV_PROMOTE && obj_id >= d->id_next)
+    return invalid(w, "a promotion must name an object allocated before this domain's last");
   if (time < d->time_end) time = d->time_end;
   rc = begin_event(w, d, code, time);
   if (rc) return rc;
@@ -358,6 +371,13 @@ uint64_t mt_writer_next_obj_id(mt_writer *w, uint32_t domain) {
     if (d->id != domain) continue;
     if (w->version >= 3 && !ids_left(d)) return w->global_ids;
     return d->id_next;
+  }
+  /* A domain not seen yet claims its chunk now, so that the promise holds
+   * whichever domain allocates first (memtrace's multiplexed writer does
+   * the same). */
+  if (w->version >= 3 && domain <= 0xffff && w->ndoms < MAX_DOMAINS && w->status >= 0) {
+    wdomain *d = new_domain(w, domain);
+    if (d) return d->id_next;
   }
   return w->version >= 3 ? w->global_ids : 0;
 }

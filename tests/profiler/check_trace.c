@@ -30,7 +30,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < nobj; i++) {
       mt_object o = mt_analysis_object(a, i);
       freed += o.free_time != MT_NEVER;
-      size_t d = mt_analysis_stack_depth(a, o.stack);
+      size_t d = mt_analysis_stack_depth(a, mt_analysis_object_stack(a, i));
       if (d > depth) depth = d;
     }
     printf("allocations %zu\ncollections %zu\npid %llu\nmaxdepth %zu\nrate %g\nexe %s\n", nobj,
@@ -42,8 +42,10 @@ int main(int argc, char **argv) {
     mt_tally *all = calloc(nfn + 1, sizeof *all), *live = calloc(nfn + 1, sizeof *live);
     for (size_t i = 0; i < nobj; i++) {
       mt_object o = mt_analysis_object(a, i);
-      mt_frame site;
-      size_t f = mt_analysis_stack_site(a, o.stack, &site) == 0 ? site.function : nfn;
+      uint32_t code = mt_analysis_object_site(a, i);
+      size_t nf = 0;
+      const mt_frame *fr = code == MT_NO_CODE ? NULL : mt_analysis_code_frames(a, code, &nf);
+      size_t f = nf ? fr[nf - 1].function : nfn; /* the site's innermost location */
       mt_tally t = {o.nsamples, 1, 0, 0};
       /* at rate 1 every object is sampled: the count is exact */
       double w = (double)o.length;
