@@ -24,6 +24,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 fail() { echo "FAIL [$check $name]: $*" >&2; exit 1; }
+[ -z "$name" ] || [ -f "$trace" ] || fail "no trace $trace"
+[ -x "$memtrace" ] || fail "no memtrace command at $memtrace"
 
 # The dump of a trace's allocations as NSAMPLES|TIME SOURCE len=N BACKTRACE
 # (without object ids and common-prefix lengths).
