@@ -202,13 +202,31 @@ static inline void mt_tally_add(mt_tally *to, const mt_tally *t) {
   to->ht_var += t->ht_var;
 }
 
+/* Adds object i to a tally. */
+MT_API void mt_tally_object(const mt_analysis *a, size_t i, mt_tally *t);
+
 /* Estimated bytes allocated by the objects tallied (all the program's
  * allocations they stand for, sampled or not). */
 MT_API mt_estimate mt_estimate_bytes(const mt_analysis *a, const mt_tally *t);
 /* Estimated number of allocations they stand for. */
 MT_API mt_estimate mt_estimate_objects(const mt_analysis *a, const mt_tally *t);
 
-/* Whether object i passes the filter. Prefer the bulk calls below. */
+/* Sets mask[i] to 1 for each object i passing the filter, else 0 (mask has
+ * mt_analysis_object_count entries); *count (may be NULL) receives how
+ * many pass. MT_OK or MT_ERR_NOMEM. */
+MT_API int mt_analysis_select(const mt_analysis *a, const mt_filter *f,
+                              uint8_t *mask, size_t *count);
+
+/* Calls fn(ctx, object, codes, n) for each object passing the filter, in
+ * allocation order, with its backtrace as code ids (outermost first; valid
+ * during the call). One sequential pass, no stack tree. Stops at fn's first
+ * non-zero result and returns it; else MT_OK (or MT_ERR_NOMEM). */
+typedef int (*mt_backtrace_fn)(void *ctx, size_t object, const uint32_t *codes,
+                               size_t n);
+MT_API int mt_analysis_each_backtrace(const mt_analysis *a, const mt_filter *f,
+                                      mt_backtrace_fn fn, void *ctx);
+
+/* Whether object i passes the filter. Prefer the bulk calls above. */
 MT_API int mt_analysis_matches(const mt_analysis *a, const mt_filter *f,
                                size_t i);
 

@@ -119,6 +119,12 @@ static inline uint64_t mt__obj_samples(const mt_analysis *a, size_t i) {
  * query answers as for an empty trace). */
 int mt__ensure_stacks(const mt_analysis *a);
 
+/* Calls fn for every object, in order, with its backtrace (code ids,
+ * outermost first), replaying the log once; stops at fn's first non-zero
+ * result and returns it (-1 when out of memory). */
+int mt__log_replay(const mt_analysis *a,
+                   int (*fn)(void *ctx, size_t i, const uint32_t *codes, size_t n), void *ctx);
+
 /* Adds object i to a tally. */
 void mt__tally_object(const mt_analysis *a, size_t i, mt_tally *t);
 

@@ -230,6 +230,8 @@ int mt_analysis_tally_sites(const mt_analysis *a, const mt_filter *f, mt_tally *
   return MT_OK;
 }
 
+void mt_tally_object(const mt_analysis *a, size_t i, mt_tally *t) { mt__tally_object(a, i, t); }
+
 int mt_analysis_tally_stacks(const mt_analysis *a, const mt_filter *f, mt_tally *per_stack,
                              mt_tally *total) {
   if (mt__ensure_stacks(a)) return MT_ERR_NOMEM;
@@ -319,4 +321,42 @@ mt_estimate mt_estimate_objects(const mt_analysis *a, const mt_tally *t) {
   mt_estimate e = {t->ht, t->ht - z * sd, t->ht + z * sd};
   if (e.lo < (double)t->objects) e.lo = (double)t->objects; /* we saw these */
   return e;
+}
+
+/* ---- bulk queries ---- */
+
+int mt_analysis_select(const mt_analysis *a, const mt_filter *f, uint8_t *mask, size_t *count) {
+  stack_pass sp;
+  if (stacks_for(a, f, &sp)) return MT_ERR_NOMEM;
+  uint64_t lt = live_time(a, f);
+  size_t n = 0;
+  for (size_t i = 0; i < a->nobj; i++) n += mask[i] = (uint8_t)matches(a, f, &sp, lt, i);
+  if (count) *count = n;
+  free(sp.ok);
+  return MT_OK;
+}
+
+typedef struct each_ctx {
+  const uint8_t *mask;
+  mt_backtrace_fn fn;
+  void *ctx;
+} each_ctx;
+
+static int each_one(void *ctx, size_t i, const uint32_t *codes, size_t n) {
+  each_ctx *e = ctx;
+  return e->mask[i] ? e->fn(e->ctx, i, codes, n) : 0;
+}
+
+int mt_analysis_each_backtrace(const mt_analysis *a, const mt_filter *f, mt_backtrace_fn fn,
+                               void *ctx) {
+  uint8_t *mask = malloc(a->nobj + 1);
+  if (!mask) return MT_ERR_NOMEM;
+  int rc = mt_analysis_select(a, f, mask, NULL);
+  if (rc == MT_OK) {
+    each_ctx e = {mask, fn, ctx};
+    rc = mt__log_replay(a, each_one, &e);
+    if (rc < 0) rc = MT_ERR_NOMEM;
+  }
+  free(mask);
+  return rc;
 }

@@ -103,3 +103,28 @@ size_t mt_analysis_object_backtrace(const mt_analysis *a, size_t i, uint32_t *ou
   }
   return len;
 }
+
+int mt__log_replay(const mt_analysis *a, int (*fn)(void *ctx, size_t i, const uint32_t *codes,
+                                                  size_t n),
+                   void *ctx) {
+  uint32_t *codes = NULL;
+  size_t cap = 0;
+  const uint8_t *p = a->log;
+  int rc = 0;
+  for (size_t i = 0; i < a->nobj && rc == 0; i++) {
+    size_t shared = (size_t)read_uint(&p), fresh = (size_t)read_uint(&p);
+    if (shared + fresh > cap) {
+      cap = (shared + fresh) * 2;
+      uint32_t *nc = realloc(codes, cap * sizeof *nc);
+      if (!nc) {
+        free(codes);
+        return -1;
+      }
+      codes = nc;
+    }
+    for (size_t k = 0; k < fresh; k++) codes[shared + k] = (uint32_t)read_uint(&p);
+    rc = fn(ctx, i, codes, shared + fresh);
+  }
+  free(codes);
+  return rc;
+}

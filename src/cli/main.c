@@ -21,7 +21,7 @@ static void overview(FILE *f) {
           "\n"
           "Commands:\n");
   for (size_t i = 0; i < NCOMMANDS; i++)
-    fprintf(f, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
+    fprintf(f, "  %-12s %s\n", commands[i]->name, commands[i]->summary);
   fprintf(f,
           "\n"
           "`memtrace help COMMAND` or `memtrace COMMAND --help` describes one.\n"
