@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# bench/profiler.sh: the profiler's cost on a malloc-heavy program.
+#
+# Runs bench/alloc_workload.c (sizes 16 B to 64 KiB, stacks 5 to 15 deep, some
+# objects kept live) with 1 and 4 threads: plain, under `memtrace run` at the
+# default rate (1e-5 per word) and at 1e-3, and under heaptrack when it is
+# installed. Every configuration runs REPEAT times; the figure kept is the
+# median CPU time (user + sys; on a shared machine it is steadier than wall
+# time), reported as a ratio to plain measured in the same run. Also:
+#   - instructions added to an unsampled malloc+free pair (callgrind, by
+#     difference between two run lengths, so start-up costs cancel out);
+#   - trace bytes per sampled allocation, and the profiler's own memory
+#     (peak RSS traced minus plain).
+# Prints a table and writes bench/out/profiler-bench.txt.
+# heaptrack records every allocation and its interpreter grows super-linearly
+# (2M allocations here: 280 s of CPU and 19 GB, then std::bad_alloc), so it
+# runs on HT_MILLIONS allocations per thread, beside a plain run of that size.
+# Environment: REPEAT (5), MILLIONS (allocations per thread, 4), HT_MILLIONS
+# (0.1), BUILD_DIR.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+out=$here/out
+build=${BUILD_DIR:-$root/build}
+repeat=${REPEAT:-5}
+millions=${MILLIONS:-4}
+ht_millions=${HT_MILLIONS:-0.1}
+report=$out/profiler-bench.txt
+mkdir -p "$out"
+log() { echo "profiler.sh: $*" >&2; }
+
+if [ ! -x "$build/memtrace" ] || [ ! -f "$build/libmemtrace_preload.so" ]; then
+  log "building into $build"
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build "$build" -j"$(nproc)" --target memtrace_cli memtrace_preload >/dev/null
+fi
+[ -x /usr/bin/time ] || { log "needs GNU time (apt-get install time)"; exit 1; }
+
+work=$out/alloc_workload
+pairs=$out/pairs
+cc -O2 -g -fno-omit-frame-pointer "$here/alloc_workload.c" -o "$work" -lpthread
+cc -O2 "$here/pairs.c" -o "$pairs"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# measure NAME CMD...: median CPU seconds and the largest peak RSS (KB).
+measure() {
+  local name=$1
+  shift
+  local cpus=() rss=0
+  for _ in $(seq "$repeat"); do
+    /usr/bin/time -f "%U %S %M" -o "$tmp/t" "$@" > /dev/null 2> "$tmp/err" ||
+      { log "$name failed: $(tail -3 "$tmp/err")"; return 1; }
+    read -r u s m < "$tmp/t"
+    cpus+=("$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.3f", u + s }')")
+    [ "$m" -gt "$rss" ] && rss=$m
+  done
+  local med
+  med=$(printf '%s\n' "${cpus[@]}" | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}')
+  echo "$name $med $rss"
+}
+
+results=$out/profiler-results.txt # raw: name, median CPU s, peak RSS KB
+: > "$results"
+for threads in 1 4; do
+  args=("$work" "$threads" "$millions")
+  measure "plain-$threads" "${args[@]}" >> "$results"
+  measure "memtrace-1e-5-$threads" "$build/memtrace" run -q -o "$tmp/t5.ctf" -- "${args[@]}" >> "$results"
+  measure "memtrace-1e-3-$threads" "$build/memtrace" run -q --rate 1e-3 -o "$tmp/t3.ctf" -- "${args[@]}" >> "$results"
+  if command -v heaptrack > /dev/null; then
+    measure "plain-small-$threads" "$work" "$threads" "$ht_millions" >> "$results"
+    measure "heaptrack-small-$threads" heaptrack -o "$tmp/ht" "$work" "$threads" "$ht_millions" \
+      >> "$results" || log "heaptrack failed: its rows are missing"
+
+    rm -f "$tmp"/ht*
+  fi
+done
+
+# Trace size per sample, at both rates (1 thread).
+"$build/memtrace" run -q -o "$tmp/s5.ctf" -- "$work" 1 "$millions"
+"$build/memtrace" run -q --rate 1e-3 -o "$tmp/s3.ctf" -- "$work" 1 "$millions"
+per_sample() {
+  local allocs
+  allocs=$("$build/memtrace" dump --compact "$1" | awk '$3 ~ /^A?E?a?$|^AE$/ {n++} END {print n + 0}')
+  awk -v b="$(stat -c %s "$1")" -v n="$allocs" 'BEGIN { printf "%d %.1f", n, n ? b / n : 0 }'
+}
+read -r n5 b5 <<< "$(per_sample "$tmp/s5.ctf")"
+read -r n3 b3 <<< "$(per_sample "$tmp/s3.ctf")"
+
+# Instructions per unsampled malloc+free pair (tracing on, rate 1e-9: no
+# sample is ever taken, every call goes through the interposer).
+ir() {
+  valgrind --tool=callgrind --trace-children=yes --callgrind-out-file="$tmp/cg.%p" "$@" \
+    > /dev/null 2> "$tmp/cg.err"
+  grep Collected "$tmp/cg.err" | tail -1 | awk '{print $4}'
+  rm -f "$tmp"/cg.[0-9]*
+}
+extra="n/a"
+if command -v valgrind > /dev/null; then
+  pre=(env LD_PRELOAD="$build/libmemtrace_preload.so" MEMTRACE="$tmp/z.ctf" MEMTRACE_RATE=1e-9)
+  b1=$(ir "$pairs" 100000); b2=$(ir "$pairs" 200000)
+  p1=$(ir "${pre[@]}" "$pairs" 100000); p2=$(ir "${pre[@]}" "$pairs" 200000)
+  plain_pair=$(( (b2 - b1) / 100000 ))
+  extra=$(( ((p2 - p1) - (b2 - b1)) / 100000 ))
+fi
+
+{
+  echo "# memtrace-c profiler benchmark ($(date -u +%Y-%m-%d), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
+  echo "# workload: $millions M allocations per thread ($ht_millions M for the *-small rows), 16 B - 64 KiB, stacks 5-15 deep; median CPU time of $repeat runs"
+  printf "%-24s %10s %10s %12s\n" configuration "cpu s" "x plain" "peak RSS MB"
+  awk '
+    { name[NR] = $1; cpu[$1] = $2; rss[$1] = $3 }
+    END {
+      for (i = 1; i <= NR; i++) {
+        n = name[i]; t = n; sub(/.*-/, "", t)
+        if (n ~ /small/) key = "plain-small-" t; else key = "plain-" t
+        base = cpu[key]
+        printf "%-24s %10.3f %10.2f %12.1f\n", n, cpu[n], (base > 0 ? cpu[n] / base : 0), rss[n] / 1024
+      }
+    }' "$results"
+  echo
+  echo "unsampled malloc+free pair: $plain_pair instructions plain, +$extra with the interposer (target <= 15)"
+  echo "trace bytes per sampled allocation: $b5 at 1e-5 ($n5 samples), $b3 at 1e-3 ($n3 samples)"
+  awk '{cpu[$1] = $2; rss[$1] = $3} END {
+    printf "profiler memory (peak RSS traced - plain, 1 thread): %.1f MB at 1e-5, %.1f MB at 1e-3\n",
+      (rss["memtrace-1e-5-1"] - rss["plain-1"]) / 1024, (rss["memtrace-1e-3-1"] - rss["plain-1"]) / 1024 }' "$results"
+  echo "targets: <= 1.05x plain at the default rate, <= 1.5x at 1e-3 (heaptrack: about 13x)"
+} | tee "$report"
