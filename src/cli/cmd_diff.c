@@ -122,7 +122,7 @@ static void reduce(diff *d, int k, const char *path, const mt_filter *f) {
   /* per site code: no stack tree needed */
   mt_tally *per_code = malloc((mt_analysis_code_count(a) + 1) * sizeof *per_code);
   emit_groups g;
-  if (!per_code || mt_analysis_tally_sites(a, f, per_code, &d->total[k]) != MT_OK ||
+  if (!per_code || emit_tally_sites(a, f, per_code, &d->total[k]) != MT_OK ||
       emit_group_sites(a, d->by, per_code, &g) != 0)
     emit_nomem(&mt_cmd_diff);
   for (size_t i = 0; i < g.n; i++) {

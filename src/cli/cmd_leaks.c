@@ -41,47 +41,73 @@ static const char usage[] =
 
 typedef struct leaks {
   const mt_analysis *a;
+  /* the stacks of the objects passing the filter only: a trie filled from
+   * one pass over their backtraces, so the trace's whole stack tree is
+   * never built */
+  emit_trie trie;
+  emit_stack_cond cond; /* --inside/--not-inside, decided here (no tree) */
+  /* per trie node holding objects (a "slot"; few next to all nodes) */
+  mt__u64map slot_of;       /* node -> slot */
+  uint32_t *node;
+  mt_tally *tally;
+  uint64_t *oldest, *newest; /* allocation times */
+  size_t nslots, cap;
   emit_groups g;
-  mt_estimate *bytes, *objects;
-  uint64_t *oldest, *newest;
+  mt_estimate *bytes, *objects; /* per group */
 } leaks;
+
+static int on_backtrace(void *ctx, size_t i, const uint32_t *codes, size_t n) {
+  leaks *l = ctx;
+  uint32_t node, slot;
+  if (!emit_stack_cond_pass(&l->cond, codes, n)) return 0;
+  if (emit_trie_add(&l->trie, codes, n, &node)) return MT_ERR_NOMEM;
+  uint32_t *ix = mt__u64map_get(&l->slot_of, node);
+  if (ix) {
+    slot = *ix - 1;
+  } else {
+    if (l->nslots == l->cap) {
+      size_t cap = l->cap ? l->cap * 2 : 1024;
+      uint32_t *nd = realloc(l->node, cap * sizeof *nd);
+      if (nd) l->node = nd;
+      mt_tally *t = realloc(l->tally, cap * sizeof *t);
+      if (t) l->tally = t;
+      uint64_t *o = realloc(l->oldest, cap * sizeof *o);
+      if (o) l->oldest = o;
+      uint64_t *w = realloc(l->newest, cap * sizeof *w);
+      if (w) l->newest = w;
+      if (!nd || !t || !o || !w) return MT_ERR_NOMEM;
+      l->cap = cap;
+    }
+    slot = (uint32_t)l->nslots++;
+    if (mt__u64map_put(&l->slot_of, node, slot)) return MT_ERR_NOMEM;
+    l->node[slot] = node;
+    memset(&l->tally[slot], 0, sizeof l->tally[slot]);
+    l->oldest[slot] = MT_NEVER;
+    l->newest[slot] = 0;
+  }
+  mt_tally_object(l->a, i, &l->tally[slot]);
+  uint64_t t = mt_analysis_object(l->a, i).alloc_time;
+  if (t < l->oldest[slot]) l->oldest[slot] = t;
+  if (t > l->newest[slot]) l->newest[slot] = t;
+  return 0;
+}
+
+/* The slot of a group's stack (which holds objects, so has one). */
+static uint32_t group_slot(const leaks *l, uint32_t g) {
+  return *mt__u64map_get(&l->slot_of, l->g.rep[g]) - 1;
+}
+static uint64_t group_oldest(const leaks *l, uint32_t g) { return l->oldest[group_slot(l, g)]; }
+static uint64_t group_newest(const leaks *l, uint32_t g) { return l->newest[group_slot(l, g)]; }
 
 static int order(const void *px, const void *py, void *ctx) {
   const leaks *l = ctx;
   uint32_t x = *(const uint32_t *)px, y = *(const uint32_t *)py;
-  if (l->oldest[x] != l->oldest[y]) return l->oldest[x] < l->oldest[y] ? -1 : 1;
+  uint64_t ox = group_oldest(l, x), oy = group_oldest(l, y);
+  if (ox != oy) return ox < oy ? -1 : 1;
   if (l->bytes[x].value != l->bytes[y].value) return l->bytes[x].value > l->bytes[y].value ? -1 : 1;
   int c = emit_group_name_cmp(l->a, &l->g, x, y);
   if (c) return c;
   return x < y ? -1 : x > y;
-}
-
-/* Each group's oldest and newest allocation. Only objects never collected
- * whose stack passed the filter are visited; the stack conditions (--inside)
- * are already settled by the tally, so the per-object test uses a filter
- * without them (a filter with them recomputes its stack table per call). */
-static void ages(leaks *l, const mt_filter *f) {
-  const mt_analysis *a = l->a;
-  mt_filter objf = *f;
-  objf.inside = objf.not_inside = NULL;
-  size_t nobj = mt_analysis_object_count(a);
-  /* printed stack -> group, for the groups only (not the stack count) */
-  mt__u64map group_of = {0};
-  for (size_t g = 0; g < l->g.n; g++) {
-    l->oldest[g] = MT_NEVER;
-    l->newest[g] = 0;
-    if (mt__u64map_put(&group_of, l->g.rep[g], (uint32_t)g)) emit_nomem(&mt_cmd_leaks);
-  }
-  for (size_t i = 0; i < nobj; i++) {
-    mt_object o = mt_analysis_object(a, i);
-    if (o.free_time != MT_NEVER) continue;
-    uint32_t *ix = mt__u64map_get(&group_of, emit_canon(&l->g, o.stack));
-    if (!ix || !mt_analysis_matches(a, &objf, i)) continue;
-    uint32_t g = *ix - 1;
-    if (o.alloc_time < l->oldest[g]) l->oldest[g] = o.alloc_time;
-    if (o.alloc_time > l->newest[g]) l->newest[g] = o.alloc_time;
-  }
-  mt__u64map_free(&group_of);
 }
 
 static int run(int argc, char **argv) {
@@ -118,25 +144,38 @@ static int run(int argc, char **argv) {
 
   mt_analysis *a = mt_cli_load(path);
   l.a = a;
-  size_t nstacks = mt_analysis_stack_count(a);
-  mt_tally *per_stack = malloc(nstacks * sizeof *per_stack), total;
-  if (!per_stack) emit_nomem(cmd);
-  if (mt_analysis_tally_stacks(a, &f, per_stack, &total) != MT_OK ||
-      emit_group_stacks(a, per_stack, &l.g) != 0)
-    emit_nomem(cmd);
+  mt_filter rest;
+  if (emit_trie_init(&l.trie) || emit_stack_cond_init(a, &f, &rest, &l.cond)) emit_nomem(cmd);
+  int rc = mt_analysis_each_backtrace(a, &rest, on_backtrace, &l);
+  if (rc != MT_OK) emit_nomem(cmd);
+  emit_trie_done(&l.trie);
+  /* per node for the grouping (which merges stacks printing alike) */
+  mt_tally total = {0}, *per_node = calloc(l.trie.n, sizeof *per_node);
+  if (!per_node) emit_nomem(cmd);
+  for (size_t k = 0; k < l.nslots; k++) {
+    per_node[l.node[k]] = l.tally[k];
+    mt_tally_add(&total, &l.tally[k]);
+  }
+  emit_stacks st = {a, &l.trie};
+  if (emit_group_stacks(&st, l.trie.n, per_node, &l.g) != 0) emit_nomem(cmd);
+  /* fold the ages of merged stacks into the stack they joined */
+  for (size_t k = 0; k < l.nslots && l.g.canon; k++) {
+    uint32_t to = emit_canon(&l.g, l.node[k]);
+    if (to == l.node[k]) continue;
+    uint32_t s = *mt__u64map_get(&l.slot_of, to) - 1;
+    if (l.oldest[k] < l.oldest[s]) l.oldest[s] = l.oldest[k];
+    if (l.newest[k] > l.newest[s]) l.newest[s] = l.newest[k];
+  }
 
   size_t n = l.g.n;
   l.bytes = emit_xrealloc(cmd, NULL, n * sizeof *l.bytes);
   l.objects = emit_xrealloc(cmd, NULL, n * sizeof *l.objects);
-  l.oldest = emit_xrealloc(cmd, NULL, n * sizeof *l.oldest);
-  l.newest = emit_xrealloc(cmd, NULL, n * sizeof *l.newest);
   uint32_t *idx = emit_xrealloc(cmd, NULL, n * sizeof *idx);
   for (size_t g = 0; g < n; g++) {
     l.bytes[g] = mt_estimate_bytes(a, emit_group_tally(&l.g, g));
     l.objects[g] = mt_estimate_objects(a, emit_group_tally(&l.g, g));
     idx[g] = (uint32_t)g;
   }
-  ages(&l, &f);
   qsort_r(idx, n, sizeof *idx, order, &l);
   size_t shown = limit && limit < n ? limit : n;
 
@@ -175,12 +214,12 @@ static int run(int argc, char **argv) {
                     emit_interval_note(b4, sizeof b4, l.objects[g], 0), samples,
                     emit_plural(samples));
       mt_out_printf(&out, "    allocated %s before the end",
-                    mt_cli_duration(b1, sizeof b1, (double)(end - l.oldest[g])));
-      if (l.newest[g] != l.oldest[g])
+                    mt_cli_duration(b1, sizeof b1, (double)(end - group_oldest(&l, g))));
+      if (group_newest(&l, g) != group_oldest(&l, g))
         mt_out_printf(&out, " (the newest %s before)",
-                      mt_cli_duration(b1, sizeof b1, (double)(end - l.newest[g])));
+                      mt_cli_duration(b1, sizeof b1, (double)(end - group_newest(&l, g))));
       mt_out_char(&out, '\n');
-      size_t nf = emit_stack_frames(a, l.g.rep[g], depth, &fr, &frcap);
+      size_t nf = emit_stack_frames(&st, l.g.rep[g], depth, &fr, &frcap);
       size_t k = depth && nf > depth ? depth : nf;
       if (nf == 0) mt_out_str(&out, "      (no backtrace)\n");
       for (size_t j = 0; j < k; j++) {
@@ -193,7 +232,7 @@ static int run(int argc, char **argv) {
         mt_out_str(&out, line.s);
         mt_out_char(&out, '\n');
       }
-      if (k < nf) mt_out_printf(&out, "      ... %zu more frames\n", nf - k);
+      if (k < nf) mt_out_printf(&out, "      ... %zu more frame%s\n", nf - k, emit_plural(nf - k));
     }
   } else {
     mt_out_str(&out, "{\n  \"command\": \"leaks\",\n  \"trace\": ");
@@ -223,12 +262,12 @@ static int run(int argc, char **argv) {
       mt_out_printf(&out, ",\n     \"samples\": %" PRIu64 ", \"sampled_objects\": %" PRIu64,
                     emit_group_tally(&l.g, g)->samples, emit_group_tally(&l.g, g)->objects);
       mt_out_str(&out, ", \"oldest_alloc_s\": ");
-      emit_json_num(&out, (double)l.oldest[g] / 1e6);
+      emit_json_num(&out, (double)group_oldest(&l, g) / 1e6);
       mt_out_str(&out, ", \"newest_alloc_s\": ");
-      emit_json_num(&out, (double)l.newest[g] / 1e6);
+      emit_json_num(&out, (double)group_newest(&l, g) / 1e6);
       mt_out_str(&out, ", \"age_s\": ");
-      emit_json_num(&out, (double)(end - l.oldest[g]) / 1e6);
-      size_t nf = emit_stack_frames(a, l.g.rep[g], depth, &fr, &frcap);
+      emit_json_num(&out, (double)(end - group_oldest(&l, g)) / 1e6);
+      size_t nf = emit_stack_frames(&st, l.g.rep[g], depth, &fr, &frcap);
       size_t k = depth && nf > depth ? depth : nf;
       mt_out_printf(&out, ",\n     \"frames_total\": %zu, \"frames\": [", nf);
       for (size_t j = 0; j < k; j++) {
@@ -247,10 +286,15 @@ static int run(int argc, char **argv) {
   emit_str_free(&line);
   free(l.bytes);
   free(l.objects);
+  free(l.node);
+  free(l.tally);
   free(l.oldest);
   free(l.newest);
+  free(per_node);
+  mt__u64map_free(&l.slot_of);
+  emit_stack_cond_free(&l.cond);
   emit_groups_free(&l.g);
-  free(per_stack);
+  emit_trie_free(&l.trie);
   mt_analysis_free(a);
   return 0;
 }

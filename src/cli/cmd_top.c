@@ -1,8 +1,9 @@
 /* memtrace top: allocation sites ranked by estimated bytes or objects.
  *
  * The objects passing the filter are tallied in one pass, per site code
- * (mt_analysis_tally_sites, which needs no stack tree) or with --by stack
- * per stack (mt_analysis_tally_stacks); the entries are then grouped by
+ * (emit_tally_sites: mt_analysis_tally_sites, or one pass over the
+ * backtraces for --inside/--not-inside; no stack tree either way) or with
+ * --by stack per stack (mt_analysis_tally_stacks); the entries are then grouped by
  * function, line or printed stack and their tallies summed. Estimates and
  * intervals come from each group's summed tally, never from combining
  * per-entry intervals (tallies add; intervals do not). */
@@ -30,8 +31,8 @@ static const char usage[] =
     "  -n N                   show the first N sites (default 20; 0: all)\n"
     "  --depth N              with --by stack: frames shown per stack\n"
     "                         (default 10; 0: all)\n"
-    "                         (--by stack, like --inside, needs the trace's\n"
-    "                         stack tree: slower and larger on big traces)\n"
+    "                         (--by stack needs the trace's whole stack tree:\n"
+    "                         slower and larger on big traces)\n"
     "  --format table|csv|json\n"
     "                         output format (default table)\n"
     "\n" MT_CLI_FILTER_HELP
@@ -78,14 +79,17 @@ static double pct(double part, double whole) { return whole > 0 ? 100 * part / w
 /* The frames of a group's stack into b, `sep` between frames. */
 static const char *stack_text(emit_str *b, const mt_analysis *a, uint32_t stack, size_t depth,
                               const char *sep, emit_frame **fr, size_t *cap) {
-  size_t total = emit_stack_frames(a, stack, depth, fr, cap);
+  emit_stacks st = emit_tree(a);
+  size_t total = emit_stack_frames(&st, stack, depth, fr, cap);
   size_t shown = depth && total > depth ? depth : total;
   emit_str_clear(b);
   for (size_t i = 0; i < shown; i++) {
     if (i) emit_str_printf(b, "%s", sep);
     emit_frame_text(b, &(*fr)[i]);
   }
-  if (shown < total) emit_str_printf(b, "%s... %zu more frames", shown ? sep : "", total - shown);
+  if (shown < total)
+    emit_str_printf(b, "%s... %zu more frame%s", shown ? sep : "", total - shown,
+                    emit_plural(total - shown));
   return emit_str_get(b);
 }
 
@@ -161,6 +165,7 @@ static int run(int argc, char **argv) {
   if (!path) mt_cli_usage_error(cmd, "missing TRACE");
 
   mt_analysis *a = mt_cli_load(path);
+  emit_stacks tree = emit_tree(a);
   t.a = a;
   /* By site, the tallies come per site code and the stack tree is never
    * built (it costs time and memory in the number of distinct stacks); by
@@ -170,14 +175,14 @@ static int run(int argc, char **argv) {
   mt_tally *tallies = malloc(ntallies * sizeof *tallies), all, total;
   if (!tallies) emit_nomem(cmd);
   int (*tally)(const mt_analysis *, const mt_filter *, mt_tally *, mt_tally *) =
-      t.by == EMIT_BY_STACK ? mt_analysis_tally_stacks : mt_analysis_tally_sites;
+      t.by == EMIT_BY_STACK ? mt_analysis_tally_stacks : emit_tally_sites;
   /* The whole trace's total first, for the filtered total's share. */
   mt_filter none;
   mt_filter_init(&none);
   int filtered = !emit_filter_is_all(&f);
   if ((filtered && tally(a, &none, tallies, &all) != MT_OK) ||
       tally(a, &f, tallies, &total) != MT_OK ||
-      (t.by == EMIT_BY_STACK ? emit_group_stacks(a, tallies, &t.g)
+      (t.by == EMIT_BY_STACK ? emit_group_stacks(&tree, ntallies, tallies, &t.g)
                              : emit_group_sites(a, t.by, tallies, &t.g)) != 0)
     emit_nomem(cmd);
   if (!filtered) all = total;
@@ -316,7 +321,7 @@ static int run(int argc, char **argv) {
       mt_out_printf(&out, ",\n     \"samples\": %" PRIu64 ", \"sampled_objects\": %" PRIu64,
                     tally->samples, tally->objects);
       if (t.by == EMIT_BY_STACK) {
-        size_t nf = emit_stack_frames(a, t.g.rep[g], depth, &fr, &frcap);
+        size_t nf = emit_stack_frames(&tree, t.g.rep[g], depth, &fr, &frcap);
         size_t k = depth && nf > depth ? depth : nf;
         mt_out_printf(&out, ",\n     \"frames_total\": %zu, \"frames\": [", nf);
         for (size_t j = 0; j < k; j++) {

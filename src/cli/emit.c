@@ -540,44 +540,136 @@ void emit_table_free(emit_table *t) {
   memset(t, 0, sizeof *t);
 }
 
-/* ---- stack frames ----------------------------------------------------------- */
+/* ---- stacks ------------------------------------------------------------------ */
+
+int emit_trie_init(emit_trie *t) {
+  memset(t, 0, sizeof *t);
+  t->cap = 1024;
+  t->parent = malloc(t->cap * sizeof *t->parent);
+  t->code = malloc(t->cap * sizeof *t->code);
+  if (!t->parent || !t->code) {
+    emit_trie_free(t);
+    return -1;
+  }
+  t->parent[0] = t->code[0] = 0;
+  t->n = 1;
+  return 0;
+}
+
+static int trie_child(emit_trie *t, uint32_t parent, uint32_t code, uint32_t *out) {
+  uint64_t key = (uint64_t)parent << 32 | code;
+  uint32_t *ix = mt__u64map_get(&t->index, key);
+  if (ix) {
+    *out = *ix - 1;
+    return 0;
+  }
+  if (t->n >= UINT32_MAX - 1) return -1;
+  if (t->n == t->cap) {
+    size_t cap = t->cap * 2;
+    uint32_t *p = realloc(t->parent, cap * sizeof *p);
+    if (!p) return -1;
+    t->parent = p;
+    uint32_t *c = realloc(t->code, cap * sizeof *c);
+    if (!c) return -1;
+    t->code = c;
+    t->cap = cap;
+  }
+  t->parent[t->n] = parent;
+  t->code[t->n] = code;
+  if (mt__u64map_put(&t->index, key, (uint32_t)t->n)) return -1;
+  *out = (uint32_t)t->n++;
+  return 0;
+}
+
+int emit_trie_add(emit_trie *t, const uint32_t *codes, size_t n, uint32_t *node) {
+  /* consecutive backtraces share prefixes: start after the shared part */
+  size_t k = 0;
+  while (k < n && k < t->last_n && codes[k] == t->last_codes[k]) k++;
+  if (n > t->last_cap) {
+    size_t cap = n * 2;
+    uint32_t *l = realloc(t->last, cap * sizeof *l);
+    if (!l) return -1;
+    t->last = l;
+    uint32_t *c = realloc(t->last_codes, cap * sizeof *c);
+    if (!c) return -1;
+    t->last_codes = c;
+    t->last_cap = cap;
+  }
+  uint32_t at = k ? t->last[k - 1] : 0;
+  for (size_t i = k; i < n; i++) {
+    if (trie_child(t, at, codes[i], &at)) {
+      t->last_n = 0; /* the saved path is incomplete */
+      return -1;
+    }
+    t->last[i] = at;
+    t->last_codes[i] = codes[i];
+  }
+  t->last_n = n;
+  *node = at;
+  return 0;
+}
+
+void emit_trie_done(emit_trie *t) {
+  free(t->last);
+  free(t->last_codes);
+  mt__u64map_free(&t->index);
+  t->last = t->last_codes = NULL;
+  t->last_n = t->last_cap = 0;
+}
+
+void emit_trie_free(emit_trie *t) {
+  free(t->parent);
+  free(t->code);
+  free(t->last);
+  free(t->last_codes);
+  mt__u64map_free(&t->index);
+  memset(t, 0, sizeof *t);
+}
+
+static inline uint32_t st_parent(const emit_stacks *st, uint32_t s) {
+  return st->trie ? st->trie->parent[s] : mt_analysis_stack_parent(st->a, s);
+}
+static inline uint32_t st_code(const emit_stacks *st, uint32_t s) {
+  return st->trie ? st->trie->code[s] : mt_analysis_stack_code(st->a, s);
+}
 
 /* Walks a stack's printed frames innermost first without storing them. */
 typedef struct frame_iter {
-  const mt_analysis *a;
-  uint32_t stack;       /* the next stack node to expand */
+  const emit_stacks *st;
+  uint32_t stack;         /* the next stack node to expand */
   const mt_frame *frames; /* the current code's locations (outermost first) */
-  size_t left;          /* of them, still to give (from the end) */
+  size_t left;            /* of them, still to give (from the end) */
 } frame_iter;
 
 static int iter_next(frame_iter *it, emit_frame *out) {
+  const mt_analysis *a = it->st->a;
   for (;;) {
     if (it->left) {
       const mt_frame *f = &it->frames[--it->left];
-      out->function = mt_analysis_function_name(it->a, f->function);
-      out->file = mt_analysis_function_file(it->a, f->function);
+      out->function = mt_analysis_function_name(a, f->function);
+      out->file = mt_analysis_function_file(a, f->function);
       out->line = f->line;
       out->code = 0;
       return 1;
     }
     if (it->stack == 0) return 0;
-    uint32_t c = mt_analysis_stack_code(it->a, it->stack);
-    it->stack = mt_analysis_stack_parent(it->a, it->stack);
+    uint32_t c = st_code(it->st, it->stack);
+    it->stack = st_parent(it->st, it->stack);
     size_t n;
-    it->frames = mt_analysis_code_frames(it->a, c, &n);
+    it->frames = mt_analysis_code_frames(a, c, &n);
     it->left = n;
     if (n == 0) {
       out->function = out->file = NULL;
       out->line = 0;
-      out->code = mt_analysis_code_value(it->a, c);
+      out->code = mt_analysis_code_value(a, c);
       return 1;
     }
   }
 }
 
-size_t emit_stack_frames(const mt_analysis *a, uint32_t stack, size_t max, emit_frame **buf,
+size_t emit_stack_frames(const emit_stacks *st, uint32_t stack, size_t max, emit_frame **buf,
                          size_t *cap) {
-  frame_iter it = {a, stack, NULL, 0};
+  frame_iter it = {st, stack, NULL, 0};
   emit_frame f;
   size_t n = 0;
   while (iter_next(&it, &f)) {
@@ -630,8 +722,8 @@ static int frame_cmp(const emit_frame *x, const emit_frame *y) {
   return c;
 }
 
-int emit_stack_cmp(const mt_analysis *a, uint32_t x, uint32_t y) {
-  frame_iter ix = {a, x, NULL, 0}, iy = {a, y, NULL, 0};
+int emit_stack_cmp(const emit_stacks *st, uint32_t x, uint32_t y) {
+  frame_iter ix = {st, x, NULL, 0}, iy = {st, y, NULL, 0};
   for (;;) {
     emit_frame fx, fy;
     int hx = iter_next(&ix, &fx), hy = iter_next(&iy, &fy);
@@ -683,6 +775,80 @@ emit_site emit_code_site(const mt_analysis *a, uint32_t code) {
     s.code = mt_analysis_code_value(a, code);
   }
   return s;
+}
+
+/* ---- stack conditions without the stack tree --------------------------------- */
+
+static int code_has(const mt_analysis *a, uint32_t c, const char *needle) {
+  size_t n;
+  const mt_frame *fr = mt_analysis_code_frames(a, c, &n);
+  for (size_t i = 0; i < n; i++)
+    if (strstr(mt_analysis_function_name(a, fr[i].function), needle)) return 1;
+  return 0;
+}
+
+int emit_stack_cond_init(const mt_analysis *a, const mt_filter *f, mt_filter *rest,
+                         emit_stack_cond *c) {
+  *rest = *f;
+  rest->inside = rest->not_inside = NULL;
+  memset(c, 0, sizeof *c);
+  c->in = f->inside && f->inside[0];
+  c->out = f->not_inside && f->not_inside[0];
+  if (!c->in && !c->out) return 0;
+  size_t ncodes = mt_analysis_code_count(a);
+  c->code_bits = calloc(ncodes + 1, 1);
+  if (!c->code_bits) return -1;
+  for (size_t k = 0; k < ncodes; k++)
+    c->code_bits[k] = (uint8_t)((c->in && code_has(a, (uint32_t)k, f->inside)) |
+                                (c->out && code_has(a, (uint32_t)k, f->not_inside)) << 1);
+  return 0;
+}
+
+int emit_stack_cond_pass(const emit_stack_cond *c, const uint32_t *codes, size_t n) {
+  if (!c->in && !c->out) return 1;
+  unsigned has = 0;
+  for (size_t i = 0; i < n; i++) has |= c->code_bits[codes[i]];
+  return (!c->in || (has & 1)) && (!c->out || !(has & 2));
+}
+
+void emit_stack_cond_free(emit_stack_cond *c) {
+  free(c->code_bits);
+  memset(c, 0, sizeof *c);
+}
+
+typedef struct site_pass {
+  const mt_analysis *a;
+  const emit_stack_cond *cond;
+  mt_tally *per_code;
+  size_t ncodes;
+} site_pass;
+
+static int tally_site(void *ctx, size_t i, const uint32_t *codes, size_t n) {
+  site_pass *p = ctx;
+  if (!emit_stack_cond_pass(p->cond, codes, n)) return 0;
+  uint32_t c = mt_analysis_object_site(p->a, i);
+  mt_tally_object(p->a, i, &p->per_code[c == MT_NO_CODE ? p->ncodes : c]);
+  return 0;
+}
+
+int emit_tally_sites(const mt_analysis *a, const mt_filter *f, mt_tally *per_code,
+                     mt_tally *total) {
+  mt_filter rest;
+  emit_stack_cond cond;
+  if (emit_stack_cond_init(a, f, &rest, &cond)) return MT_ERR_NOMEM;
+  if (!cond.in && !cond.out) return mt_analysis_tally_sites(a, f, per_code, total);
+  size_t ncodes = mt_analysis_code_count(a);
+  memset(per_code, 0, (ncodes + 1) * sizeof *per_code);
+  site_pass p = {a, &cond, per_code, ncodes};
+  int rc = mt_analysis_each_backtrace(a, &rest, tally_site, &p);
+  emit_stack_cond_free(&cond);
+  if (rc != MT_OK) return rc;
+  if (total) {
+    mt_tally sum = {0};
+    for (size_t c = 0; c <= ncodes; c++) mt_tally_add(&sum, &per_code[c]);
+    *total = sum;
+  }
+  return MT_OK;
 }
 
 /* The grouping key of the site of code id `code`: locations by function
@@ -769,9 +935,12 @@ out:
   return rc;
 }
 
-static int merge_printed_alike(const mt_analysis *a, mt_tally *per_stack, emit_groups *g) {
-  size_t nstacks = mt_analysis_stack_count(a), ncand = 0;
+static int merge_printed_alike(const emit_stacks *st, size_t nstacks, mt_tally *per_stack,
+                               emit_groups *g) {
+  const mt_analysis *a = st->a;
+  size_t ncand = 0;
   int maybe;
+  if (nstacks < 2) return 0;
   if (may_print_alike(a, &maybe)) return -1;
   if (!maybe) return 0;
   uint64_t *h = malloc(nstacks * sizeof *h);
@@ -782,8 +951,8 @@ static int merge_printed_alike(const mt_analysis *a, mt_tally *per_stack, emit_g
   for (size_t s = 1; s < nstacks; s++) {
     /* over the printed frames: function and line of each location, or the
      * value of an undescribed code */
-    uint32_t c = mt_analysis_stack_code(a, (uint32_t)s);
-    uint64_t x = h[mt_analysis_stack_parent(a, (uint32_t)s)];
+    uint32_t c = st_code(st, (uint32_t)s);
+    uint64_t x = h[st_parent(st, (uint32_t)s)];
     size_t n;
     const mt_frame *fr = mt_analysis_code_frames(a, c, &n);
     if (n == 0) x = mt__hash64(x * 0x100000001b3ull + (mt_analysis_code_value(a, c) ^ 0xc0de));
@@ -808,7 +977,7 @@ static int merge_printed_alike(const mt_analysis *a, mt_tally *per_stack, emit_g
      * merely fails that test) */
     for (size_t x = i + 1; x < j; x++)
       for (size_t y = i; y < x; y++) {
-        if (emit_stack_cmp(a, cand[y].stack, cand[x].stack) != 0) continue;
+        if (emit_stack_cmp(st, cand[y].stack, cand[x].stack) != 0) continue;
         uint32_t to = emit_canon(g, cand[y].stack), from = cand[x].stack;
         mt_tally_add(&per_stack[to], &per_stack[from]);
         memset(&per_stack[from], 0, sizeof per_stack[from]);
@@ -879,12 +1048,14 @@ int emit_group_sites(const mt_analysis *a, int by, const mt_tally *per_code, emi
   return 0;
 }
 
-int emit_group_stacks(const mt_analysis *a, mt_tally *per_stack, emit_groups *g) {
-  size_t nstacks = mt_analysis_stack_count(a), cap = 0;
+int emit_group_stacks(const emit_stacks *st, size_t nstacks, mt_tally *per_stack,
+                      emit_groups *g) {
+  size_t cap = 0;
   memset(g, 0, sizeof *g);
   g->by = EMIT_BY_STACK;
   g->per_stack = per_stack;
-  if (merge_printed_alike(a, per_stack, g)) goto fail;
+  g->stacks = *st;
+  if (merge_printed_alike(st, nstacks, per_stack, g)) goto fail;
   for (size_t s = 0; s < nstacks; s++)
     if (per_stack[s].objects && add_group(g, &cap, (uint32_t)s, NULL, NULL)) goto fail;
   return 0;
@@ -949,6 +1120,6 @@ static int site_cmp(const mt_analysis *a, const emit_site *x, const emit_site *y
 }
 
 int emit_group_name_cmp(const mt_analysis *a, const emit_groups *g, uint32_t x, uint32_t y) {
-  if (g->by == EMIT_BY_STACK) return emit_stack_cmp(a, g->rep[x], g->rep[y]);
+  if (g->by == EMIT_BY_STACK) return emit_stack_cmp(&g->stacks, g->rep[x], g->rep[y]);
   return site_cmp(a, &g->site[x], &g->site[y], g->by);
 }

@@ -111,7 +111,35 @@ void emit_table_row(emit_table *t, const char *const *cells);
 void emit_table_print(const emit_table *t, mt_out *o, const char *indent);
 void emit_table_free(emit_table *t);
 
-/* ---- stack frames ----------------------------------------------------------- */
+/* ---- stacks ------------------------------------------------------------------ */
+
+/* A trie of backtraces, for tools that need the stacks of a few objects
+ * only: the analysis' own stack tree holds every object's and costs time
+ * and memory in the number of distinct stacks of the whole trace. Node 0 is
+ * the empty stack; a node's parent has a smaller id. Codes are code ids. */
+typedef struct emit_trie {
+  uint32_t *parent, *code;
+  size_t n, cap;
+  mt__u64map index;    /* parent << 32 | code -> node */
+  uint32_t *last;      /* nodes of the previous backtrace, to share its prefix */
+  uint32_t *last_codes;
+  size_t last_n, last_cap;
+} emit_trie;
+
+/* Returns 0, or -1 when out of memory. */
+int emit_trie_init(emit_trie *t);
+/* The node of a backtrace (code ids, outermost first), added if new. */
+int emit_trie_add(emit_trie *t, const uint32_t *codes, size_t n, uint32_t *node);
+/* Frees what only adding needs (the index): nodes and codes stay. */
+void emit_trie_done(emit_trie *t);
+void emit_trie_free(emit_trie *t);
+
+/* Where stack ids come from: the analysis' stack tree (trie NULL), or a
+ * trie over the analysis' codes. */
+typedef struct emit_stacks {
+  const mt_analysis *a;
+  const emit_trie *trie;
+} emit_stacks;
 
 /* One printed frame: a source location, or a code the trace never
  * described (function NULL). */
@@ -125,7 +153,7 @@ typedef struct emit_frame {
  * code's inlined locations innermost first, then its caller's. Stores at
  * most `max` frames (0: all) into *buf (grown as needed) and returns how
  * many the stack has in all. */
-size_t emit_stack_frames(const mt_analysis *a, uint32_t stack, size_t max, emit_frame **buf,
+size_t emit_stack_frames(const emit_stacks *st, uint32_t stack, size_t max, emit_frame **buf,
                          size_t *cap);
 /* Appends "function (file:line)", or "#code" in hex for an undescribed
  * code. */
@@ -135,7 +163,7 @@ void emit_json_frame(mt_out *o, const emit_frame *f);
 /* Orders two stacks by their printed frames, innermost first (strcmp of
  * function, then file, then line; an undescribed code after any location,
  * by code value; a stack that ends first sorts first). */
-int emit_stack_cmp(const mt_analysis *a, uint32_t x, uint32_t y);
+int emit_stack_cmp(const emit_stacks *st, uint32_t x, uint32_t y);
 
 /* ---- sites ------------------------------------------------------------------ */
 
@@ -164,6 +192,30 @@ emit_site emit_code_site(const mt_analysis *a, uint32_t code);
  * "#code" (hex); "(no backtrace)". */
 void emit_site_text(emit_str *b, const mt_analysis *a, const emit_site *s, int with_line);
 
+/* ---- stack conditions without the stack tree --------------------------------- */
+
+/* --inside / --not-inside decided on an object's backtrace (code ids), as
+ * the analysis decides them on its stack tree: some location of some frame
+ * has a function name containing `inside`; none contains `not_inside`. The
+ * analysis builds the whole tree to answer them (seconds and hundreds of
+ * megabytes on large traces); one pass over the backtraces needs neither. */
+typedef struct emit_stack_cond {
+  uint8_t *code_bits; /* per code: 1 matches inside, 2 matches not_inside */
+  int in, out;        /* which conditions are set */
+} emit_stack_cond;
+
+/* Splits f: *rest gets f without its stack conditions, *c those. Returns
+ * 0, or -1 when out of memory. c->in and c->out are 0 when f has none. */
+int emit_stack_cond_init(const mt_analysis *a, const mt_filter *f, mt_filter *rest,
+                         emit_stack_cond *c);
+int emit_stack_cond_pass(const emit_stack_cond *c, const uint32_t *codes, size_t n);
+void emit_stack_cond_free(emit_stack_cond *c);
+
+/* As mt_analysis_tally_sites, deciding --inside / --not-inside on the
+ * backtraces (see above) rather than on the analysis' stack tree. */
+int emit_tally_sites(const mt_analysis *a, const mt_filter *f, mt_tally *per_code,
+                     mt_tally *total);
+
 /* Objects grouped by site (--by function or line: from the per-site-code
  * tallies of mt_analysis_tally_sites, which needs no stack tree) or by
  * stack (--by stack: from mt_analysis_tally_stacks; stacks whose frames
@@ -177,6 +229,7 @@ typedef struct emit_groups {
   uint32_t *rep;         /* --by stack: each group's smallest stack id,
                             ascending; its tally is per_stack[rep] */
   const mt_tally *per_stack;
+  emit_stacks stacks;    /* --by stack: where the ids come from */
   /* --by stack: stacks with objects merged into another printing alike (the
    * smallest such stack id) -> that stack; canon is NULL when none were */
   mt__u64map canon_map, *canon;
@@ -184,16 +237,19 @@ typedef struct emit_groups {
 
 /* Return 0, or -1 when out of memory. */
 int emit_group_sites(const mt_analysis *a, int by, const mt_tally *per_code, emit_groups *g);
-/* Stacks printing alike have their tallies moved into the first one's entry
- * of per_stack, which must then outlive the groups; no array of the stack
+/* per_stack has one tally per stack of st (nstacks of them). Stacks
+ * printing alike have their tallies moved into the first one's entry of
+ * per_stack, which must then outlive the groups; no array of the stack
  * count is kept beyond that (traces can hold tens of millions of stacks).
  * emit_canon gives the group's stack of any stack with objects. */
-int emit_group_stacks(const mt_analysis *a, mt_tally *per_stack, emit_groups *g);
+int emit_group_stacks(const emit_stacks *st, size_t nstacks, mt_tally *per_stack,
+                      emit_groups *g);
 void emit_groups_free(emit_groups *g);
 static inline const mt_tally *emit_group_tally(const emit_groups *g, size_t i) {
   return g->tally ? &g->tally[i] : &g->per_stack[g->rep[i]];
 }
-/* A group's site: its own (--by function/line), or its stack's. */
+/* A group's site: its own (--by function/line), or its stack's (of the
+ * analysis' stack tree). */
 static inline emit_site emit_group_site(const mt_analysis *a, const emit_groups *g, size_t i) {
   return g->site ? g->site[i] : emit_stack_site(a, g->rep[i]);
 }
@@ -204,6 +260,11 @@ static inline uint32_t emit_canon(const emit_groups *g, uint32_t stack) {
 }
 /* Orders two groups by their names (site, or printed frames). */
 int emit_group_name_cmp(const mt_analysis *a, const emit_groups *g, uint32_t x, uint32_t y);
+/* The analysis' own stack tree as an emit_stacks. */
+static inline emit_stacks emit_tree(const mt_analysis *a) {
+  emit_stacks st = {a, NULL};
+  return st;
+}
 
 /* Puts the first k elements of idx[0..n) in the order of cmp (qsort_r
  * style) at its front, sorted; k = 0 or k >= n sorts everything. A bounded
