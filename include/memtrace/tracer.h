@@ -17,7 +17,8 @@
  *
  * Environment: MEMTRACE (destination), MEMTRACE_RATE (rate per word,
  * default 1e-5), MEMTRACE_UNWIND (libunwind | fp), MEMTRACE_DEPTH (frames,
- * default 256), MEMTRACE_FORMAT (2 or 3), MEMTRACE_SEED (a number: the
+ * default 256), MEMTRACE_FORMAT (2 or 3), MEMTRACE_DEBUGINFO (1: also read
+ * separate debug-info files), MEMTRACE_SEED (a number: the
  * same sampling decisions on every run, for tests), MEMTRACE_KEEP_ENV (1: let
  * exec'd children inherit MEMTRACE; by default it is removed when tracing
  * starts, so children are not traced into the same destination).
@@ -52,6 +53,9 @@ typedef struct mt_trace_options {
   int format_version;      /* 0: 2                                        */
   mt_unwind unwind;
   size_t max_depth;        /* 0: 256                                      */
+  int separate_debuginfo;  /* also read separate debug-info files (-dbg
+                              packages): line numbers in system libraries,
+                              at ~0.1 s of CPU per process                 */
 } mt_trace_options;
 
 /* Starts tracing if the MEMTRACE environment variable names a destination,

@@ -38,6 +38,7 @@ static struct {
   mt__dest dest;
   double rate;
   uint64_t seed; /* MEMTRACE_SEED: reproducible sampling, for tests */
+  int separate_debuginfo;
   int version;
   mt_unwind unwind;
   size_t depth;
@@ -396,8 +397,9 @@ static void describe_process(void) {
   if (gethostname(tr.host, sizeof tr.host) != 0) tr.host[0] = 0;
   tr.host[sizeof tr.host - 1] = 0;
   snprintf(tr.params, sizeof tr.params,
-           "memtrace-c %s: rate=%g, unwind=%s, depth=%zu, format=%d", mt_version(), tr.rate,
-           tr.unwind == MT_UNWIND_FRAME_POINTERS ? "fp" : "libunwind", tr.depth, tr.version);
+           "memtrace-c %s: rate=%g, unwind=%s, depth=%zu, format=%d, debuginfo=%s", mt_version(),
+           tr.rate, tr.unwind == MT_UNWIND_FRAME_POINTERS ? "fp" : "libunwind", tr.depth,
+           tr.version, tr.separate_debuginfo ? "separate" : "embedded");
 }
 
 static int start_locked(const mt_trace_options *o) {
@@ -410,6 +412,7 @@ static int start_locked(const mt_trace_options *o) {
   tr.version = o->format_version ? o->format_version : 2;
   tr.unwind = o->unwind;
   tr.depth = o->max_depth ? o->max_depth : 256;
+  tr.separate_debuginfo = o->separate_debuginfo;
   if (!(tr.rate > 0 && tr.rate <= 1) || (tr.version != 2 && tr.version != 3) ||
       tr.depth > MAX_DEPTH || (o->unwind != MT_UNWIND_LIBUNWIND && o->unwind != MT_UNWIND_FRAME_POINTERS)) {
     snprintf(tr.err, sizeof tr.err, "invalid options (rate %g, format %d, depth %zu)", tr.rate,
@@ -423,7 +426,7 @@ static int start_locked(const mt_trace_options *o) {
   snprintf(tr.context, sizeof tr.context, "%s", o->context ? o->context : "");
   describe_process();
   mt__tls.busy++; /* the set-up allocates; none of it is the program's */
-  if (!tr.syms) tr.syms = mt__symbols_new();
+  if (!tr.syms) tr.syms = mt__symbols_new(o->separate_debuginfo);
   mt__unwind_init(tr.unwind == MT_UNWIND_FRAME_POINTERS ? MT__UNWIND_FRAME_POINTERS
                                                         : MT__UNWIND_LIBUNWIND);
   unsigned long long subs = 0;
@@ -539,6 +542,7 @@ int mt_trace_if_requested(const char *context, double rate) {
     o.format_version = v[0] - '0';
   }
   if ((v = getenv("MEMTRACE_SEED")) && *v) tr.seed = strtoull(v, NULL, 10);
+  if ((v = getenv("MEMTRACE_DEBUGINFO")) && *v) o.separate_debuginfo = strcmp(v, "0") != 0;
   char dest_copy[PATH_MAX + 16];
   snprintf(dest_copy, sizeof dest_copy, "%s", dest);
   o.destination = dest_copy;

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# bench/tools.sh: the analysis tools on a large trace.
+#
+# Uses the trace bench/run.sh generates (>= 100 MB, 12M events; generated
+# here the same way if missing) and times `memtrace hotspots`, `top`
+# (by function, by line), `stats`, `timeline`, `flamegraph` (memtrace's
+# output, and --live-at-end), `leaks`, `diff` (the trace against itself) and
+# `export` (pprof): CPU time (user + sys; steadier than wall time on a shared
+# machine), wall time and peak RSS, best of REPEAT runs. When
+# MEMTRACE_OCAML_BIN names a folder holding memtrace's own OCaml tools built
+# as oc_hotspots / oc_dump (e.g. by hand from the memtrace repository), they
+# run side by side on the same trace and the ratios are printed.
+# Targets (issue 4): hotspots >= 10x faster than memtrace's; every tool < 2 s
+# and < 256 MB. Prints a table and writes bench/out/tools-bench.txt.
+# Environment: REPEAT (3), EVENTS (12000000), BUILD_DIR, MEMTRACE_OCAML_BIN.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+out=$here/out
+build=${BUILD_DIR:-$root/build}
+repeat=${REPEAT:-3}
+events=${EVENTS:-12000000}
+report=$out/tools-bench.txt
+mkdir -p "$out"
+log() { echo "tools.sh: $*" >&2; }
+
+if [ ! -x "$build/memtrace" ] || [ ! -x "$build/mt_gen_trace" ]; then
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+  cmake --build "$build" -j"$(nproc)" --target memtrace_cli mt_gen_trace > /dev/null
+fi
+[ -x /usr/bin/time ] || { log "needs GNU time (apt-get install time)"; exit 1; }
+trace=$(ls "$out"/bench-v2-e"$events"-s1-*.ctf 2> /dev/null | head -1 || true)
+if [ -z "$trace" ]; then
+  trace=$out/bench-v2-e$events-s1-tools.ctf
+  log "generating $trace"
+  "$build/mt_gen_trace" "$trace" --events "$events" --seed 1 > /dev/null
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# best NAME CMD...: the run with the least CPU time (its wall time beside
+# it) and the largest peak RSS (MB).
+best() {
+  local name=$1
+  shift
+  local cpu="" wall="" rss=0
+  for _ in $(seq "$repeat"); do
+    /usr/bin/time -f "%U %S %e %M" -o "$tmp/t" "$@" > /dev/null 2> "$tmp/err" ||
+      { log "$name failed: $(tail -2 "$tmp/err")"; return 0; }
+    read -r u s e m < "$tmp/t"
+    c=$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')
+    if [ -z "$cpu" ] || awk -v a="$c" -v b="$cpu" 'BEGIN { exit !(a < b) }'; then cpu=$c wall=$e; fi
+    [ "$m" -gt "$rss" ] && rss=$m
+  done
+  printf "%-28s %8s %8s %9.1f\n" "$name" "$cpu" "$wall" "$(awk -v m="$rss" 'BEGIN { print m / 1024 }')"
+}
+
+m=$build/memtrace
+{
+  echo "# memtrace-c analysis tools ($(date -u +%Y-%m-%d), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
+  echo "# trace: $(basename "$trace"), $(stat -c %s "$trace") bytes, $events events; best of $repeat"
+  printf "%-28s %8s %8s %9s\n" tool "cpu s" "wall s" "RSS MB"
+  best "hotspots" "$m" hotspots "$trace"
+  best "top (by function)" "$m" top "$trace"
+  best "top --by line" "$m" top --by line "$trace"
+  best "stats" "$m" stats "$trace"
+  best "timeline" "$m" timeline "$trace"
+  best "leaks" "$m" leaks "$trace"
+  best "diff (itself)" "$m" diff "$trace" "$trace"
+  best "flamegraph" "$m" flamegraph "$trace"
+  best "flamegraph --live-at-end" "$m" flamegraph --live-at-end --weight bytes "$trace"
+  best "export --format pprof" "$m" export --format pprof "$trace" -o "$tmp/p.pb.gz"
+  if [ -n "${MEMTRACE_OCAML_BIN:-}" ] && [ -x "$MEMTRACE_OCAML_BIN/oc_hotspots" ]; then
+    best "memtrace's OCaml hotspots" "$MEMTRACE_OCAML_BIN/oc_hotspots" "$trace"
+  fi
+  echo "targets: every tool < 2 s and < 256 MB; hotspots >= 10x faster than memtrace's"
+} | tee "$report"
