@@ -44,33 +44,34 @@ trap 'rm -rf "$tmp"' EXIT
 best() {
   local name=$1
   shift
-  local cpu="" wall="" rss=0
+  local cpu="" wall="" rss=0 u s e kb c
   for _ in $(seq "$repeat"); do
     /usr/bin/time -f "%U %S %e %M" -o "$tmp/t" "$@" > /dev/null 2> "$tmp/err" ||
       { log "$name failed: $(tail -2 "$tmp/err")"; return 0; }
-    read -r u s e m < "$tmp/t"
+    read -r u s e kb < "$tmp/t"
     c=$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')
     if [ -z "$cpu" ] || awk -v a="$c" -v b="$cpu" 'BEGIN { exit !(a < b) }'; then cpu=$c wall=$e; fi
-    [ "$m" -gt "$rss" ] && rss=$m
+    [ "$kb" -gt "$rss" ] && rss=$kb
   done
   printf "%-28s %8s %8s %9.1f\n" "$name" "$cpu" "$wall" "$(awk -v m="$rss" 'BEGIN { print m / 1024 }')"
 }
 
-m=$build/memtrace
+mt=$build/memtrace
 {
   echo "# memtrace-c analysis tools ($(date -u +%Y-%m-%d), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
   echo "# trace: $(basename "$trace"), $(stat -c %s "$trace") bytes, $events events; best of $repeat"
   printf "%-28s %8s %8s %9s\n" tool "cpu s" "wall s" "RSS MB"
-  best "hotspots" "$m" hotspots "$trace"
-  best "top (by function)" "$m" top "$trace"
-  best "top --by line" "$m" top --by line "$trace"
-  best "stats" "$m" stats "$trace"
-  best "timeline" "$m" timeline "$trace"
-  best "leaks" "$m" leaks "$trace"
-  best "diff (itself)" "$m" diff "$trace" "$trace"
-  best "flamegraph" "$m" flamegraph "$trace"
-  best "flamegraph --live-at-end" "$m" flamegraph --live-at-end --weight bytes "$trace"
-  best "export --format pprof" "$m" export --format pprof "$trace" -o "$tmp/p.pb.gz"
+  best "hotspots" "$mt" hotspots "$trace"
+  best "top (by function)" "$mt" top "$trace"
+  best "top --by line" "$mt" top --by line "$trace"
+  best "top --by stack" "$mt" top --by stack "$trace"
+  best "stats" "$mt" stats "$trace"
+  best "timeline" "$mt" timeline "$trace"
+  best "leaks" "$mt" leaks "$trace"
+  best "diff (itself)" "$mt" diff "$trace" "$trace"
+  best "flamegraph" "$mt" flamegraph "$trace"
+  best "flamegraph --live-at-end" "$mt" flamegraph --live-at-end --weight bytes "$trace"
+  best "export --format pprof" "$mt" export --format pprof "$trace" -o "$tmp/p.pb.gz"
   if [ -n "${MEMTRACE_OCAML_BIN:-}" ] && [ -x "$MEMTRACE_OCAML_BIN/oc_hotspots" ]; then
     best "memtrace's OCaml hotspots" "$MEMTRACE_OCAML_BIN/oc_hotspots" "$trace"
   fi
