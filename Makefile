@@ -6,7 +6,8 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 # Debian packages: building and testing.
 DEPS = build-essential cmake libcmocka-dev xz-utils babeltrace2 clang \
-       libclang-rt-14-dev time zlib1g-dev protobuf-compiler
+       libclang-rt-14-dev time zlib1g-dev protobuf-compiler \
+       libunwind-dev libdw-dev python3
 
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
