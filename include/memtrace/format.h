@@ -179,7 +179,9 @@ typedef struct mt_writer mt_writer;
 typedef int (*mt_sink_fn)(void *ctx, const void *buf, size_t len);
 
 /* Gives the locations of a code that a trace is about to mention for the
- * first time (or again after the writer's cache evicted it). Sets *locs and
+ * first time (or again after the writer's cache evicted it). Code 0 is never
+ * asked for: the cache starts zero-filled, so memtrace's encoding treats it
+ * as already present (give real codes non-zero values). Sets *locs and
  * *n (NULL and 0 for no locations); *locs must stay valid until the call
  * returns to the writer. Returns 0; any other value stops the writer. Called
  * during flushes, never twice for one code in one packet unless the code
@@ -200,7 +202,9 @@ typedef struct mt_writer_options {
 } mt_writer_options;
 
 /* Creates a writer and writes the trace_info packet. `info` is copied; its
- * version and initial_domain fields are ignored (options decide). `options`
+ * version is ignored (options decide); initial_domain names the domain of
+ * the trace_info packet and of the first events in version 3 (it must fit
+ * in 16 bits) and is ignored in version 2. `options`
  * is required: it names the destination. On failure *out is still a writer holding the message (close it), except
  * for MT_ERR_NOMEM where it may be NULL. */
 MT_API int mt_writer_open(mt_writer **out, const mt_trace_info *info,
