@@ -20,6 +20,7 @@ int main(int argc, char **argv) {
   mt_analysis *a;
   if (mt_analysis_load(&a, argv[1], NULL, NULL) != MT_OK) {
     fprintf(stderr, "check_trace: %s\n", mt_analysis_error(a));
+    mt_analysis_free(a);
     return 1;
   }
   if (mt_analysis_warning(a)) fprintf(stderr, "check_trace: warning: %s\n", mt_analysis_warning(a));
