@@ -322,7 +322,7 @@ static int by_weight_desc(const void *pa, const void *pb) {
 
 static void sort_ranked(ranked *v, size_t n) {
   for (size_t i = 0; i < n; i++) v[i].pos = (uint32_t)i;
-  qsort(v, n, sizeof *v, by_weight_desc);
+  if (n) qsort(v, n, sizeof *v, by_weight_desc); /* qsort(NULL, 0) is undefined */
 }
 
 static void print_bytes(mt_out *o, double n) {

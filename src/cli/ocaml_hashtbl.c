@@ -15,5 +15,5 @@ static int iteration_order(const void *pa, const void *pb) {
 
 void mt_ocaml_hashtbl_order(mt_ocaml_binding *b, size_t n, size_t nbuckets) {
   sort_mask = nbuckets - 1;
-  qsort(b, n, sizeof *b, iteration_order);
+  if (n) qsort(b, n, sizeof *b, iteration_order); /* qsort(NULL, 0) is undefined */
 }
