@@ -37,18 +37,20 @@ test-asan: deps
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j$(JOBS)
 
-# The main job on a bundled example: write a trace with the library, then
-# summarize and dump it; and the same on memtrace's own ocamlopt trace when
+# The main job on a bundled example: profile examples/demo_app.c with
+# memtrace run (rate 1e-4), then ask the trace where memory went and what
+# was never freed; and show memtrace's own ocamlopt trace when
 # ../shared/traces is there.
 demo: build
 	@mkdir -p $(BUILD)/demo
-	$(BUILD)/mt_gen_trace $(BUILD)/demo/example.ctf --events 200000 --seed 1
-	$(BUILD)/memtrace info $(BUILD)/demo/example.ctf
-	$(BUILD)/memtrace dump $(BUILD)/demo/example.ctf | head -n 5 | cut -c1-200
+	$(BUILD)/memtrace run --rate 1e-4 -o $(BUILD)/demo/demo_app.ctf -- $(BUILD)/mt_demo_app
+	$(BUILD)/memtrace top -n 5 $(BUILD)/demo/demo_app.ctf
+	$(BUILD)/memtrace leaks -n 3 --depth 4 $(BUILD)/demo/demo_app.ctf
+	$(BUILD)/memtrace flamegraph --weight bytes $(BUILD)/demo/demo_app.ctf | cut -c1-160 | head -n 5
 	@if [ -f ../shared/traces/ocamlopt.ctf ]; then \
 	  echo; echo "== memtrace's own trace of ocamlopt =="; \
 	  $(BUILD)/memtrace info ../shared/traces/ocamlopt.ctf; \
-	  $(BUILD)/memtrace dump ../shared/traces/ocamlopt.ctf | head -n 3 | cut -c1-200; \
+	  $(BUILD)/memtrace hotspots ../shared/traces/ocamlopt.ctf | head -n 12; \
 	fi
 
 bench: build
