@@ -730,13 +730,8 @@ static int run(int argc, char **argv) {
   }
   if (!path) mt_cli_usage_error(cmd, "missing TRACE");
 
-  mt_analysis *a = mt_cli_load(path);
+  mt_analysis *a = mt_cli_load(path); /* the reader checks the rate is in (0, 1] */
   double rate = mt_analysis_info(a)->sample_rate;
-  if (!(rate > 0 && rate <= 1)) {
-    fprintf(stderr, "memtrace stats: %s: sample rate %g is not in (0, 1]\n", path, rate);
-    mt_analysis_free(a);
-    return 1;
-  }
   uint64_t duration = mt_analysis_duration(a);
 
   ctx c = {a, path, life_bin(duration) + 1, nfilters > 0, mt_term_columns(), ascii, nchunks, 0};
