@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "rewrite.h"
 #include "tables.h"
 
 static const char usage[] =
@@ -46,18 +47,12 @@ static int run(int argc, char **argv) {
   }
   if (!in || !out) mt_cli_usage_error(&mt_cmd_copy, "needs IN and OUT");
 
-  mt_reader *r = mt_cli_open(in);
-  int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    fprintf(stderr, "memtrace: %s: cannot create: %s\n", out, strerror(errno));
-    mt_reader_close(r);
-    return 1;
-  }
-  mt_trace_info info = *mt_reader_info(r);
+  mt_cli_rewrite rw;
+  if (mt_cli_rewrite_open(&rw, in, out)) return 1;
+  mt_trace_info info = *mt_reader_info(rw.r);
   if (version < 3) info.initial_domain = 0;
-  mt_writer_options opt = {.version = version, .fd = fd, .resolve = resolve, .resolve_ctx = r};
-  mt_writer *w;
-  int wrc = mt_writer_open(&w, &info, &opt);
+  mt_writer_options opt = {.version = version, .resolve = resolve, .resolve_ctx = rw.r};
+  mt_cli_rewrite_writer(&rw, &info, &opt);
 
   /* Input id -> output id, for the objects whose ids differ (only when the
    * input's ids have gaps or another chunking). */
@@ -65,56 +60,37 @@ static int run(int argc, char **argv) {
   uint64_t skipped = 0;
   mt_event ev;
   int rc = 0;
-  while (wrc == MT_OK && (rc = mt_reader_next(r, &ev)) > 0) {
-    if (version < 3 && ev.domain != 0) {
-      fprintf(stderr,
-              "memtrace: %s: has events of domain %u; format version 2 has one "
-              "domain: use --format-version 3\n",
-              in, ev.domain);
-      wrc = MT_ERR_INVALID;
-      break;
-    }
+  while (rw.wrc == MT_OK && (rc = mt_reader_next(rw.r, &ev)) > 0) {
+    if (!mt_cli_rewrite_domain_ok(&rw, version, ev.domain)) break;
     if (ev.kind == MT_EVENT_ALLOC) {
       uint64_t id;
-      wrc = mt_writer_alloc(w, ev.time, ev.domain, ev.length, ev.nsamples, ev.source,
-                            ev.backtrace, ev.backtrace_len, &id);
-      if (wrc == MT_OK && id != ev.obj_id) {
+      rw.wrc = mt_writer_alloc(rw.w, ev.time, ev.domain, ev.length, ev.nsamples, ev.source,
+                               ev.backtrace, ev.backtrace_len, &id);
+      if (rw.wrc == MT_OK && id != ev.obj_id) {
         if (id > UINT32_MAX || mt__u64map_put(&remap, ev.obj_id, (uint32_t)id) != 0) {
           fprintf(stderr, "memtrace: %s: too many renumbered objects\n", in);
-          wrc = MT_ERR_NOMEM;
+          rw.wrc = MT_ERR_NOMEM;
+          rw.reported = 1;
         }
       }
     } else {
       uint32_t *m = mt__u64map_get(&remap, ev.obj_id);
       uint64_t id = m ? *m - 1 : ev.obj_id;
-      wrc = ev.kind == MT_EVENT_PROMOTE ? mt_writer_promote(w, ev.time, ev.domain, id)
-                                        : mt_writer_collect(w, ev.time, ev.domain, id);
-      if (wrc == MT_ERR_INVALID) { /* an object the input never allocated */
+      rw.wrc = ev.kind == MT_EVENT_PROMOTE ? mt_writer_promote(rw.w, ev.time, ev.domain, id)
+                                           : mt_writer_collect(rw.w, ev.time, ev.domain, id);
+      if (rw.wrc == MT_ERR_INVALID) { /* an object the input never allocated */
         skipped++;
-        wrc = MT_OK;
+        rw.wrc = MT_OK;
       }
     }
   }
-  if (wrc == MT_OK && rc >= 0) wrc = mt_writer_flush(w);
-  if (wrc != MT_OK && wrc != MT_ERR_INVALID)
-    fprintf(stderr, "memtrace: %s: %s\n", out, mt_writer_error(w));
-  mt_writer_close(w);
-  if (rc < 0) mt_cli_finish(r, rc); /* exits */
-  if (close(fd) != 0 && wrc == MT_OK) {
-    fprintf(stderr, "memtrace: %s: %s\n", out, strerror(errno));
-    wrc = MT_ERR_IO;
-  }
   mt__u64map_free(&remap);
-  if (wrc != MT_OK) {
-    mt_reader_close(r);
-    return 1;
-  }
-  mt_cli_finish(r, rc);
-  if (skipped)
+  int status = mt_cli_rewrite_end(&rw, rc);
+  if (status == 0 && skipped)
     fprintf(stderr, "memtrace: warning: %s: skipped %llu promotions/collections of "
             "objects the trace never allocated\n", in, (unsigned long long)skipped);
-  mt_reader_close(r);
-  return 0;
+  mt_reader_close(rw.r);
+  return status;
 }
 
 const mt_command mt_cmd_copy = {"copy", "re-encode a trace (format version 2 or 3)", usage, run};

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "rewrite.h"
 #include "objmap.h"
 #include "progress.h"
 
@@ -56,13 +57,9 @@ static int run(int argc, char **argv) {
   }
   if (!in || !out) mt_cli_usage_error(cmd, "needs IN and OUT");
 
-  mt_reader *r = mt_cli_open(in);
-  int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    fprintf(stderr, "memtrace: %s: cannot create: %s\n", out, strerror(errno));
-    mt_reader_close(r);
-    return 1;
-  }
+  mt_cli_rewrite rw;
+  if (mt_cli_rewrite_open(&rw, in, out)) return 1;
+  mt_reader *r = rw.r;
   const mt_trace_info *in_info = mt_reader_info(r);
   uint64_t start = in_info->start_time;
   mt_trace_info info = {
@@ -76,9 +73,8 @@ static int run(int argc, char **argv) {
       .context = "",
       .initial_domain = 0,
   };
-  mt_writer_options opt = {.version = version, .fd = fd};
-  mt_writer *w;
-  int wrc = mt_writer_open(&w, &info, &opt);
+  mt_writer_options opt = {.version = version};
+  mt_cli_rewrite_writer(&rw, &info, &opt);
 
   /* Input id -> output id, for the objects whose ids differ (only when the
    * input's ids have gaps). */
@@ -86,47 +82,27 @@ static int run(int argc, char **argv) {
   mt_progress progress;
   mt_progress_start(&progress, r, "strip-names");
   mt_event ev;
-  int rc = 0, reported = 0;
-  while (wrc == MT_OK && (rc = mt_reader_next(r, &ev)) > 0) {
+  int rc = 0;
+  while (rw.wrc == MT_OK && (rc = mt_reader_next(r, &ev)) > 0) {
     mt_progress_tick(&progress);
     uint64_t t = ev.time - start, id;
-    if (version < 3 && ev.domain != 0) {
-      fprintf(stderr,
-              "memtrace: %s: has events of domain %u; format version 2 has one "
-              "domain: use --format-version 3\n",
-              in, ev.domain);
-      wrc = MT_ERR_INVALID;
-      reported = 1;
-      break;
-    }
+    if (!mt_cli_rewrite_domain_ok(&rw, version, ev.domain)) break;
     if (ev.kind == MT_EVENT_ALLOC) {
-      wrc = mt_writer_alloc(w, t, ev.domain, ev.length, ev.nsamples, ev.source, NULL, 0, &id);
-      if (wrc == MT_OK && id != ev.obj_id) mt_objmap_put(&remap, ev.obj_id, id);
+      rw.wrc = mt_writer_alloc(rw.w, t, ev.domain, ev.length, ev.nsamples, ev.source, NULL, 0, &id);
+      if (rw.wrc == MT_OK && id != ev.obj_id) mt_objmap_put(&remap, ev.obj_id, id);
     } else {
       uint64_t *m = mt_objmap_get(&remap, ev.obj_id);
       id = m ? *m : ev.obj_id;
       if (m && ev.kind == MT_EVENT_COLLECT) mt_objmap_remove(&remap, ev.obj_id, NULL);
-      wrc = ev.kind == MT_EVENT_PROMOTE ? mt_writer_promote(w, t, ev.domain, id)
-                                        : mt_writer_collect(w, t, ev.domain, id);
+      rw.wrc = ev.kind == MT_EVENT_PROMOTE ? mt_writer_promote(rw.w, t, ev.domain, id)
+                                           : mt_writer_collect(rw.w, t, ev.domain, id);
     }
   }
   mt_progress_end(&progress);
-  if (wrc == MT_OK && rc >= 0) wrc = mt_writer_flush(w);
-  if (wrc != MT_OK && !reported) fprintf(stderr, "memtrace: %s: %s\n", out, mt_writer_error(w));
-  mt_writer_close(w);
   mt_objmap_free(&remap);
-  if (rc < 0) mt_cli_finish(r, rc); /* exits */
-  if (close(fd) != 0 && wrc == MT_OK) {
-    fprintf(stderr, "memtrace: %s: %s\n", out, strerror(errno));
-    wrc = MT_ERR_IO;
-  }
-  if (wrc != MT_OK) {
-    mt_reader_close(r);
-    return 1;
-  }
-  mt_cli_finish(r, rc);
+  int status = mt_cli_rewrite_end(&rw, rc);
   mt_reader_close(r);
-  return 0;
+  return status;
 }
 
 const mt_command mt_cmd_strip_names = {

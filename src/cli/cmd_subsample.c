@@ -22,8 +22,10 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "rewrite.h"
 #include "objmap.h"
 #include "progress.h"
+#include "rng.h"
 
 static const char usage[] =
     "usage: memtrace subsample [--seed N] [--format-version 2|3] IN OUT FACTOR\n"
@@ -42,36 +44,10 @@ static const char usage[] =
     "  --format-version 2|3  OUT's format; by default IN's (memtrace 0.2.3's\n"
     "                        subsample writes 2, later releases 3).\n";
 
-/* ---- xoshiro256** (Blackman and Vigna), seeded by splitmix64 ---- */
-
-typedef struct rng {
-  uint64_t s[4];
-} rng;
-
-static uint64_t splitmix64(uint64_t *x) {
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-static void rng_seed(rng *g, uint64_t seed) {
-  for (int i = 0; i < 4; i++) g->s[i] = splitmix64(&seed);
-}
-
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-static inline uint64_t rng_next(rng *g) {
-  uint64_t *s = g->s;
-  uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl(s[3], 45);
-  return result;
-}
+/* The project's generator (src/format/rng.h), under local names. */
+typedef mt__rng rng;
+#define rng_seed mt__rng_seed
+#define rng_next mt__rng_next
 
 /* Uniform in [0, bound), bound > 0, without bias (Lemire's method). */
 static inline uint64_t rng_below(rng *g, uint64_t bound) {
@@ -160,21 +136,16 @@ static int run(int argc, char **argv) {
       mt_cli_usage_error(cmd, "END must be an integer (seconds), not '%s'", pos[4]);
   }
 
-  mt_reader *r = mt_cli_open(in);
-  int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    fprintf(stderr, "memtrace: %s: cannot create: %s\n", out, strerror(errno));
-    mt_reader_close(r);
-    return 1;
-  }
+  mt_cli_rewrite rw;
+  if (mt_cli_rewrite_open(&rw, in, out)) return 1;
+  mt_reader *r = rw.r;
   const mt_trace_info *in_info = mt_reader_info(r);
   mt_trace_info info = *in_info;
   info.sample_rate = in_info->sample_rate / (double)factor;
   if (version == 0) version = in_info->version >= 3 ? 3 : 2;
   if (version < 3) info.initial_domain = 0;
-  mt_writer_options opt = {.version = version, .fd = fd, .resolve = resolve, .resolve_ctx = r};
-  mt_writer *w;
-  int wrc = mt_writer_open(&w, &info, &opt);
+  mt_writer_options opt = {.version = version, .resolve = resolve, .resolve_ctx = r};
+  mt_cli_rewrite_writer(&rw, &info, &opt);
 
   rng g;
   rng_seed(&g, seed);
@@ -182,8 +153,8 @@ static int run(int argc, char **argv) {
   mt_progress progress;
   mt_progress_start(&progress, r, "subsample");
   mt_event ev;
-  int rc = 0, reported = 0;
-  while (wrc == MT_OK && (rc = mt_reader_next(r, &ev)) > 0) {
+  int rc = 0;
+  while (rw.wrc == MT_OK && (rc = mt_reader_next(r, &ev)) > 0) {
     mt_progress_tick(&progress);
     uint64_t id;
     if (ev.kind == MT_EVENT_ALLOC) {
@@ -195,42 +166,22 @@ static int run(int argc, char **argv) {
         for (uint64_t i = 0; i < ev.nsamples; i++) kept += rng_below(&g, factor) == 0;
       }
       if (kept == 0) continue;
-      if (version < 3 && ev.domain != 0) {
-        fprintf(stderr,
-                "memtrace: %s: has events of domain %u; format version 2 has one "
-                "domain: use --format-version 3\n",
-                in, ev.domain);
-        wrc = MT_ERR_INVALID;
-        reported = 1;
-        break;
-      }
-      wrc = mt_writer_alloc(w, ev.time, ev.domain, ev.length, kept, ev.source, ev.backtrace,
+      if (!mt_cli_rewrite_domain_ok(&rw, version, ev.domain)) break;
+      rw.wrc = mt_writer_alloc(rw.w, ev.time, ev.domain, ev.length, kept, ev.source, ev.backtrace,
                             ev.backtrace_len, &id);
-      if (wrc == MT_OK) mt_objmap_put(&remap, ev.obj_id, id);
+      if (rw.wrc == MT_OK) mt_objmap_put(&remap, ev.obj_id, id);
     } else if (ev.kind == MT_EVENT_PROMOTE) {
       uint64_t *m = mt_objmap_get(&remap, ev.obj_id);
-      if (m) wrc = mt_writer_promote(w, ev.time, ev.domain, *m);
+      if (m) rw.wrc = mt_writer_promote(rw.w, ev.time, ev.domain, *m);
     } else if (mt_objmap_remove(&remap, ev.obj_id, &id)) {
-      wrc = mt_writer_collect(w, ev.time, ev.domain, id);
+      rw.wrc = mt_writer_collect(rw.w, ev.time, ev.domain, id);
     }
   }
   mt_progress_end(&progress);
-  if (wrc == MT_OK && rc >= 0) wrc = mt_writer_flush(w);
-  if (wrc != MT_OK && !reported) fprintf(stderr, "memtrace: %s: %s\n", out, mt_writer_error(w));
-  mt_writer_close(w);
   mt_objmap_free(&remap);
-  if (rc < 0) mt_cli_finish(r, rc); /* exits */
-  if (close(fd) != 0 && wrc == MT_OK) {
-    fprintf(stderr, "memtrace: %s: %s\n", out, strerror(errno));
-    wrc = MT_ERR_IO;
-  }
-  if (wrc != MT_OK) {
-    mt_reader_close(r);
-    return 1;
-  }
-  mt_cli_finish(r, rc);
+  int status = mt_cli_rewrite_end(&rw, rc);
   mt_reader_close(r);
-  return 0;
+  return status;
 }
 
 const mt_command mt_cmd_subsample = {
