@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "memtrace/format.h"
+#include "rng.h"
 
 #define DEFAULT_EVENTS 12000000ull
 
@@ -52,34 +53,10 @@
  * Our own generator (not rand()) so that a seed gives the same trace on any
  * libc. */
 
-typedef struct rng {
-  uint64_t s[4];
-} rng;
-
-static uint64_t splitmix64(uint64_t *x) {
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-static void rng_seed(rng *r, uint64_t seed) {
-  for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
-}
-
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-static inline uint64_t rng_next(rng *r) {
-  uint64_t *s = r->s;
-  uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl(s[3], 45);
-  return result;
-}
+/* The project's generator (src/format/rng.h), under local names. */
+typedef mt__rng rng;
+#define rng_seed mt__rng_seed
+#define rng_next mt__rng_next
 
 /* Uniform in [0, 1). */
 static inline double rng_unit(rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
