@@ -7,11 +7,16 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # Debian packages: building and testing.
 DEPS = build-essential cmake libcmocka-dev xz-utils babeltrace2 clang \
        libclang-rt-14-dev time zlib1g-dev protobuf-compiler \
-       libunwind-dev libdw-dev python3
+       libunwind-dev libdw-dev python3 libmicrohttpd-dev pkg-config \
+       chromium
+
+# The viewer's browser tests drive Debian's chromium with playwright-core
+# (npm, test only), installed into tests/viewer/e2e/node_modules.
+E2E = tests/viewer/e2e
 
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test test-asan demo bench fuzz clean
+.PHONY: all deps e2e-deps build test test-asan demo bench fuzz clean
 
 all: build
 
@@ -24,14 +29,24 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
+# node and npm: this machine's own if it has them (a NodeSource node carries
+# its npm), else Debian's.
+e2e-deps: deps
+	@command -v npm >/dev/null 2>&1 || { echo "installing: nodejs npm"; \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nodejs npm >/dev/null; }
+	@if [ -f $(E2E)/package-lock.json ] && [ ! -d $(E2E)/node_modules/playwright-core ]; then \
+	  echo "installing: playwright-core (npm, into $(E2E)/node_modules)"; \
+	  npm ci --prefix $(E2E) --no-audit --no-fund --loglevel=error; \
+	fi
+
 build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD) -j$(JOBS)
 
-test: build
+test: build e2e-deps
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
-test-asan: deps
+test-asan: e2e-deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DMT_SANITIZE=ON >/dev/null
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
