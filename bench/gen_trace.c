@@ -2,6 +2,7 @@
  * mt_gen_trace: writes a large synthetic memtrace trace for the benchmarks.
  *
  *   mt_gen_trace OUT [--events N] [--seed S] [--version 2|3] [--domains D]
+ *                    [--stacks N]
  *
  * The trace is written with the library's own writer (mt_writer_*), so it is
  * byte for byte what a memtrace-c tracer would write for this program. What
@@ -29,6 +30,11 @@
  *   at their death; some objects live to the end;
  * - timestamps in microseconds over a few minutes, with idle pauses longer
  *   than 30 s so that the writer's packet time-span rule is exercised.
+ *
+ * By default nearly every allocation's stack is new (an adversarial trace
+ * for tools whose cost grows with distinct stacks). --stacks N models an
+ * ordinary program instead: N stacks drawn once and reused, the k-th most
+ * popular with weight 1/k.
  *
  * Everything derives from one xoshiro256** generator seeded by splitmix64:
  * the same seed gives the same file.
@@ -783,6 +789,12 @@ typedef struct gen {
   double back_boost;
   size_t depth_cap;
   uint64_t pauses;
+  /* --stacks N: the program's stacks, drawn once (pool), then reused with
+   * Zipf popularity (cum: cumulative weights); npool 0: every stack is
+   * walked afresh (the default, adversarial diversity) */
+  walker *pool;
+  double *pool_cum;
+  uint32_t npool;
 } gen;
 
 static void check(gen *g, int rc) {
@@ -961,6 +973,44 @@ static void set_phase(gen *g, uint32_t phase) {
   for (uint32_t d = 0; d < g->ndomains; d++) start_task(g, &g->doms[d].w);
 }
 
+/* --stacks N: draws the program's N stacks once, each from a phase's entry
+ * points as a task would (own generator, so that the default trace is
+ * untouched), and gives stack k the weight 1/(k+1): a few hot stacks carry
+ * most allocations, as in an ordinary program. */
+static void build_pool(gen *g, uint32_t n, uint64_t seed) {
+  rng saved = g->r;
+  rng_seed(&g->r, seed ^ 0x9e3779b97f4a7c15ull);
+  g->pool = xmalloc(n * sizeof *g->pool);
+  g->pool_cum = xmalloc(n * sizeof *g->pool_cum);
+  double total = 0;
+  for (uint32_t k = 0; k < n; k++) {
+    set_phase(g, k % NPHASES);
+    g->pool[k] = g->doms[0].w;
+    step(g, &g->pool[k]); /* not only each task's first stack */
+    g->pool_cum[k] = total += 1.0 / (k + 1);
+  }
+  g->npool = n;
+  g->r = saved;
+}
+
+/* --stacks N: the next allocation's stack, one of the pool's. */
+static void pick(gen *g, walker *w) {
+  double x = rng_unit(&g->r) * g->pool_cum[g->npool - 1];
+  uint32_t lo = 0, hi = g->npool - 1;
+  while (lo < hi) {
+    uint32_t mid = (lo + hi) / 2;
+    if (g->pool_cum[mid] > x) hi = mid;
+    else lo = mid + 1;
+  }
+  *w = g->pool[lo];
+}
+
+/* After an allocation: the next stack. */
+static void next_stack(gen *g, walker *w) {
+  if (g->npool) pick(g, w);
+  else step(g, w);
+}
+
 static void alloc_one(gen *g) {
   dom_state *d = &g->doms[g->cur];
   walker *w = &d->w;
@@ -1012,6 +1062,8 @@ static void run(gen *g) {
   g->min_depth_seen = UINT64_MAX;
   for (uint32_t phase = 0; phase < NPHASES && !done(g); phase++) {
     set_phase(g, phase);
+    if (g->npool)
+      for (uint32_t d = 0; d < g->ndomains; d++) pick(g, &g->doms[d].w);
     uint64_t phase_end = g->target_events * (phase + 1) / NPHASES;
     uint64_t next_switch = g->events + 1 + (uint64_t)rng_exp(&g->r, 3000);
     while (g->events < phase_end && !done(g)) {
@@ -1025,7 +1077,7 @@ static void run(gen *g) {
         next_switch = g->events + 1 + (uint64_t)rng_exp(&g->r, 3000);
       }
       alloc_one(g);
-      step(g, &g->doms[g->cur].w);
+      next_stack(g, &g->doms[g->cur].w);
     }
     if (phase % 3 == 2 && phase + 1 < NPHASES) {
       /* The server idles (waiting on clients) for over 30 s, waking for a
@@ -1037,10 +1089,11 @@ static void run(gen *g) {
         g->now += rng_range(&g->r, 5000000, 12000000);
         if (g->now >= end || done(g)) break;
         walker *w = &g->doms[g->cur].w;
-        start_task(g, w);
+        if (g->npool) pick(g, w);
+        else start_task(g, w);
         for (uint32_t k = rng_range(&g->r, 1, 3); k > 0 && !done(g); k--) {
           alloc_one(g);
-          step(g, w);
+          next_stack(g, w);
           g->now += rng_range(&g->r, 20, 400);
         }
       }
@@ -1056,11 +1109,15 @@ static void run(gen *g) {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: mt_gen_trace OUT [--events N] [--seed S] [--version 2|3] [--domains D]\n"
+          "                        [--stacks N]\n"
           "\n"
           "Writes a large synthetic memtrace trace of a simulated C++/OCaml server\n"
           "(deterministic for a seed), then prints its size, event count and bytes\n"
           "per event. Defaults: --events %llu --seed 1 --version 2 --domains 1.\n"
-          "--domains D (version 3 only): D domains taking turns.\n",
+          "--domains D (version 3 only): D domains taking turns.\n"
+          "--stacks N: ordinary diversity: the program allocates from N distinct\n"
+          "stacks (drawn once, then reused; the k-th most popular with weight\n"
+          "1/k), instead of walking a fresh stack for nearly every allocation.\n",
           DEFAULT_EVENTS);
 }
 
@@ -1084,7 +1141,7 @@ static double now_s(void) {
 
 int main(int argc, char **argv) {
   const char *out = NULL;
-  uint64_t events = DEFAULT_EVENTS, seed = 1, version = 2, domains = 1;
+  uint64_t events = DEFAULT_EVENTS, seed = 1, version = 2, domains = 1, stacks = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -1098,6 +1155,9 @@ int main(int argc, char **argv) {
       version = parse_u64(a, i + 1 < argc ? argv[++i] : NULL);
     } else if (!strcmp(a, "--domains")) {
       domains = parse_u64(a, i + 1 < argc ? argv[++i] : NULL);
+    } else if (!strcmp(a, "--stacks")) {
+      stacks = parse_u64(a, i + 1 < argc ? argv[++i] : NULL);
+      if (stacks < 1 || stacks > 10000000) die("--stacks must be 1 to 10000000");
     } else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "mt_gen_trace: unknown option '%s'\n", a);
       usage(stderr);
@@ -1132,12 +1192,18 @@ int main(int argc, char **argv) {
    * when it was generated. */
   g.now = 1767603600000000ull;
   g.hold_from = UINT64_MAX;
+  if (stacks) build_pool(&g, (uint32_t)stacks, seed);
 
   int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) die("%s: cannot create: %s", out, strerror(errno));
   char context[128];
-  snprintf(context, sizeof context, "mt_gen_trace seed=%llu events=%llu",
-           (unsigned long long)seed, (unsigned long long)events);
+  if (stacks)
+    snprintf(context, sizeof context, "mt_gen_trace seed=%llu events=%llu stacks=%llu",
+             (unsigned long long)seed, (unsigned long long)events,
+             (unsigned long long)stacks);
+  else
+    snprintf(context, sizeof context, "mt_gen_trace seed=%llu events=%llu",
+             (unsigned long long)seed, (unsigned long long)events);
   mt_trace_info info = {
       .sample_rate = SAMPLE_RATE,
       .word_size = 64,
@@ -1184,6 +1250,8 @@ int main(int argc, char **argv) {
 
   for (uint32_t d = 0; d < g.ndomains; d++) free(g.doms[d].young);
   free(g.doms);
+  free(g.pool);
+  free(g.pool_cum);
   free(g.gc.v);
   free(g.ext.v);
   free_program(&g.prog);

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# bench/tools.sh: the analysis tools on a large trace.
+# bench/tools.sh: the analysis tools on two large traces.
 #
-# Uses the trace bench/run.sh generates (>= 100 MB, 12M events; generated
-# here the same way if missing) and times `memtrace hotspots`, `top`
+# Uses the trace bench/run.sh generates (>= 100 MB, 12M events, nearly every
+# stack distinct: adversarial for tools that work per stack; generated here
+# the same way if missing) and an ordinary one (mt_gen_trace --stacks 3000:
+# the same program allocating from 3000 distinct stacks, the k-th most
+# popular with weight 1/k; generated if missing), and on each times `memtrace hotspots`, `top`
 # (by function, by line), `stats`, `timeline`, `flamegraph` (memtrace's
 # output, and --live-at-end), `leaks`, `diff` (the trace against itself) and
 # `export` (pprof): CPU time (user + sys; steadier than wall time on a shared
@@ -12,7 +15,8 @@
 # run side by side on the same trace and the ratios are printed.
 # Targets (issue 4): hotspots >= 10x faster than memtrace's; every tool < 2 s
 # and < 256 MB. Prints a table and writes bench/out/tools-bench.txt.
-# Environment: REPEAT (3), EVENTS (12000000), BUILD_DIR, MEMTRACE_OCAML_BIN.
+# Environment: REPEAT (3), EVENTS (12000000), STACKS (3000: the ordinary
+# trace's), BUILD_DIR, MEMTRACE_OCAML_BIN.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,6 +25,7 @@ out=$here/out
 build=${BUILD_DIR:-$root/build}
 repeat=${REPEAT:-3}
 events=${EVENTS:-12000000}
+stacks=${STACKS:-3000}
 report=$out/tools-bench.txt
 mkdir -p "$out"
 log() { echo "tools.sh: $*" >&2; }
@@ -35,6 +40,11 @@ if [ -z "$trace" ]; then
   trace=$out/bench-v2-e$events-s1-tools.ctf
   log "generating $trace"
   "$build/mt_gen_trace" "$trace" --events "$events" --seed 1 > /dev/null
+fi
+ordinary=$out/ordinary-v2-e$events-s1-k$stacks.ctf
+if [ ! -f "$ordinary" ]; then
+  log "generating $ordinary"
+  "$build/mt_gen_trace" "$ordinary" --events "$events" --seed 1 --stacks "$stacks" > /dev/null
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -57,8 +67,9 @@ best() {
 }
 
 mt=$build/memtrace
-{
-  echo "# memtrace-c analysis tools ($(date -u +%Y-%m-%d), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
+# tools TRACE: every tool on one trace.
+tools() {
+  local trace=$1
   echo "# trace: $(basename "$trace"), $(stat -c %s "$trace") bytes, $events events; best of $repeat"
   printf "%-28s %8s %8s %9s\n" tool "cpu s" "wall s" "RSS MB"
   best "hotspots" "$mt" hotspots "$trace"
@@ -75,5 +86,10 @@ mt=$build/memtrace
   if [ -n "${MEMTRACE_OCAML_BIN:-}" ] && [ -x "$MEMTRACE_OCAML_BIN/oc_hotspots" ]; then
     best "memtrace's OCaml hotspots" "$MEMTRACE_OCAML_BIN/oc_hotspots" "$trace"
   fi
+}
+{
+  echo "# memtrace-c analysis tools ($(date -u +%Y-%m-%d), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
+  tools "$trace"
+  tools "$ordinary"
   echo "targets: every tool < 2 s and < 256 MB; hotspots >= 10x faster than memtrace's"
 } | tee "$report"
