@@ -20,6 +20,7 @@
 #include "tables.h"
 
 #define INBUF_SIZE (4u << 20)   /* read() granularity; > MT__MAX_PACKET */
+#define INBUF_MIN 4096          /* a small file's buffer                    */
 #define MAX_QUEUED (8u << 20)   /* look-ahead when merging domains */
 #define MAX_DOMAINS 128         /* OCaml's own limit on domains */
 #define LOC_CHUNK 4096          /* mt_location entries per storage chunk */
@@ -57,7 +58,7 @@ struct mt_reader {
   uint64_t file_size;
 
   uint8_t *in;
-  size_t in_pos, in_end;
+  size_t in_pos, in_end, in_cap;
   uint64_t in_off; /* file offset of in[0] */
   int in_eof;      /* read() returned 0 */
   int done;        /* no more packets will be read */
@@ -125,8 +126,17 @@ static long fill(mt_reader *r, size_t need) {
     r->in_pos = 0;
     r->in_end = avail;
   }
+  if (need > r->in_cap) {
+    /* a small file's buffer was sized to it; grow (the file may be growing) */
+    size_t cap = r->in_cap * 2 > need ? r->in_cap * 2 : need;
+    if (cap > INBUF_SIZE) cap = INBUF_SIZE;
+    uint8_t *in = realloc(r->in, cap);
+    if (!in) return nomem(r);
+    r->in = in;
+    r->in_cap = cap;
+  }
   while (r->in_end < need && !r->in_eof) {
-    ssize_t got = read(r->fd, r->in + r->in_end, INBUF_SIZE - r->in_end);
+    ssize_t got = read(r->fd, r->in + r->in_end, r->in_cap - r->in_end);
     if (got < 0) {
       if (errno == EINTR) continue;
       return fail(r, MT_ERR_IO, 0, "read failed at byte %llu: %s",
@@ -677,16 +687,21 @@ int mt_reader_open_fd(mt_reader **out, int fd, const char *name) {
   if (!r) return MT_ERR_NOMEM;
   r->fd = fd;
   r->name = strdup(name ? name : "(trace)");
-  r->in = malloc(INBUF_SIZE);
+  struct stat st;
+  off_t pos = lseek(fd, 0, SEEK_CUR);
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && pos >= 0 && st.st_size >= pos)
+    r->file_size = (uint64_t)(st.st_size - pos);
+  /* A file smaller than the buffer gets a buffer its size (small traces,
+   * fuzzing inputs); fill() grows it if the file turns out longer. */
+  r->in_cap = INBUF_SIZE;
+  if (r->file_size && r->file_size < INBUF_SIZE)
+    r->in_cap = r->file_size < INBUF_MIN ? INBUF_MIN : (size_t)r->file_size;
+  r->in = malloc(r->in_cap);
   if (!r->name || !r->in) {
     mt_reader_close(r);
     *out = NULL;
     return MT_ERR_NOMEM;
   }
-  struct stat st;
-  off_t pos = lseek(fd, 0, SEEK_CUR);
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && pos >= 0 && st.st_size >= pos)
-    r->file_size = (uint64_t)(st.st_size - pos);
   return read_trace_info(r);
 }
 

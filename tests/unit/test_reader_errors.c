@@ -586,6 +586,47 @@ static void v1_trace_reads(void **state) {
   free(d);
 }
 
+/* A file that grows after the reader opened it (a trace still being
+ * written): the reader sized its buffer to the file at open time and must
+ * grow it when a later packet is larger than what was there. */
+static void file_grows_after_open(void **state) {
+  (void)state;
+  tu_buf b = {0};
+  mt_writer *w = tu_writer(&b, 2, NULL);
+  uint64_t bt[40];
+  int rc = 0;
+  for (uint64_t i = 0; i < 3000; i++) {
+    for (size_t k = 0; k < 40; k++) bt[k] = 0x1000 + (i * 7 + k * 13) % 5000;
+    rc |= mt_writer_alloc(w, T0 + 10 * i, 0, 1 + i % 50, 1, MT_SOURCE_MINOR, bt, 40, NULL);
+  }
+  rc |= mt_writer_close(w);
+  assert_int_equal(rc, 0);
+  tu_packet pk[64];
+  int npk = tu_packets(b.data, b.len, pk, 64);
+  assert_true(npk >= 3);
+  size_t first = pk[1].off; /* trace_info only */
+  assert_true(b.len - first > 8192);
+
+  char path[256];
+  snprintf(path, sizeof path, "%s/growing.ctf", tu_tmpdir());
+  tu_write_file(path, b.data, first);
+  mt_reader *r = NULL;
+  assert_int_equal(mt_reader_open(&r, path), MT_OK);
+  FILE *f = fopen(path, "ab");
+  assert_non_null(f);
+  assert_int_equal(fwrite(b.data + first, 1, b.len - first, f), b.len - first);
+  fclose(f);
+  mt_event ev;
+  size_t n = 0;
+  while ((rc = mt_reader_next(r, &ev)) == 1) n++;
+  assert_int_equal(rc, 0);
+  assert_int_equal(n, 3000);
+  assert_null(mt_reader_warning(r));
+  mt_reader_close(r);
+  unlink(path);
+  tu_buf_free(&b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(base_layout),
@@ -606,6 +647,7 @@ int main(void) {
       cmocka_unit_test(unterminated_string_location),
       cmocka_unit_test(mtf_index_to_empty_slot),
       cmocka_unit_test(v1_trace_reads),
+      cmocka_unit_test(file_grows_after_open),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
