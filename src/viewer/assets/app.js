@@ -850,7 +850,7 @@
   }
 
   function fnLink(name, file) {
-    if (state.report || /^\(self/.test(name)) return el('span', {title: file || ''}, name);
+    if (state.report || /^\((self|frames too small)/.test(name)) return el('span', {title: file || ''}, name);
     const a = el('a', {class: 'fn', title: (file ? file + '\n' : '') + 'click: focus in the flame graph'}, name);
     a.addEventListener('click', () => { state.view = 'flame'; focusOn(name); if (state.view !== 'flame') setView('flame'); else showView(); });
     return a;
@@ -1030,7 +1030,7 @@
       }
       return api('/api/flame', params, true);
     },
-    functions: () => api('/api/functions', {n: 300, sort: 'total'}, true),
+    functions: () => api('/api/functions', {n: 200, sort: 'total'}, true),
     paths: () => api('/api/paths', {n: 100}, true),
     sites: () => api('/api/sites', {n: 100}, true),
     leaks: () => api('/api/leaks', {n: 100}, true),

@@ -1,0 +1,496 @@
+#!/usr/bin/env node
+/* Browser tests of the viewer: `memtrace view` and `memtrace report` driven through
+ * chromium by playwright-core.
+ *
+ *   node tests/viewer/e2e/run.mjs --memtrace BIN --preload LIBmemtrace_preload.so \
+ *        --live-prog BIN --traces DIR --out DIR
+ *
+ * Exit 77 (skip) without playwright-core or /usr/bin/chromium, 0 when every check
+ * passes, 1 otherwise (each failure printed with what was expected and what was seen).
+ * Screenshots of every step go to --out. The page may request nothing outside the
+ * server's origin (a report: nothing but its own file): any other request fails.
+ */
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const CHROMIUM = '/usr/bin/chromium';
+const TIMEOUT = 20000;
+
+/* ------------------------------------------------------------------ arguments */
+
+function parseArgs(argv) {
+  const a = {};
+  for (let i = 0; i < argv.length; i++) {
+    const k = argv[i];
+    if (!k.startsWith('--') || i + 1 >= argv.length) usage('bad argument ' + k);
+    a[k.slice(2)] = argv[++i];
+  }
+  for (const k of ['memtrace', 'traces', 'out']) if (!a[k]) usage('missing --' + k);
+  return a;
+}
+function usage(msg) {
+  console.error('run.mjs: ' + msg + '\nusage: node run.mjs --memtrace BIN --preload LIB.so --live-prog BIN --traces DIR --out DIR');
+  process.exit(2);
+}
+const args = parseArgs(process.argv.slice(2));
+
+let chromium;
+try {
+  const require = createRequire(path.join(HERE, 'package.json'));
+  ({ chromium } = require('playwright-core'));
+} catch (e) {
+  console.log('SKIP: playwright-core is not installed in ' + HERE + ' (npm install there)');
+  process.exit(77);
+}
+if (!fs.existsSync(CHROMIUM)) { console.log('SKIP: ' + CHROMIUM + ' is missing'); process.exit(77); }
+if (!fs.existsSync(args.memtrace)) { console.error('run.mjs: no memtrace binary at ' + args.memtrace); process.exit(1); }
+fs.mkdirSync(args.out, { recursive: true });
+
+/* ------------------------------------------------------------------ helpers */
+
+const failures = [];
+let checks = 0;
+function check(cond, what, detail) {
+  checks++;
+  if (cond) { console.log('  ok   ' + what); return true; }
+  failures.push(what + (detail ? ': ' + detail : ''));
+  console.log('  FAIL ' + what + (detail ? ': ' + detail : ''));
+  return false;
+}
+
+/* The page's number formats (app.js fmtBytes), to compare what it shows with the API. */
+function fmtBytes(b) {
+  b = +b;
+  if (Math.abs(b) < 1024) return Math.round(b) + ' B';
+  const u = ['KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  let i = -1;
+  do { b /= 1024; i++; } while (Math.abs(b) >= 1024 && i < u.length - 1);
+  return (b >= 100 ? b.toFixed(0) : b >= 10 ? b.toFixed(1) : b.toFixed(2)) + ' ' + u[i];
+}
+const val = e => (e && typeof e === 'object') ? +e.v : +e;
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.unref();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
+  });
+}
+
+const children = new Set();
+/* Start `memtrace view ARGS`; resolve with {proc, url} once it prints its URL line. */
+function startView(viewArgs, label) {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(args.memtrace, ['view', ...viewArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(proc);
+    let out = '', err = '';
+    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(label + ': no "serving … at URL" line within ' + TIMEOUT / 1000 + ' s; stdout: ' + out + ' stderr: ' + err)); }, TIMEOUT);
+    proc.stdout.on('data', d => {
+      out += d;
+      const m = out.match(/memtrace view: serving .* at (http:\/\/[^\s/]+)\/\s*$/m);
+      if (m) { clearTimeout(timer); resolve({ proc, url: m[1], stderr: () => err }); }
+    });
+    proc.stderr.on('data', d => { err += d; });
+    proc.on('exit', (code, sig) => { children.delete(proc); clearTimeout(timer); reject(new Error(label + ': memtrace view exited (' + (code ?? sig) + ') before serving; stderr: ' + err.trim())); });
+    proc.on('error', e => { clearTimeout(timer); reject(e); });
+  });
+}
+
+function stopProc(proc) {
+  return new Promise(resolve => {
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return resolve(proc ? proc.exitCode : null);
+    const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
+    proc.once('exit', code => { clearTimeout(t); resolve(code); });
+    proc.kill('SIGINT');
+  });
+}
+
+function run(cmd, argv, env) {
+  return new Promise(resolve => {
+    const p = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...(env || {}) } });
+    children.add(p);
+    let out = '', err = '';
+    p.stdout.on('data', d => { out += d; });
+    p.stderr.on('data', d => { err += d; });
+    p.on('exit', code => { children.delete(p); resolve({ code, out, err }); });
+    p.on('error', e => resolve({ code: -1, out, err: String(e) }));
+  });
+}
+
+async function getJSON(url) {
+  const r = await fetch(url);
+  const body = await r.json().catch(() => null);
+  return { status: r.status, body };
+}
+
+let browser;
+/* A page that fails the test on any request outside `allowed` and on script errors. */
+async function newPage(name, allowed) {
+  const ctx = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  const page = await ctx.newPage();
+  page.foreign = [];
+  page.errors = [];
+  page.on('request', r => { const u = r.url(); if (!allowed(u)) page.foreign.push(u); });
+  page.on('pageerror', e => page.errors.push(e.message));
+  page.on('console', m => { if (m.type() === 'error' && !/status of (400|404|503)/.test(m.text())) page.errors.push('console: ' + m.text()); });
+  page.testName = name;
+  return page;
+}
+
+async function finishPage(page, shot) {
+  if (shot) await page.screenshot({ path: path.join(args.out, shot + '.png'), fullPage: true }).catch(() => {});
+  check(page.foreign.length === 0, page.testName + ': no request outside the origin', page.foreign.slice(0, 5).join(', '));
+  check(page.errors.length === 0, page.testName + ': no script error', page.errors.slice(0, 5).join(' | '));
+  await page.context().close();
+}
+
+const text = (page, sel) => page.locator(sel).first().textContent({ timeout: TIMEOUT }).then(s => (s || '').trim());
+
+async function waitText(page, sel, pred, what) {
+  try {
+    await page.waitForFunction(([sel, src]) => {
+      const e = document.querySelector(sel);
+      return e && (new Function('t', 'return ' + src))(e.textContent.trim());
+    }, [sel, pred], { timeout: TIMEOUT });
+    return check(true, what);
+  } catch (e) {
+    const seen = await text(page, sel).catch(() => '(none)');
+    return check(false, what, 'timed out; ' + sel + ' shows "' + seen + '"');
+  }
+}
+
+/* Top-level frames of a golden folded-stacks file, largest first. */
+function foldedTopFrames(file) {
+  const by = new Map();
+  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+    const m = line.match(/^(.*) (\d+)$/);
+    if (!m) continue;
+    const first = m[1].split(';')[0];
+    by.set(first, (by.get(first) || 0) + +m[2]);
+  }
+  return [...by.entries()].sort((a, b) => b[1] - a[1]).map(e => e[0]);
+}
+
+/* ------------------------------------------------------------------ tests */
+
+async function testTrace(name, full) {
+  console.log('trace ' + name);
+  const trace = path.join(args.traces, name + '.ctf');
+  if (!fs.existsSync(trace)) { check(false, name + ': trace exists', trace + ' missing'); return; }
+  const port = await freePort();
+  const srv = await startView(['--port', String(port), trace], name);
+  const origin = srv.url;
+  try {
+    const page = await newPage(name, u => u.startsWith(origin + '/') || u.startsWith('data:'));
+    await page.goto(origin + '/');
+    await waitText(page, '#status', 't === "ready"', name + ': #status becomes ready');
+    const info = (await getJSON(origin + '/api/info')).body;
+    const infoText = await text(page, '#info');
+    check(info && infoText.includes(path.basename(info.executable || '')), name + ': #info shows the executable', infoText.slice(0, 120));
+    check(info && infoText.includes(String(info.pid)), name + ': #info shows the pid');
+    check(/1 sample per [\d,]+ bytes/.test(infoText), name + ': #info shows the sample rate as "1 sample per N bytes"');
+
+    /* flame graph: the outermost frames of the golden folded file and of /api/flame */
+    await page.waitForSelector('#flame .frame', { timeout: TIMEOUT });
+    const flame = (await getJSON(origin + '/api/flame')).body;
+    const fnName = new Map(flame.functions.map(f => [f.id, f.name]));
+    const apiTop = flame.callees.children.slice(0, 3).map(c => fnName.get(c.fn));
+    const names = new Set(await page.$$eval('#flame .frame', es => es.map(e => e.dataset.name)));
+    for (const n of apiTop) check(names.has(n), name + ': flame graph shows top frame ' + n);
+    const goldenTop = foldedTopFrames(path.join(args.traces, name + '.folded.txt'))[0];
+    check(apiTop[0] === goldenTop, name + ': largest outermost frame is the golden flamegraph\'s', 'golden ' + goldenTop + ', api ' + apiTop[0]);
+    check(names.has(goldenTop), name + ': page shows ' + goldenTop);
+    const sum0 = (await getJSON(origin + '/api/summary')).body;
+    check((await text(page, '#summary-bytes')) === fmtBytes(val(sum0.bytes)), name + ': #summary-bytes is /api/summary\'s bytes', fmtBytes(val(sum0.bytes)));
+    await page.screenshot({ path: path.join(args.out, name + '-flame.png'), fullPage: true });
+
+    if (!full) { await finishPage(page); return; }
+
+    /* a filter typed into the form changes #summary-bytes as the API says */
+    const dur = info.duration || 1;
+    const range = (dur * 0.25).toFixed(3) + '..' + (dur * 0.6).toFixed(3);
+    await page.fill('#filters [name="alloc"]', range);
+    await page.fill('#filters [name="size"]', '..64');
+    await page.click('#apply');
+    const want = (await getJSON(origin + '/api/summary?alloc=' + range + '&size=..64')).body;
+    const wantText = fmtBytes(val(want.bytes));
+    await waitText(page, '#summary-bytes', 't === ' + JSON.stringify(wantText), name + ': filter alloc=' + range + ' size=..64 sets #summary-bytes to ' + wantText);
+    check(val(want.bytes) < val(sum0.bytes), name + ': the filter keeps fewer bytes (' + wantText + ' < ' + fmtBytes(val(sum0.bytes)) + ')');
+    check(page.url().includes('alloc=') && page.url().includes('size='), name + ': the URL holds the filter', page.url());
+    await page.screenshot({ path: path.join(args.out, name + '-filtered.png'), fullPage: true });
+
+    /* focus: click a frame that has a caller; callers and callees show */
+    await page.waitForSelector('#flame .frame', { timeout: TIMEOUT });
+    const fl = (await getJSON(origin + '/api/flame?alloc=' + range + '&size=..64')).body;
+    const fmap = new Map(fl.functions.map(f => [f.id, f.name]));
+    let target = fl.callees.children[0];
+    if (target && target.children && target.children.length) target = target.children[0];
+    const tname = target ? fmap.get(target.fn) : null;
+    if (check(!!tname, name + ': the filtered flame graph has a second-level frame')) {
+      await page.locator('#flame .frame[data-name="' + cssq(tname) + '"]').first().click();
+      try {
+        await page.waitForSelector('#flame .frame.focus[data-name="' + cssq(tname) + '"]', { timeout: TIMEOUT });
+        check(true, name + ': clicking ' + tname + ' focuses it');
+      } catch (e) { check(false, name + ': clicking ' + tname + ' focuses it', 'no .frame.focus'); }
+      const foc = (await getJSON(origin + '/api/flame?alloc=' + range + '&size=..64&focus=' + target.fn)).body;
+      const fm = new Map(foc.functions.map(f => [f.id, f.name]));
+      const caller = foc.callers && foc.callers.children[0] ? fm.get(foc.callers.children[0].fn) : null;
+      const callersText = await text(page, '#callers-table');
+      check(caller && callersText.includes(caller), name + ': callers table lists ' + caller, callersText.slice(0, 200));
+      const callee = foc.callees.children[0] ? fm.get(foc.callees.children[0].fn) : null;
+      if (callee) check((await text(page, '#callees-table')).includes(callee), name + ': callees table lists ' + callee);
+      check(page.url().includes('focus_name='), name + ': the URL holds the focus', page.url());
+      await page.screenshot({ path: path.join(args.out, name + '-focus.png'), fullPage: true });
+
+      /* URL state: a reload shows the same view */
+      const before = await text(page, '#summary-bytes');
+      await page.reload();
+      await waitText(page, '#summary-bytes', 't === ' + JSON.stringify(before), name + ': after reload #summary-bytes is still ' + before);
+      try {
+        await page.waitForSelector('#flame .frame.focus[data-name="' + cssq(tname) + '"]', { timeout: TIMEOUT });
+        check(true, name + ': after reload the focus is still ' + tname);
+      } catch (e) { check(false, name + ': after reload the focus is still ' + tname); }
+      check(await page.inputValue('#filters [name="alloc"]') === range, name + ': after reload the form holds alloc=' + range);
+
+      /* Escape unfocuses */
+      await page.focus('#flame');
+      await page.keyboard.press('Escape');
+      try {
+        await page.waitForFunction(() => !document.querySelector('#flame .frame.focus') && document.querySelector('#flame .frame.root'), null, { timeout: TIMEOUT });
+        check(true, name + ': Escape unfocuses');
+      } catch (e) { check(false, name + ': Escape unfocuses'); }
+    }
+
+    /* search highlights matching frames only */
+    await page.click('#reset');
+    await waitText(page, '#summary-bytes', 't === ' + JSON.stringify(fmtBytes(val(sum0.bytes))), name + ': Clear restores the unfiltered bytes');
+    const q = searchTerm(flame);
+    await page.keyboard.press('Escape');
+    await page.locator('body').click({ position: { x: 5, y: 5 } });
+    await page.keyboard.press('/');
+    await page.keyboard.type(q);
+    try {
+      await page.waitForSelector('#flame .frame.match', { timeout: TIMEOUT });
+      const res = await page.$$eval('#flame .frame', es => es.map(e => [e.dataset.name, e.classList.contains('match')]));
+      const bad = res.filter(([n, m]) => m !== (n !== 'all' && n.toLowerCase().includes(q.toLowerCase())) && !(n === 'all' && !m));
+      check(bad.length === 0, name + ': search "' + q + '" highlights exactly the matching frames', bad.slice(0, 3).join(' | '));
+      check(/\d+ match/.test(await text(page, '#search-result')), name + ': search shows the match count');
+    } catch (e) { check(false, name + ': search "' + q + '" highlights frames', 'no .frame.match'); }
+    await page.screenshot({ path: path.join(args.out, name + '-search.png'), fullPage: true });
+
+    /* a bad filter value shows the server's message */
+    await page.fill('#filters [name="size"]', 'abc');
+    await page.click('#apply');
+    const bad = await getJSON(origin + '/api/summary?size=abc');
+    check(bad.status === 400 && bad.body && bad.body.error, name + ': /api/summary?size=abc is a 400 with a message', JSON.stringify(bad.body));
+    try {
+      await page.waitForSelector('#error:not([hidden])', { timeout: TIMEOUT });
+      const msg = await text(page, '#error');
+      check(bad.body && msg.includes(bad.body.error), name + ': #error shows the server\'s message', msg);
+    } catch (e) { check(false, name + ': a bad filter value shows #error'); }
+    await page.screenshot({ path: path.join(args.out, name + '-bad-filter.png'), fullPage: true });
+    await page.fill('#filters [name="size"]', '');
+    await page.click('#apply');
+    await page.waitForSelector('#error[hidden]', { state: 'attached', timeout: TIMEOUT }).catch(() => check(false, name + ': a good filter clears #error'));
+
+    /* other views: sites and leaks tables as the API says, tabs, histograms */
+    const sites = (await getJSON(origin + '/api/sites?n=100')).body;
+    await page.click('#view-tabs button[data-view="sites"]');
+    await page.waitForSelector('#sites tbody tr', { timeout: TIMEOUT });
+    const siteNames = await page.$$eval('#sites tbody tr td:first-child', es => es.map(e => e.textContent.trim()));
+    const apiSites = sites.sites.slice(0, 5).map(s => s.name || '?');
+    check(JSON.stringify(siteNames.slice(0, 5)) === JSON.stringify(apiSites), name + ': #sites lists /api/sites in order', 'page ' + siteNames.slice(0, 5).join(', ') + ' api ' + apiSites.join(', '));
+    check(page.url().includes('view=sites'), name + ': the URL holds the view');
+    await page.screenshot({ path: path.join(args.out, name + '-sites.png'), fullPage: true });
+    const leaks = (await getJSON(origin + '/api/leaks?n=100')).body;
+    await page.click('#view-tabs button[data-view="leaks"]');
+    await page.waitForSelector('#leaks tbody tr', { timeout: TIMEOUT });
+    const leakRows = await page.$$eval('#leaks tbody tr:not(.empty)', es => es.length);
+    check(leakRows === Math.min(100, leaks.leaks.length), name + ': #leaks has a row per /api/leaks group', leakRows + ' vs ' + leaks.leaks.length);
+    for (const v of ['functions', 'paths', 'histograms']) {
+      await page.click('#view-tabs button[data-view="' + v + '"]');
+      const sel = v === 'histograms' ? '#hist-size svg' : '#' + v + ' tbody tr';
+      try { await page.waitForSelector(sel, { timeout: TIMEOUT }); check(true, name + ': view ' + v + ' renders'); } catch (e) { check(false, name + ': view ' + v + ' renders', 'no ' + sel); }
+      await page.screenshot({ path: path.join(args.out, name + '-' + v + '.png'), fullPage: true });
+    }
+    /* hovering an estimate gives its interval */
+    const tip = await page.locator('#summary-bytes').getAttribute('data-tip');
+    check(tip && /95% interval/.test(tip), name + ': #summary-bytes carries its 95% interval', tip);
+
+    /* a path outside the API and the assets is a 404 */
+    const r404 = await page.goto(origin + '/no/such/page');
+    check(r404 && r404.status() === 404, name + ': an unknown path is a 404', r404 && String(r404.status()));
+    await finishPage(page);
+  } catch (e) {
+    check(false, name + ': test ran to the end', e.stack || String(e));
+  } finally {
+    const code = await stopProc(srv.proc);
+    check(code === 0, name + ': SIGINT stops memtrace view with exit 0', 'exit ' + code + ' ' + srv.stderr().trim().slice(0, 300));
+  }
+}
+
+function cssq(s) { return String(s).replace(/["\\]/g, '\\$&'); }
+
+/* A search term: a word of the second largest outermost function's name. */
+function searchTerm(flame) {
+  const fm = new Map(flame.functions.map(f => [f.id, f.name]));
+  let n = flame.callees;
+  while (n.children && n.children.length === 1) n = n.children[0];
+  const pick = (n.children && n.children[1]) || (n.children && n.children[0]) || n;
+  const name = fm.get(pick.fn) || 'a';
+  const words = name.split(/[^A-Za-z0-9_]+/).filter(w => w.length >= 3);
+  return words.length ? words[words.length - 1] : name;
+}
+
+async function testReport(name) {
+  console.log('report ' + name);
+  const trace = path.join(args.traces, name + '.ctf');
+  const out = path.join(path.resolve(args.out), 'report.html');
+  fs.rmSync(out, { force: true });
+  const r = await run(args.memtrace, ['report', trace, '-o', out]);
+  if (!check(r.code === 0 && fs.existsSync(out), 'report: memtrace report exits 0 and writes ' + out, 'exit ' + r.code + ' ' + r.err.trim())) return;
+  const html = fs.readFileSync(out, 'utf8');
+  check(!/<script[^>]*\bsrc=/.test(html) && !/<link[^>]*stylesheet/.test(html), 'report: self-contained (no script src, no stylesheet link)');
+  const port = await freePort();
+  const srv = await startView(['--port', String(port), trace], 'report');
+  try {
+    const sites = (await getJSON(srv.url + '/api/sites')).body;
+    const fileUrl = pathToFileURL(out).href;
+    const page = await newPage('report', u => u === fileUrl || u.startsWith(fileUrl + '?') || u.startsWith(fileUrl + '#') || u.startsWith('data:'));
+    await page.goto(fileUrl);
+    await waitText(page, '#status', 't === "report"', 'report: #status says report');
+    await page.waitForSelector('#flame .frame', { timeout: TIMEOUT });
+    check(await page.locator('#filters').isHidden(), 'report: the filter form is hidden');
+    await page.screenshot({ path: path.join(args.out, 'report-flame.png'), fullPage: true });
+    /* zooming still works without a server */
+    const frames = await page.$$eval('#flame .frame:not(.root)', es => es.map(e => [e.dataset.name, e.getBoundingClientRect().width]));
+    const narrow = frames.find(([, w]) => w > 30 && w < 600);
+    if (narrow) {
+      await page.locator('#flame .frame[data-name="' + cssq(narrow[0]) + '"]').first().click();
+      const w2 = await page.locator('#flame .frame[data-name="' + cssq(narrow[0]) + '"]').first().evaluate(e => e.getBoundingClientRect().width);
+      check(w2 > narrow[1] * 1.5, 'report: clicking ' + narrow[0] + ' zooms it (' + narrow[1].toFixed(0) + ' px -> ' + w2.toFixed(0) + ' px)');
+    }
+    await page.click('#view-tabs button[data-view="sites"]');
+    await page.waitForSelector('#sites tbody tr', { timeout: TIMEOUT });
+    const names = await page.$$eval('#sites tbody tr td:first-child', es => es.map(e => e.textContent.trim()));
+    const want = sites.sites.map(s => s.name || '?');
+    check(JSON.stringify(names.slice(0, want.length)) === JSON.stringify(want), 'report: the top sites are /api/sites\'s', 'report ' + names.slice(0, 5).join(', ') + ' api ' + want.slice(0, 5).join(', '));
+    await page.screenshot({ path: path.join(args.out, 'report-sites.png'), fullPage: true });
+    for (const v of ['leaks', 'histograms']) {
+      await page.click('#view-tabs button[data-view="' + v + '"]');
+      const sel = v === 'histograms' ? '#hist-size svg' : '#leaks tbody tr';
+      try { await page.waitForSelector(sel, { timeout: TIMEOUT }); check(true, 'report: view ' + v + ' renders'); } catch (e) { check(false, 'report: view ' + v + ' renders'); }
+    }
+    await page.screenshot({ path: path.join(args.out, 'report-histograms.png'), fullPage: true });
+    await finishPage(page);
+  } catch (e) {
+    check(false, 'report: test ran to the end', e.stack || String(e));
+  } finally {
+    await stopProc(srv.proc);
+  }
+}
+
+async function testCorrupt() {
+  console.log('corrupt trace');
+  const bad = path.join(path.resolve(args.out), 'corrupt.ctf');
+  fs.writeFileSync(bad, Buffer.from('this is not a CTF trace, only some text\n'.repeat(20)));
+  const once = await run(args.memtrace, ['view', '--port', String(await freePort()), bad]);
+  check(once.code === 1 && once.err.trim().length > 0, 'corrupt: memtrace view on a corrupt file prints a message and exits 1', 'exit ' + once.code + ' stderr ' + once.err.trim().slice(0, 200));
+  const srv = await startView(['--follow', '--port', String(await freePort()), bad], 'corrupt --follow');
+  try {
+    const page = await newPage('corrupt', u => u.startsWith(srv.url + '/') || u.startsWith('data:'));
+    await page.goto(srv.url + '/');
+    await waitText(page, '#status', 't.startsWith("error: ")', 'corrupt: #status shows "error: …"');
+    try {
+      await page.waitForSelector('#fatal:not([hidden])', { timeout: TIMEOUT });
+      const msg = await text(page, '#fatal-message');
+      const st = (await getJSON(srv.url + '/api/status')).body;
+      check(st && st.state === 'error' && msg.includes(st.error), 'corrupt: the page shows /api/status\'s error', msg);
+    } catch (e) { check(false, 'corrupt: an error panel replaces the views'); }
+    await page.screenshot({ path: path.join(args.out, 'corrupt.png'), fullPage: true });
+    await finishPage(page);
+  } catch (e) {
+    check(false, 'corrupt: test ran to the end', e.stack || String(e));
+  } finally {
+    await stopProc(srv.proc);
+  }
+}
+
+async function testLive() {
+  console.log('live');
+  if (!args['live-prog'] || !args.preload || !fs.existsSync(args['live-prog']) || !fs.existsSync(args.preload)) {
+    check(false, 'live: --live-prog and --preload exist', args['live-prog'] + ' ' + args.preload);
+    return;
+  }
+  const lport = await freePort();
+  const srv = await startView(['--listen', '127.0.0.1:' + lport, '--port', String(await freePort())], 'live');
+  let prog = null;
+  try {
+    const page = await newPage('live', u => u.startsWith(srv.url + '/') || u.startsWith('data:'));
+    await page.goto(srv.url + '/');
+    await waitText(page, '#status', 't === "waiting"', 'live: #status is waiting before the program connects');
+    await page.screenshot({ path: path.join(args.out, 'live-waiting.png'), fullPage: true });
+    prog = run(args['live-prog'], ['6'], { LD_PRELOAD: path.resolve(args.preload), MEMTRACE: 'tcp:127.0.0.1:' + lport, MEMTRACE_RATE: '1e-3' });
+    await waitText(page, '#status', 't === "live"', 'live: #status becomes live');
+    await page.waitForSelector('#flame .frame', { timeout: TIMEOUT }).catch(() => check(false, 'live: the flame graph appears'));
+    const bytesOf = async () => page.$eval('#summary-bytes', e => e.dataset.tip || '');
+    const first = await text(page, '#summary-bytes');
+    const tip1 = await bytesOf();
+    const gen1 = (await getJSON(srv.url + '/api/status')).body.generation;
+    await page.waitForTimeout(3000);
+    const second = await text(page, '#summary-bytes');
+    const gen2 = (await getJSON(srv.url + '/api/status')).body.generation;
+    check(gen2 > gen1, 'live: the server\'s generation grows (' + gen1 + ' -> ' + gen2 + ')');
+    const num = t => { const m = t.match(/estimate ([\d.]+) (B|KiB|MiB|GiB)/); return m ? +m[1] * { B: 1, KiB: 1024, MiB: 1048576, GiB: 1073741824 }[m[2]] : NaN; };
+    const tip2 = await bytesOf();
+    check(num(tip2) > num(tip1), 'live: #summary-bytes grows without a reload (' + first + ' -> ' + second + ')');
+    const dur = await text(page, '#live-duration');
+    check(/s\b/.test(dur), 'live: the header shows the trace duration', dur);
+    await page.screenshot({ path: path.join(args.out, 'live.png'), fullPage: true });
+    const res = await prog;
+    prog = null;
+    check(res.code === 0, 'live: the traced program exits 0', res.err.trim().slice(0, 200));
+    await finishPage(page);
+  } catch (e) {
+    check(false, 'live: test ran to the end', e.stack || String(e));
+  } finally {
+    if (prog) await prog;
+    const code = await stopProc(srv.proc);
+    check(code === 0, 'live: SIGINT stops memtrace view --listen with exit 0', 'exit ' + code);
+  }
+}
+
+/* ------------------------------------------------------------------ main */
+
+const only = process.env.MT_E2E_ONLY ? process.env.MT_E2E_ONLY.split(',') : null;
+const want = t => !only || only.includes(t);
+let code = 0;
+try {
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'],
+  });
+  if (want('ocamlopt')) await testTrace('ocamlopt', true);
+  if (want('workload')) await testTrace('workload-1e-4', false);
+  if (want('report')) await testReport('ocamlopt');
+  if (want('corrupt')) await testCorrupt();
+  if (want('live')) await testLive();
+} catch (e) {
+  failures.push('driver: ' + (e.stack || e));
+  console.log('  FAIL driver: ' + (e.stack || e));
+} finally {
+  if (browser) await browser.close().catch(() => {});
+  for (const c of children) c.kill('SIGKILL');
+}
+console.log('\n' + (checks - failures.length) + '/' + checks + ' checks passed; screenshots in ' + args.out);
+if (failures.length) {
+  console.log('failures:\n' + failures.map(f => '  - ' + f).join('\n'));
+  code = 1;
+}
+process.exit(code);
