@@ -1,0 +1,207 @@
+#include "live.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int progress(void *ctx, uint64_t done, uint64_t total) {
+  static double last;
+  double t = now_s();
+  (void)ctx;
+  if (total && t - last > 0.1) {
+    last = t;
+    fprintf(stderr, "\rmemtrace view: loading %5.1f%% of %.1f MB", 100.0 * done / total,
+            total / 1e6);
+  }
+  return 0;
+}
+
+static void install(mt_vlive *l, mt_vsnap *s) {
+  pthread_mutex_lock(&l->lock);
+  mt_vsnap *old = l->snap;
+  l->snap = s;
+  l->state = "ready";
+  l->message[0] = 0;
+  pthread_mutex_unlock(&l->lock);
+  mt_vsnap_unref(old);
+}
+
+static void set_state(mt_vlive *l, const char *state, const char *msg) {
+  pthread_mutex_lock(&l->lock);
+  l->state = state;
+  snprintf(l->message, sizeof l->message, "%s", msg ? msg : "");
+  pthread_mutex_unlock(&l->lock);
+}
+
+/* One load into a new snapshot; NULL with *err set on failure. */
+static mt_vsnap *load(mt_vlive *l, const char *path, int tty, char *err, size_t n) {
+  mt_analysis *a;
+  int rc = mt_analysis_load(&a, path, tty ? progress : NULL, NULL);
+  if (tty) fputs("\r\033[K", stderr);
+  if (rc != MT_OK) {
+    snprintf(err, n, "%s", a ? mt_analysis_error(a) : "out of memory");
+    mt_analysis_free(a);
+    return NULL;
+  }
+  pthread_mutex_lock(&l->lock);
+  uint64_t gen = ++l->generation;
+  pthread_mutex_unlock(&l->lock);
+  mt_vsnap *s = mt_vsnap_new(a, l->name, gen);
+  if (!s) snprintf(err, n, "%s: out of memory", path);
+  return s;
+}
+
+int mt_vlive_load_once(mt_vlive *l, const char *path, const char *name) {
+  char err[1024];
+  l->path = path;
+  l->name = name;
+  mt_vsnap *s = load(l, path, isatty(2), err, sizeof err);
+  if (!s) {
+    fprintf(stderr, "memtrace view: %s\n", err);
+    return -1;
+  }
+  const char *w = mt_analysis_warning(s->a);
+  if (w) fprintf(stderr, "memtrace view: warning: %s\n", w);
+  install(l, s);
+  return 0;
+}
+
+/* --listen: accepts one program and copies its stream into the file,
+ * while the loader follows the file. */
+static void *receive(void *arg) {
+  mt_vlive *l = arg;
+  int fd = -1;
+  while (!__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) {
+    struct pollfd p = {l->listen_fd, POLLIN, 0};
+    if (poll(&p, 1, 200) > 0) {
+      fd = accept4(l->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+      if (fd >= 0) break;
+    }
+  }
+  close(l->listen_fd);
+  l->listen_fd = -1;
+  if (fd < 0) return NULL;
+  int out = open(l->path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (out < 0) {
+    char m[600];
+    snprintf(m, sizeof m, "%s: cannot write: %s", l->path, strerror(errno));
+    set_state(l, "error", m);
+    close(fd);
+    return NULL;
+  }
+  set_state(l, "loading", "a program is connected");
+  static char buf[1 << 16];
+  while (!__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) {
+    struct pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, 200) <= 0) continue;
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    for (ssize_t o = 0; o < n;) {
+      ssize_t w = write(out, buf + o, (size_t)(n - o));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) {
+        n = -1;
+        break;
+      }
+      o += w;
+    }
+    if (n < 0) break;
+  }
+  close(fd);
+  close(out);
+  return NULL;
+}
+
+static void *follow(void *arg) {
+  mt_vlive *l = arg;
+  pthread_t rx;
+  int has_rx = 0;
+  if (l->listen_fd >= 0) {
+    char m[400];
+    snprintf(m, sizeof m, "waiting for a program on %s", l->listen_shown);
+    set_state(l, "waiting", m);
+    has_rx = pthread_create(&rx, NULL, receive, l) == 0;
+  } else {
+    set_state(l, "loading", "");
+  }
+  off_t last_size = -1;
+  double last_took = 0, last_end = 0;
+  while (!__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) {
+    usleep(50000);
+    double t = now_s();
+    /* at most every 250 ms, and never more often than a load takes */
+    if (t - last_end < 0.25 || t - last_end < last_took) continue;
+    struct stat st;
+    if (stat(l->path, &st) != 0) {
+      if (!has_rx) {
+        char m[600];
+        snprintf(m, sizeof m, "%s: %s (waiting for it)", l->path, strerror(errno));
+        set_state(l, "waiting", m);
+      }
+      last_end = t;
+      continue;
+    }
+    if (st.st_size == last_size || st.st_size == 0) {
+      last_end = t;
+      continue;
+    }
+    char err[1024];
+    mt_vsnap *s = load(l, l->path, 0, err, sizeof err);
+    double e = now_s();
+    last_took = e - t;
+    last_end = e;
+    if (s) {
+      last_size = st.st_size;
+      install(l, s);
+    } else {
+      /* with a snapshot shown, keep it (the file may have been caught
+       * mid-header); without, say why */
+      pthread_mutex_lock(&l->lock);
+      int have = l->snap != NULL;
+      pthread_mutex_unlock(&l->lock);
+      if (!have) set_state(l, "error", err);
+    }
+  }
+  if (has_rx) pthread_join(rx, NULL);
+  return NULL;
+}
+
+int mt_vlive_start(mt_vlive *l, const char *path, const char *name, int listen_fd) {
+  l->path = path;
+  l->name = name;
+  l->live = 1;
+  l->listen_fd = listen_fd;
+  if (pthread_create(&l->thread, NULL, follow, l) != 0) return -1;
+  l->running = 1;
+  return 0;
+}
+
+void mt_vlive_stop(mt_vlive *l) {
+  __atomic_store_n(&l->stop, 1, __ATOMIC_RELAXED);
+  if (l->running) pthread_join(l->thread, NULL);
+  l->running = 0;
+  mt_vsnap_unref(l->snap);
+  l->snap = NULL;
+}
+
+mt_vsnap *mt_vlive_get(mt_vlive *l) {
+  pthread_mutex_lock(&l->lock);
+  mt_vsnap *s = l->snap;
+  if (s) mt_vsnap_ref(s);
+  pthread_mutex_unlock(&l->lock);
+  return s;
+}

@@ -1,0 +1,38 @@
+/* The snapshot a server serves, and how it is kept current: loaded once,
+ * or reloaded as a followed file grows (--follow, --listen). */
+#ifndef MT_VIEWER_LIVE_H
+#define MT_VIEWER_LIVE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "snapshot.h"
+
+typedef struct mt_vlive {
+  pthread_mutex_t lock;
+  mt_vsnap *snap; /* current, or NULL */
+  uint64_t generation;
+  const char *state; /* "ready", "loading", "waiting", "error" */
+  char message[1024];
+  int live;
+  const char *path, *name;
+  /* loader thread */
+  pthread_t thread;
+  int running, stop;
+  /* --listen: the receiving socket, and where the stream goes */
+  int listen_fd;
+  char listen_shown[300];
+  int tty;
+} mt_vlive;
+
+/* Loads `path` once (printing progress on a terminal). 0, or -1 after
+ * printing the reader's message. */
+int mt_vlive_load_once(mt_vlive *l, const char *path, const char *name);
+/* Starts the loader thread following `path` (and receiving the stream on
+ * listen_fd first when it is >= 0). */
+int mt_vlive_start(mt_vlive *l, const char *path, const char *name, int listen_fd);
+void mt_vlive_stop(mt_vlive *l);
+/* The current snapshot with a reference (NULL if none): unref it. */
+mt_vsnap *mt_vlive_get(mt_vlive *l);
+
+#endif

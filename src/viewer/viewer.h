@@ -1,0 +1,33 @@
+/* memtrace view and memtrace report (docs/viewer.md): the entry points the
+ * two commands call. */
+#ifndef MT_VIEWER_H
+#define MT_VIEWER_H
+
+typedef struct mt_viewer_opts {
+  const char *trace;  /* the trace (view, --follow), or NULL with listen */
+  const char *host;   /* default 127.0.0.1 */
+  int port;           /* default 8080; the next 20 are tried if busy */
+  int open;           /* run xdg-open on the URL */
+  int follow;         /* the trace is still being written */
+  const char *listen; /* [HOST:]PORT to receive a program's stream on */
+  const char *output; /* with listen: where the stream goes */
+} mt_viewer_opts;
+
+/* Serves until SIGINT/SIGTERM; returns the exit status. */
+int mt_viewer_serve(const mt_viewer_opts *o);
+
+/* Writes the self-contained HTML report; returns the exit status. */
+int mt_viewer_report(const char *trace, const char *out, const char *title);
+
+/* The embedded assets (assets.c, generated at build time). */
+typedef struct mt_vasset {
+  const char *path; /* "/app.js" */
+  const char *mime;
+  const unsigned char *data;
+  unsigned long len;
+} mt_vasset;
+extern const mt_vasset mt_vassets[];
+extern const unsigned mt_vassets_count;
+const mt_vasset *mt_vasset_find(const char *path);
+
+#endif
