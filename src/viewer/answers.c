@@ -122,7 +122,6 @@ int mt_vanswer_timeline(const mt_vsnap *s, const mt_vquery *q, mt_json *j) {
     mt_object o = mt_analysis_object(s->a, i);
     size_t b0 = bin_of(ends, nb, o.alloc_time);
     size_t b1 = o.free_time == MT_NEVER ? nb : bin_of(ends, nb, o.free_time);
-    if (b1 < nb && ends[b1] == o.free_time) b1++; /* dead at t == free */
     if (b1 <= b0) continue;
     diff[b0] += (double)o.nsamples;
     diff[b1] -= (double)o.nsamples;

@@ -92,7 +92,7 @@ int mt_viewer_report(const char *trace, const char *out, const char *title) {
   const char *t_js = find_tag(page, "<script", "app.js", "</script>", &end), *e_js = end;
   const char *t_icon = icon ? find_tag(page, "<link", "favicon.svg", NULL, &end) : NULL;
   const char *e_icon = t_icon ? end : NULL;
-  const char *t_title = find_tag(page, "<title", ">", "</title>", &end), *e_title = end;
+  const char *t_title = find_tag(page, "<title", "<title", "</title>", &end), *e_title = end;
   if (!t_js) {
     fprintf(stderr, "memtrace report: index.html does not load app.js\n");
     free(page);
@@ -127,6 +127,7 @@ int mt_viewer_report(const char *trace, const char *out, const char *title) {
       const char *tt = title ? title : name;
       for (const char *c = tt; *c; c++) {
         if (*c == '<') fputs("&lt;", f);
+        else if (*c == '>') fputs("&gt;", f);
         else if (*c == '&') fputs("&amp;", f);
         else fputc(*c, f);
       }

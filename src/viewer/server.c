@@ -177,6 +177,27 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
               MHD_RESPMEM_MUST_FREE, 1);
 }
 
+/* Decodes %XX in place, as libmicrohttpd would, except that %00 becomes
+ * DEL instead of ending the string: "/app.js%00.txt" must not name
+ * "/app.js". */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s) {
+  (void)cls;
+  (void)c;
+  char *w = s;
+  for (const char *r = s; *r; r++) {
+    unsigned v;
+    if (r[0] == '%' && r[1] && r[2] && sscanf(r + 1, "%2x", &v) == 1 &&
+        strchr("0123456789abcdefABCDEF", r[1]) && strchr("0123456789abcdefABCDEF", r[2])) {
+      *w++ = v ? (char)v : 0x7f;
+      r += 2;
+    } else {
+      *w++ = *r;
+    }
+  }
+  *w = 0;
+  return (size_t)(w - s);
+}
+
 /* Binds host:port, or the next 20 ports if busy. */
 static struct MHD_Daemon *start(mt_vlive *l, const char *host, int port, int *got) {
   struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *res;
@@ -197,6 +218,7 @@ static struct MHD_Daemon *start(mt_vlive *l, const char *host, int port, int *go
     struct MHD_Daemon *d =
         MHD_start_daemon(flags, (uint16_t)p, NULL, NULL, handle, l, MHD_OPTION_SOCK_ADDR, &sa,
                          MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 60u,
+                         MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
                          MHD_OPTION_END);
     if (d) {
       *got = p;

@@ -103,12 +103,9 @@ static int each(void *ctx, size_t obj, const uint32_t *codes, size_t n) {
   while (b->path_n > depth) b->on_path[s->ffn[b->path[--b->path_n]]]--;
   for (size_t k = c; k < n; k++) {
     size_t nfr;
+    /* codes the trace never described are left out, as memtrace's own
+     * flame graphs do */
     const mt_frame *fr = mt_analysis_code_frames(s->a, codes[k], &nfr);
-    mt_frame unknown = {(uint32_t)s->nfn, 0, 0, 0};
-    if (nfr == 0) {
-      fr = &unknown;
-      nfr = 1;
-    }
     for (size_t i = 0; i < nfr; i++) {
       if (cur != 0 && s->ffn[cur] == fr[i].function) continue; /* merged */
       cur = child(b, cur, fr[i].function, fr[i].line);
