@@ -543,6 +543,7 @@
   /* ================================================================ flame graph */
 
   const ROW = 18;
+  const MIN_PX = 1.5;      /* narrower frames are not drawn (their weight stays in the parent) */
   const FL = {
     data: null,       /* last /api/flame answer */
     fns: new Map(),   /* id -> {name, file} */
@@ -596,7 +597,7 @@
       const a = Math.max(r.x0, w.x0), b = Math.min(r.x1, w.x1);
       if (b <= a) continue;
       const px0 = (a - w.x0) / (w.x1 - w.x0) * W, px1 = (b - w.x0) / (w.x1 - w.x0) * W;
-      if (px1 - px0 < 0.6) continue;
+      if (px1 - px0 < MIN_PX) continue;
       r.px0 = px0; r.px1 = px1;
       visible.push(r);
       if (r.tree === 'callees') maxUp = Math.max(maxUp, r.depth); else maxDown = Math.max(maxDown, r.depth);
@@ -632,8 +633,15 @@
       html.push('<div class="section-label" style="top:' + Math.max(0, baseY - 14) + 'px">callees ↑</div>');
       html.push('<div class="section-label" style="top:' + (baseY + ROW + gap) + 'px">callers ↓</div>');
     }
-    box.style.height = height + 'px';
-    box.innerHTML = html.join('');
+    /* the frames sit in a spacer of the graph's height; #flame scrolls when that is
+       taller than the window allows, starting with the root / focus row in view */
+    const keepScroll = FL.lastKey === (d.callers ? 'f' : 'u') + ':' + state.focusName && FL.lastHeight === height;
+    const oldTop = box.scrollTop;
+    box.innerHTML = '<div class="spacer-h" style="height:' + height + 'px"></div>' + html.join('');
+    if (keepScroll) box.scrollTop = oldTop;
+    else box.scrollTop = Math.max(0, baseY + ROW - box.clientHeight * (focused ? 0.55 : 1) + (focused ? 0 : 4));
+    FL.lastKey = (d.callers ? 'f' : 'u') + ':' + state.focusName;
+    FL.lastHeight = height;
     box.classList.toggle('searching', !!q);
     $('#search-result').textContent = q ? matches + ' match' + (matches === 1 ? '' : 'es') + (matches ? ' · ' + fmtPct(matchBytes / rootW) : '') : '';
     /* keep the keyboard selection on the same path */
@@ -699,8 +707,9 @@
       ev.preventDefault();
       const rect = box.getBoundingClientRect();
       const fx = (ev.clientX - rect.left) / rect.width;
-      const fy = ev.clientY - rect.top;
-      const tree = FL.data && FL.data.callers && fy > (FL.nodes.find(r => r.tree === 'callees' && r.depth === 0) ? parseFloat($('#flame .frame.focus').style.top) + ROW : 0) ? 'callers' : 'callees';
+      const fy = ev.clientY - rect.top + box.scrollTop;
+      const fe = $('#flame .frame.focus');
+      const tree = fe && fy > fe.offsetTop + ROW ? 'callers' : 'callees';
       const z = FL.zoom && FL.zoom.tree === tree ? FL.zoom : {tree, x0: 0, x1: 1};
       const at = z.x0 + fx * (z.x1 - z.x0);
       const k = ev.deltaY > 0 ? 1.25 : 0.8;
@@ -785,6 +794,7 @@
   function showSelTip(r) {
     const e = $('#flame .frame[data-i="' + r.vi + '"]');
     if (!e) return;
+    e.scrollIntoView({block: 'nearest'});
     const b = e.getBoundingClientRect();
     tooltip.show(b.left + Math.min(b.width / 2, 60), b.bottom, frameTip(r));
   }
@@ -1205,7 +1215,7 @@
       if ($('#error').textContent === (state.lastStatusError || '\u0000')) showError('');
     }
     state.lastStatusError = s.state === 'error' ? (s.error || 'the trace could not be loaded') : null;
-    if (s.live && s.duration != null) { dur.hidden = false; dur.textContent = fmtSeconds(s.duration) + ' · ' + fmtCount(s.objects) + ' sampled objects'; } else dur.hidden = true;
+    if (s.live && s.state === 'ready' && s.duration != null) { dur.hidden = false; dur.textContent = fmtSeconds(s.duration) + ' · ' + fmtCount(s.objects) + ' sampled objects'; } else dur.hidden = true;
   }
 
   async function reloadAll(gen) {

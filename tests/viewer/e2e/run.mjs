@@ -200,7 +200,12 @@ async function testTrace(name, full) {
     await page.waitForSelector('#flame .frame', { timeout: TIMEOUT });
     const flame = (await getJSON(origin + '/api/flame')).body;
     const fnName = new Map(flame.functions.map(f => [f.id, f.name]));
-    const apiTop = flame.callees.children.slice(0, 3).map(c => fnName.get(c.fn));
+    const fnFile = new Map(flame.functions.map(f => [f.id, f.file]));
+    /* memtrace's flamegraph leaves out frames without a location; so do we here: the
+       outermost located frames are those below a chain of location-less ones */
+    let top = flame.callees;
+    while (top.children.length && !fnFile.get(top.children[0].fn)) top = top.children[0];
+    const apiTop = top.children.slice(0, 3).map(c => fnName.get(c.fn));
     const names = new Set(await page.$$eval('#flame .frame', es => es.map(e => e.dataset.name)));
     for (const n of apiTop) check(names.has(n), name + ': flame graph shows top frame ' + n);
     const goldenTop = foldedTopFrames(path.join(args.traces, name + '.folded.txt'))[0];
@@ -267,6 +272,23 @@ async function testTrace(name, full) {
       } catch (e) { check(false, name + ': Escape unfocuses'); }
     }
 
+    /* keyboard: arrows move a selection, Enter focuses it, Escape unfocuses */
+    await page.focus('#flame');
+    await page.keyboard.press('ArrowUp');
+    await page.keyboard.press('ArrowUp');
+    await page.keyboard.press('ArrowUp');
+    const selName = await page.$eval('#flame .frame.sel', e => e.dataset.name).catch(() => null);
+    if (check(selName && selName !== 'all', name + ': arrow keys select a frame', String(selName))) {
+      await page.keyboard.press('Enter');
+      try {
+        await page.waitForSelector('#flame .frame.focus[data-name="' + cssq(selName) + '"]', { timeout: TIMEOUT });
+        check(true, name + ': Enter focuses the selected frame ' + selName);
+      } catch (e) { check(false, name + ': Enter focuses the selected frame ' + selName); }
+      await page.focus('#flame');
+      await page.keyboard.press('Escape');
+      await page.waitForFunction(() => !document.querySelector('#flame .frame.focus'), null, { timeout: TIMEOUT }).catch(() => check(false, name + ': Escape after Enter unfocuses'));
+    }
+
     /* search highlights matching frames only */
     await page.click('#reset');
     await waitText(page, '#summary-bytes', 't === ' + JSON.stringify(fmtBytes(val(sum0.bytes))), name + ': Clear restores the unfiltered bytes');
@@ -298,6 +320,24 @@ async function testTrace(name, full) {
     await page.fill('#filters [name="size"]', '');
     await page.click('#apply');
     await page.waitForSelector('#error[hidden]', { state: 'attached', timeout: TIMEOUT }).catch(() => check(false, name + ': a good filter clears #error'));
+
+    /* dragging on the live-heap graph sets the allocation range */
+    const box = await page.locator('#timeline svg').boundingBox();
+    await page.mouse.move(box.x + box.width * 0.3, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.45, box.y + box.height / 2, { steps: 5 });
+    await page.mouse.move(box.x + box.width * 0.6, box.y + box.height / 2, { steps: 5 });
+    await page.mouse.up();
+    try {
+      await page.waitForFunction(() => /alloc=/.test(location.search), null, { timeout: TIMEOUT });
+      const dragged = await page.inputValue('#filters [name="alloc"]');
+      const m = dragged.match(/^([\d.]+)\.\.([\d.]+)$/);
+      check(m && +m[1] > dur * 0.2 && +m[2] < dur * 0.7 && +m[1] < +m[2], name + ': a drag over 30%..60% of the graph sets alloc', dragged);
+      const wantDrag = (await getJSON(origin + '/api/summary?alloc=' + dragged)).body;
+      await waitText(page, '#summary-bytes', 't === ' + JSON.stringify(fmtBytes(val(wantDrag.bytes))), name + ': after the drag #summary-bytes is /api/summary?alloc=' + dragged + '\'s');
+    } catch (e) { check(false, name + ': a drag on the live-heap graph sets alloc in the URL', e.message); }
+    await page.screenshot({ path: path.join(args.out, name + '-drag.png'), fullPage: true });
+    await page.click('#reset');
 
     /* other views: sites and leaks tables as the API says, tabs, histograms */
     const sites = (await getJSON(origin + '/api/sites?n=100')).body;
