@@ -116,7 +116,8 @@ int mt_vanswer_timeline(const mt_vsnap *s, const mt_vquery *q, mt_json *j) {
   for (size_t b = 0; b < nb; b++) ends[b] = env[b].time;
   /* the filtered line at the same bin ends as the envelope: an object
    * counts at a bin end t when allocated at or before t and not yet
-   * collected (free > t) */
+   * collected (free > t). (The envelope may differ by the objects whose
+   * events fall exactly on a bin end.) */
   for (size_t i = 0; i < s->nobj; i++) {
     if (!sel.mask[i]) continue;
     mt_object o = mt_analysis_object(s->a, i);
