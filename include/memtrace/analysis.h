@@ -189,6 +189,9 @@ typedef struct mt_tally {
   uint64_t objects;   /* sampled objects                                   */
   double ht;          /* Horvitz-Thompson object count: sum of 1/P(sampled) */
   double ht_var;      /* its variance estimate: sum of (1-P)/P^2            */
+  double w_max;       /* the largest 1/P of the objects tallied (added last:
+                         the interval on the object count uses it; 0 in a
+                         tally made by hand falls back to the mean weight) */
 } mt_tally;
 
 typedef struct mt_estimate {
@@ -200,6 +203,7 @@ static inline void mt_tally_add(mt_tally *to, const mt_tally *t) {
   to->objects += t->objects;
   to->ht += t->ht;
   to->ht_var += t->ht_var;
+  if (t->w_max > to->w_max) to->w_max = t->w_max;
 }
 
 /* Adds object i to a tally. */

@@ -198,14 +198,17 @@ void mt__tally_object(const mt_analysis *a, size_t i, mt_tally *t) {
   uint64_t w = len + ((a->source[i] & 3) != MT_SOURCE_EXTERNAL);
   t->samples += mt__obj_samples(a, i);
   t->objects++;
+  double wt;
   if (w < MT__HT_CACHE) {
-    t->ht += a->ht_w[w];
+    wt = a->ht_w[w];
     t->ht_var += a->ht_v[w];
   } else {
     double p = -expm1((double)w * a->log1m_rate);
-    t->ht += 1.0 / p;
+    wt = 1.0 / p;
     t->ht_var += (1.0 - p) / (p * p);
   }
+  t->ht += wt;
+  if (wt > t->w_max) t->w_max = wt;
 }
 
 uint32_t mt_analysis_object_site(const mt_analysis *a, size_t i) { return a->site[i]; }
@@ -299,7 +302,7 @@ int mt_analysis_live_series(const mt_analysis *a, const mt_filter *f, uint64_t f
 static double chi2_quantile(double z, double k) {
   double h = 2.0 / (9.0 * k);
   double c = 1.0 - h + z * sqrt(h);
-  return k * c * c * c;
+  return c > 0 ? k * c * c * c : 0;
 }
 
 mt_estimate mt_estimate_bytes(const mt_analysis *a, const mt_tally *t) {
@@ -315,11 +318,29 @@ mt_estimate mt_estimate_bytes(const mt_analysis *a, const mt_tally *t) {
 }
 
 mt_estimate mt_estimate_objects(const mt_analysis *a, const mt_tally *t) {
-  (void)a;
+  /* The Horvitz-Thompson count is a weighted sum of (nearly) Poisson
+   * counts; its interval is Fay and Feuer's gamma interval for such sums
+   * (docs/estimators.md): Garwood's Poisson interval on the effective
+   * number of objects Y^2/V, scaled by V/Y, with the upper end computed as
+   * if one more object of the largest weight had been sampled. */
   const double z = 1.959963984540054;
-  double sd = sqrt(t->ht_var);
-  mt_estimate e = {t->ht, t->ht - z * sd, t->ht + z * sd};
+  double y = t->ht, v = t->ht_var;
+  mt_estimate e = {y, y, y};
+  if (t->objects == 0) {
+    /* Nothing sampled: up to -ln(0.025) = 3.69 expected sampled objects
+     * of the smallest size (1 word, the heaviest weight) are consistent. */
+    double p1 = -expm1(a->log1m_rate);
+    e.lo = e.hi = 0;
+    if (p1 > 0 && p1 < 1) e.hi = -log(0.025) / p1;
+    return e;
+  }
+  if (!(v > 0) || !(y > 0)) return e; /* every object certain to be sampled */
+  double wm = t->w_max > 0 ? t->w_max : v / y;
+  e.lo = chi2_quantile(-z, 2 * y * y / v) / 2 * (v / y);
+  double yu = y + wm, vu = v + wm * wm;
+  e.hi = chi2_quantile(z, 2 * yu * yu / vu) / 2 * (vu / yu);
   if (e.lo < (double)t->objects) e.lo = (double)t->objects; /* we saw these */
+  if (e.hi < e.value) e.hi = e.value;
   return e;
 }
 

@@ -767,8 +767,9 @@ static int run(int argc, char **argv) {
     mt_object ob = mt_analysis_object(a, i);
     if (stack_ok && !stack_ok[ob.stack]) continue;
     if (!mt_analysis_matches(a, &rest, i)) continue;
-    mt_tally t = {ob.nsamples, 1, 0, 0};
+    mt_tally t = {ob.nsamples, 1, 0, 0, 0};
     weight(wt, ob.length + (ob.source != MT_SOURCE_EXTERNAL), &t.ht, &t.ht_var);
+    t.w_max = t.ht;
     group_add(&all, &ob, &t);
     if (nchunks > 1) {
       /* Chunk k holds times in [lo + k(hi-lo)/N, lo + (k+1)(hi-lo)/N), in

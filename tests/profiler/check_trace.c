@@ -47,7 +47,7 @@ int main(int argc, char **argv) {
       size_t nf = 0;
       const mt_frame *fr = code == MT_NO_CODE ? NULL : mt_analysis_code_frames(a, code, &nf);
       size_t f = nf ? fr[nf - 1].function : nfn; /* the site's innermost location */
-      mt_tally t = {o.nsamples, 1, 0, 0};
+      mt_tally t = {o.nsamples, 1, 0, 0, 0};
       /* at rate 1 every object is sampled: the count is exact */
       double w = (double)o.length;
       double p = in->sample_rate >= 1 ? 1 : -expm1(w * log1p(-in->sample_rate));

@@ -122,6 +122,7 @@ class Tally:
         self.objects = 0
         self.ht = 0.0
         self.var = 0.0
+        self.wmax = 0.0
 
     def add(self, o, rate):
         w, v = weight(rate, o.words())
@@ -129,6 +130,7 @@ class Tally:
         self.objects += 1
         self.ht += w
         self.var += v
+        self.wmax = max(self.wmax, w)
 
 
 def expect_group(objs, rate, D, lo, hi):
@@ -163,14 +165,35 @@ def expect_group(objs, rate, D, lo, hi):
     return g
 
 
+def chi2_quantile(z, k):
+    """Wilson-Hilferty, as the library computes it."""
+    h = 2.0 / (9.0 * k)
+    c = 1.0 - h + z * math.sqrt(h)
+    return k * c ** 3 if c > 0 else 0.0
+
+
+def objects_interval(t, rate):
+    """Fay and Feuer's gamma interval on the Horvitz-Thompson count
+    (docs/estimators.md)."""
+    if t.objects == 0:
+        return 0.0, (-math.log(0.025) / -math.expm1(math.log1p(-rate)) if rate < 1 else 0.0)
+    y, v = t.ht, t.var
+    if v <= 0:
+        return y, y
+    lo = max(t.objects, chi2_quantile(-Z, 2 * y * y / v) / 2 * v / y)
+    yu, vu = y + t.wmax, v + t.wmax ** 2
+    hi = max(y, chi2_quantile(Z, 2 * yu * yu / vu) / 2 * vu / yu)
+    return lo, hi
+
+
 def check_tally(got, t, rate, what, whole=None):
     check(got["sampled_objects"] == t.objects, "%s sampled_objects %r != %r"
           % (what, got["sampled_objects"], t.objects))
     check(got["samples"] == t.samples, "%s samples %r != %r" % (what, got["samples"], t.samples))
     close(got["objects"]["value"], t.ht, what + " objects")
-    sd = math.sqrt(t.var)
-    close(got["objects"]["lo"], max(t.objects, t.ht - Z * sd), what + " objects.lo", rel=1e-6)
-    close(got["objects"]["hi"], t.ht + Z * sd, what + " objects.hi", rel=1e-6)
+    lo, hi = objects_interval(t, rate)
+    close(got["objects"]["lo"], lo, what + " objects.lo", rel=1e-6)
+    close(got["objects"]["hi"], hi, what + " objects.hi", rel=1e-6)
     close(got["bytes"]["value"], t.samples / rate * 8, what + " bytes")
     if rate >= 1:
         close(got["bytes"]["lo"], t.samples * 8, what + " bytes.lo (exact at rate 1)")
@@ -200,6 +223,7 @@ def check_group(got, g, rate, what):
         big.objects += t.objects
         big.ht += t.ht
         big.var += t.var
+        big.wmax = max(big.wmax, t.wmax)
     check_tally(got["over_256_words"], big, rate, what + " over 256 words", g["all"])
     for k in ("sampled", "estimated"):
         for f in ("count", "mean", "variance", "stddev", "max"):
