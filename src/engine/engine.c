@@ -28,8 +28,13 @@ uint8_t mt__filter[1u << MT__FILTER_BITS];
 
 /* ---- tracked blocks: open addressing over mmap'd memory ---- */
 
+/* Keys are spread over SHARDS tables, each with its own lock, so that
+ * threads sampling or freeing at the same time rarely wait for each other.
+ * A key's shard is taken from the same address bits as its filter slot:
+ * every filter byte belongs to one shard and changes only under its lock. */
+#define SHARD_BITS 4
+#define SHARDS (1u << SHARD_BITS)
 #define EMPTY ((uintptr_t)0)
-#define TOMB ((uintptr_t)1)
 
 typedef struct slot {
   uintptr_t key;
@@ -38,8 +43,15 @@ typedef struct slot {
 
 typedef struct table {
   slot *slots;
-  size_t cap, used, tombs; /* used counts live entries */
+  size_t cap, used;
 } table;
+
+typedef struct shard {
+  pthread_mutex_t lock;
+  table t;
+  uint64_t filter_hits; /* frees that took the slow path (under lock: no
+                           cache line shared by all threads) */
+} __attribute__((aligned(64))) shard;
 
 typedef struct ext_rec { /* a token of mt_external_alloc */
   uint32_t epoch;
@@ -48,7 +60,7 @@ typedef struct ext_rec { /* a token of mt_external_alloc */
 } ext_rec;
 
 static struct {
-  pthread_mutex_t lock;
+  pthread_mutex_t lock; /* start, stop, external records */
   _Atomic uint32_t epoch; /* bumped by start and stop */
   _Atomic int running;
   double rate, log1m_rate;
@@ -58,11 +70,23 @@ static struct {
   size_t callstack_max;
   uint64_t seed;
   _Atomic uint64_t thread_seq;
-  table t;
   ext_rec *ext_free;
   size_t ext_bytes;
-  _Atomic uint64_t sampled, filter_hits;
+  _Atomic uint64_t sampled;
 } eng = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static shard shards[SHARDS] = {[0 ... SHARDS - 1] = {.lock = PTHREAD_MUTEX_INITIALIZER}};
+
+static shard *shard_of(uintptr_t key) {
+  return &shards[mt__filter_slot(key) & (SHARDS - 1)];
+}
+
+static void lock_all(void) {
+  for (unsigned i = 0; i < SHARDS; i++) pthread_mutex_lock(&shards[i].lock);
+}
+static void unlock_all(void) {
+  for (unsigned i = SHARDS; i-- > 0;) pthread_mutex_unlock(&shards[i].lock);
+}
 
 static void *map(size_t bytes) {
   void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -78,7 +102,7 @@ static int table_resize(table *t, size_t ncap) {
   if (!ns) return -1;
   for (size_t i = 0; i < t->cap; i++) {
     uintptr_t k = t->slots[i].key;
-    if (k == EMPTY || k == TOMB) continue;
+    if (k == EMPTY) continue;
     size_t j = slot_of(k, ncap);
     while (ns[j].key != EMPTY) j = (j + 1) & (ncap - 1);
     ns[j] = t->slots[i];
@@ -86,18 +110,17 @@ static int table_resize(table *t, size_t ncap) {
   if (t->slots) munmap(t->slots, t->cap * sizeof *t->slots);
   t->slots = ns;
   t->cap = ncap;
-  t->tombs = 0;
   return 0;
 }
 
 /* Inserts key -> handle; returns the handle it replaced (a block freed
  * behind the engine's back), or NULL. Returns `handle` itself when out of
- * memory (the caller then reports it untracked). */
+ * memory (the caller then reports it untracked). Tables only grow: memory
+ * is mapped and unmapped only when the number of tracked blocks doubles
+ * (an unmap costs every core a TLB flush). */
 static void *table_put(table *t, uintptr_t key, void *handle) {
-  if ((t->used + t->tombs + 1) * 2 > t->cap &&
-      table_resize(t, t->cap ? (t->used * 4 > t->cap ? t->cap * 2 : t->cap) : 1024))
-    return handle;
-  size_t i = slot_of(key, t->cap), tomb = SIZE_MAX;
+  if ((t->used + 1) * 2 > t->cap && table_resize(t, t->cap ? t->cap * 2 : 256)) return handle;
+  size_t i = slot_of(key, t->cap);
   for (;; i = (i + 1) & (t->cap - 1)) {
     uintptr_t k = t->slots[i].key;
     if (k == key) {
@@ -105,12 +128,7 @@ static void *table_put(table *t, uintptr_t key, void *handle) {
       t->slots[i].handle = handle;
       return old;
     }
-    if (k == TOMB && tomb == SIZE_MAX) tomb = i;
     if (k == EMPTY) break;
-  }
-  if (tomb != SIZE_MAX) {
-    i = tomb;
-    t->tombs--;
   }
   t->slots[i] = (slot){key, handle};
   t->used++;
@@ -120,28 +138,76 @@ static void *table_put(table *t, uintptr_t key, void *handle) {
   return NULL;
 }
 
+/* Removes key (linear probing with backward-shift deletion: no tombstones,
+ * so the table never needs rebuilding however many blocks come and go). */
 static void *table_take(table *t, uintptr_t key) {
   if (!t->cap) return NULL;
-  for (size_t i = slot_of(key, t->cap);; i = (i + 1) & (t->cap - 1)) {
+  size_t mask = t->cap - 1, i = slot_of(key, t->cap);
+  for (;; i = (i + 1) & mask) {
     uintptr_t k = t->slots[i].key;
     if (k == EMPTY) return NULL;
-    if (k != key) continue;
-    void *h = t->slots[i].handle;
-    t->slots[i].key = TOMB;
-    t->used--;
-    t->tombs++;
-    uint8_t *f = &mt__filter[mt__filter_slot(key)];
-    /* a sticky slot stays set: the filter may only err towards "maybe" */
-    if (*f && *f <= MT__FILTER_MAX) __atomic_store_n(f, (uint8_t)(*f - 1), __ATOMIC_RELAXED);
-    return h;
+    if (k == key) break;
+  }
+  void *h = t->slots[i].handle;
+  /* Close the gap: move back each later entry of the run whose home slot
+   * does not lie cyclically in (i, j]. */
+  for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+    uintptr_t k = t->slots[j].key;
+    if (k == EMPTY) break;
+    size_t home = slot_of(k, t->cap);
+    if (((j - home) & mask) >= ((j - i) & mask)) {
+      t->slots[i] = t->slots[j];
+      i = j;
+    }
+  }
+  t->slots[i].key = EMPTY;
+  t->slots[i].handle = NULL;
+  t->used--;
+  uint8_t *f = &mt__filter[mt__filter_slot(key)];
+  /* a sticky slot stays set: the filter may only err towards "maybe" */
+  if (*f && *f <= MT__FILTER_MAX) __atomic_store_n(f, (uint8_t)(*f - 1), __ATOMIC_RELAXED);
+  return h;
+}
+
+/* Forgets every key (all shard locks held). */
+static void tables_clear(void) {
+  for (unsigned s = 0; s < SHARDS; s++) {
+    table *t = &shards[s].t;
+    if (t->slots) munmap(t->slots, t->cap * sizeof *t->slots);
+    memset(t, 0, sizeof *t);
+  }
+  /* sticky marks stay; eight bytes at a time, the filter being mostly 0 */
+  for (size_t i = 0; i < sizeof mt__filter; i += 8) {
+    uint64_t w;
+    memcpy(&w, &mt__filter[i], 8);
+    if (!w) continue;
+    for (size_t j = i; j < i + 8; j++)
+      if (mt__filter[j] != MT__FILTER_STICKY) mt__filter[j] = 0;
   }
 }
 
-static void table_clear(table *t) {
-  if (t->slots) munmap(t->slots, t->cap * sizeof *t->slots);
-  memset(t, 0, sizeof *t);
-  for (size_t i = 0; i < sizeof mt__filter; i++) /* sticky marks stay */
-    if (mt__filter[i] && mt__filter[i] != MT__FILTER_STICKY) mt__filter[i] = 0;
+/* Puts key -> handle if the session `ep` is still running; returns the
+ * handle replaced (see table_put), or NULL. */
+static void *track_put(uintptr_t key, void *h, uint32_t ep) {
+  shard *sh = shard_of(key);
+  void *old = NULL;
+  pthread_mutex_lock(&sh->lock);
+  if (atomic_load(&eng.running) && atomic_load(&eng.epoch) == ep) {
+    old = table_put(&sh->t, key, h);
+    if (old == h) old = NULL; /* out of memory: untracked */
+  }
+  pthread_mutex_unlock(&sh->lock);
+  return old;
+}
+
+/* Removes key; `is_free`: counts a free that passed the filter. */
+static void *track_take(uintptr_t key, int is_free) {
+  shard *sh = shard_of(key);
+  pthread_mutex_lock(&sh->lock);
+  sh->filter_hits += (uint64_t)is_free;
+  void *h = table_take(&sh->t, key);
+  pthread_mutex_unlock(&sh->lock);
+  return h;
 }
 
 /* ---- random numbers ---- */
@@ -250,15 +316,7 @@ void mt__track(uintptr_t key, uint64_t words, uint64_t bytes, uint64_t nsamples,
   uint32_t ep = atomic_load(&eng.epoch);
   void *h = run_alloc(words, bytes, nsamples, source);
   if (h) {
-    void *old = NULL;
-    pthread_mutex_lock(&eng.lock);
-    if (atomic_load(&eng.running) && atomic_load(&eng.epoch) == ep) {
-      old = table_put(&eng.t, key, h);
-      if (old == h) old = NULL; /* out of memory: untracked */
-    } else {
-      h = NULL;
-    }
-    pthread_mutex_unlock(&eng.lock);
+    void *old = track_put(key, h, ep);
     /* a block at this address was freed without our knowledge */
     if (old && eng.tracker.dealloc) eng.tracker.dealloc(eng.tracker.ctx, old);
   }
@@ -266,10 +324,7 @@ void mt__track(uintptr_t key, uint64_t words, uint64_t bytes, uint64_t nsamples,
 }
 
 void mt__untrack(uintptr_t key) {
-  atomic_fetch_add_explicit(&eng.filter_hits, 1, memory_order_relaxed);
-  pthread_mutex_lock(&eng.lock);
-  void *h = table_take(&eng.t, key);
-  pthread_mutex_unlock(&eng.lock);
+  void *h = track_take(key, 1);
   /* No callback from inside the profiler's own work (a free made by a
    * callback): the tracker may hold its locks or be mid-update. */
   if (h && eng.tracker.dealloc && !mt__tls.busy) {
@@ -281,8 +336,14 @@ void mt__untrack(uintptr_t key) {
 
 /* ---- fork: no lock may be inherited held ---- */
 
-static void fork_prepare(void) { pthread_mutex_lock(&eng.lock); }
-static void fork_release(void) { pthread_mutex_unlock(&eng.lock); }
+static void fork_prepare(void) {
+  pthread_mutex_lock(&eng.lock);
+  lock_all();
+}
+static void fork_release(void) {
+  unlock_all();
+  pthread_mutex_unlock(&eng.lock);
+}
 
 /* Registered at load, before any tracer registers its own handlers, so
  * that at fork time the tracer's lock is taken first, then this one: the
@@ -323,9 +384,11 @@ int mt_engine_stop(void) {
     pthread_mutex_unlock(&eng.lock);
     return MT_ERR_INVALID;
   }
+  lock_all();
   atomic_store(&eng.running, 0);
   atomic_fetch_add(&eng.epoch, 1);
-  table_clear(&eng.t);
+  tables_clear();
+  unlock_all();
   pthread_mutex_unlock(&eng.lock);
   return MT_OK;
 }
@@ -404,16 +467,14 @@ void mt_runtime_alloc(uintptr_t id, size_t words, mt_source source) {
 void mt_runtime_promote(uintptr_t old_id, uintptr_t new_id) {
   if (!__builtin_expect(mt__maybe_tracked(old_id), 0)) return;
   uint32_t ep = atomic_load(&eng.epoch);
-  pthread_mutex_lock(&eng.lock);
-  void *h = table_take(&eng.t, old_id);
-  pthread_mutex_unlock(&eng.lock);
+  void *h = track_take(old_id, 0);
   if (!h) return;
   mt__tls.busy++;
   void *nh = eng.tracker.promote ? eng.tracker.promote(eng.tracker.ctx, h) : h;
   if (nh) {
-    pthread_mutex_lock(&eng.lock);
-    if (atomic_load(&eng.epoch) == ep) table_put(&eng.t, new_id, nh);
-    pthread_mutex_unlock(&eng.lock);
+    void *old = track_put(new_id, nh, ep);
+    /* a block with that id was collected without our knowledge */
+    if (old && eng.tracker.dealloc) eng.tracker.dealloc(eng.tracker.ctx, old);
   }
   mt__tls.busy--;
 }
@@ -424,9 +485,16 @@ void mt_runtime_free(uintptr_t id) {
 
 void mt_engine_get_stats(mt_engine_stats *s) {
   pthread_mutex_lock(&eng.lock);
+  lock_all();
   s->sampled = atomic_load(&eng.sampled);
-  s->tracked = eng.t.used;
-  s->filter_hits = atomic_load(&eng.filter_hits);
-  s->table_bytes = eng.t.cap * sizeof(slot) + sizeof mt__filter + eng.ext_bytes;
+  s->tracked = 0;
+  s->filter_hits = 0;
+  s->table_bytes = sizeof mt__filter + sizeof shards + eng.ext_bytes;
+  for (unsigned i = 0; i < SHARDS; i++) {
+    s->tracked += shards[i].t.used;
+    s->filter_hits += shards[i].filter_hits;
+    s->table_bytes += shards[i].t.cap * sizeof(slot);
+  }
+  unlock_all();
   pthread_mutex_unlock(&eng.lock);
 }

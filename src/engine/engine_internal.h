@@ -35,18 +35,22 @@ __attribute__((visibility("hidden"))) void mt__track(uintptr_t key, uint64_t wor
                                                       uint64_t bytes, uint64_t nsamples,
                                                       mt_source source);
 
-/* The free-side filter: a byte per 16-byte granule of a 16 MiB window of
- * addresses (heap blocks are 16-byte aligned), non-zero when a tracked key
- * may lie there. Indexing by address bits keeps neighbouring frees on the
- * same cache lines. Values 1..MT__FILTER_MAX count keys; MT__FILTER_STICKY
- * marks slots that stay "maybe" for ever (saturated counts, and the
- * interposer's bootstrap blocks). */
+/* The free-side filter: a byte per 256-byte granule of a 256 MiB window of
+ * addresses, non-zero when a tracked key may lie there. Indexing by address
+ * bits keeps neighbouring frees on the same cache lines; the granule is
+ * coarse so that the filter lines a program's heap maps to stay in cache (a
+ * byte per 16 bytes made the load miss on frees of long-lived blocks, the
+ * fast path's largest cost); a granule shared with a tracked block only
+ * costs the other blocks' frees a table lookup. Values 1..MT__FILTER_MAX
+ * count keys; MT__FILTER_STICKY marks slots that stay "maybe" for ever
+ * (saturated counts, and the interposer's bootstrap blocks). */
 extern uint8_t mt__filter[] __attribute__((visibility("hidden")));
 #define MT__FILTER_BITS 20
+#define MT__FILTER_SHIFT 8
 #define MT__FILTER_MAX 253
 #define MT__FILTER_STICKY 255
 static inline uint32_t mt__filter_slot(uintptr_t key) {
-  return (uint32_t)(key >> 4) & ((1u << MT__FILTER_BITS) - 1);
+  return (uint32_t)(key >> MT__FILTER_SHIFT) & ((1u << MT__FILTER_BITS) - 1);
 }
 static inline int mt__maybe_tracked(uintptr_t key) {
   return __atomic_load_n(&mt__filter[mt__filter_slot(key)], __ATOMIC_RELAXED) != 0;

@@ -7,6 +7,7 @@
  * (where it is ignored) without testing for the arena itself. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,7 +183,26 @@ EXPORT void _exit(int status) {
 
 EXPORT void _Exit(int status) { _exit(status); }
 
+/* dlclose is counted, so that the tracer looks for unloaded libraries only
+ * after one (see check_unloads in src/tracer/tracer.c). */
+extern _Atomic unsigned mt__dlclose_count;
+extern int mt__dlclose_hooked;
+
+EXPORT int dlclose(void *handle) {
+  static int (*_Atomic real_dlclose)(void *);
+  int (*real)(void *) = real_dlclose;
+  if (!real) {
+    *(void **)&real = dlsym(RTLD_NEXT, "dlclose");
+    if (!real) return -1;
+    real_dlclose = real;
+  }
+  int rc = real(handle);
+  atomic_fetch_add(&mt__dlclose_count, 1); /* after: the library is gone */
+  return rc;
+}
+
 __attribute__((constructor)) static void preload_init(void) {
   resolve_real();
+  mt__dlclose_hooked = 1;
   mt_trace_if_requested(getenv("MEMTRACE_CONTEXT"), 0);
 }

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -86,6 +87,23 @@ static int first_object(struct dl_phdr_info *info, size_t size, void *data) {
   return 1;
 }
 
+/* The interposer wraps dlclose and counts the calls: then the loader's
+ * list is consulted (dl_iterate_phdr takes the loader's lock) only after a
+ * dlclose, not at every sample. Without it (the library linked into a
+ * program), at every sample. */
+_Atomic unsigned mt__dlclose_count;
+int mt__dlclose_hooked;
+static unsigned dlclose_seen;
+
+/* Codes already described in this generation: a direct-mapped cache in
+ * front of the symbol table's hash map (tr.lock held). */
+#define DESCRIBED_BITS 12
+static uint64_t described[1u << DESCRIBED_BITS];
+
+static inline size_t described_slot(uint64_t code) {
+  return (size_t)((code * 0x9e3779b97f4a7c15ull) >> (64 - DESCRIBED_BITS));
+}
+
 /* After a dlclose, an address may belong to a different function: codes
  * carry a generation in their top bits so that no code is ever described
  * twice differently. The codes still waiting for their location events
@@ -93,6 +111,11 @@ static int first_object(struct dl_phdr_info *info, size_t size, void *data) {
  * before the descriptions are forgotten. Called with tr.lock held; returns
  * -1 if that write failed. */
 static int check_unloads(void) {
+  if (mt__dlclose_hooked) {
+    unsigned n = atomic_load_explicit(&mt__dlclose_count, memory_order_acquire);
+    if (n == dlclose_seen) return 0;
+    dlclose_seen = n;
+  }
   unsigned long long subs = 0;
   dl_iterate_phdr(first_object, &subs);
   if (subs == tr.dl_subs) return 0;
@@ -100,6 +123,7 @@ static int check_unloads(void) {
   tr.gen = (tr.gen + 1) & 0x7fff;
   if (tr.w && mt_writer_flush(tr.w) != MT_OK) return -1;
   mt__symbols_reset(tr.syms);
+  memset(described, 0, sizeof described);
   return 0;
 }
 
@@ -255,9 +279,11 @@ static void *on_alloc(void *ctx, const mt_alloc_info *info) {
     codes[n - 1 - i] = code; /* the writer wants the outermost frame first */
     /* Describe new codes now, while their library is surely loaded; the
      * writer asks again at flush time and finds the cached answer. */
+    uint64_t *seen = &described[described_slot(code)];
+    if (*seen == code) continue;
     const mt_location *l;
     size_t k;
-    mt__symbols_lookup(tr.syms, code, pc & PC_MASK, &l, &k);
+    if (mt__symbols_lookup(tr.syms, code, pc & PC_MASK, &l, &k) == 0) *seen = code;
   }
   uint64_t id;
   if (mt_writer_alloc(tr.w, now, 0, info->words, info->nsamples, info->source, codes, n,
@@ -430,6 +456,7 @@ static int start_locked(const mt_trace_options *o) {
   mt__unwind_init(tr.unwind == MT_UNWIND_FRAME_POINTERS ? MT__UNWIND_FRAME_POINTERS
                                                         : MT__UNWIND_LIBUNWIND);
   unsigned long long subs = 0;
+  dlclose_seen = atomic_load(&mt__dlclose_count);
   dl_iterate_phdr(first_object, &subs);
   tr.dl_subs = subs;
   if (!tr.hooks_installed) {

@@ -228,6 +228,62 @@ static void mt_dealloc(void *ctx, void *h) {
   pthread_mutex_unlock(&cm);
 }
 
+/* Tracking under churn: many keys come and go in random order (rate 1:
+ * every block tracked), with keys crowded into few hash neighbourhoods;
+ * each free must give back exactly the handle of its own allocation (the
+ * table's deletions move entries around), and nothing may be left over. */
+static uint64_t churn_handle_sum;
+static uint64_t churn_next;
+static void *churn_alloc(void *ctx, const mt_alloc_info *i) {
+  (void)ctx, (void)i;
+  return (void *)(uintptr_t)++churn_next;
+}
+static void churn_dealloc(void *ctx, void *h) {
+  (void)ctx;
+  churn_handle_sum += (uint64_t)(uintptr_t)h;
+}
+static void test_table_churn(void **state) {
+  (void)state;
+  enum { LIVE = 5000, ROUNDS = 400000 };
+  static uintptr_t live[LIVE];
+  static uint64_t handle[LIVE];
+  mt_engine_params p = {.rate = 1, .tracker = {churn_alloc, NULL, churn_dealloc, NULL}};
+  churn_next = churn_handle_sum = 0;
+  assert_int_equal(mt_engine_start(&p), MT_OK);
+  uint64_t rng = 12345, expect = 0;
+  for (int r = 0; r < ROUNDS; r++) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    size_t i = (size_t)(rng >> 33) % LIVE;
+    if (live[i]) {
+      uint64_t before = churn_handle_sum;
+      mt_runtime_free(live[i]);
+      assert_int_equal(churn_handle_sum - before, handle[i]);
+      expect += handle[i];
+    }
+    /* distinct keys, 16-byte aligned, from a small range: long probe runs */
+    live[i] = (uintptr_t)0x100000 + 16 * (uintptr_t)(r * 2 + 1);
+    mt_runtime_alloc(live[i], 1, MT_SOURCE_MAJOR);
+    handle[i] = churn_next;
+  }
+  mt_engine_stats st;
+  mt_engine_get_stats(&st);
+  uint64_t n = 0;
+  for (size_t i = 0; i < LIVE; i++) n += live[i] != 0;
+  assert_int_equal(st.tracked, n);
+  for (size_t i = 0; i < LIVE; i++) {
+    if (!live[i]) continue;
+    mt_runtime_free(live[i]);
+    expect += handle[i];
+    live[i] = 0;
+  }
+  assert_int_equal(churn_handle_sum, expect);
+  mt_engine_get_stats(&st);
+  assert_int_equal(st.tracked, 0);
+  mt_runtime_free(0x100000 + 16); /* freed long ago: nothing happens */
+  assert_int_equal(churn_handle_sum, expect);
+  assert_int_equal(mt_engine_stop(), MT_OK);
+}
+
 static void test_threads(void **state) {
   (void)state;
   mt_engine_params p = {.rate = 0.01, .tracker = {mt_alloc, NULL, mt_dealloc, NULL}, .seed = 9};
@@ -256,6 +312,7 @@ int main(void) {
       cmocka_unit_test(test_no_sampling_inside_callback),
       cmocka_unit_test(test_track_free_promote),
       cmocka_unit_test(test_external_tokens),
+      cmocka_unit_test(test_table_churn),
       cmocka_unit_test(test_threads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
