@@ -560,18 +560,26 @@
     return FL.fns.get(id) || {name: '#' + id, file: ''};
   }
 
-  /* Lay a tree out in fractions of its root's weight; flat list in drawing order. */
-  function layoutTree(root, tree, out) {
+  /* Lay a tree out in fractions of its root's weight; flat list in drawing order.
+   * Subtrees narrower than minFrac of the root, or outside the window [win.x0, win.x1],
+   * are not visited: the cost follows the frames drawn, not the size of the answer. */
+  function layoutTree(root, tree, out, minFrac, win) {
     const rootW = weightOf(root) || 1;
+    const byWeight = state.weight === 'objects'; /* the server sorts by bytes */
     const walk = (node, x0, depth, parent, key) => {
       const w = weightOf(node) / rootW;
       const f = fnInfo(node.fn);
       const rec = {node, tree, depth, x0, x1: x0 + w, parent, kids: [], key, name: f.name, file: f.file, idx: out.length};
       out.push(rec);
       if (parent) parent.kids.push(rec);
-      const kids = (node.children || []).slice().sort((a, b) => weightOf(b) - weightOf(a));
+      let kids = node.children || [];
+      if (byWeight) kids = kids.slice().sort((a, b) => weightOf(b) - weightOf(a));
       let x = x0;
-      for (const c of kids) { walk(c, x, depth + 1, rec, key + '/' + c.fn); x += weightOf(c) / rootW; }
+      for (const c of kids) {
+        const cw = weightOf(c) / rootW;
+        if (cw >= minFrac && x + cw > win.x0 && x < win.x1) walk(c, x, depth + 1, rec, key + '/' + c.fn);
+        x += cw;
+      }
     };
     walk(root, 0, 0, null, tree + ':' + root.fn);
   }
@@ -582,13 +590,13 @@
     FL.nodes = [];
     if (!d || !d.callees) { box.innerHTML = '<div class="empty">no data</div>'; return; }
     if (!(weightOf(d.callees) > 0)) { box.innerHTML = '<div class="empty">no allocations match the filter</div>'; renderCallerCallee(); return; }
-    const all = [];
-    layoutTree(d.callees, 'callees', all);
-    if (d.callers) layoutTree(d.callers, 'callers', all);
     const W = box.clientWidth || 800;
-    const charW = 6.9;
     /* visible part of each tree */
     const win = tree => (FL.zoom && FL.zoom.tree === tree) ? FL.zoom : {x0: 0, x1: 1};
+    const all = [];
+    const minFrac = t => MIN_PX / W * (win(t).x1 - win(t).x0);
+    layoutTree(d.callees, 'callees', all, minFrac('callees'), win('callees'));
+    if (d.callers) layoutTree(d.callers, 'callers', all, minFrac('callers'), win('callers'));
     const visible = [];
     let maxUp = 0, maxDown = 0;
     for (const r of all) {
@@ -607,48 +615,72 @@
     const baseY = maxUp * ROW;                  /* top of the callees root row */
     const height = baseY + ROW + (focused ? gap + maxDown * ROW : 0) + 2;
     const q = state.search.toLowerCase();
-    const html = [];
     FL.nodes = visible;
     let matchBytes = 0, matches = 0;
     const rootW = weightOf(d.callees) || 1;
+    const hasQ = x => x.name.toLowerCase().includes(q);
     visible.forEach((r, i) => {
       r.vi = i;
-      const top = r.tree === 'callees' ? baseY - r.depth * ROW : baseY + ROW + gap + (r.depth - 1) * ROW;
-      const w = r.px1 - r.px0;
-      let cls = 'frame';
-      if (r.node.fn === -1) cls += ' root';
-      if (focused && r.tree === 'callees' && r.depth === 0) cls += ' focus';
-      if (q && r.node.fn !== -1 && r.name.toLowerCase().includes(q)) {
-        cls += ' match';
+      r.top = r.tree === 'callees' ? baseY - r.depth * ROW : baseY + ROW + gap + (r.depth - 1) * ROW;
+      r.match = !!q && r.node.fn !== -1 && hasQ(r);
+      if (r.match) {
         matches++;
         /* count bytes once: skip a match below another match of the same tree */
         let p = r.parent, nested = false;
-        while (p) { if (p.name.toLowerCase().includes(q)) { nested = true; break; } p = p.parent; }
+        while (p) { if (p.node.fn !== -1 && hasQ(p)) { nested = true; break; } p = p.parent; }
         if (!nested && r.tree === 'callees') matchBytes += weightOf(r.node);
       }
-      const label = w > 22 ? truncate(r.node.fn === -1 ? 'all (' + (state.weight === 'objects' ? fmtObjects(rootW) : fmtBytes(rootW)) + ')' : r.name, Math.floor((w - 6) / charW)) : '';
-      html.push('<div class="' + cls + '" data-i="' + i + '" data-name="' + esc(r.name) + '" style="left:' + r.px0.toFixed(1) + 'px;width:' + w.toFixed(1) + 'px;top:' + top + 'px;background:' + frameColor(r.name, r.file) + '">' + esc(label) + '</div>');
     });
-    if (focused) {
-      html.push('<div class="section-label" style="top:' + Math.max(0, baseY - 14) + 'px">callees ↑</div>');
-      html.push('<div class="section-label" style="top:' + (baseY + ROW + gap) + 'px">callers ↓</div>');
-    }
-    /* the frames sit in a spacer of the graph's height; #flame scrolls when that is
+    FL.labels = focused ? [[Math.max(0, baseY - 14), 'callees ↑'], [baseY + ROW + gap, 'callers ↓']] : [];
+    FL.rootLabel = 'all (' + (state.weight === 'objects' ? fmtObjects(rootW) : fmtBytes(rootW)) + ')';
+    FL.focused = focused;
+    /* the frames sit over a spacer of the graph's height; #flame scrolls when that is
        taller than the window allows, starting with the root / focus row in view */
     const keepScroll = FL.lastKey === (d.callers ? 'f' : 'u') + ':' + state.focusName && FL.lastHeight === height;
     const oldTop = box.scrollTop;
-    box.innerHTML = '<div class="spacer-h" style="height:' + height + 'px"></div>' + html.join('');
+    box.innerHTML = '<div class="spacer-h" style="height:' + height + 'px"></div><div class="frames"></div>';
     if (keepScroll) box.scrollTop = oldTop;
     else box.scrollTop = Math.max(0, baseY + ROW - box.clientHeight * (focused ? 0.55 : 1) + (focused ? 0 : 4));
     FL.lastKey = (d.callers ? 'f' : 'u') + ':' + state.focusName;
     FL.lastHeight = height;
-    box.classList.toggle('searching', !!q);
+    FL.painted = null;
+    paintRows();
+    box.classList.toggle('searching', !!q && matches > 0);
+    tooltip.hide(); /* its frame may be gone */
     $('#search-result').textContent = q ? matches + ' match' + (matches === 1 ? '' : 'es') + (matches ? ' · ' + fmtPct(matchBytes / rootW) : '') : '';
     /* keep the keyboard selection on the same path */
     FL.sel = FL.selKey ? visible.findIndex(r => r.key === FL.selKey) : -1;
     paintSelection();
     renderCrumbs();
     renderCallerCallee();
+  }
+
+  /* Only the rows near the scrolled window are in the DOM (a deep graph has thousands
+   * of frames; laying them all out costs more than drawing them): those within
+   * PAINT_MARGIN px of it, repainted when a scroll leaves that band. */
+  const PAINT_MARGIN = 900;
+  function paintRows() {
+    const box = $('#flame'), layer = $('#flame .frames');
+    if (!layer) return;
+    const top = box.scrollTop, h = box.clientHeight || 600;
+    if (FL.painted && top - 200 >= FL.painted[0] && top + h + 200 <= FL.painted[1]) return;
+    const lo = top - PAINT_MARGIN, hi = top + h + PAINT_MARGIN;
+    const html = [];
+    const charW = 6.9;
+    for (const r of FL.nodes) {
+      if (r.top + ROW < lo || r.top > hi) continue;
+      const w = r.px1 - r.px0;
+      let cls = 'frame';
+      if (r.node.fn === -1) cls += ' root';
+      if (FL.focused && r.tree === 'callees' && r.depth === 0) cls += ' focus';
+      if (r.match) cls += ' match';
+      if (r.vi === FL.sel) cls += ' sel';
+      const label = w > 22 ? truncate(r.node.fn === -1 ? FL.rootLabel : r.name, Math.floor((w - 6) / charW)) : '';
+      html.push('<div class="' + cls + '" data-i="' + r.vi + '" data-name="' + esc(r.name) + '" style="left:' + r.px0.toFixed(1) + 'px;width:' + w.toFixed(1) + 'px;top:' + r.top + 'px;background:' + frameColor(r.name, r.file) + '">' + esc(label) + '</div>');
+    }
+    for (const [y, t] of FL.labels) html.push('<div class="section-label" style="top:' + y + 'px">' + t + '</div>');
+    layer.innerHTML = html.join('');
+    FL.painted = [lo, hi];
   }
 
   function truncate(s, n) {
@@ -692,6 +724,12 @@
       if (r) tooltip.show(ev.clientX, ev.clientY, frameTip(r));
     });
     box.addEventListener('mouseleave', () => tooltip.hide());
+    let scrollQueued = false;
+    box.addEventListener('scroll', () => {
+      if (scrollQueued) return;
+      scrollQueued = true;
+      requestAnimationFrame(() => { scrollQueued = false; paintRows(); });
+    });
     box.addEventListener('click', ev => {
       const f = ev.target.closest('.frame');
       if (!f) return;
@@ -708,8 +746,8 @@
       const rect = box.getBoundingClientRect();
       const fx = (ev.clientX - rect.left) / rect.width;
       const fy = ev.clientY - rect.top + box.scrollTop;
-      const fe = $('#flame .frame.focus');
-      const tree = fe && fy > fe.offsetTop + ROW ? 'callers' : 'callees';
+      const fr = FL.focused ? FL.nodes.find(r => r.tree === 'callees' && r.depth === 0) : null;
+      const tree = fr && fy > fr.top + ROW ? 'callers' : 'callees';
       const z = FL.zoom && FL.zoom.tree === tree ? FL.zoom : {tree, x0: 0, x1: 1};
       const at = z.x0 + fx * (z.x1 - z.x0);
       const k = ev.deltaY > 0 ? 1.25 : 0.8;
@@ -792,9 +830,13 @@
   }
 
   function showSelTip(r) {
+    const box = $('#flame');
+    if (r.top < box.scrollTop) box.scrollTop = r.top;
+    else if (r.top + ROW > box.scrollTop + box.clientHeight) box.scrollTop = r.top + ROW - box.clientHeight;
+    paintRows();
+    paintSelection();
     const e = $('#flame .frame[data-i="' + r.vi + '"]');
     if (!e) return;
-    e.scrollIntoView({block: 'nearest'});
     const b = e.getBoundingClientRect();
     tooltip.show(b.left + Math.min(b.width / 2, 60), b.bottom, frameTip(r));
   }
@@ -1088,6 +1130,10 @@
   async function refreshData() {
     const tok = ++dataToken;
     const bins = Math.max(10, Math.min(4000, Math.round(($('#timeline').clientWidth || 600) - 70)));
+    showError('');
+    markBadInput(null);
+    /* the view loads alongside; it shows its own errors (the same 400 as below) */
+    const view = loadView(true);
     try {
       const [s, t] = await Promise.all([
         api('/api/summary', null, true),
@@ -1096,16 +1142,13 @@
       if (tok !== dataToken) return;
       state.summary = s;
       TL.data = t;
-      markBadInput(null);
-      showError('');
       renderSummary();
       renderTimeline();
     } catch (e) {
       if (tok !== dataToken) return;
       handleError(e);
-      return;
     }
-    await loadView(true);
+    await view;
   }
 
   function showView() {
