@@ -150,6 +150,9 @@ async function finishPage(page, shot) {
   await page.context().close();
 }
 
+/* Every request of the page answered (#loading shows while one is pending). */
+const idle = page => page.waitForSelector('#loading', { state: 'hidden', timeout: TIMEOUT });
+
 const text = (page, sel) => page.locator(sel).first().textContent({ timeout: TIMEOUT }).then(s => (s || '').trim());
 
 async function waitText(page, sel, pred, what) {
@@ -320,8 +323,12 @@ async function testTrace(name, full) {
     await page.fill('#filters [name="size"]', '');
     await page.click('#apply');
     await page.waitForSelector('#error[hidden]', { state: 'attached', timeout: TIMEOUT }).catch(() => check(false, name + ': a good filter clears #error'));
+    await idle(page);
 
     /* dragging on the live-heap graph sets the allocation range */
+    await page.waitForSelector('#timeline svg', { timeout: TIMEOUT }).catch(async () => {
+      check(false, name + ': the live-heap graph is drawn', 'no #timeline svg; #timeline shows "' + await text(page, '#timeline') + '"');
+    });
     const box = await page.locator('#timeline svg').boundingBox();
     await page.mouse.move(box.x + box.width * 0.3, box.y + box.height / 2);
     await page.mouse.down();
