@@ -80,7 +80,14 @@ fail:
 int mt__ensure_stacks(const mt_analysis *ca) {
   mt_analysis *a = (mt_analysis *)ca; /* building is invisible to callers */
   pthread_mutex_lock(&a->stacks_lock);
-  if (!a->stacks_built) a->stacks_built = build(a) == 0 ? 1 : -1;
+  if (!a->stacks_built) {
+    a->stacks_built = build(a) == 0 ? 1 : -1;
+    /* The tree is complete and never grows again: its (parent, code) index
+     * (the largest part of it, ~30 bytes per stack) is only for building,
+     * so the memory goes back before the queries that need the tree
+     * allocate theirs (a tally per stack, say). */
+    mt__u64map_free(&a->st_index);
+  }
   int ok = a->stacks_built;
   pthread_mutex_unlock(&a->stacks_lock);
   return ok > 0 ? 0 : -1;
