@@ -311,7 +311,7 @@
   function setStatus(text, cls, tip) {
     const s = $('#status');
     s.textContent = text;
-    s.className = 'status ' + (cls || '');
+    s.className = 'status' + (cls ? ' st-' + cls : '');
     if (tip) s.title = tip;
   }
 

@@ -454,6 +454,8 @@ async function testCorrupt() {
     const page = await newPage('corrupt', u => u.startsWith(srv.url + '/') || u.startsWith('data:'));
     await page.goto(srv.url + '/');
     await waitText(page, '#status', 't.startsWith("error: ")', 'corrupt: #status shows "error: …"');
+    const [fg, bg] = await page.$eval('#status', e => [getComputedStyle(e).color, getComputedStyle(e).backgroundColor]);
+    check(fg !== bg, 'corrupt: the status badge is legible (text ' + fg + ' on ' + bg + ')');
     try {
       await page.waitForSelector('#fatal:not([hidden])', { timeout: TIMEOUT });
       const msg = await text(page, '#fatal-message');
