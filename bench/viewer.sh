@@ -7,7 +7,7 @@
 # peak RSS (VmHWM). Targets (issue 5): usable <= 3 s, each filter change
 # <= 0.5 s, RSS <= 1 GB. Uses the trace bench/run.sh / bench/tools.sh
 # generate (12M events), generating it if missing, and also any
-# bench/out/bench-*-diverse-*.ctf ("ordinary diversity") trace present.
+# bench/out/ordinary-*.ctf trace (mt_gen_trace --stacks, written by bench/tools.sh) present.
 # Environment: BUILD_DIR, EVENTS (12000000), PORT (18600).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,7 +27,7 @@ if [ -z "$trace" ]; then
   "$build/mt_gen_trace" "$trace" --events "$events" --seed 1 > /dev/null
 fi
 traces=("$trace")
-for t in "$out"/bench-*diverse*.ctf; do [ -e "$t" ] && traces+=("$t"); done
+for t in "$out"/ordinary-*.ctf; do [ -e "$t" ] && traces+=("$t"); done
 
 now() { date +%s.%N; }
 get() { curl -sf -o /dev/null -w '%{time_total}' "http://127.0.0.1:$port$1"; }
