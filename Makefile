@@ -54,14 +54,17 @@ test-asan: e2e-deps
 
 # The main job on a bundled example: profile examples/demo_app.c with
 # memtrace run (rate 1e-4), then ask the trace where memory went and what
-# was never freed; and show memtrace's own ocamlopt trace when
-# ../shared/traces is there.
+# was never freed, and write the viewer's self-contained HTML report; then
+# show memtrace's own ocamlopt trace when ../shared/traces is there.
 demo: build
 	@mkdir -p $(BUILD)/demo
 	$(BUILD)/memtrace run --rate 1e-4 -o $(BUILD)/demo/demo_app.ctf -- $(BUILD)/mt_demo_app
 	$(BUILD)/memtrace top -n 5 $(BUILD)/demo/demo_app.ctf
 	$(BUILD)/memtrace leaks -n 3 --depth 4 $(BUILD)/demo/demo_app.ctf
 	$(BUILD)/memtrace flamegraph --weight bytes $(BUILD)/demo/demo_app.ctf | cut -c1-160 | head -n 5
+	$(BUILD)/memtrace report -o $(BUILD)/demo/report.html $(BUILD)/demo/demo_app.ctf
+	@echo "report: $(BUILD)/demo/report.html (open it in a browser; or browse the trace live:"
+	@echo "        $(BUILD)/memtrace view $(BUILD)/demo/demo_app.ctf)"
 	@if [ -f ../shared/traces/ocamlopt.ctf ]; then \
 	  echo; echo "== memtrace's own trace of ocamlopt =="; \
 	  $(BUILD)/memtrace info ../shared/traces/ocamlopt.ctf; \
