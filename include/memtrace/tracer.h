@@ -16,7 +16,7 @@
  *                      disconnect; a second client meanwhile is refused
  *
  * Environment: MEMTRACE (destination), MEMTRACE_RATE (rate per word,
- * default 1e-5), MEMTRACE_UNWIND (libunwind | fp), MEMTRACE_DEPTH (frames,
+ * default 1e-5), MEMTRACE_UNWIND (auto (default) | libunwind | fp), MEMTRACE_DEPTH (frames,
  * default 256), MEMTRACE_FORMAT (2 or 3), MEMTRACE_DEBUGINFO (1: also read
  * separate debug-info files), MEMTRACE_SEED (a number: the
  * same sampling decisions on every run, for tests), MEMTRACE_KEEP_ENV (1: let
@@ -42,8 +42,13 @@ extern "C" {
 #define MT_DEFAULT_RATE 1e-5
 
 typedef enum mt_unwind {
-  MT_UNWIND_LIBUNWIND = 0,     /* DWARF CFI, with libunwind's caches     */
-  MT_UNWIND_FRAME_POINTERS = 1 /* needs -fno-omit-frame-pointer; cheaper  */
+  MT_UNWIND_LIBUNWIND = 0,      /* DWARF CFI, with libunwind's caches     */
+  MT_UNWIND_FRAME_POINTERS = 1, /* needs -fno-omit-frame-pointer; cheaper */
+  MT_UNWIND_AUTO = 2            /* frame pointers while they agree with
+                                   libunwind (checked on each thread's
+                                   first 32 samples, then one in 64),
+                                   libunwind for good after a difference;
+                                   the default of MEMTRACE_UNWIND         */
 } mt_unwind;
 
 typedef struct mt_trace_options {

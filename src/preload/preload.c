@@ -48,12 +48,10 @@ EXPORT void *realloc(void *p, size_t n) {
    * address may already belong to another thread's new block. (If realloc
    * fails, the old block lives on unreported.) */
   if (UNLIKELY(mt__maybe_tracked((uintptr_t)p))) mt__free_maybe_tracked(p, 0, 0, -1);
-  if (mt__countdown(n)) return mt__real_realloc(p, n);
-  void *q = mt__real_realloc(p, n);
-  uint64_t ns;
-  if (mt__sample_slow((int64_t)((n + 7) >> 3), &ns) && q)
-    mt__track((uintptr_t)q, (n + 7) >> 3, n, ns, MT_SOURCE_EXTERNAL);
-  return q;
+  MT__SPEND_OR_GOTO(n, sampled);
+  return mt__real_realloc(p, n);
+sampled: /* a tail call, as everywhere here: no frame of ours to unwind */
+  return mt__realloc_sampled(p, n);
 }
 
 EXPORT void *reallocarray(void *p, size_t n, size_t m) {

@@ -25,6 +25,7 @@ extern MT__HIDDEN void (*mt__real_free_aligned_sized)(void *, size_t, size_t);
  * reported), or the filter says the block may be tracked. */
 void *mt__malloc_sampled(size_t n);
 void *mt__calloc_sampled(size_t n, size_t m, size_t bytes);
+void *mt__realloc_sampled(void *p, size_t n);
 void *mt__aligned_sampled(int kind, size_t align, size_t n);
 int mt__posix_memalign_sampled(void **out, size_t align, size_t n);
 void mt__free_maybe_tracked(void *p, size_t size, size_t align, int kind);

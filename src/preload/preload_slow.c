@@ -142,6 +142,8 @@ static void *report(void *p, size_t n) {
 
 void *mt__malloc_sampled(size_t n) { return report(mt__real_malloc(n), n); }
 
+void *mt__realloc_sampled(void *p, size_t n) { return report(mt__real_realloc(p, n), n); }
+
 void *mt__calloc_sampled(size_t n, size_t m, size_t bytes) {
   return report(mt__real_calloc(n, m), bytes);
 }

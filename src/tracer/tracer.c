@@ -124,6 +124,7 @@ static int check_unloads(void) {
   if (tr.w && mt_writer_flush(tr.w) != MT_OK) return -1;
   mt__symbols_reset(tr.syms);
   memset(described, 0, sizeof described);
+  mt__unwind_forget();
   return 0;
 }
 
@@ -424,7 +425,11 @@ static void describe_process(void) {
   tr.host[sizeof tr.host - 1] = 0;
   snprintf(tr.params, sizeof tr.params,
            "memtrace-c %s: rate=%g, unwind=%s, depth=%zu, format=%d, debuginfo=%s", mt_version(),
-           tr.rate, tr.unwind == MT_UNWIND_FRAME_POINTERS ? "fp" : "libunwind", tr.depth,
+           tr.rate,
+           tr.unwind == MT_UNWIND_FRAME_POINTERS ? "fp"
+           : tr.unwind == MT_UNWIND_AUTO         ? "auto"
+                                                 : "libunwind",
+           tr.depth,
            tr.version, tr.separate_debuginfo ? "separate" : "embedded");
 }
 
@@ -440,7 +445,9 @@ static int start_locked(const mt_trace_options *o) {
   tr.depth = o->max_depth ? o->max_depth : 256;
   tr.separate_debuginfo = o->separate_debuginfo;
   if (!(tr.rate > 0 && tr.rate <= 1) || (tr.version != 2 && tr.version != 3) ||
-      tr.depth > MAX_DEPTH || (o->unwind != MT_UNWIND_LIBUNWIND && o->unwind != MT_UNWIND_FRAME_POINTERS)) {
+      tr.depth > MAX_DEPTH ||
+      (o->unwind != MT_UNWIND_LIBUNWIND && o->unwind != MT_UNWIND_FRAME_POINTERS &&
+       o->unwind != MT_UNWIND_AUTO)) {
     snprintf(tr.err, sizeof tr.err, "invalid options (rate %g, format %d, depth %zu)", tr.rate,
              tr.version, tr.depth);
     return MT_ERR_INVALID;
@@ -454,7 +461,8 @@ static int start_locked(const mt_trace_options *o) {
   mt__tls.busy++; /* the set-up allocates; none of it is the program's */
   if (!tr.syms) tr.syms = mt__symbols_new(o->separate_debuginfo);
   mt__unwind_init(tr.unwind == MT_UNWIND_FRAME_POINTERS ? MT__UNWIND_FRAME_POINTERS
-                                                        : MT__UNWIND_LIBUNWIND);
+                   : tr.unwind == MT_UNWIND_AUTO         ? MT__UNWIND_AUTO
+                                                         : MT__UNWIND_LIBUNWIND);
   unsigned long long subs = 0;
   dlclose_seen = atomic_load(&mt__dlclose_count);
   dl_iterate_phdr(first_object, &subs);
@@ -535,7 +543,8 @@ const char *mt_trace_error(void) { return tr.err; }
 int mt_trace_if_requested(const char *context, double rate) {
   const char *dest = getenv("MEMTRACE");
   if (!dest || !*dest) return 0;
-  mt_trace_options o = {.destination = dest, .rate = rate, .context = context};
+  mt_trace_options o = {
+      .destination = dest, .rate = rate, .context = context, .unwind = MT_UNWIND_AUTO};
   const char *v;
   char *end;
   if ((v = getenv("MEMTRACE_RATE")) && *v) {
@@ -548,8 +557,9 @@ int mt_trace_if_requested(const char *context, double rate) {
   if ((v = getenv("MEMTRACE_UNWIND")) && *v) {
     if (strcmp(v, "fp") == 0) o.unwind = MT_UNWIND_FRAME_POINTERS;
     else if (strcmp(v, "libunwind") == 0) o.unwind = MT_UNWIND_LIBUNWIND;
+    else if (strcmp(v, "auto") == 0) o.unwind = MT_UNWIND_AUTO;
     else {
-      say("memtrace: MEMTRACE_UNWIND=%s is not 'libunwind' or 'fp'; not tracing", v);
+      say("memtrace: MEMTRACE_UNWIND=%s is not 'auto', 'libunwind' or 'fp'; not tracing", v);
       return MT_ERR_INVALID;
     }
   }

@@ -5,6 +5,7 @@
 #include "unwind.h"
 
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <link.h>
 #include <pthread.h>
 #include <string.h>
@@ -60,20 +61,24 @@ void mt__unwind_init(mt__unwind_mode m) {
   nhidden = 0;
   uintptr_t self = (uintptr_t)&mt__unwind_init;
   dl_iterate_phdr(find_own_text, &self);
+  mt__unwind_forget();
   static const char *const cxx_new[] = {
       "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
       "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
       "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t"};
   for (size_t i = 0; i < sizeof cxx_new / sizeof *cxx_new; i++) hide_symbol(cxx_new[i]);
-  if (mode == MT__UNWIND_LIBUNWIND) {
+  if (mode != MT__UNWIND_FRAME_POINTERS) {
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     void *warm[64];
     unw_backtrace(warm, 64); /* loads the tables of what is mapped now */
   }
 }
 
-/* The current thread's stack bounds, found once per thread. */
-static __thread uintptr_t stack_lo, stack_hi;
+/* The current thread's stack bounds, found once per thread. Initial-exec:
+ * in a preloaded object the default model calls __tls_get_addr at every
+ * access. */
+static __thread uintptr_t stack_lo __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t stack_hi __attribute__((tls_model("initial-exec")));
 
 static void find_stack_bounds(void) {
   pthread_attr_t attr;
@@ -103,21 +108,113 @@ static size_t walk_frame_pointers(uintptr_t *pcs, size_t cap) {
   return n;
 }
 
-size_t mt__unwind(void *ctx, uint64_t *buf, size_t cap) {
-  (void)ctx;
-  enum { EXTRA = 32 }; /* room for the frames we drop */
-  uintptr_t pcs[4096 + EXTRA];
-  size_t want = cap + EXTRA < sizeof pcs / sizeof *pcs ? cap + EXTRA : sizeof pcs / sizeof *pcs;
-  size_t n;
-  if (mode == MT__UNWIND_FRAME_POINTERS) {
-    n = walk_frame_pointers(pcs, want);
-  } else {
-    int got = unw_backtrace((void **)pcs, (int)want);
-    n = got > 0 ? (size_t)got : 0;
-  }
+/* ---- AUTO: which return addresses lie in functions with frame records ---- */
+
+/* A return address r is in function F; the walk found r in the frame record
+ * of F's callee, and goes on to the record at the rbp value F had. If F set
+ * up its own record, that is F's, and the walk misses nothing; if not, rbp
+ * is F's caller's record (F's frame is skipped) or garbage. Verdicts per
+ * return address, in a lock-free direct-mapped cache: an entry is the
+ * address in the low 48 bits and the verdict above. */
+enum { V_RECORD = 1, V_NONE = 2, V_ENTRY = 3 }; /* ENTRY: no record, but
+    only the C library's entry points lie beyond (learned from libunwind) */
+#define VERDICT_BITS 14
+#define ADDR_MASK ((UINT64_C(1) << 48) - 1)
+#define OUTER_SLACK 3 /* start_thread, clone3; __libc_start_call_main,
+                         __libc_start_main, _start */
+static _Atomic uint64_t verdicts[1u << VERDICT_BITS];
+extern _Atomic unsigned mt__dlclose_count; /* tracer.c */
+static _Atomic unsigned verdicts_closes;
+
+static _Atomic uint64_t *verdict_slot(uintptr_t r) {
+  return &verdicts[((uint64_t)r * 0x9e3779b97f4a7c15ull) >> (64 - VERDICT_BITS)];
+}
+
+static void verdict_put(uintptr_t r, unsigned v) {
+  atomic_store_explicit(verdict_slot(r), ((uint64_t)r & ADDR_MASK) | (uint64_t)v << 56,
+                        memory_order_relaxed);
+}
+
+/* Whether the function around return address r starts by setting up a
+ * frame record: [endbr64] push %rbp; ...; mov %rsp,%rbp. Its start comes from
+ * the unwind tables; code they do not cover counts as without. */
+static unsigned examine(uintptr_t r) {
+  unw_proc_info_t pi;
+  if (unw_get_proc_info_by_ip(unw_local_addr_space, (unw_word_t)(r - 1), &pi, NULL) != 0 ||
+      !pi.start_ip || r - 1 < pi.start_ip || r - 1 >= pi.end_ip)
+    return V_NONE;
+  const unsigned char *p = (const unsigned char *)(uintptr_t)pi.start_ip;
+  size_t left = (size_t)(pi.end_ip - pi.start_ip);
+  if (left >= 4 && p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa) p += 4, left -= 4;
+  if (left < 4 || p[0] != 0x55) return V_NONE;
+  /* the compiler may schedule an instruction or two between the two */
+  for (size_t i = 1; i + 3 <= left && i < 16; i++)
+    if (p[i] == 0x48 && p[i + 1] == 0x89 && p[i + 2] == 0xe5) return V_RECORD;
+  return V_NONE;
+}
+
+static unsigned verdict(uintptr_t r) {
+  uint64_t e = atomic_load_explicit(verdict_slot(r), memory_order_relaxed);
+  if (e && (e & ADDR_MASK) == ((uint64_t)r & ADDR_MASK)) return (unsigned)(e >> 56);
+  unsigned v = examine(r);
+  verdict_put(r, v);
+  return v;
+}
+
+static size_t skip_hidden(const uintptr_t *pcs, size_t n) {
   size_t skip = 0;
   while (skip < n && is_hidden(pcs[skip])) skip++;
+  return skip;
+}
+
+static size_t copy_out(const uintptr_t *pcs, size_t n, uint64_t *buf, size_t cap) {
   size_t out = 0;
-  for (size_t i = skip; i < n && out < cap; i++) buf[out++] = pcs[i];
+  for (size_t i = skip_hidden(pcs, n); i < n && out < cap; i++) buf[out++] = pcs[i];
   return out;
+}
+
+static size_t libunwind_walk(uintptr_t *pcs, size_t want) {
+  int got = unw_backtrace((void **)pcs, (int)want);
+  return got > 0 ? (size_t)got : 0;
+}
+
+size_t mt__unwind(void *ctx, uint64_t *buf, size_t cap) {
+  (void)ctx;
+  enum { EXTRA = 32, MAX = 4096 + EXTRA }; /* room for the frames we drop */
+  size_t want = cap + EXTRA < MAX ? cap + EXTRA : MAX;
+  uintptr_t pcs[want]; /* sized to the depth asked: threads may have small stacks */
+  if (mode == MT__UNWIND_FRAME_POINTERS)
+    return copy_out(pcs, walk_frame_pointers(pcs, want), buf, cap);
+  if (mode == MT__UNWIND_AUTO) {
+    /* after a dlclose, other code may come to the same addresses */
+    unsigned closes = atomic_load_explicit(&mt__dlclose_count, memory_order_relaxed);
+    if (closes != verdicts_closes) {
+      verdicts_closes = closes;
+      mt__unwind_forget();
+    }
+    size_t n = walk_frame_pointers(pcs, want), i = 0;
+    for (; i < n; i++) {
+      unsigned v = verdict(pcs[i]);
+      if (v == V_RECORD) continue;
+      if (i + 1 == n && n < want && v == V_ENTRY) i = n; /* the walk's natural end */
+      break;
+    }
+    if (i == n) return copy_out(pcs, n, buf, cap);
+    /* A frame without a record: libunwind for this sample. If that frame
+     * ended the walk and libunwind agrees up to it, with only a few frames
+     * beyond, it is an entry point: later walks may end there. */
+    uintptr_t lu[want];
+    size_t nl = libunwind_walk(lu, want);
+    size_t sf = skip_hidden(pcs, n), sl = skip_hidden(lu, nl);
+    if (i + 1 == n && n < want && n > sf && nl - sl >= n - sf && nl - sl - (n - sf) <= OUTER_SLACK &&
+        memcmp(pcs + sf, lu + sl, (n - sf) * sizeof *pcs) == 0)
+      verdict_put(pcs[i], V_ENTRY);
+    return copy_out(lu, nl, buf, cap);
+  }
+  return copy_out(pcs, libunwind_walk(pcs, want), buf, cap);
+}
+
+void mt__unwind_forget(void) {
+  for (size_t i = 0; i < sizeof verdicts / sizeof *verdicts; i++)
+    atomic_store_explicit(&verdicts[i], 0, memory_order_relaxed);
 }

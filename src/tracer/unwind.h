@@ -5,7 +5,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { MT__UNWIND_LIBUNWIND = 0, MT__UNWIND_FRAME_POINTERS = 1 } mt__unwind_mode;
+/* AUTO: the frame-pointer walk when every frame it passes through keeps a
+ * frame record (its function starts by setting one up), else libunwind for
+ * that sample: a function without one (a C library helper, libstdc++'s
+ * operator new) between two frames makes the walk skip its caller. */
+typedef enum {
+  MT__UNWIND_LIBUNWIND = 0,
+  MT__UNWIND_FRAME_POINTERS = 1,
+  MT__UNWIND_AUTO = 2
+} mt__unwind_mode;
 
 /* Prepares unwinding (loads unwind tables, finds the profiler's own code
  * and the C++ allocation functions to hide) so the first sample does no
@@ -16,5 +24,9 @@ void mt__unwind_init(mt__unwind_mode mode);
  * profiler's own frames nor operator new/new[] frames; returns the count.
  * Usable as an mt_callstack_fn (ctx unused). */
 size_t mt__unwind(void *ctx, uint64_t *buf, size_t cap);
+
+/* Forgets what AUTO learned of the code's frames (libraries were unloaded:
+ * other code may come to the same addresses). */
+void mt__unwind_forget(void);
 
 #endif
