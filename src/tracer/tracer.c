@@ -1,6 +1,9 @@
 /* The tracer: the engine's tracker, writing a memtrace trace.
  *
- * One lock (tr.lock) serializes the writer. Lock order: tr.lock, then the
+ * One lock (tr.lock) serializes the writer; it is adaptive (spins a little
+ * before sleeping): it is held for well under a microsecond, and threads
+ * that slept on it at every contended sample cost more than the work
+ * itself (4 threads at 1e-3: 5.3 s of CPU instead of 3.6 s). Lock order: tr.lock, then the
  * engine's lock (the engine never calls into the tracer with its lock held),
  * which the fork handlers follow too. Messages go straight to fd 2 with
  * write(2): the allocating thread may be inside stdio. */
@@ -56,7 +59,7 @@ static struct {
   int wake[2];
   pthread_t listener;
   int hooks_installed;
-} tr = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .listen_fd = -1, .client_fd = -1,
+} tr = {.lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP, .fd = -1, .listen_fd = -1, .client_fd = -1,
         .wake = {-1, -1}};
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -299,11 +302,10 @@ out:
 }
 
 static void relative_event(void *handle, int promote) {
-  uint64_t id;
+  uint64_t id, now = now_us(); /* outside the lock: keep it short */
   pthread_mutex_lock(&tr.lock);
   if (tr.active && tr.w && handle_id(handle, &id) == 0) {
-    int rc = promote ? mt_writer_promote(tr.w, now_us(), 0, id)
-                     : mt_writer_collect(tr.w, now_us(), 0, id);
+    int rc = promote ? mt_writer_promote(tr.w, now, 0, id) : mt_writer_collect(tr.w, now, 0, id);
     if (rc != MT_OK && rc != MT_ERR_INVALID) session_failed();
   }
   pthread_mutex_unlock(&tr.lock);
