@@ -33,6 +33,10 @@ static inline uint32_t mt_vtree_node(const mt_vtree *t, uint32_t fnode) {
   return t->map ? t->map[fnode] : fnode;
 }
 
+/* The answer cache's key of the unfiltered flame graph (server.c makes
+ * keys as the path, '?', and the parameters sorted). */
+#define MT_VFLAME_KEY "/api/flame?"
+
 /* {"v","lo","hi"} */
 void mt_vjson_est(mt_json *j, mt_estimate e);
 /* "bytes": EST, "objects": EST (inside an object) */

@@ -1,5 +1,9 @@
 #include "live.h"
 
+#include <signal.h>
+
+#include "answers.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -17,11 +21,13 @@ static double now_s(void) {
   return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Prints progress on a terminal; cancels the load once the server stops. */
 static int progress(void *ctx, uint64_t done, uint64_t total) {
   static double last;
+  mt_vlive *l = ctx;
+  if (__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) return 1;
   double t = now_s();
-  (void)ctx;
-  if (total && t - last > 0.1) {
+  if (l->tty && total && t - last > 0.1) {
     last = t;
     fprintf(stderr, "\rmemtrace view: loading %5.1f%% of %.1f MB", 100.0 * done / total,
             total / 1e6);
@@ -35,6 +41,7 @@ static void install(mt_vlive *l, mt_vsnap *s) {
   l->snap = s;
   l->state = "ready";
   l->message[0] = 0;
+  pthread_cond_broadcast(&l->changed);
   pthread_mutex_unlock(&l->lock);
   mt_vsnap_unref(old);
 }
@@ -46,10 +53,14 @@ static void set_state(mt_vlive *l, const char *state, const char *msg) {
   pthread_mutex_unlock(&l->lock);
 }
 
-/* One load into a new snapshot; NULL with *err set on failure. */
+/* One load into a new snapshot (its tree not built); NULL with *err set
+ * on failure. */
 static mt_vsnap *load(mt_vlive *l, const char *path, int tty, char *err, size_t n) {
   mt_analysis *a;
-  int rc = mt_analysis_load(&a, path, tty ? progress : NULL, NULL);
+  double t0 = now_s();
+  l->tty = tty;
+  int rc = mt_analysis_load(&a, path, progress, l);
+  if (mt_vdebug()) fprintf(stderr, "memtrace view: [debug] load %.3f s\n", now_s() - t0);
   if (tty) fputs("\r\033[K", stderr);
   if (rc != MT_OK) {
     snprintf(err, n, "%s", a ? mt_analysis_error(a) : "out of memory");
@@ -64,11 +75,39 @@ static mt_vsnap *load(mt_vlive *l, const char *path, int tty, char *err, size_t 
   return s;
 }
 
+static int build(mt_vsnap *s) {
+  double t0 = now_s();
+  int rc = mt_vsnap_build(s);
+  if (mt_vdebug()) fprintf(stderr, "memtrace view: [debug] call tree %.3f s\n", now_s() - t0);
+  return rc;
+}
+
+/* The page's first view is the unfiltered flame graph: computed here, on
+ * the loader's thread, while the page reads info and timeline. */
+static void precompute(mt_vsnap *s) { /* MT_VFLAME_KEY begun */
+  double t0 = now_s();
+  mt_vquery q;
+  mt_vquery_init(&q);
+  mt_json j;
+  mt_json_init(&j);
+  size_t len;
+  char *text = mt_vanswer_flame(s, &q, &j) == 0 ? mt_json_take(&j, &len) : NULL;
+  mt_json_free(&j);
+  mt_vsnap_cache_end(s, MT_VFLAME_KEY, text, len);
+  free(text);
+  if (mt_vdebug()) fprintf(stderr, "memtrace view: [debug] flame precomputed %.3f s\n", now_s() - t0);
+}
+
 int mt_vlive_load_once(mt_vlive *l, const char *path, const char *name) {
   char err[1024];
   l->path = path;
   l->name = name;
   mt_vsnap *s = load(l, path, isatty(2), err, sizeof err);
+  if (s && build(s)) {
+    snprintf(err, sizeof err, "%s: out of memory", path);
+    mt_vsnap_unref(s);
+    s = NULL;
+  }
   if (!s) {
     fprintf(stderr, "memtrace view: %s\n", err);
     return -1;
@@ -76,6 +115,52 @@ int mt_vlive_load_once(mt_vlive *l, const char *path, const char *name) {
   const char *w = mt_analysis_warning(s->a);
   if (w) fprintf(stderr, "memtrace view: warning: %s\n", w);
   install(l, s);
+  return 0;
+}
+
+static void *load_bg(void *arg) {
+  mt_vlive *l = arg;
+  char err[1024];
+  /* tests: a slow load, to see the server answer while loading */
+  const char *delay = getenv("MEMTRACE_VIEW_TEST_DELAY");
+  if (delay) usleep((useconds_t)(atof(delay) * 1e6));
+  mt_vsnap *s = load(l, l->path, isatty(2), err, sizeof err);
+  if (!s && __atomic_load_n(&l->stop, __ATOMIC_RELAXED)) return NULL; /* cancelled */
+  if (!s) {
+    fprintf(stderr, "memtrace view: %s\n", err);
+    pthread_mutex_lock(&l->lock);
+    l->failed = 1;
+    l->state = "error";
+    snprintf(l->message, sizeof l->message, "%s", err);
+    pthread_cond_broadcast(&l->changed);
+    pthread_mutex_unlock(&l->lock);
+    pthread_kill(l->main_thread, SIGTERM);
+    return NULL;
+  }
+  const char *w = mt_analysis_warning(s->a);
+  if (w) fprintf(stderr, "memtrace view: warning: %s\n", w);
+  mt_vsnap_ref(s);
+  /* the unfiltered flame graph is pending from the start: its requests
+   * wait for this thread's answer instead of computing their own */
+  char *t;
+  size_t tl;
+  int claimed = mt_vsnap_cache_begin(s, MT_VFLAME_KEY, &t, &tl) == 0;
+  install(l, s);
+  /* info, summary, timeline... are answered from here on; the rest waits
+   * for the tree */
+  if (build(s) == 0 && claimed && !__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) precompute(s);
+  else if (claimed) mt_vsnap_cache_end(s, MT_VFLAME_KEY, NULL, 0);
+  mt_vsnap_unref(s);
+  return NULL;
+}
+
+int mt_vlive_load_bg(mt_vlive *l, const char *path, const char *name) {
+  l->path = path;
+  l->name = name;
+  l->main_thread = pthread_self();
+  l->state = "loading";
+  l->running = 1;
+  if (pthread_create(&l->thread, NULL, load_bg, l) != 0) return l->running = 0, -1;
   return 0;
 }
 
@@ -161,6 +246,13 @@ static void *follow(void *arg) {
     }
     char err[1024];
     mt_vsnap *s = load(l, l->path, 0, err, sizeof err);
+    /* the tree is built before the new snapshot replaces the old one,
+     * which keeps answering meanwhile */
+    if (s && build(s)) {
+      snprintf(err, sizeof err, "%s: out of memory", l->path);
+      mt_vsnap_unref(s);
+      s = NULL;
+    }
     double e = now_s();
     last_took = e - t;
     last_end = e;
@@ -185,13 +277,16 @@ int mt_vlive_start(mt_vlive *l, const char *path, const char *name, int listen_f
   l->name = name;
   l->live = 1;
   l->listen_fd = listen_fd;
-  if (pthread_create(&l->thread, NULL, follow, l) != 0) return -1;
   l->running = 1;
+  if (pthread_create(&l->thread, NULL, follow, l) != 0) return l->running = 0, -1;
   return 0;
 }
 
 void mt_vlive_stop(mt_vlive *l) {
+  pthread_mutex_lock(&l->lock);
   __atomic_store_n(&l->stop, 1, __ATOMIC_RELAXED);
+  pthread_cond_broadcast(&l->changed);
+  pthread_mutex_unlock(&l->lock);
   if (l->running) pthread_join(l->thread, NULL);
   l->running = 0;
   mt_vsnap_unref(l->snap);
@@ -200,6 +295,8 @@ void mt_vlive_stop(mt_vlive *l) {
 
 mt_vsnap *mt_vlive_get(mt_vlive *l) {
   pthread_mutex_lock(&l->lock);
+  while (!l->live && l->running && !l->snap && !l->failed && !l->stop)
+    pthread_cond_wait(&l->changed, &l->lock);
   mt_vsnap *s = l->snap;
   if (s) mt_vsnap_ref(s);
   pthread_mutex_unlock(&l->lock);

@@ -23,16 +23,27 @@ typedef struct mt_vlive {
   int listen_fd;
   char listen_shown[300];
   int tty;
+  /* view of one trace: loaded in the background while the server already
+   * answers (/api/status says "loading"); requests wait for it */
+  pthread_cond_t changed; /* a snapshot was installed, or the load failed */
+  int failed;
+  pthread_t main_thread; /* told (SIGTERM) when the load fails */
 } mt_vlive;
 
 /* Loads `path` once (printing progress on a terminal). 0, or -1 after
  * printing the reader's message. */
 int mt_vlive_load_once(mt_vlive *l, const char *path, const char *name);
+/* Starts loading `path` once in a thread (the tree built after the
+ * snapshot is installed, then the unfiltered flame graph cached). On
+ * failure it prints the reader's message, sets `failed` and sends SIGTERM
+ * to the process (the caller waits for it with sigwait). */
+int mt_vlive_load_bg(mt_vlive *l, const char *path, const char *name);
 /* Starts the loader thread following `path` (and receiving the stream on
  * listen_fd first when it is >= 0). */
 int mt_vlive_start(mt_vlive *l, const char *path, const char *name, int listen_fd);
 void mt_vlive_stop(mt_vlive *l);
-/* The current snapshot with a reference (NULL if none): unref it. */
+/* The current snapshot with a reference (NULL if none): unref it. Loading
+ * once in the background, it waits for the load. */
 mt_vsnap *mt_vlive_get(mt_vlive *l);
 
 #endif

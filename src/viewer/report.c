@@ -54,7 +54,10 @@ static int answers(const mt_vsnap *s, mt_json *j) {
 }
 
 int mt_viewer_report(const char *trace, const char *out, const char *title) {
-  static mt_vlive l = {.lock = PTHREAD_MUTEX_INITIALIZER, .state = "loading", .listen_fd = -1};
+  static mt_vlive l = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                       .changed = PTHREAD_COND_INITIALIZER,
+                       .state = "loading",
+                       .listen_fd = -1};
   const char *name = strrchr(trace, '/') ? strrchr(trace, '/') + 1 : trace;
   if (mt_vlive_load_once(&l, trace, name)) return 1;
   mt_vsnap *s = mt_vlive_get(&l);

@@ -28,19 +28,20 @@ typedef struct endpoint {
   const char *path;
   unsigned params;
   int (*answer)(const mt_vsnap *, const mt_vquery *, mt_json *);
+  int tree; /* needs the call tree (the others only with inside/not_inside) */
 } endpoint;
 
 static const endpoint endpoints[] = {
-    {"/api/summary", MT_VP_FILTER, mt_vanswer_summary},
-    {"/api/timeline", MT_VP_FILTER | MT_VP_BINS, mt_vanswer_timeline},
-    {"/api/flame", MT_VP_FILTER | MT_VP_FLAME, mt_vanswer_flame},
-    {"/api/functions", MT_VP_FILTER | MT_VP_N | MT_VP_SORT, mt_vanswer_functions},
-    {"/api/paths", MT_VP_FILTER | MT_VP_N, mt_vanswer_paths},
-    {"/api/sites", MT_VP_FILTER | MT_VP_N, mt_vanswer_sites},
-    {"/api/leaks", MT_VP_FILTER | MT_VP_N, mt_vanswer_leaks},
-    {"/api/histograms", MT_VP_FILTER, mt_vanswer_histograms},
-    {"/api/info", 0, NULL},
-    {"/api/status", 0, NULL},
+    {"/api/summary", MT_VP_FILTER, mt_vanswer_summary, 0},
+    {"/api/timeline", MT_VP_FILTER | MT_VP_BINS, mt_vanswer_timeline, 0},
+    {"/api/flame", MT_VP_FILTER | MT_VP_FLAME, mt_vanswer_flame, 1},
+    {"/api/functions", MT_VP_FILTER | MT_VP_N | MT_VP_SORT, mt_vanswer_functions, 1},
+    {"/api/paths", MT_VP_FILTER | MT_VP_N, mt_vanswer_paths, 1},
+    {"/api/sites", MT_VP_FILTER | MT_VP_N, mt_vanswer_sites, 0},
+    {"/api/leaks", MT_VP_FILTER | MT_VP_N, mt_vanswer_leaks, 1},
+    {"/api/histograms", MT_VP_FILTER, mt_vanswer_histograms, 0},
+    {"/api/info", 0, NULL, 0},
+    {"/api/status", 0, NULL, 0},
 };
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *mime,
@@ -72,11 +73,16 @@ static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, con
   return reply(c, status, "application/json; charset=utf-8", text, len, MHD_RESPMEM_MUST_FREE, 1);
 }
 
+#define MAX_ARGS 48
+
 typedef struct args {
   mt_vquery q;
   unsigned allowed;
   char err[512];
   int bad;
+  /* the parameters as given, for the answer cache's key */
+  const char *key[MAX_ARGS], *value[MAX_ARGS];
+  int n, many;
 } args;
 
 static enum MHD_Result each_arg(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -85,7 +91,43 @@ static enum MHD_Result each_arg(void *cls, enum MHD_ValueKind kind, const char *
   (void)kind;
   if (a->bad) return MHD_NO;
   if (mt_vquery_set(&a->q, a->allowed, key, value, a->err, sizeof a->err)) a->bad = 1;
+  if (value && *value) { /* an empty value is an absent parameter */
+    if (a->n < MAX_ARGS) {
+      a->key[a->n] = key;
+      a->value[a->n++] = value;
+    } else {
+      a->many = 1;
+    }
+  }
   return a->bad ? MHD_NO : MHD_YES;
+}
+
+/* The cache key of a request: the path and its non-empty parameters sorted
+ * by name (stable: a repeated name keeps its order), each value prefixed
+ * by its length so that no value can fake a separator. NULL when there are
+ * too many parameters, or out of memory. */
+static char *cache_key(const char *path, args *a) {
+  if (a->many) return NULL;
+  int order[MAX_ARGS];
+  size_t len = strlen(path) + 2;
+  for (int i = 0; i < a->n; i++) {
+    order[i] = i;
+    len += strlen(a->key[i]) + strlen(a->value[i]) + 24;
+  }
+  for (int i = 1; i < a->n; i++) /* insertion sort: a few parameters */
+    for (int k = i; k > 0 && strcmp(a->key[order[k - 1]], a->key[order[k]]) > 0; k--) {
+      int t = order[k];
+      order[k] = order[k - 1];
+      order[k - 1] = t;
+    }
+  char *key = malloc(len), *w = key;
+  if (!key) return NULL;
+  w += sprintf(w, "%s?", path);
+  for (int i = 0; i < a->n; i++) {
+    const char *k = a->key[order[i]], *v = a->value[order[i]];
+    w += sprintf(w, "%s%s=%zu:%s", i ? "&" : "", k, strlen(v), v);
+  }
+  return key;
 }
 
 static void status_json(mt_vlive *l, mt_json *j) {
@@ -135,6 +177,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
   mt_vquery_init(&a->q);
   a->allowed = e->params;
   a->bad = 0;
+  a->n = a->many = 0;
   MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, each_arg, a);
   if (a->bad) {
     enum MHD_Result r = send_error(c, MHD_HTTP_BAD_REQUEST, a->err);
@@ -145,6 +188,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
   mt_json_init(&j);
   int rc = 0;
   mt_vsnap *s = NULL;
+  double t0 = mt_vdebug() ? mt_vnow() : 0;
+  char *key = NULL, *text = NULL;
+  size_t len = 0;
   if (strcmp(e->path, "/api/status") == 0) {
     status_json(l, &j);
   } else if (!(s = mt_vlive_get(l))) {
@@ -157,9 +203,23 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
   } else if (!e->answer) {
     rc = mt_vanswer_info(s, l->live, &j);
   } else {
-    rc = e->answer(s, &a->q, &j);
+    key = cache_key(e->path, a);
+    int cached = key ? mt_vsnap_cache_begin(s, key, &text, &len) : -1;
+    if (cached == 1) {
+      /* answered before for this snapshot */
+    } else if ((e->tree || a->q.f.inside || a->q.f.not_inside) && mt_vsnap_wait(s)) {
+      rc = -1;
+    } else {
+      rc = e->answer(s, &a->q, &j);
+      if (rc == 0 && cached == 0) text = mt_json_take(&j, &len);
+    }
+    if (cached == 0) mt_vsnap_cache_end(s, key, rc == 0 ? text : NULL, len);
   }
   mt_vsnap_unref(s);
+  if (mt_vdebug())
+    fprintf(stderr, "memtrace view: [debug] %s %s %.3f s\n", url,
+            key ? key + strlen(e->path) : "", mt_vnow() - t0);
+  free(key);
   if (rc == -2) {
     mt_json_free(&j);
     char msg[160];
@@ -169,8 +229,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return send_error(c, MHD_HTTP_BAD_REQUEST, msg);
   }
   free(a);
-  size_t len;
-  char *text = rc == 0 ? mt_json_take(&j, &len) : NULL;
+  if (rc == 0 && !text) text = mt_json_take(&j, &len);
   mt_json_free(&j);
   if (!text) return send_error(c, 500, "out of memory");
   return reply(c, MHD_HTTP_OK, "application/json; charset=utf-8", text, len,
@@ -267,7 +326,10 @@ static int listen_socket(const char *spec, char *shown, size_t n) {
 }
 
 int mt_viewer_serve(const mt_viewer_opts *o) {
-  static mt_vlive l = {.lock = PTHREAD_MUTEX_INITIALIZER, .state = "loading", .listen_fd = -1};
+  static mt_vlive l = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                       .changed = PTHREAD_COND_INITIALIZER,
+                       .state = "loading",
+                       .listen_fd = -1};
   const char *host = o->host ? o->host : "127.0.0.1";
   /* Signals are taken by sigwait below, in this thread only. */
   sigset_t set;
@@ -301,7 +363,8 @@ int mt_viewer_serve(const mt_viewer_opts *o) {
   const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
   if (o->listen || o->follow) {
     if (mt_vlive_start(&l, path, o->listen ? "(live)" : name, lfd)) return 1;
-  } else if (mt_vlive_load_once(&l, path, name)) {
+  } else if (mt_vlive_load_bg(&l, path, name)) {
+    fprintf(stderr, "memtrace view: cannot start a thread\n");
     return 1;
   }
   int port = 0;
@@ -329,5 +392,5 @@ int mt_viewer_serve(const mt_viewer_opts *o) {
   MHD_stop_daemon(d);
   mt_vlive_stop(&l);
   if (tmp) unlink(tmp);
-  return 0;
+  return l.failed ? 1 : 0;
 }

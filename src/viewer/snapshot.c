@@ -2,6 +2,22 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+int mt_vdebug(void) {
+  static int v = -1;
+  if (v < 0) {
+    const char *e = getenv("MEMTRACE_VIEW_DEBUG");
+    v = e && *e && strcmp(e, "0") != 0;
+  }
+  return v;
+}
+
+double mt_vnow(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 
 typedef struct build {
@@ -122,8 +138,10 @@ static int each(void *ctx, size_t obj, const uint32_t *codes, size_t n) {
 
 mt_vsnap *mt_vsnap_new(mt_analysis *a, const char *name, uint64_t generation) {
   mt_vsnap *s = calloc(1, sizeof *s);
-  build b = {0};
-  if (!s) goto fail;
+  if (!s) {
+    mt_analysis_free(a);
+    return NULL;
+  }
   s->a = a;
   s->refs = 1;
   s->generation = generation;
@@ -131,6 +149,15 @@ mt_vsnap *mt_vsnap_new(mt_analysis *a, const char *name, uint64_t generation) {
   s->nobj = mt_analysis_object_count(a);
   s->nfn = mt_analysis_function_count(a);
   s->duration = (double)mt_analysis_duration(a) / 1e6;
+  pthread_mutex_init(&s->lock, NULL);
+  pthread_cond_init(&s->built, NULL);
+  pthread_cond_init(&s->answered, NULL);
+  for (size_t i = 0; i < s->nobj; i++) mt_tally_object(a, i, &s->all);
+  return s;
+}
+
+static int build_tree(mt_vsnap *s) {
+  build b = {0};
   s->leaf = calloc(s->nobj + 1, sizeof *s->leaf);
   b.s = s;
   b.cap = 1024;
@@ -141,9 +168,10 @@ mt_vsnap *mt_vsnap_new(mt_analysis *a, const char *name, uint64_t generation) {
   b.on_path = calloc(s->nfn + 1, sizeof *b.on_path);
   b.first = malloc(b.cap * sizeof *b.first);
   b.next = malloc(b.cap * sizeof *b.next);
+  int rc = -1;
   if (!s->leaf || !s->fparent || !s->ffn || !s->fline || !s->fouter || !b.on_path || !b.first ||
       !b.next)
-    goto fail;
+    goto done;
   b.first[0] = 0;
   s->fparent[0] = 0;
   s->ffn[0] = UINT32_MAX;
@@ -152,8 +180,9 @@ mt_vsnap *mt_vsnap_new(mt_analysis *a, const char *name, uint64_t generation) {
   s->nf = 1;
   mt_filter all;
   mt_filter_init(&all);
-  if (mt_analysis_each_backtrace(a, &all, each, &b) != MT_OK || b.oom) goto fail;
-  for (size_t i = 0; i < s->nobj; i++) mt_tally_object(a, i, &s->all);
+  if (mt_analysis_each_backtrace(s->a, &all, each, &b) != MT_OK || b.oom) goto done;
+  rc = 0;
+done:
   free(b.first);
   free(b.next);
   free(b.prev);
@@ -161,22 +190,117 @@ mt_vsnap *mt_vsnap_new(mt_analysis *a, const char *name, uint64_t generation) {
   free(b.depth_code);
   free(b.path);
   free(b.on_path);
-  return s;
-fail:
-  free(b.first);
-  free(b.next);
-  free(b.prev);
-  free(b.at_code);
-  free(b.depth_code);
-  free(b.path);
-  free(b.on_path);
-  if (s) {
-    s->refs = 1;
-    mt_vsnap_unref(s);
+  return rc;
+}
+
+int mt_vsnap_build(mt_vsnap *s) {
+  pthread_mutex_lock(&s->lock);
+  int st = s->tree;
+  pthread_mutex_unlock(&s->lock);
+  if (st) return st > 0 ? 0 : -1;
+  int rc = build_tree(s);
+  pthread_mutex_lock(&s->lock);
+  s->tree = rc ? -1 : 1;
+  pthread_cond_broadcast(&s->built);
+  pthread_mutex_unlock(&s->lock);
+  return rc;
+}
+
+int mt_vsnap_wait(const mt_vsnap *cs) {
+  mt_vsnap *s = (mt_vsnap *)cs; /* the lock and condition only */
+  pthread_mutex_lock(&s->lock);
+  while (s->tree == 0) pthread_cond_wait(&s->built, &s->lock);
+  int st = s->tree;
+  pthread_mutex_unlock(&s->lock);
+  return st > 0 ? 0 : -1;
+}
+
+/* ---- the answer cache ---- */
+
+#define CACHE_ENTRIES 16
+#define CACHE_BYTES (64u << 20)
+
+typedef struct mt_vcache_entry {
+  struct mt_vcache_entry *next;
+  char *key, *text; /* text NULL: being computed */
+  size_t len;
+} mt_vcache_entry;
+
+static void entry_free(mt_vcache_entry *e) {
+  free(e->key);
+  free(e->text);
+  free(e);
+}
+
+static mt_vcache_entry **find(mt_vsnap *s, const char *key) {
+  mt_vcache_entry **p = &s->cache;
+  while (*p && strcmp((*p)->key, key) != 0) p = &(*p)->next;
+  return p;
+}
+
+int mt_vsnap_cache_begin(const mt_vsnap *cs, const char *key, char **text, size_t *len) {
+  mt_vsnap *s = (mt_vsnap *)cs; /* the cache is the mutable part */
+  pthread_mutex_lock(&s->lock);
+  mt_vcache_entry **p;
+  while (*(p = find(s, key)) && !(*p)->text) pthread_cond_wait(&s->answered, &s->lock);
+  mt_vcache_entry *e = *p;
+  int rc;
+  if (e) { /* a hit: a copy, and the entry becomes the most recent */
+    *text = malloc(e->len + 1);
+    rc = *text ? 1 : -1;
+    if (*text) {
+      memcpy(*text, e->text, e->len + 1);
+      *len = e->len;
+    }
+    *p = e->next;
+    e->next = s->cache;
+    s->cache = e;
+  } else if ((e = calloc(1, sizeof *e)) && (e->key = strdup(key))) {
+    e->next = s->cache; /* pending */
+    s->cache = e;
+    rc = 0;
   } else {
-    mt_analysis_free(a);
+    free(e);
+    rc = -1;
   }
-  return NULL;
+  pthread_mutex_unlock(&s->lock);
+  return rc;
+}
+
+void mt_vsnap_cache_end(const mt_vsnap *cs, const char *key, const char *text, size_t len) {
+  mt_vsnap *s = (mt_vsnap *)cs;
+  char *copy = text && len <= CACHE_BYTES / 4 ? malloc(len + 1) : NULL;
+  if (copy) {
+    memcpy(copy, text, len);
+    copy[len] = 0;
+  }
+  pthread_mutex_lock(&s->lock);
+  mt_vcache_entry **p = find(s, key), *e = *p;
+  if (e && !e->text) {
+    if (copy) {
+      e->text = copy;
+      e->len = len;
+      copy = NULL;
+    } else { /* no answer: the waiters compute it themselves */
+      *p = e->next;
+      entry_free(e);
+    }
+  }
+  /* drop the least recently used answers past the limits (pending ones
+   * stay: their computers will settle them) */
+  size_t n = 0, bytes = 0;
+  for (p = &s->cache; *p;) {
+    e = *p;
+    if (e->text && (++n > CACHE_ENTRIES || (bytes += e->len) > CACHE_BYTES)) {
+      *p = e->next;
+      entry_free(e);
+    } else {
+      p = &e->next;
+    }
+  }
+  pthread_cond_broadcast(&s->answered);
+  pthread_mutex_unlock(&s->lock);
+  free(copy);
 }
 
 void mt_vsnap_ref(mt_vsnap *s) { __atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED); }
@@ -189,6 +313,14 @@ void mt_vsnap_unref(mt_vsnap *s) {
   free(s->ffn);
   free(s->fline);
   free(s->fouter);
+  while (s->cache) {
+    mt_vcache_entry *e = s->cache;
+    s->cache = e->next;
+    entry_free(e);
+  }
+  pthread_mutex_destroy(&s->lock);
+  pthread_cond_destroy(&s->built);
+  pthread_cond_destroy(&s->answered);
   free(s);
 }
 

@@ -10,10 +10,20 @@
  * never described become the pseudo-function `nfn` ("(unknown)").
  *
  * Snapshots are refcounted: in live mode a new one replaces the current one
- * while requests still hold the old. */
+ * while requests still hold the old.
+ *
+ * A snapshot is made in two steps so that the answers which need no call
+ * tree (info, summary, timeline, sites, histograms) are served while the
+ * tree is built: mt_vsnap_new (cheap), then mt_vsnap_build (the tree);
+ * whatever needs the tree calls mt_vsnap_wait first.
+ *
+ * Each snapshot also keeps a few recent JSON answers (mt_vsnap_cache_*),
+ * keyed by endpoint and canonical query: a new generation is a new
+ * snapshot, so a cache never outlives the data it was computed from. */
 #ifndef MT_VIEWER_SNAPSHOT_H
 #define MT_VIEWER_SNAPSHOT_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,13 +42,41 @@ typedef struct mt_vsnap {
   size_t nfn;      /* analysis functions; id nfn is "(unknown)" */
   double duration; /* seconds */
   mt_tally all;    /* every object */
+  /* the tree's state: 0 being built, 1 built, -1 failed (out of memory) */
+  int tree;
+  pthread_mutex_t lock; /* tree, cache */
+  pthread_cond_t built;
+  pthread_cond_t answered; /* a pending cache entry was settled */
+  struct mt_vcache_entry *cache; /* most recent first */
 } mt_vsnap;
 
-/* Builds the fnode tree over a loaded analysis (which the snapshot then
- * owns). Returns NULL when out of memory (the analysis is then freed). */
+/* A snapshot of a loaded analysis (which the snapshot then owns), its tree
+ * not built yet. Returns NULL when out of memory (the analysis is then
+ * freed). */
 mt_vsnap *mt_vsnap_new(mt_analysis *a, const char *name, uint64_t generation);
+/* Builds the fnode tree (once) and wakes the waiters; 0 or -1 (out of
+ * memory: the waiters then fail too). */
+int mt_vsnap_build(mt_vsnap *s);
+/* Waits until the tree is built: 0, or -1 if it could not be. */
+int mt_vsnap_wait(const mt_vsnap *s);
+
+/* The answer cache, with one computation per key at a time: returns 1
+ * with a copy of the cached answer in *text (*len its length); or 0 when
+ * the caller is to compute it (the key is then pending: other callers wait
+ * for it), and must then call mt_vsnap_cache_end, with the answer or NULL
+ * if it has none; or -1 when out of memory (compute, do not call end). */
+int mt_vsnap_cache_begin(const mt_vsnap *s, const char *key, char **text, size_t *len);
+/* Stores an answer for a key begun (a copy is kept; the oldest answers go
+ * past a few entries) and wakes the callers waiting for it. */
+void mt_vsnap_cache_end(const mt_vsnap *s, const char *key, const char *text, size_t len);
+
 void mt_vsnap_ref(mt_vsnap *s);
 void mt_vsnap_unref(mt_vsnap *s);
+
+/* MEMTRACE_VIEW_DEBUG=1: stage and request timings on stderr. */
+int mt_vdebug(void);
+/* Monotonic seconds. */
+double mt_vnow(void);
 
 const char *mt_vsnap_fn_name(const mt_vsnap *s, uint32_t fn);
 const char *mt_vsnap_fn_file(const mt_vsnap *s, uint32_t fn);

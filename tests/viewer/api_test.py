@@ -65,6 +65,15 @@ class Server:
         check(h.get("Content-Type", "").startswith("application/json"), f"{path}: content type")
         return json.loads(body)
 
+    def wait_ready(self, timeout=60):
+        """/api/status until it says ready (the trace loads in the background)."""
+        end = time.time() + timeout
+        while True:
+            st = self.json("/api/status")
+            if st["state"] != "loading" or time.time() > end:
+                return st
+            time.sleep(0.05)
+
     def stop(self):
         self.p.send_signal(signal.SIGINT)
         try:
@@ -119,7 +128,7 @@ def check_tree(tree, what):
 def test_endpoints():
     srv = Server(os.path.join(TRACES, "ocamlopt.ctf"))
     try:
-        st = srv.json("/api/status")
+        st = srv.wait_ready()
         check(st["state"] == "ready" and st["generation"] >= 1 and st["live"] is False, f"status {st}")
         info = srv.json("/api/info")
         check(info["trace"] == "ocamlopt.ctf" and info["word_size"] == 64, "info fields")
@@ -277,6 +286,60 @@ def test_errors():
     p = subprocess.run([MEMTRACE, "view", os.path.join(TMP, "missing.ctf")], capture_output=True,
                        text=True, timeout=30)
     check(p.returncode == 1 and "missing.ctf" in p.stderr, f"missing trace: {p.stderr!r}")
+
+
+def test_loading():
+    """The server answers while the trace loads: status says loading, data
+    requests wait for the load and then answer; the answer cache keeps one
+    snapshot's answers (equal answers for equal queries, parameters in any
+    order) and a new generation (--follow) never sees the old ones."""
+    path, truth = synth("--rate", "1", "--seed", "7")
+    os.environ["MEMTRACE_VIEW_TEST_DELAY"] = "1.5"
+    try:
+        t0 = time.time()
+        srv = Server(path)
+    finally:
+        del os.environ["MEMTRACE_VIEW_TEST_DELAY"]
+    try:
+        check(time.time() - t0 < 1.2, "the URL line comes before the load")
+        st = srv.json("/api/status")
+        check(st["state"] == "loading" and st["generation"] == 0 and st["objects"] == 0,
+              f"status while loading: {st}")
+        info = srv.json("/api/info")  # waits for the load
+        check(time.time() - t0 >= 1.4, "info waited for the load")
+        check(info["sampled_objects"] == len(truth["objects"]), "info after the load")
+        st = srv.json("/api/status")
+        check(st["state"] == "ready" and st["generation"] == 1, f"status after: {st}")
+        b, _ = sums(list(objs(truth)))
+        a = srv.get("/api/flame?min=0.01&alloc=..1e9&weight=bytes")[2]
+        c = srv.get("/api/flame?weight=bytes&alloc=..1e9&min=0.01&size=")[2]
+        check(a == c and json.loads(a)["callees"]["bytes"]["v"] == b, "cached flame equal")
+        small = srv.json("/api/flame?min=0.01&alloc=..1e9&size=..8")
+        check(small["callees"]["bytes"]["v"] < b, "a different query is not the cached one")
+        f1 = srv.json("/api/flame")
+        f2 = srv.json("/api/flame")
+        check(f1 == f2 and f1["callees"]["bytes"]["v"] == b, "unfiltered flame (precomputed)")
+    finally:
+        srv.stop()
+    # a new generation: the cache of the old snapshot is not used
+    live = os.path.join(TMP, "grow.ctf")
+    shutil.copy(path, live)
+    srv = Server("--follow", live)
+    try:
+        deadline = time.time() + 30
+        st = srv.wait_ready()
+        b1 = srv.json("/api/flame?min=0.01")["callees"]["bytes"]["v"]
+        check(b1 == b, f"first generation flame {b1} != {b}")
+        path2, truth2 = synth("--rate", "1", "--seed", "8", "--scale", "2")
+        shutil.copy(path2, live + ".tmp")
+        os.replace(live + ".tmp", live)
+        while srv.json("/api/status")["generation"] == st["generation"] and time.time() < deadline:
+            time.sleep(0.1)
+        b2, _ = sums(list(objs(truth2)))
+        got = srv.json("/api/flame?min=0.01")["callees"]["bytes"]["v"]
+        check(got == b2 and b2 != b, f"new generation: flame {got}, want {b2} (old {b})")
+    finally:
+        srv.stop()
 
 
 def test_security():
