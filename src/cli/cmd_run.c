@@ -27,8 +27,10 @@ static const char usage[] =
     "                        own traces)\n"
     "  --rate R              sampling rate per 8-byte word, in (0, 1] (default 1e-5:\n"
     "                        one sample per 800 KB allocated on average)\n"
-    "  --unwind MODE         libunwind (default) or fp (frame pointers: faster, needs\n"
-    "                        code built with -fno-omit-frame-pointer)\n"
+    "  --unwind MODE         auto (default): frame pointers where every function on\n"
+    "                        the stack keeps them, libunwind for the other samples;\n"
+    "                        libunwind: always DWARF unwinding; fp: frame pointers\n"
+    "                        only (fastest, needs -fno-omit-frame-pointer code)\n"
     "  --depth N             frames kept per backtrace (default 256)\n"
     "  --format 2|3          trace format version (default 2)\n"
     "  --context TEXT        free text stored in the trace\n"
@@ -178,8 +180,9 @@ static int run(int argc, char **argv) {
     if (*end || !(r > 0 && r <= 1))
       mt_cli_usage_error(&mt_cmd_run, "--rate must be a number in (0, 1], not '%s'", rate);
   }
-  if (unwind && strcmp(unwind, "fp") && strcmp(unwind, "libunwind"))
-    mt_cli_usage_error(&mt_cmd_run, "--unwind must be libunwind or fp, not '%s'", unwind);
+  if (unwind && strcmp(unwind, "auto") && strcmp(unwind, "fp") && strcmp(unwind, "libunwind"))
+    mt_cli_usage_error(&mt_cmd_run, "--unwind must be auto, libunwind or fp, not '%s'",
+                       unwind);
   if (depth) {
     long d = strtol(depth, &end, 10);
     if (*end || d < 1 || d > 4096)

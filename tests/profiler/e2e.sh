@@ -198,6 +198,15 @@ run)
   [ $? = 127 ] && grep -q "cannot run /nonexistent/program" err.txt && ok || bad "missing program: $(cat err.txt)"
   "$memtrace" run --rate 2 true 2> err.txt
   [ $? = 2 ] && grep -q "rate must be" err.txt && ok || bad "bad rate: $(cat err.txt)"
+  # every unwinder finds the same exact sites
+  for mode in auto libunwind fp; do
+    "$memtrace" run -q -o u.ctf --rate 1 --unwind $mode "$bin/prog_sites" > out.txt 2> err.txt ||
+      bad "--unwind $mode: $(cat err.txt)"
+    "$bin/check_trace" u.ctf sites > sites.txt && compare_exact out.txt sites.txt
+  done
+  "$memtrace" run --unwind dwarf true 2> err.txt
+  [ $? = 2 ] && grep -q "must be auto, libunwind or fp, not 'dwarf'" err.txt && ok ||
+    bad "bad --unwind: $(cat err.txt)"
   # default name: memtrace.COMMAND.PID.ctf
   "$memtrace" run -q "$bin/prog_slow" 0.1 > /dev/null
   ls memtrace.prog_slow.*.ctf > /dev/null 2>&1 && ok || bad "default trace name"
