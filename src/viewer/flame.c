@@ -1,70 +1,30 @@
-/* /api/flame: the flame graph at function granularity, with focus.
+/* /api/flame: the flame graph at function granularity, with focus and hide.
  *
- * Two passes over the selected objects, never a pass per node: the first
- * adds each object's weight to its node and sums subtrees (reverse id
- * order: parents have smaller ids); nodes under `min` of the root are cut
- * (their weight stays in their kept ancestor's self); the second pass
- * tallies each object (bytes and objects, with intervals) into its kept
- * node. With focus=F, the nodes under F's outermost occurrences are first
- * merged by their path relative to it (callees), or by the path from it
- * back to the root (callers), into a tree interned here. */
+ * Costs follow the nodes kept, not the whole tree (11.8M nodes on a trace
+ * whose stacks are all distinct). One pass adds each selected object's
+ * weight to its node and sums subtrees (W; parents have smaller ids). The
+ * answer's tree is then grown top-down: a kept node stands for a set of
+ * base nodes (its members); its candidate children are the members'
+ * children grouped by function, a group weighing the sum of its nodes' W;
+ * a group under `min` of the root is cut (its weight stays in the parent's
+ * self), so cut subtrees are never visited. `hide` and the merging of a
+ * function with itself make a child a member of its parent instead of a
+ * group. With focus=F the callees root's members are F's outermost nodes,
+ * and the callers tree groups those same nodes by their ancestors. A last
+ * pass tallies each object (bytes and objects, with intervals) into the
+ * kept node its leaf falls in. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "answers.h"
-#include "u64map.h"
 
 #define NONE UINT32_MAX
-#define CUT 0x80000000u
-
-/* A growable tree of (parent, fn), interned. */
-typedef struct rtree {
-  uint32_t *parent, *fn;
-  size_t n, cap;
-  mt_vmap map;
-} rtree;
-
-static int rt_init(rtree *r) {
-  memset(r, 0, sizeof *r);
-  r->cap = 256;
-  r->parent = malloc(r->cap * sizeof *r->parent);
-  r->fn = malloc(r->cap * sizeof *r->fn);
-  if (!r->parent || !r->fn || mt_vmap_init(&r->map, 256)) return -1;
-  r->parent[0] = 0;
-  r->fn[0] = NONE;
-  r->n = 1;
-  return 0;
-}
-
-static void rt_free(rtree *r) {
-  free(r->parent);
-  free(r->fn);
-  mt_vmap_free(&r->map);
-}
-
-static uint32_t rt_child(rtree *r, uint32_t p, uint32_t fn) {
-  int fresh;
-  uint32_t id = mt_vmap_intern(&r->map, (uint64_t)p << 32 | fn, (uint32_t)r->n, &fresh);
-  if (id == NONE || !fresh) return id;
-  if (r->n == r->cap) {
-    size_t nc = r->cap * 2;
-    uint32_t *a = realloc(r->parent, nc * sizeof *a);
-    if (a) r->parent = a;
-    uint32_t *b = realloc(r->fn, nc * sizeof *b);
-    if (b) r->fn = b;
-    if (!a || !b) return NONE;
-    r->cap = nc;
-  }
-  r->parent[id] = p;
-  r->fn[id] = fn;
-  r->n++;
-  return id;
-}
+#define EXCL (UINT32_MAX - 1) /* not in the graph (focus: no F above) */
 
 /* The output: kept nodes, their tallies, children sorted by bytes. */
 typedef struct otree {
-  size_t k;
+  size_t k, cap;
   uint32_t *parent, *fn;
   mt_tally *self, *tot;
   uint32_t *first, *next; /* children lists */
@@ -79,34 +39,19 @@ static void ot_free(otree *o) {
   free(o->next);
 }
 
-/* Cuts a tree of n nodes whose subtree weights are w: out[v] is v's kept
- * node, with CUT set when v itself was cut. */
-static int cut(const uint32_t *parent, const uint32_t *fn, size_t n, const double *w,
-               double thr, uint32_t *out, otree *o) {
-  memset(o, 0, sizeof *o);
-  size_t k = 1;
-  out[0] = 0;
-  for (size_t v = 1; v < n; v++) {
-    uint32_t p = out[parent[v]];
-    if (!(p & CUT) && w[v] > 0 && w[v] >= thr) out[v] = (uint32_t)k++;
-    else out[v] = (p & ~CUT) | CUT;
+static uint32_t ot_add(otree *o, uint32_t parent, uint32_t fn) {
+  if (o->k == o->cap) {
+    size_t nc = o->cap ? o->cap * 2 : 64;
+    uint32_t *p = realloc(o->parent, nc * sizeof *p);
+    if (p) o->parent = p;
+    uint32_t *f = realloc(o->fn, nc * sizeof *f);
+    if (f) o->fn = f;
+    if (!p || !f) return NONE;
+    o->cap = nc;
   }
-  o->k = k;
-  o->parent = malloc(k * sizeof *o->parent);
-  o->fn = malloc(k * sizeof *o->fn);
-  o->self = calloc(k, sizeof *o->self);
-  o->tot = calloc(k, sizeof *o->tot);
-  o->first = malloc(k * sizeof *o->first);
-  o->next = malloc(k * sizeof *o->next);
-  if (!o->parent || !o->fn || !o->self || !o->tot || !o->first || !o->next) return -1;
-  o->parent[0] = 0;
-  o->fn[0] = NONE;
-  for (size_t v = 1; v < n; v++)
-    if (!(out[v] & CUT)) {
-      o->parent[out[v]] = out[parent[v]];
-      o->fn[out[v]] = fn[v];
-    }
-  return 0;
+  o->parent[o->k] = parent;
+  o->fn[o->k] = fn;
+  return (uint32_t)o->k++;
 }
 
 /* qsort has no context argument */
@@ -116,6 +61,14 @@ static int by_bytes(const void *x, const void *y) {
   uint64_t b = g_sort_o->tot[*(const uint32_t *)y].samples;
   if (a != b) return a > b ? -1 : 1;
   return *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
+}
+
+static int ot_tallies(otree *o) {
+  o->self = calloc(o->k, sizeof *o->self);
+  o->tot = calloc(o->k, sizeof *o->tot);
+  o->first = malloc(o->k * sizeof *o->first);
+  o->next = malloc(o->k * sizeof *o->next);
+  return o->self && o->tot && o->first && o->next ? 0 : -1;
 }
 
 static int finish(otree *o) {
@@ -158,134 +111,270 @@ static void emit(mt_json *j, const mt_vsnap *s, const otree *o, uint32_t v, int 
   mt_json_end_obj(j);
 }
 
-static double weight(const mt_vsnap *s, const mt_vquery *q, size_t i) {
-  mt_tally t = {0};
-  mt_tally_object(s->a, i, &t);
-  return q->by_objects ? t.ht : (double)t.samples;
+/* growable vectors of uint32 */
+typedef struct vec {
+  uint32_t *v;
+  size_t n, cap;
+} vec;
+
+static int push(vec *x, uint32_t a) {
+  if (x->n == x->cap) {
+    size_t nc = x->cap ? x->cap * 2 : 1024;
+    uint32_t *p = realloc(x->v, nc * sizeof *p);
+    if (!p) return -1;
+    x->v = p;
+    x->cap = nc;
+  }
+  x->v[x->n++] = a;
+  return 0;
 }
 
 typedef struct flame_ctx {
   const mt_vsnap *s;
   const mt_vquery *q;
-  const mt_vsel *sel;
-  const mt_vtree *t;
+  const uint8_t *mask; /* NULL: every object */
+  const uint8_t *hid;  /* per function: hidden */
+  double *W;           /* per base node: weight of its subtree */
+  uint32_t *out;       /* per base node: its callees node (NONE unset, EXCL) */
+  uint32_t *gid;       /* per function: its group while a node's children are grouped */
+  /* groups of the node being expanded */
+  vec gfn, gtops; /* per group: function; then (group, node) pairs */
+  double *gw;
+  size_t gw_cap;
   uint8_t *used_fn; /* functions named in the answer */
 } flame_ctx;
 
-/* Builds one tree (callees or callers) into o. `node` maps an object's
- * view node to a node of the tree (parent, fn, n) or NONE; w is scratch
- * of n doubles. */
-static int build(flame_ctx *c, const uint32_t *parent, const uint32_t *fn, size_t n,
-                 const uint32_t *node, double *w, uint32_t *out, otree *o,
-                 double self_w_root_only) {
+static int group_of(flame_ctx *c, uint32_t fn, uint32_t *g) {
+  if (c->gid[fn] != NONE) {
+    *g = c->gid[fn];
+    return 0;
+  }
+  if (c->gfn.n == c->gw_cap) {
+    size_t nc = c->gw_cap ? c->gw_cap * 2 : 256;
+    double *p = realloc(c->gw, nc * sizeof *p);
+    if (!p) return -1;
+    c->gw = p;
+    c->gw_cap = nc;
+  }
+  *g = c->gid[fn] = (uint32_t)c->gfn.n;
+  c->gw[*g] = 0;
+  return push(&c->gfn, fn);
+}
+
+/* Grows the callees tree from root node 0, whose members (base nodes) are
+ * `tops`; out[] gets each member's kept node. */
+static int grow_callees(flame_ctx *c, otree *o, vec *tops, double thr) {
   const mt_vsnap *s = c->s;
-  (void)self_w_root_only;
-  memset(w, 0, n * sizeof *w);
-  for (size_t i = 0; i < s->nobj; i++) {
-    if (!c->sel->mask[i]) continue;
-    uint32_t v = node[mt_vtree_node(c->t, s->leaf[i])];
-    if (v != NONE) w[v] += weight(s, c->q, i);
+  vec mem = {0}, queue_tops = {0}, qstart = {0};
+  int rc = -1;
+  /* the queue of kept nodes to expand: node k's tops are
+   * queue_tops[qstart[k] .. qstart[k+1]) */
+  for (size_t i = 0; i < tops->n; i++)
+    if (push(&queue_tops, tops->v[i])) goto done;
+  if (push(&qstart, 0) || push(&qstart, (uint32_t)queue_tops.n)) goto done;
+  for (size_t k = 0; k < o->k; k++) {
+    uint32_t kfn = o->fn[k];
+    mem.n = 0;
+    for (uint32_t i = qstart.v[k]; i < qstart.v[k + 1]; i++)
+      if (push(&mem, queue_tops.v[i])) goto done;
+    c->gfn.n = c->gtops.n = 0;
+    /* members: the tops, and the children hidden or of the same function */
+    for (size_t i = 0; i < mem.n; i++) {
+      uint32_t m = mem.v[i];
+      c->out[m] = (uint32_t)k;
+      for (uint32_t ch = s->ffirst[m]; ch; ch = s->fnext[ch]) {
+        if (c->W[ch] <= 0) continue; /* nothing selected below */
+        uint32_t f = s->ffn[ch], g;
+        if (c->hid[f] || f == kfn) {
+          if (push(&mem, ch)) goto done;
+          continue;
+        }
+        if (group_of(c, f, &g) || push(&c->gtops, g) || push(&c->gtops, ch)) goto done;
+        c->gw[g] += c->W[ch];
+      }
+    }
+    /* kept groups become nodes (their tops queued); cut ones stay in k */
+    uint32_t first_new = (uint32_t)o->k;
+    for (size_t g = 0; g < c->gfn.n; g++) {
+      uint32_t f = c->gfn.v[g];
+      c->gid[f] = NONE;
+      if (c->gw[g] > 0 && c->gw[g] >= thr) {
+        uint32_t id = ot_add(o, (uint32_t)k, f);
+        if (id == NONE) goto done;
+        c->gw[g] = -1.0 - (double)id; /* remember the node */
+      } else {
+        c->gw[g] = 0;
+      }
+    }
+    (void)first_new;
+    /* the tops of the new nodes, in node order: counting by node */
+    size_t nn = o->k - first_new;
+    if (nn) {
+      size_t base = queue_tops.n;
+      uint32_t *cnt = calloc(nn + 1, sizeof *cnt);
+      if (!cnt) goto done;
+      for (size_t i = 0; i < c->gtops.n; i += 2) {
+        double gv = c->gw[c->gtops.v[i]];
+        if (gv < 0) cnt[(uint32_t)(-1.0 - gv) - first_new + 1]++;
+      }
+      for (size_t i = 1; i <= nn; i++) cnt[i] += cnt[i - 1];
+      for (size_t i = 0; i < nn; i++)
+        if (push(&qstart, (uint32_t)(base + cnt[i + 1]))) {
+          free(cnt);
+          goto done;
+        }
+      size_t total = cnt[nn];
+      for (size_t i = 0; i < total; i++)
+        if (push(&queue_tops, 0)) {
+          free(cnt);
+          goto done;
+        }
+      for (size_t i = 0; i < c->gtops.n; i += 2) {
+        double gv = c->gw[c->gtops.v[i]];
+        if (gv < 0) queue_tops.v[base + cnt[(uint32_t)(-1.0 - gv) - first_new]++] = c->gtops.v[i + 1];
+      }
+      free(cnt);
+    }
   }
-  for (size_t v = n; v-- > 1;) w[parent[v]] += w[v];
-  if (cut(parent, fn, n, w, c->q->min * w[0], out, o)) return -1;
-  for (size_t i = 0; i < s->nobj; i++) {
-    if (!c->sel->mask[i]) continue;
-    uint32_t v = node[mt_vtree_node(c->t, s->leaf[i])];
-    if (v != NONE) mt_tally_object(s->a, i, &o->self[out[v] & ~CUT]);
+  rc = 0;
+done:
+  free(mem.v);
+  free(queue_tops.v);
+  free(qstart.v);
+  return rc;
+}
+
+/* Grows the callers tree: root node 0's members are F's outermost nodes
+ * (tops); a member is (top, ancestor reached); its caller is the next
+ * ancestor not hidden nor of the node's function. deepest[t] gets the
+ * deepest kept node top t reached. */
+static int grow_callers(flame_ctx *c, otree *o, const vec *tops, double thr, uint32_t *deepest) {
+  const mt_vsnap *s = c->s;
+  vec qt = {0}, qa = {0}, qstart = {0}, gm = {0};
+  int rc = -1;
+  for (size_t i = 0; i < tops->n; i++)
+    if (push(&qt, (uint32_t)i) || push(&qa, tops->v[i])) goto done;
+  if (push(&qstart, 0) || push(&qstart, (uint32_t)qt.n)) goto done;
+  for (size_t k = 0; k < o->k; k++) {
+    uint32_t kfn = o->fn[k];
+    c->gfn.n = 0;
+    gm.n = 0;
+    for (uint32_t i = qstart.v[k]; i < qstart.v[k + 1]; i++) {
+      uint32_t t = qt.v[i], p = s->fparent[qa.v[i]], g;
+      deepest[t] = (uint32_t)k;
+      while (p != 0 && (c->hid[s->ffn[p]] || s->ffn[p] == kfn)) p = s->fparent[p];
+      if (p == 0) continue; /* the outermost frame: the weight stays here */
+      if (group_of(c, s->ffn[p], &g) || push(&gm, g) || push(&gm, i) || push(&gm, p)) goto done;
+      c->gw[g] += c->W[tops->v[t]];
+    }
+    uint32_t first_new = (uint32_t)o->k;
+    for (size_t g = 0; g < c->gfn.n; g++) {
+      uint32_t f = c->gfn.v[g];
+      c->gid[f] = NONE;
+      if (c->gw[g] > 0 && c->gw[g] >= thr) {
+        uint32_t id = ot_add(o, (uint32_t)k, f);
+        if (id == NONE) goto done;
+        c->gw[g] = -1.0 - (double)id;
+      } else {
+        c->gw[g] = 0;
+      }
+    }
+    /* the new nodes' members, node by node (few nodes: one scan each) */
+    for (uint32_t id = first_new; id < o->k; id++) {
+      for (size_t i = 0; i < gm.n; i += 3) {
+        double gv = c->gw[gm.v[i]];
+        if (gv < 0 && (uint32_t)(-1.0 - gv) == id)
+          if (push(&qt, qt.v[gm.v[i + 1]]) || push(&qa, gm.v[i + 2])) goto done;
+      }
+      if (push(&qstart, (uint32_t)qt.n)) goto done;
+    }
   }
-  for (size_t v = 1; v < o->k; v++) c->used_fn[o->fn[v]] = 1;
-  return finish(o);
+  rc = 0;
+done:
+  free(qt.v);
+  free(qa.v);
+  free(qstart.v);
+  free(gm.v);
+  return rc;
+}
+
+static double weight(const mt_vsnap *s, const mt_vquery *q, size_t i) {
+  if (q->by_objects || s->samples[i] == UINT32_MAX) {
+    mt_tally t = {0};
+    mt_tally_object(s->a, i, &t);
+    return q->by_objects ? t.ht : (double)t.samples;
+  }
+  return s->samples[i];
 }
 
 int mt_vanswer_flame(const mt_vsnap *s, const mt_vquery *q, mt_json *j) {
+  if (q->focus > (int64_t)s->nfn) return -2; /* no such function */
   mt_vsel sel;
-  mt_vtree t;
   if (mt_vsel_make(s, q, &sel)) return -1;
-  if (mt_vtree_make(s, q, &t)) {
-    mt_vsel_free(&sel);
-    return -1;
-  }
-  int rc = -1;
+  int rc = -1, focused = q->focus >= 0;
+  size_t n = s->nf;
   otree callees = {0}, callers = {0};
-  rtree rc_tree = {0}, rr_tree = {0};
-  int has_callers = 0;
-  uint32_t *anc = NULL, *rel = NULL, *out = NULL, *ident = NULL;
-  double *w = NULL;
-  flame_ctx c = {s, q, &sel, &t, calloc(s->nfn + 1, 1)};
-  if (!c.used_fn) goto done;
-  size_t n = t.n;
-  if (q->focus > (int64_t)s->nfn) {
-    rc = -2; /* no such function */
-    goto done;
+  vec tops = {0};
+  uint32_t *fidx = NULL, *deepest = NULL;
+  flame_ctx c = {.s = s, .q = q, .mask = sel.mask};
+  uint8_t *hid = calloc(s->nfn + 1, 1);
+  c.hid = hid;
+  c.used_fn = calloc(s->nfn + 1, 1);
+  c.W = calloc(n, sizeof *c.W);
+  c.out = malloc(n * sizeof *c.out);
+  c.gid = malloc((s->nfn + 1) * sizeof *c.gid);
+  if (!hid || !c.used_fn || !c.W || !c.out || !c.gid) goto done;
+  for (size_t k = 0; k <= s->nfn; k++) {
+    c.gid[k] = NONE;
+    if (q->nhide) hid[k] = (uint8_t)mt_vquery_hidden(q, mt_vsnap_fn_name(s, (uint32_t)k));
   }
-  if (q->focus < 0) {
-    /* the whole tree: its nodes are the output's candidates */
-    w = malloc(n * sizeof *w);
-    out = malloc(n * sizeof *out);
-    ident = malloc(n * sizeof *ident);
-    if (!w || !out || !ident) goto done;
-    for (size_t v = 0; v < n; v++) ident[v] = (uint32_t)v;
-    if (build(&c, t.parent, t.fn, n, ident, w, out, &callees, 0)) goto done;
+  for (size_t i = 0; i < s->nobj; i++)
+    if (sel.mask[i]) c.W[s->leaf[i]] += weight(s, q, i);
+  for (size_t v = n; v-- > 1;) c.W[s->fparent[v]] += c.W[v];
+  memset(c.out, 0xff, n * sizeof *c.out); /* NONE */
+  double root_w;
+  uint32_t F = focused ? (uint32_t)q->focus : NONE;
+  if (!focused) {
+    if (push(&tops, 0)) goto done;
+    root_w = c.W[0];
   } else {
-    uint32_t F = (uint32_t)q->focus;
-    anc = malloc(n * sizeof *anc);
-    rel = malloc(n * sizeof *rel);
-    w = malloc(n * sizeof *w);
-    if (!anc || !rel || !w || rt_init(&rc_tree) || rt_init(&rr_tree)) goto done;
-    /* each node's outermost F ancestor (itself included) */
-    anc[0] = NONE;
-    for (size_t v = 1; v < n; v++) {
-      uint32_t a = anc[t.parent[v]];
-      anc[v] = a != NONE ? a : t.fn[v] == F ? (uint32_t)v : NONE;
-    }
-    /* which nodes hold selected objects (and their ancestors) */
-    memset(w, 0, n * sizeof *w);
-    for (size_t i = 0; i < s->nobj; i++)
-      if (sel.mask[i]) w[mt_vtree_node(&t, s->leaf[i])] = 1;
-    for (size_t v = n; v-- > 1;)
-      if (w[v] != 0) w[t.parent[v]] = 1;
-    /* callees: merged by the path from the F node */
-    for (size_t v = 0; v < n; v++) {
-      rel[v] = NONE;
-      if (anc[v] == NONE || w[v] == 0) continue;
-      rel[v] = anc[v] == v ? 0 : rt_child(&rc_tree, rel[t.parent[v]], t.fn[v]);
-      if (rel[v] == NONE) goto done;
-    }
-    rc_tree.fn[0] = F;
-    double *rw = malloc(rc_tree.n * sizeof *rw);
-    uint32_t *rout = malloc(rc_tree.n * sizeof *rout);
-    int bad = !rw || !rout || build(&c, rc_tree.parent, rc_tree.fn, rc_tree.n, rel, rw, rout,
-                                    &callees, 0);
-    free(rw);
-    free(rout);
-    if (bad) goto done;
-    /* callers: an F node's objects, by the path from it back to the root */
-    for (size_t v = 0; v < n; v++) {
-      rel[v] = NONE;
-      if (anc[v] == NONE || w[v] == 0) continue;
-      if (anc[v] != v) {
-        rel[v] = rel[anc[v]];
-        continue;
-      }
-      uint32_t r = 0;
-      for (uint32_t p = t.parent[v]; p != 0 && r != NONE; p = t.parent[p])
-        r = rt_child(&rr_tree, r, t.fn[p]);
-      if (r == NONE) goto done;
-      rel[v] = r;
-    }
-    rr_tree.fn[0] = F;
-    rw = malloc(rr_tree.n * sizeof *rw);
-    rout = malloc(rr_tree.n * sizeof *rout);
-    bad = !rw || !rout || build(&c, rr_tree.parent, rr_tree.fn, rr_tree.n, rel, rw, rout,
-                                &callers, 0);
-    free(rw);
-    free(rout);
-    if (bad) goto done;
-    has_callers = 1;
-    c.used_fn[F] = 1;
-    callees.fn[0] = callers.fn[0] = F;
+    root_w = 0;
+    if (!hid[F])
+      for (size_t v = 1; v < n; v++)
+        if (s->ffn[v] == F && s->fouter[v] && c.W[v] > 0) {
+          if (push(&tops, (uint32_t)v)) goto done;
+          root_w += c.W[v];
+        }
   }
-  int focused = has_callers;
+  double thr = q->min * root_w;
+  if (ot_add(&callees, 0, F) == NONE || grow_callees(&c, &callees, &tops, thr)) goto done;
+  if (c.out[0] == NONE) c.out[0] = EXCL;
+  for (size_t v = 1; v < n; v++)
+    if (c.out[v] == NONE) c.out[v] = c.out[s->fparent[v]];
+  if (focused) {
+    fidx = malloc(n * sizeof *fidx);
+    deepest = malloc((tops.n + 1) * sizeof *deepest);
+    if (!fidx || !deepest) goto done;
+    memset(fidx, 0xff, n * sizeof *fidx);
+    for (size_t t = 0; t < tops.n; t++) fidx[tops.v[t]] = (uint32_t)t;
+    for (size_t v = 1; v < n; v++)
+      if (fidx[v] == NONE) fidx[v] = fidx[s->fparent[v]];
+    if (ot_add(&callers, 0, F) == NONE || grow_callers(&c, &callers, &tops, thr, deepest))
+      goto done;
+    if (ot_tallies(&callers)) goto done;
+  }
+  if (ot_tallies(&callees)) goto done;
+  for (size_t i = 0; i < s->nobj; i++) {
+    if (!sel.mask[i]) continue;
+    uint32_t leaf = s->leaf[i], v = c.out[leaf];
+    if (v == EXCL) continue;
+    mt_tally_object(s->a, i, &callees.self[v]);
+    if (focused) mt_tally_object(s->a, i, &callers.self[deepest[fidx[leaf]]]);
+  }
+  if (finish(&callees) || (focused && finish(&callers))) goto done;
+  for (size_t v = 1; v < callees.k; v++) c.used_fn[callees.fn[v]] = 1;
+  for (size_t v = 1; v < callers.k; v++) c.used_fn[callers.fn[v]] = 1;
+  if (focused) c.used_fn[F] = 1;
   mt_json_obj(j);
   mt_json_key(j, "total");
   mt_vjson_est(j, mt_estimate_bytes(s->a, &sel.total));
@@ -313,15 +402,17 @@ int mt_vanswer_flame(const mt_vsnap *s, const mt_vquery *q, mt_json *j) {
 done:
   ot_free(&callees);
   ot_free(&callers);
-  rt_free(&rc_tree);
-  rt_free(&rr_tree);
-  free(anc);
-  free(rel);
-  free(out);
-  free(ident);
-  free(w);
+  free(tops.v);
+  free(fidx);
+  free(deepest);
+  free(hid);
   free(c.used_fn);
-  mt_vtree_free(&t);
+  free(c.W);
+  free(c.out);
+  free(c.gid);
+  free(c.gfn.v);
+  free(c.gtops.v);
+  free(c.gw);
   mt_vsel_free(&sel);
   return rc;
 }

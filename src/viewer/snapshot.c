@@ -152,7 +152,18 @@ mt_vsnap *mt_vsnap_new(mt_analysis *a, const char *name, uint64_t generation) {
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->built, NULL);
   pthread_cond_init(&s->answered, NULL);
-  for (size_t i = 0; i < s->nobj; i++) mt_tally_object(a, i, &s->all);
+  s->samples = malloc((s->nobj + 1) * sizeof *s->samples);
+  if (!s->samples) {
+    mt_analysis_free(a);
+    free(s);
+    return NULL;
+  }
+  for (size_t i = 0; i < s->nobj; i++) {
+    mt_tally t = {0};
+    mt_tally_object(a, i, &t);
+    mt_tally_add(&s->all, &t);
+    s->samples[i] = t.samples < UINT32_MAX ? (uint32_t)t.samples : UINT32_MAX;
+  }
   return s;
 }
 
@@ -181,6 +192,10 @@ static int build_tree(mt_vsnap *s) {
   mt_filter all;
   mt_filter_init(&all);
   if (mt_analysis_each_backtrace(s->a, &all, each, &b) != MT_OK || b.oom) goto done;
+  /* the children lists stay: the flame graph descends the tree */
+  s->ffirst = b.first;
+  s->fnext = b.next;
+  b.first = b.next = NULL;
   rc = 0;
 done:
   free(b.first);
@@ -313,6 +328,9 @@ void mt_vsnap_unref(mt_vsnap *s) {
   free(s->ffn);
   free(s->fline);
   free(s->fouter);
+  free(s->ffirst);
+  free(s->fnext);
+  free(s->samples);
   while (s->cache) {
     mt_vcache_entry *e = s->cache;
     s->cache = e->next;

@@ -39,6 +39,8 @@ typedef struct mt_vsnap {
   size_t nf;      /* fnodes, root included */
   uint32_t *fparent, *ffn, *fline;
   uint8_t *fouter; /* 1 if no ancestor has the same function */
+  uint32_t *ffirst, *fnext; /* children lists: first child, next sibling (0 ends) */
+  uint32_t *samples; /* per object: its samples (UINT32_MAX: look it up) */
   size_t nfn;      /* analysis functions; id nfn is "(unknown)" */
   double duration; /* seconds */
   mt_tally all;    /* every object */
