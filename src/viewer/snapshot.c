@@ -35,8 +35,16 @@ typedef struct build {
   uint32_t *path;       /* fnodes of the current path (root excluded) */
   size_t path_n, path_cap;
   uint32_t *on_path; /* per function: occurrences on the current path */
+  /* (fnode, code) -> fnode after the code, for codes that add at most one
+   * node: a direct-mapped cache that spares the children lists' walks when
+   * a program's few thousand stacks recur in a random order */
+  struct memo {
+    uint32_t from, code, to;
+  } *memo;
   int oom;
 } build;
+
+#define MEMO_BITS 18
 
 static int grow_nodes(build *b) {
   size_t nc = b->cap * 2;
@@ -118,6 +126,20 @@ static int each(void *ctx, size_t obj, const uint32_t *codes, size_t n) {
   size_t depth = c ? b->depth_code[c - 1] : 0;
   while (b->path_n > depth) b->on_path[s->ffn[b->path[--b->path_n]]]--;
   for (size_t k = c; k < n; k++) {
+    struct memo *m = &b->memo[((uint64_t)cur * 0x9E3779B97F4A7C15u ^ codes[k] * 0xC2B2AE3D27D4EB4Fu) >>
+                              (64 - MEMO_BITS)];
+    if (m->from == cur && m->code == codes[k] && m->to != UINT32_MAX) {
+      if (m->to != cur) {
+        cur = m->to;
+        if (push(b, cur)) return b->oom = 1;
+      }
+      b->prev[k] = codes[k];
+      b->at_code[k] = cur;
+      b->depth_code[k] = (uint32_t)b->path_n;
+      continue;
+    }
+    uint32_t from = cur;
+    size_t before = b->path_n;
     size_t nfr;
     /* codes the trace never described are left out, as memtrace's own
      * flame graphs do */
@@ -127,6 +149,7 @@ static int each(void *ctx, size_t obj, const uint32_t *codes, size_t n) {
       cur = child(b, cur, fr[i].function, fr[i].line);
       if (cur == UINT32_MAX || push(b, cur)) return b->oom = 1;
     }
+    if (b->path_n - before <= 1) *m = (struct memo){from, codes[k], cur};
     b->prev[k] = codes[k];
     b->at_code[k] = cur;
     b->depth_code[k] = (uint32_t)b->path_n;
@@ -179,9 +202,11 @@ static int build_tree(mt_vsnap *s) {
   b.on_path = calloc(s->nfn + 1, sizeof *b.on_path);
   b.first = malloc(b.cap * sizeof *b.first);
   b.next = malloc(b.cap * sizeof *b.next);
+  b.memo = malloc(sizeof *b.memo << MEMO_BITS);
+  if (b.memo) memset(b.memo, 0xff, sizeof *b.memo << MEMO_BITS);
   int rc = -1;
   if (!s->leaf || !s->fparent || !s->ffn || !s->fline || !s->fouter || !b.on_path || !b.first ||
-      !b.next)
+      !b.next || !b.memo)
     goto done;
   b.first[0] = 0;
   s->fparent[0] = 0;
@@ -198,6 +223,7 @@ static int build_tree(mt_vsnap *s) {
   b.first = b.next = NULL;
   rc = 0;
 done:
+  free(b.memo);
   free(b.first);
   free(b.next);
   free(b.prev);
