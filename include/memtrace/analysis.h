@@ -4,12 +4,14 @@
  * One streaming pass over a trace (memtrace/format.h) builds:
  *   - objects: one row per sampled allocation (times, size, samples, source,
  *     stack), in allocation order;
+ *   - backtraces: each distinct one stored once, objects naming it by id;
  *   - stacks: every distinct backtrace, interned as a tree of frames (a stack
- *     id names a path from the root; 0 is the empty stack);
+ *     id names a path from the root; 0 is the empty stack), built on demand;
  *   - codes and functions: each location code's inlined locations, each
  *     function (name, file) once;
  *   - the live heap over time: its exact peak and a bounded envelope.
- * Memory grows with sampled objects and distinct stacks, never with events.
+ * Memory grows with sampled objects (19 bytes each) and distinct backtraces,
+ * never with events.
  *
  * Queries take a filter (which objects) and return tallies: additive sums
  * from which the estimators give bytes and object counts with 95% confidence
@@ -86,10 +88,48 @@ MT_API mt_object mt_analysis_object(const mt_analysis *a, size_t i);
 MT_API uint32_t mt_analysis_object_stack(const mt_analysis *a, size_t i);
 /* Object i's backtrace as code ids, outermost first, into out[0..cap);
  * returns its length (which may exceed cap: then out holds the first cap).
- * Needs no stack tree: it replays at most 63 logged deltas, so it suits
- * queries over a subset of the objects (leaks, a filtered view). */
+ * Needs no stack tree (as mt_analysis_backtrace_codes of its backtrace id),
+ * so it suits queries over a subset of the objects (leaks, a filtered
+ * view). */
 MT_API size_t mt_analysis_object_backtrace(const mt_analysis *a, size_t i,
                                            uint32_t *out, size_t cap);
+
+/* ---- Distinct backtraces --------------------------------------------------- */
+
+/* Loading interns backtraces: each distinct sequence of code ids gets a
+ * backtrace id (0, 1, 2... in order of first appearance: an object's id is
+ * at most one more than every id before it), and objects with equal
+ * backtraces share it. Distinctness rests on a 64-bit hash of the sequence
+ * (two different backtraces share an id with probability ~n^2 / 2^65 for n
+ * distinct ones). Unlike stack ids these need no stack tree: a tool can
+ * tally per backtrace id and then visit only the backtraces it needs.
+ * On a trace where most objects bring a new backtrace (past 2^20 of them),
+ * interning stops, as it would cost more than it saves: then an object
+ * shares an id only with the object before it when their backtraces are
+ * equal, and one backtrace may have several ids;
+ * mt_analysis_backtraces_distinct says which holds. */
+MT_API size_t mt_analysis_backtrace_count(const mt_analysis *a);
+/* 1 when distinct backtrace ids always name distinct backtraces. */
+MT_API int mt_analysis_backtraces_distinct(const mt_analysis *a);
+MT_API uint32_t mt_analysis_object_backtrace_id(const mt_analysis *a, size_t i);
+/* Backtrace bt's code ids, outermost first, into out[0..cap); returns its
+ * length (which may exceed cap: then out holds the first cap). Direct when
+ * the trace has few distinct backtraces, else it replays at most 63 logged
+ * deltas. */
+MT_API size_t mt_analysis_backtrace_codes(const mt_analysis *a, uint32_t bt, uint32_t *out,
+                                          size_t cap);
+/* Its allocation site, as mt_analysis_object_site. */
+MT_API uint32_t mt_analysis_backtrace_site(const mt_analysis *a, uint32_t bt);
+/* Its stack id (builds the stack tree if need be). */
+MT_API uint32_t mt_analysis_backtrace_stack(const mt_analysis *a, uint32_t bt);
+/* Calls fn(ctx, bt, codes, n) for every distinct backtrace in id order (the
+ * `object` argument of mt_backtrace_fn is the backtrace id): one sequential
+ * pass. Stops at fn's first non-zero result and returns it; else MT_OK (or
+ * MT_ERR_NOMEM). */
+typedef int (*mt_backtrace_fn)(void *ctx, size_t object, const uint32_t *codes,
+                               size_t n);
+MT_API int mt_analysis_each_distinct_backtrace(const mt_analysis *a, mt_backtrace_fn fn,
+                                               void *ctx);
 
 /* ---- Stacks, codes, functions --------------------------------------------- */
 
@@ -225,8 +265,6 @@ MT_API int mt_analysis_select(const mt_analysis *a, const mt_filter *f,
  * allocation order, with its backtrace as code ids (outermost first; valid
  * during the call). One sequential pass, no stack tree. Stops at fn's first
  * non-zero result and returns it; else MT_OK (or MT_ERR_NOMEM). */
-typedef int (*mt_backtrace_fn)(void *ctx, size_t object, const uint32_t *codes,
-                               size_t n);
 MT_API int mt_analysis_each_backtrace(const mt_analysis *a, const mt_filter *f,
                                       mt_backtrace_fn fn, void *ctx);
 

@@ -1,8 +1,11 @@
 /* The tables behind mt_analysis (include/memtrace/analysis.h). Objects are
- * stored column by column (29 bytes each, plus rare side entries). Their
- * backtraces are kept as a delta log; the stack tree (a parent-pointer tree
+ * stored column by column (19 bytes each, plus rare side entries), each
+ * naming its backtrace by id. Backtraces are interned while loading (a hash
+ * of the code-id sequence -> id), so each distinct one is stored once, in a
+ * delta log in first-seen order: memory and the stack tree's cost follow
+ * distinct backtraces, not objects. The stack tree (a parent-pointer tree
  * whose ids grow from the root, so a parent's id is always smaller than its
- * children's) is built from it on first use (stacks.c). */
+ * children's) is built from the log on first use (stacks.c). */
 #ifndef MT_ANALYSIS_INTERNAL_H
 #define MT_ANALYSIS_INTERNAL_H
 
@@ -12,10 +15,16 @@
 #include "tables.h"
 
 #define MT__ENVELOPE_BINS 1024
-/* Every this many objects, the backtrace log holds a full record: where a
- * replay may start. */
+/* Every this many distinct backtraces, the backtrace log holds a full
+ * record: where a replay may start. */
 #define MT__LOG_CHECKPOINT 64
 #define MT__NO_SITE UINT32_MAX
+/* Distinct backtraces whose codes total at most this are also kept
+ * expanded (bt_flat), for direct access. */
+#define MT__FLAT_MAX (1u << 22)
+/* Interning stops past this many distinct backtraces if most objects
+ * bring a new one. */
+#define MT__INTERN_TRIAL (1u << 20)
 #define MT__HT_CACHE 4096 /* object weights precomputed for lengths below */
 
 /* source column: low 2 bits the source; flags above */
@@ -47,18 +56,28 @@ struct mt_analysis {
    * runs past 71 minutes); free time MT__T_NEVER if never collected */
   uint32_t *alloc_t, *free_t;
   unsigned time_shift;
-  uint32_t *nsamples, *length;
-  uint32_t *site; /* code id of the allocation site, or MT__NO_SITE */
+  uint16_t *nsamples; /* above 65535: in the side table */
+  uint32_t *length;
   uint8_t *source;
-  uint32_t *stack; /* stack ids: NULL until stacks are materialized */
+  uint32_t *bt; /* backtrace id of each object */
 
-  /* Backtraces, as loaded: per object, varint(shared prefix) varint(count)
-   * and that many varint code ids; a full record every MT__LOG_CHECKPOINT
-   * objects. The stack tree is built from it on first use. */
+  /* Distinct backtraces, ids in first-seen order (an object's backtrace id
+   * is at most one more than the largest before it). */
+  size_t nbt, bt_cap;
+  int bt_distinct; /* 1: distinct ids are distinct backtraces (see load.c) */
+  uint32_t *bt_site;  /* code id of the allocation site, or MT__NO_SITE */
+  uint32_t *bt_stack; /* stack ids: NULL until stacks are materialized */
+  /* Their codes: per backtrace, varint(prefix shared with the previous
+   * backtrace) varint(count) and that many varint code ids; a full record
+   * every MT__LOG_CHECKPOINT backtraces. */
   uint8_t *log;
   size_t log_len, log_cap;
-  uint64_t *checkpoints; /* log offset of every MT__LOG_CHECKPOINT-th object */
+  uint64_t *checkpoints; /* log offset of every MT__LOG_CHECKPOINT-th one */
   size_t ncheckpoints, checkpoints_cap;
+  /* Expanded when small (MT__FLAT_MAX): codes of backtrace b are
+   * bt_flat[bt_off[b] .. bt_off[b + 1]); else NULL. */
+  uint32_t *bt_flat, *bt_off;
+  size_t bt_codes_total;
   pthread_mutex_t stacks_lock;
   int stacks_built; /* 1 when built; -1 when building ran out of memory */
   mt__u64map side;    /* (object << 2 | kind) -> index in side_vals */
@@ -119,11 +138,18 @@ static inline uint64_t mt__obj_samples(const mt_analysis *a, size_t i) {
  * query answers as for an empty trace). */
 int mt__ensure_stacks(const mt_analysis *a);
 
-/* Calls fn for every object, in order, with its backtrace (code ids,
- * outermost first), replaying the log once; stops at fn's first non-zero
+/* Calls fn for every object i with mask[i] (mask NULL: all), in order, with
+ * its backtrace (code ids, outermost first); stops at fn's first non-zero
  * result and returns it (-1 when out of memory). */
-int mt__log_replay(const mt_analysis *a,
+int mt__log_replay(const mt_analysis *a, const uint8_t *mask,
                    int (*fn)(void *ctx, size_t i, const uint32_t *codes, size_t n), void *ctx);
+
+/* After loading: fills bt_flat and bt_off when the distinct backtraces are
+ * few (MT__FLAT_MAX). Returns 0, or -1 when out of memory. */
+int mt__expand_backtraces(mt_analysis *a);
+
+/* Backtrace b's codes into out[0..cap); returns its length. */
+size_t mt__bt_codes(const mt_analysis *a, uint32_t b, uint32_t *out, size_t cap);
 
 /* Adds object i to a tally. */
 void mt__tally_object(const mt_analysis *a, size_t i, mt_tally *t);

@@ -40,9 +40,9 @@ static int grow_objects(mt_analysis *a) {
   if (at) a->alloc_t = at;
   uint32_t *ft = realloc(a->free_t, nc * sizeof *ft);
   if (ft) a->free_t = ft;
-  uint32_t *st = realloc(a->site, nc * sizeof *st);
-  if (st) a->site = st;
-  uint32_t *ns = realloc(a->nsamples, nc * sizeof *ns);
+  uint32_t *st = realloc(a->bt, nc * sizeof *st);
+  if (st) a->bt = st;
+  uint16_t *ns = realloc(a->nsamples, nc * sizeof *ns);
   if (ns) a->nsamples = ns;
   uint32_t *ln = realloc(a->length, nc * sizeof *ln);
   if (ln) a->length = ln;
@@ -212,9 +212,19 @@ static uint32_t store_time(mt_analysis *a, uint64_t t) {
 /* ---- the pass ---- */
 
 typedef struct pass {
-  uint64_t *prev_codes; /* previous backtrace, to share its logged prefix */
+  uint64_t *prev_codes; /* previous object's backtrace, to share its prefix */
   uint32_t *prev_ids;   /* and the code ids of its frames */
+  uint64_t *prefix_hash; /* [j]: hash of its first j code ids */
   size_t prev_len, prev_cap;
+  uint32_t *last_ids;   /* the last distinct backtrace logged */
+  size_t last_len, last_cap;
+  /* the intern table: backtrace id + 1 by hash (0 = empty); each
+   * backtrace's full hash in bt_hash */
+  uint32_t *slots;
+  size_t nslots;
+  uint64_t *bt_hash;
+  int no_intern;     /* gave up interning: see intern_backtrace */
+  uint32_t prev_bt;  /* the previous object's backtrace id */
   /* object ids -> object index: the identity until ids first diverge
    * (memtrace numbers objects 0, 1, 2...); from then on, a map. */
   int diverged;
@@ -239,39 +249,84 @@ static int log_uint(mt_analysis *a, uint64_t v) {
   return 0;
 }
 
-/* Logs the backtrace of the object being added (as its frames shared with
- * the previous one, then its new code ids), and finds its site: the last
- * frame the trace describes, skipping at most 2 undescribed ones as
- * memtrace does (else the last frame). */
-static int log_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev,
-                         uint32_t *site) {
-  size_t n = ev->backtrace_len, k = 0;
-  if (a->nobj % MT__LOG_CHECKPOINT != 0) {
-    while (k < n && k < p->prev_len && ev->backtrace[k] == p->prev_codes[k]) k++;
+/* One step of the backtrace hash: a full 64-bit mix per code, so that
+ * sequences collide only by chance (about n^2 / 2^65 for n distinct
+ * backtraces: 4e-7 for 4 million). */
+static inline uint64_t hash_step(uint64_t h, uint32_t code) {
+  h ^= code + 0x9e3779b97f4a7c15ull + (h << 6);
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 33;
+  return h;
+}
+
+static int grow_u32(uint32_t **p, size_t *cap, size_t need) {
+  if (need <= *cap) return 0;
+  size_t nc = need * 2;
+  uint32_t *q = realloc(*p, nc * sizeof *q);
+  if (!q) return -1;
+  *p = q;
+  *cap = nc;
+  return 0;
+}
+
+/* A hash's home slot among cap: its high bits scaled (any cap works, so the
+ * table grows by half, not double: on a trace of millions of distinct
+ * backtraces the table is the load's largest transient). */
+static inline size_t home_slot(uint64_t h, size_t cap) {
+  return (size_t)(((unsigned __int128)h * cap) >> 64);
+}
+
+static int rehash(pass *p, size_t nbt) {
+  size_t cap = p->nslots ? p->nslots + p->nslots / 2 : 4096;
+  uint32_t *s = calloc(cap, sizeof *s);
+  if (!s) return -1;
+  for (size_t b = 0; b < nbt; b++) {
+    size_t j = home_slot(p->bt_hash[b], cap);
+    while (s[j]) j = j + 1 == cap ? 0 : j + 1;
+    s[j] = (uint32_t)b + 1;
+  }
+  free(p->slots);
+  p->slots = s;
+  p->nslots = cap;
+  return 0;
+}
+
+/* A new distinct backtrace (p->prev_ids[0..n)): logs it against the last
+ * one and finds its site: the last frame the trace describes, skipping at
+ * most 2 undescribed ones as memtrace does (else the last frame). */
+static int add_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev,
+                         uint64_t hash, size_t slot, uint32_t *out) {
+  size_t n = ev->backtrace_len, b = a->nbt, k = 0;
+  if (b >= UINT32_MAX - 2) return -1;
+  if (b == a->bt_cap) {
+    size_t nc = a->bt_cap ? a->bt_cap * 2 : 4096;
+    uint32_t *si = realloc(a->bt_site, nc * sizeof *si);
+    if (si) a->bt_site = si;
+    uint64_t *h = p->no_intern ? NULL : realloc(p->bt_hash, nc * sizeof *h);
+    if (h) p->bt_hash = h;
+    if (!si || (!h && !p->no_intern)) return -1;
+    a->bt_cap = nc;
+  }
+  if (b % MT__LOG_CHECKPOINT != 0) {
+    while (k < n && k < p->last_len && p->prev_ids[k] == p->last_ids[k]) k++;
   } else {
     if (grow((void **)&a->checkpoints, &a->checkpoints_cap, a->ncheckpoints + 1,
              sizeof *a->checkpoints))
       return -1;
     a->checkpoints[a->ncheckpoints++] = a->log_len;
   }
-  if (n > p->prev_cap) {
-    size_t nc = n * 2;
-    uint64_t *c = realloc(p->prev_codes, nc * sizeof *c);
-    if (c) p->prev_codes = c;
-    uint32_t *d = realloc(p->prev_ids, nc * sizeof *d);
-    if (d) p->prev_ids = d;
-    if (!c || !d) return -1;
-    p->prev_cap = nc;
-  }
-  if (log_uint(a, k) || log_uint(a, n - k)) return -1;
+  if (grow_u32(&p->last_ids, &p->last_cap, n) || log_uint(a, k) || log_uint(a, n - k))
+    return -1;
   for (size_t i = k; i < n; i++) {
-    uint32_t code;
-    if (code_id(a, ev->backtrace[i], &code) || log_uint(a, code)) return -1;
-    p->prev_codes[i] = ev->backtrace[i];
-    p->prev_ids[i] = code;
+    if (log_uint(a, p->prev_ids[i])) return -1;
+    p->last_ids[i] = p->prev_ids[i];
   }
-  p->prev_len = n;
-  *site = MT__NO_SITE;
+  p->last_len = n;
+  a->bt_codes_total += n;
+  uint32_t site = MT__NO_SITE;
   for (size_t back = 0; back < 3 && back < n; back++) {
     uint32_t c = p->prev_ids[n - 1 - back];
     if (a->code_described[c] < 0) {
@@ -281,11 +336,81 @@ static int log_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
       a->code_described[c] = nl > 0;
     }
     if (a->code_described[c]) {
-      *site = c;
+      site = c;
+      break;
+    }
+  }
+  if (site == MT__NO_SITE && n) site = p->prev_ids[n - 1];
+  a->bt_site[b] = site;
+  a->nbt++;
+  *out = (uint32_t)b;
+  if (p->no_intern) return 0;
+  p->bt_hash[b] = hash;
+  p->slots[slot] = (uint32_t)b + 1;
+  if (a->nbt * 4 <= p->nslots * 3) return 0; /* load <= 3/4 keeps probes short */
+  if (a->nbt >= MT__INTERN_TRIAL && a->nbt * 2 > a->nobj + 1) {
+    /* Most backtraces are new (a trace of nearly all distinct stacks):
+     * interning would cost more (~14 bytes per backtrace while loading)
+     * than it saves. From here on, an object shares a backtrace id only
+     * with the object before it when their backtraces are equal. */
+    free(p->slots);
+    free(p->bt_hash);
+    p->slots = NULL;
+    p->bt_hash = NULL;
+    p->nslots = 0;
+    p->no_intern = 1;
+    a->bt_distinct = 0;
+    return 0;
+  }
+  return rehash(p, a->nbt);
+}
+
+/* The backtrace id of the object being added: its codes' hash (from the
+ * previous object's prefix hashes, so only frames past the shared prefix
+ * cost anything) looked up in the intern table. */
+static int intern_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev,
+                            uint32_t *out) {
+  size_t n = ev->backtrace_len, k = 0;
+  while (k < n && k < p->prev_len && ev->backtrace[k] == p->prev_codes[k]) k++;
+  if (n + 1 > p->prev_cap) {
+    size_t nc = (n + 1) * 2;
+    uint64_t *c = realloc(p->prev_codes, nc * sizeof *c);
+    if (c) p->prev_codes = c;
+    uint32_t *d = realloc(p->prev_ids, nc * sizeof *d);
+    if (d) p->prev_ids = d;
+    uint64_t *h = realloc(p->prefix_hash, nc * sizeof *h);
+    if (h) p->prefix_hash = h;
+    if (!c || !d || !h) return -1;
+    p->prev_cap = nc;
+  }
+  p->prefix_hash[0] = 0x243f6a8885a308d3ull;
+  for (size_t i = k; i < n; i++) {
+    uint32_t code;
+    if (code_id(a, ev->backtrace[i], &code)) return -1;
+    p->prev_codes[i] = ev->backtrace[i];
+    p->prev_ids[i] = code;
+    p->prefix_hash[i + 1] = hash_step(p->prefix_hash[i], code);
+  }
+  int same = k == n && n == p->prev_len && a->nobj > 0;
+  p->prev_len = n;
+  if (p->no_intern) {
+    if (same) *out = p->prev_bt;
+    else if (add_backtrace(a, p, r, ev, 0, 0, out)) return -1;
+    p->prev_bt = *out;
+    return 0;
+  }
+  uint64_t h = hash_step(p->prefix_hash[n], (uint32_t)n ^ 0x5bd1e995u);
+  if (!p->slots && rehash(p, 0)) return -1;
+  size_t cap = p->nslots, j = home_slot(h, cap);
+  for (; p->slots[j]; j = j + 1 == cap ? 0 : j + 1) {
+    uint32_t b = p->slots[j] - 1;
+    if (p->bt_hash[b] == h) {
+      *out = p->prev_bt = b;
       return 0;
     }
   }
-  if (n) *site = p->prev_ids[n - 1];
+  if (add_backtrace(a, p, r, ev, h, j, out)) return -1;
+  p->prev_bt = *out;
   return 0;
 }
 
@@ -301,8 +426,8 @@ static int on_alloc(mt_analysis *a, pass *p, const mt_reader *r, const mt_event 
                     uint64_t t) {
   if (grow_objects(a)) return -1;
   size_t i = a->nobj;
-  uint32_t site;
-  if (log_backtrace(a, p, r, ev, &site)) return -1;
+  uint32_t bt;
+  if (intern_backtrace(a, p, r, ev, &bt)) return -1;
   if (!p->diverged && ev->obj_id != i) {
     p->diverged = 1;
     p->diverged_at = i;
@@ -314,15 +439,15 @@ static int on_alloc(mt_analysis *a, pass *p, const mt_reader *r, const mt_event 
     src |= MT__OBJ_BIG_LENGTH;
     if (side_put(a, i, MT__SIDE_LENGTH, ev->length)) return -1;
   }
-  if (ev->nsamples > UINT32_MAX) {
+  if (ev->nsamples > UINT16_MAX) { /* rare: > 64K samples in one block */
     src |= MT__OBJ_BIG_SAMPLES;
     if (side_put(a, i, MT__SIDE_SAMPLES, ev->nsamples)) return -1;
   }
   a->alloc_t[i] = store_time(a, t);
   a->free_t[i] = MT__T_NEVER;
-  a->site[i] = site;
+  a->bt[i] = bt;
   a->length[i] = (uint32_t)ev->length;
-  a->nsamples[i] = (uint32_t)ev->nsamples;
+  a->nsamples[i] = (uint16_t)ev->nsamples;
   a->source[i] = src;
   a->nobj++;
   uint64_t before = p->live;
@@ -396,6 +521,7 @@ static mt_analysis *new_analysis(void) {
   a->st_parent[0] = a->st_code[0] = a->st_depth[0] = 0;
   a->nstacks = 1;
   a->bin_width = 1000; /* 1 ms, doubled as the trace grows */
+  a->bt_distinct = 1;
   pthread_mutex_init(&a->stacks_lock, NULL);
   return a;
 }
@@ -430,12 +556,16 @@ static int run_pass(mt_analysis *a, mt_reader *r, mt_progress_fn progress, void 
   }
   free(p.prev_codes);
   free(p.prev_ids);
+  free(p.prefix_hash);
+  free(p.last_ids);
+  free(p.slots);
+  free(p.bt_hash);
   mt__u64map_free(&p.ids);
   if (rc < 0) {
     if (a->status >= 0) fail(a, rc, "%s", mt_reader_error(r));
     return a->status;
   }
-  if (resolve_codes(a, r)) return nomem(a);
+  if (resolve_codes(a, r) || mt__expand_backtraces(a)) return nomem(a);
   fill_bins(a);
   const char *w = mt_reader_warning(r);
   if (w) snprintf(a->warn, sizeof a->warn, "%s", w);
@@ -475,8 +605,8 @@ int mt_analysis_load(mt_analysis **out, const char *path, mt_progress_fn progres
 
 void mt_analysis_free(mt_analysis *a) {
   if (!a) return;
-  void *arrays[] = {a->alloc_t,   a->free_t,    a->stack,      a->nsamples,   a->length,
-                    a->site,      a->log,        a->code_described, a->checkpoints,
+  void *arrays[] = {a->alloc_t,   a->free_t,    a->bt_stack,   a->nsamples,   a->length,
+                    a->bt,        a->bt_site,   a->bt_flat,    a->bt_off,     a->log,        a->code_described, a->checkpoints,
                     a->source,    a->side_vals, a->st_parent,  a->st_code,    a->st_depth,
                     a->code_val,  a->code_first, a->code_n,    a->frames,     a->fn_name,
                     a->fn_file};

@@ -25,14 +25,14 @@ mt_object mt_analysis_object(const mt_analysis *a, size_t i) {
                                                       : MT_NEVER;
   o.length = mt__obj_length(a, i);
   o.nsamples = mt__obj_samples(a, i);
-  o.stack = __atomic_load_n(&a->stacks_built, __ATOMIC_ACQUIRE) == 1 ? a->stack[i] : 0;
+  o.stack = __atomic_load_n(&a->stacks_built, __ATOMIC_ACQUIRE) == 1 ? a->bt_stack[a->bt[i]] : 0;
   o.source = (mt_source)(a->source[i] & 3);
   return o;
 }
 
 uint32_t mt_analysis_object_stack(const mt_analysis *a, size_t i) {
   need_stacks(a);
-  return a->stacks_built == 1 ? a->stack[i] : 0;
+  return a->stacks_built == 1 ? a->bt_stack[a->bt[i]] : 0;
 }
 
 size_t mt_analysis_stack_count(const mt_analysis *a) {
@@ -174,7 +174,7 @@ static int matches(const mt_analysis *a, const mt_filter *f, const stack_pass *s
     if (life < f->lifetime_min || life > f->lifetime_max) return 0;
   }
   if (f->sources && !(f->sources & (1u << (a->source[i] & 3)))) return 0;
-  if (sp->ok && !sp->ok[a->stack[i]]) return 0;
+  if (sp->ok && !sp->ok[a->bt_stack[a->bt[i]]]) return 0;
   return 1;
 }
 
@@ -211,7 +211,7 @@ void mt__tally_object(const mt_analysis *a, size_t i, mt_tally *t) {
   if (wt > t->w_max) t->w_max = wt;
 }
 
-uint32_t mt_analysis_object_site(const mt_analysis *a, size_t i) { return a->site[i]; }
+uint32_t mt_analysis_object_site(const mt_analysis *a, size_t i) { return a->bt_site[a->bt[i]]; }
 
 int mt_analysis_tally_sites(const mt_analysis *a, const mt_filter *f, mt_tally *per_code,
                             mt_tally *total) {
@@ -221,7 +221,7 @@ int mt_analysis_tally_sites(const mt_analysis *a, const mt_filter *f, mt_tally *
   uint64_t lt = live_time(a, f);
   for (size_t i = 0; i < a->nobj; i++) {
     if (!matches(a, f, &sp, lt, i)) continue;
-    uint32_t c = a->site[i];
+    uint32_t c = a->bt_site[a->bt[i]];
     mt__tally_object(a, i, &per_code[c == MT__NO_SITE ? a->ncodes : c]);
   }
   if (total) {
@@ -245,7 +245,7 @@ int mt_analysis_tally_stacks(const mt_analysis *a, const mt_filter *f, mt_tally 
   mt_tally sum = {0};
   for (size_t i = 0; i < a->nobj; i++) {
     if (!matches(a, f, &sp, lt, i)) continue;
-    mt_tally *t = &per_stack[a->stack[i]];
+    mt_tally *t = &per_stack[a->bt_stack[a->bt[i]]];
     mt__tally_object(a, i, t);
   }
   if (total) {
@@ -357,16 +357,6 @@ int mt_analysis_select(const mt_analysis *a, const mt_filter *f, uint8_t *mask, 
   return MT_OK;
 }
 
-typedef struct each_ctx {
-  const uint8_t *mask;
-  mt_backtrace_fn fn;
-  void *ctx;
-} each_ctx;
-
-static int each_one(void *ctx, size_t i, const uint32_t *codes, size_t n) {
-  each_ctx *e = ctx;
-  return e->mask[i] ? e->fn(e->ctx, i, codes, n) : 0;
-}
 
 int mt_analysis_each_backtrace(const mt_analysis *a, const mt_filter *f, mt_backtrace_fn fn,
                                void *ctx) {
@@ -374,10 +364,31 @@ int mt_analysis_each_backtrace(const mt_analysis *a, const mt_filter *f, mt_back
   if (!mask) return MT_ERR_NOMEM;
   int rc = mt_analysis_select(a, f, mask, NULL);
   if (rc == MT_OK) {
-    each_ctx e = {mask, fn, ctx};
-    rc = mt__log_replay(a, each_one, &e);
+    rc = mt__log_replay(a, mask, fn, ctx);
     if (rc < 0) rc = MT_ERR_NOMEM;
   }
   free(mask);
   return rc;
 }
+
+/* ---- distinct backtraces ---- */
+
+size_t mt_analysis_backtrace_count(const mt_analysis *a) { return a->nbt; }
+
+uint32_t mt_analysis_object_backtrace_id(const mt_analysis *a, size_t i) { return a->bt[i]; }
+
+size_t mt_analysis_backtrace_codes(const mt_analysis *a, uint32_t bt, uint32_t *out,
+                                   size_t cap) {
+  return mt__bt_codes(a, bt, out, cap);
+}
+
+uint32_t mt_analysis_backtrace_site(const mt_analysis *a, uint32_t bt) {
+  return a->bt_site[bt];
+}
+
+uint32_t mt_analysis_backtrace_stack(const mt_analysis *a, uint32_t bt) {
+  need_stacks(a);
+  return a->stacks_built == 1 ? a->bt_stack[bt] : 0;
+}
+
+int mt_analysis_backtraces_distinct(const mt_analysis *a) { return a->bt_distinct; }

@@ -1,11 +1,15 @@
-/* The stack tree, built from the backtrace log on first use.
+/* The stack tree, built from the backtrace log on first use, and access to
+ * the distinct backtraces.
  *
- * Loading keeps each object's backtrace only as a delta against the
- * previous one (a few bytes); tools that group by allocation site never need
- * more. The first query about stacks replays the log once and interns every
- * backtrace as a path in a tree of (parent, code) nodes, so that a stack id
- * names a distinct backtrace and parents have smaller ids than children. */
+ * Loading keeps each distinct backtrace once, as a delta against the
+ * previous distinct one (a few bytes); tools that group by allocation site
+ * never need more. The first query about stacks replays the log once and
+ * interns every backtrace as a path in a tree of (parent, code) nodes, so
+ * that a stack id names a distinct backtrace and parents have smaller ids
+ * than children. */
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "analysis_internal.h"
 
@@ -47,32 +51,51 @@ static uint64_t read_uint(const uint8_t **p) {
   }
 }
 
+/* Decodes one log record after `cur` (the previous backtrace's codes) into
+ * cur; returns its shared prefix length, its total length in *n. */
+static size_t read_record(const uint8_t **p, uint32_t **cur, size_t *cap, size_t *n) {
+  size_t shared = (size_t)read_uint(p), fresh = (size_t)read_uint(p);
+  if (shared + fresh > *cap) {
+    size_t nc = (shared + fresh) * 2;
+    uint32_t *q = realloc(*cur, nc * sizeof *q);
+    if (!q) return SIZE_MAX;
+    *cur = q;
+    *cap = nc;
+  }
+  for (size_t k = 0; k < fresh; k++) (*cur)[shared + k] = (uint32_t)read_uint(p);
+  *n = shared + fresh;
+  return shared;
+}
+
 static int build(mt_analysis *a) {
-  uint32_t *stack = malloc((a->nobj + 1) * sizeof *stack);
-  uint32_t *path = NULL; /* node of each frame of the current backtrace */
-  size_t cap = 0;
+  uint32_t *stack = malloc((a->nbt + 1) * sizeof *stack);
+  uint32_t *path = NULL, *cur = NULL; /* node of each frame; the codes */
+  size_t cap = 0, pcap = 0, n;
   if (!stack) return -1;
   const uint8_t *p = a->log;
-  for (size_t i = 0; i < a->nobj; i++) {
-    size_t shared = (size_t)read_uint(&p), fresh = (size_t)read_uint(&p);
-    if (shared + fresh > cap) {
-      cap = (shared + fresh) * 2;
-      uint32_t *np = realloc(path, cap * sizeof *np);
+  for (size_t b = 0; b < a->nbt; b++) {
+    size_t shared = read_record(&p, &cur, &cap, &n);
+    if (shared == SIZE_MAX) goto fail;
+    if (n > pcap) {
+      pcap = n * 2;
+      uint32_t *np = realloc(path, pcap * sizeof *np);
       if (!np) goto fail;
       path = np;
     }
     uint32_t node = shared ? path[shared - 1] : 0;
-    for (size_t j = 0; j < fresh; j++) {
-      if (stack_child(a, node, (uint32_t)read_uint(&p), &node)) goto fail;
-      path[shared + j] = node;
+    for (size_t j = shared; j < n; j++) {
+      if (stack_child(a, node, cur[j], &node)) goto fail;
+      path[j] = node;
     }
-    stack[i] = node;
+    stack[b] = node;
   }
   free(path);
-  a->stack = stack;
+  free(cur);
+  a->bt_stack = stack;
   return 0;
 fail:
   free(path);
+  free(cur);
   free(stack);
   return -1;
 }
@@ -93,14 +116,18 @@ int mt__ensure_stacks(const mt_analysis *ca) {
   return ok > 0 ? 0 : -1;
 }
 
-size_t mt_analysis_object_backtrace(const mt_analysis *a, size_t i, uint32_t *out,
-                                    size_t cap) {
+size_t mt__bt_codes(const mt_analysis *a, uint32_t b, uint32_t *out, size_t cap) {
+  if (a->bt_flat) {
+    size_t n = a->bt_off[b + 1] - a->bt_off[b];
+    memcpy(out, a->bt_flat + a->bt_off[b], (n < cap ? n : cap) * sizeof *out);
+    return n;
+  }
   /* Replay from the nearest full record: at most MT__LOG_CHECKPOINT - 1
    * deltas. Where record j starts is found by skipping the records from
    * the checkpoint, whose offset is the only one kept. */
-  size_t first = i - i % MT__LOG_CHECKPOINT, len = 0;
+  size_t first = b - b % MT__LOG_CHECKPOINT, len = 0;
   const uint8_t *p = a->log + a->checkpoints[first / MT__LOG_CHECKPOINT];
-  for (size_t j = first; j <= i; j++) {
+  for (size_t j = first; j <= b; j++) {
     size_t shared = (size_t)read_uint(&p), fresh = (size_t)read_uint(&p);
     for (size_t k = 0; k < fresh; k++) {
       uint32_t code = (uint32_t)read_uint(&p);
@@ -111,27 +138,97 @@ size_t mt_analysis_object_backtrace(const mt_analysis *a, size_t i, uint32_t *ou
   return len;
 }
 
-int mt__log_replay(const mt_analysis *a, int (*fn)(void *ctx, size_t i, const uint32_t *codes,
-                                                  size_t n),
+size_t mt_analysis_object_backtrace(const mt_analysis *a, size_t i, uint32_t *out,
+                                    size_t cap) {
+  return mt__bt_codes(a, a->bt[i], out, cap);
+}
+
+int mt__log_replay(const mt_analysis *a, const uint8_t *mask,
+                   int (*fn)(void *ctx, size_t i, const uint32_t *codes, size_t n),
                    void *ctx) {
-  uint32_t *codes = NULL;
-  size_t cap = 0;
+  /* Backtraces first appear in id order: a new one is the log's next
+   * record (decoded sequentially into cur); a repeat of an older one is
+   * looked up (expanded, or replayed from its checkpoint into old). */
+  uint32_t *cur = NULL, *old = NULL;
+  size_t cap = 0, old_cap = 0, cur_n = 0, next = 0;
   const uint8_t *p = a->log;
   int rc = 0;
   for (size_t i = 0; i < a->nobj && rc == 0; i++) {
-    size_t shared = (size_t)read_uint(&p), fresh = (size_t)read_uint(&p);
-    if (shared + fresh > cap) {
-      cap = (shared + fresh) * 2;
-      uint32_t *nc = realloc(codes, cap * sizeof *nc);
-      if (!nc) {
-        free(codes);
-        return -1;
-      }
-      codes = nc;
+    uint32_t b = a->bt[i];
+    while (next <= b) { /* the log is read in order even past skipped objects */
+      if (read_record(&p, &cur, &cap, &cur_n) == SIZE_MAX) goto nomem;
+      next++;
     }
-    for (size_t k = 0; k < fresh; k++) codes[shared + k] = (uint32_t)read_uint(&p);
-    rc = fn(ctx, i, codes, shared + fresh);
+    if (mask && !mask[i]) continue;
+    if (a->bt_flat) {
+      rc = fn(ctx, i, a->bt_flat + a->bt_off[b], a->bt_off[b + 1] - a->bt_off[b]);
+    } else if (b + 1 == next) {
+      rc = fn(ctx, i, cur, cur_n);
+    } else {
+      size_t n = mt__bt_codes(a, b, old, old_cap);
+      if (n > old_cap) {
+        old_cap = n * 2;
+        uint32_t *q = realloc(old, old_cap * sizeof *q);
+        if (!q) goto nomem;
+        old = q;
+        n = mt__bt_codes(a, b, old, old_cap);
+      }
+      rc = fn(ctx, i, old, n);
+    }
   }
-  free(codes);
+  free(cur);
+  free(old);
   return rc;
+nomem:
+  free(cur);
+  free(old);
+  return -1;
+}
+
+int mt_analysis_each_distinct_backtrace(const mt_analysis *a, mt_backtrace_fn fn, void *ctx) {
+  uint32_t *cur = NULL;
+  size_t cap = 0, n;
+  const uint8_t *p = a->log;
+  int rc = MT_OK;
+  for (size_t b = 0; b < a->nbt && rc == MT_OK; b++) {
+    if (a->bt_flat) {
+      rc = fn(ctx, b, a->bt_flat + a->bt_off[b], a->bt_off[b + 1] - a->bt_off[b]);
+      continue;
+    }
+    if (read_record(&p, &cur, &cap, &n) == SIZE_MAX) {
+      rc = MT_ERR_NOMEM;
+      break;
+    }
+    rc = fn(ctx, b, cur, n);
+  }
+  free(cur);
+  return rc;
+}
+
+/* Few distinct backtraces (an ordinary program's): keep them expanded too,
+ * for direct access without replaying the log. */
+int mt__expand_backtraces(mt_analysis *a) {
+  if (a->bt_codes_total > MT__FLAT_MAX) return 0;
+  uint32_t *off = malloc((a->nbt + 1) * sizeof *off);
+  uint32_t *flat = malloc((a->bt_codes_total + 1) * sizeof *flat);
+  uint32_t *cur = NULL;
+  size_t cap = 0, n, at = 0;
+  const uint8_t *p = a->log;
+  if (!off || !flat) goto fail;
+  for (size_t b = 0; b < a->nbt; b++) {
+    if (read_record(&p, &cur, &cap, &n) == SIZE_MAX) goto fail;
+    off[b] = (uint32_t)at;
+    memcpy(flat + at, cur, n * sizeof *cur);
+    at += n;
+  }
+  off[a->nbt] = (uint32_t)at;
+  free(cur);
+  a->bt_off = off;
+  a->bt_flat = flat;
+  return 0;
+fail:
+  free(cur);
+  free(off);
+  free(flat);
+  return -1;
 }

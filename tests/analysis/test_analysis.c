@@ -357,10 +357,121 @@ static void test_backtraces_golden(void **state) {
   }
 }
 
+
+/* Interned backtraces: objects drawn from a pool of stacks (not in a row,
+ * so sharing a prefix with the previous object says nothing) keep their
+ * exact codes, equal stacks share an id and distinct ones do not; the
+ * distinct-backtrace calls agree with the per-object ones and with the
+ * stack tree. With `pool` large (past the interning trial) interning stops
+ * and ids only need to name the right codes. */
+typedef struct bt_check {
+  const mt_analysis *a;
+  size_t next, calls;
+  const uint32_t *want_len;
+  uint32_t *const *want; /* per object: its code ids */
+} bt_check;
+
+static int check_distinct(void *ctx, size_t b, const uint32_t *codes, size_t n) {
+  bt_check *c = ctx;
+  static uint32_t buf[64];
+  assert_int_equal(b, c->next++);
+  assert_int_equal(mt_analysis_backtrace_codes(c->a, (uint32_t)b, buf, 64), n);
+  assert_memory_equal(buf, codes, n * sizeof *codes);
+  return 0;
+}
+
+static int check_each(void *ctx, size_t i, const uint32_t *codes, size_t n) {
+  bt_check *c = ctx;
+  static uint32_t buf[64];
+  assert_int_equal(mt_analysis_object_backtrace(c->a, i, buf, 64), n);
+  assert_memory_equal(buf, codes, n * sizeof *codes);
+  c->calls++;
+  return 0;
+}
+
+/* Stack k: main, k itself, then 0-3 codes from k's digits (undescribed). */
+static size_t stack_of(uint32_t k, uint64_t *bt) {
+  size_t n = 2 + k % 4;
+  bt[0] = 0x100;
+  bt[1] = 0x100000 + k;
+  for (size_t j = 2; j < n; j++) bt[j] = 0x1000 + (k >> (5 * (j - 2)) & 31) * 16 + j;
+  return n;
+}
+
+static void interned_case(size_t nobj, size_t pool, int expect_distinct) {
+  mt_writer *w = open_trace(1.0);
+  uint64_t rng = 12345;
+  uint32_t *which = malloc(nobj * sizeof *which);
+  assert_non_null(which);
+  for (size_t i = 0; i < nobj; i++) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    uint32_t k = (uint32_t)((rng >> 33) % pool);
+    which[i] = k;
+    uint64_t bt[6];
+    size_t n = stack_of(k, bt);
+    mt_writer_alloc(w, T0 + i, 0, 1, 1, MT_SOURCE_EXTERNAL, bt, n, NULL);
+  }
+  mt_analysis *a = close_and_load(w);
+  assert_int_equal(mt_analysis_object_count(a), nobj);
+  assert_int_equal(mt_analysis_backtraces_distinct(a), expect_distinct);
+  size_t nbt = mt_analysis_backtrace_count(a);
+  uint32_t *first = malloc(pool * sizeof *first); /* stack k -> its id + 1 */
+  uint32_t *owner = malloc((nbt + 1) * sizeof *owner); /* id -> stack k + 1 */
+  assert_non_null(first);
+  assert_non_null(owner);
+  memset(first, 0, pool * sizeof *first);
+  memset(owner, 0, (nbt + 1) * sizeof *owner);
+  uint32_t max_id = 0;
+  for (size_t i = 0; i < nobj; i++) {
+    uint32_t b = mt_analysis_object_backtrace_id(a, i), k = which[i];
+    assert_true(b < nbt);
+    assert_true(b <= max_id + (i > 0)); /* ids in first-seen order */
+    if (b > max_id) max_id = b;
+    if (owner[b]) assert_int_equal(owner[b], k + 1); /* one stack per id */
+    owner[b] = k + 1;
+    if (expect_distinct) {
+      if (first[k]) assert_int_equal(first[k], b + 1); /* one id per stack */
+      first[k] = b + 1;
+    }
+  }
+  if (expect_distinct) assert_true(nbt <= pool);
+  /* codes as written: the undescribed-code values map back through code ids */
+  uint32_t codes[64];
+  for (size_t i = 0; i < nobj; i += 1 + nobj / 5000) {
+    size_t n = mt_analysis_object_backtrace(a, i, codes, 64);
+    uint64_t want[6];
+    assert_int_equal(n, stack_of(which[i], want));
+    for (size_t j = 0; j < n; j++) assert_int_equal(mt_analysis_code_value(a, codes[j]), want[j]);
+  }
+  bt_check c = {a, 0, 0, NULL, NULL};
+  assert_int_equal(mt_analysis_each_distinct_backtrace(a, check_distinct, &c), MT_OK);
+  assert_int_equal(c.next, nbt);
+  mt_filter f;
+  mt_filter_init(&f);
+  assert_int_equal(mt_analysis_each_backtrace(a, &f, check_each, &c), MT_OK);
+  assert_int_equal(c.calls, nobj);
+  for (size_t i = 0; i < nobj; i += 1 + nobj / 2000)
+    assert_int_equal(mt_analysis_backtrace_stack(a, mt_analysis_object_backtrace_id(a, i)),
+                     mt_analysis_object_stack(a, i));
+  free(first);
+  free(owner);
+  free(which);
+  mt_analysis_free(a);
+}
+
+static void test_interned(void **state) {
+  (void)state;
+  interned_case(20000, 300, 1);
+  /* 1.6M objects from 2^24 stacks: most new, so interning stops (it is
+   * first reconsidered at 1.35M distinct backtraces) */
+  interned_case(1600000, 1u << 24, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exact),
       cmocka_unit_test(test_backtraces_golden),
+      cmocka_unit_test(test_interned),
       cmocka_unit_test(test_coverage),
       cmocka_unit_test(test_coverage_objects),
   };
