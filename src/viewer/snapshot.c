@@ -41,6 +41,7 @@ typedef struct build {
   struct memo {
     uint32_t from, code, to;
   } *memo;
+  uint32_t *leaf; /* per distinct backtrace: its fnode */
   int oom;
 } build;
 
@@ -104,7 +105,7 @@ static int push(build *b, uint32_t node) {
   return 0;
 }
 
-static int each(void *ctx, size_t obj, const uint32_t *codes, size_t n) {
+static int each(void *ctx, size_t bt, const uint32_t *codes, size_t n) {
   build *b = ctx;
   mt_vsnap *s = b->s;
   if (n > b->prev_cap) {
@@ -155,7 +156,7 @@ static int each(void *ctx, size_t obj, const uint32_t *codes, size_t n) {
     b->depth_code[k] = (uint32_t)b->path_n;
   }
   b->prev_n = n;
-  s->leaf[obj] = cur;
+  b->leaf[bt] = cur;
   return 0;
 }
 
@@ -214,15 +215,21 @@ static int build_tree(mt_vsnap *s) {
   s->fline[0] = 0;
   s->fouter[0] = 0;
   s->nf = 1;
-  mt_filter all;
-  mt_filter_init(&all);
-  if (mt_analysis_each_backtrace(s->a, &all, each, &b) != MT_OK || b.oom) goto done;
+  /* Once per distinct backtrace (a program's few thousand stacks, not its
+   * millions of objects), then each object takes its backtrace's node. */
+  size_t nbt = mt_analysis_backtrace_count(s->a);
+  b.leaf = malloc((nbt + 1) * sizeof *b.leaf);
+  if (!b.leaf) goto done;
+  if (mt_analysis_each_distinct_backtrace(s->a, each, &b) != MT_OK || b.oom) goto done;
+  for (size_t i = 0; i < s->nobj; i++)
+    s->leaf[i] = b.leaf[mt_analysis_object_backtrace_id(s->a, i)];
   /* the children lists stay: the flame graph descends the tree */
   s->ffirst = b.first;
   s->fnext = b.next;
   b.first = b.next = NULL;
   rc = 0;
 done:
+  free(b.leaf);
   free(b.memo);
   free(b.first);
   free(b.next);
