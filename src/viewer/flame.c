@@ -316,14 +316,18 @@ int mt_vanswer_flame(const mt_vsnap *s, const mt_vquery *q, mt_json *j) {
   otree callees = {0}, callers = {0};
   vec tops = {0};
   uint32_t *fidx = NULL, *deepest = NULL;
+  void *scratch = NULL;
   flame_ctx c = {.s = s, .q = q, .mask = sel.mask};
   uint8_t *hid = calloc(s->nfn + 1, 1);
   c.hid = hid;
   c.used_fn = calloc(s->nfn + 1, 1);
-  c.W = calloc(n, sizeof *c.W);
-  c.out = malloc(n * sizeof *c.out);
+  /* W (doubles), out and fidx (uint32) in one reused scratch block */
+  scratch = mt_vsnap_scratch_get(s);
+  c.W = scratch;
+  c.out = scratch ? (uint32_t *)(c.W + n) : NULL;
   c.gid = malloc((s->nfn + 1) * sizeof *c.gid);
-  if (!hid || !c.used_fn || !c.W || !c.out || !c.gid) goto done;
+  if (!hid || !c.used_fn || !scratch || !c.gid) goto done;
+  memset(c.W, 0, n * sizeof *c.W);
   for (size_t k = 0; k <= s->nfn; k++) {
     c.gid[k] = NONE;
     if (q->nhide) hid[k] = (uint8_t)mt_vquery_hidden(q, mt_vsnap_fn_name(s, (uint32_t)k));
@@ -352,9 +356,9 @@ int mt_vanswer_flame(const mt_vsnap *s, const mt_vquery *q, mt_json *j) {
   for (size_t v = 1; v < n; v++)
     if (c.out[v] == NONE) c.out[v] = c.out[s->fparent[v]];
   if (focused) {
-    fidx = malloc(n * sizeof *fidx);
+    fidx = c.out + n;
     deepest = malloc((tops.n + 1) * sizeof *deepest);
-    if (!fidx || !deepest) goto done;
+    if (!deepest) goto done;
     memset(fidx, 0xff, n * sizeof *fidx);
     for (size_t t = 0; t < tops.n; t++) fidx[tops.v[t]] = (uint32_t)t;
     for (size_t v = 1; v < n; v++)
@@ -403,12 +407,10 @@ done:
   ot_free(&callees);
   ot_free(&callers);
   free(tops.v);
-  free(fidx);
   free(deepest);
   free(hid);
   free(c.used_fn);
-  free(c.W);
-  free(c.out);
+  if (scratch) mt_vsnap_scratch_put(s, scratch);
   free(c.gid);
   free(c.gfn.v);
   free(c.gtops.v);

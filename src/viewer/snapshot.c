@@ -353,6 +353,26 @@ void mt_vsnap_cache_end(const mt_vsnap *cs, const char *key, const char *text, s
 
 void mt_vsnap_ref(mt_vsnap *s) { __atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED); }
 
+void *mt_vsnap_scratch_get(const mt_vsnap *cs) {
+  mt_vsnap *s = (mt_vsnap *)cs; /* the lock and the scratch slot only */
+  pthread_mutex_lock(&s->lock);
+  void *p = s->scratch;
+  s->scratch = NULL;
+  pthread_mutex_unlock(&s->lock);
+  return p ? p : malloc((s->nf + 1) * MT_VSNAP_SCRATCH_PER_NODE);
+}
+
+void mt_vsnap_scratch_put(const mt_vsnap *cs, void *p) {
+  mt_vsnap *s = (mt_vsnap *)cs;
+  pthread_mutex_lock(&s->lock);
+  if (!s->scratch) {
+    s->scratch = p;
+    p = NULL;
+  }
+  pthread_mutex_unlock(&s->lock);
+  free(p);
+}
+
 void mt_vsnap_unref(mt_vsnap *s) {
   if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
   mt_analysis_free(s->a);
@@ -364,6 +384,7 @@ void mt_vsnap_unref(mt_vsnap *s) {
   free(s->ffirst);
   free(s->fnext);
   free(s->samples);
+  free(s->scratch);
   while (s->cache) {
     mt_vcache_entry *e = s->cache;
     s->cache = e->next;
