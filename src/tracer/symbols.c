@@ -120,6 +120,24 @@ static const char *intern(mt__symbols *s, const char *str) {
   return r ? r : "??";
 }
 
+/* A name for code in no symbol (a stripped library's local functions, such
+ * as the C library's __libc_start_call_main): "libc.so.6+0x271d7", the
+ * module and the code's offset from the module's load address, the same in
+ * every process. Without a symbol the function's start is unknown (the
+ * unwind tables give the range of a row, not of a function), so each call
+ * site in such a function gets its own name: better than one "??" that
+ * merges unrelated functions into one frame. */
+static const char *anonymous_name(Dwfl_Module *mod, const char *modname, uint64_t addr,
+                                  char *buf, size_t cap) {
+  Dwarf_Addr low = 0;
+  dwfl_module_info(mod, NULL, &low, NULL, NULL, NULL, NULL, NULL);
+  if (addr < low) return NULL;
+  const char *base = modname ? strrchr(modname, '/') : NULL;
+  base = base ? base + 1 : modname ? modname : "??";
+  snprintf(buf, cap, "%.40s+0x%llx", base, (unsigned long long)(addr - low));
+  return buf;
+}
+
 /* Fills out[] innermost first; returns the count. */
 static size_t describe(mt__symbols *s, uint64_t addr, mt_location *out) {
   Dwfl_Module *mod = s->dwfl ? dwfl_addrmodule(s->dwfl, addr) : NULL;
@@ -183,6 +201,8 @@ static size_t describe(mt__symbols *s, uint64_t addr, mt_location *out) {
   if (n == 0) {
     /* no DWARF: the ELF symbol, in the module's file */
     const char *sym = dwfl_module_addrname(mod, addr);
+    char anon[64];
+    if (!sym) sym = anonymous_name(mod, modname, addr, anon, sizeof anon);
     out[0] = (mt_location){intern(s, file ? file : (modname ? modname : "??")),
                            sym ? intern(s, demangled(s, sym)) : "??",
                            (uint32_t)(line > 0 ? line : 0), 0, 0};

@@ -192,6 +192,10 @@ run)
   [ "$(grep -c '%  (+-' err.txt)" = 5 ] && ok || bad "top 5 sites: $(cat err.txt)"
   grep -q "site_reallocarray" err.txt && ok || bad "largest site missing: $(cat err.txt)"
   "$bin/check_trace" r.ctf sites > sites.txt && compare_exact out.txt sites.txt
+  # code in no symbol (libc's local functions) is named by module and offset
+  "$memtrace" dump r.ctf > dump.txt
+  grep -q 'libc\.so\.6+0x[0-9a-f]*@' dump.txt && ! grep -q ' ??@' dump.txt && ok ||
+    bad "anonymous code: $(grep -o ' ??@[^ ]*' dump.txt | sort -u | head -3)"
   "$memtrace" run -q -o f.ctf -- sh -c 'exit 3'
   [ $? = 3 ] && ok || bad "exit status not passed through"
   "$memtrace" run -q -o f.ctf -- /nonexistent/program 2> err.txt
