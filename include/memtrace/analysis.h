@@ -103,7 +103,7 @@ MT_API size_t mt_analysis_object_backtrace(const mt_analysis *a, size_t i,
  * (two different backtraces share an id with probability ~n^2 / 2^65 for n
  * distinct ones). Unlike stack ids these need no stack tree: a tool can
  * tally per backtrace id and then visit only the backtraces it needs.
- * On a trace where most objects bring a new backtrace (past 2^20 of them),
+ * On a trace where most objects bring a new backtrace (past 2^18 of them),
  * interning stops, as it would cost more than it saves: then an object
  * shares an id only with the object before it when their backtraces are
  * equal, and one backtrace may have several ids;

@@ -24,7 +24,7 @@
 #define MT__FLAT_MAX (1u << 22)
 /* Interning stops past this many distinct backtraces if most objects
  * bring a new one. */
-#define MT__INTERN_TRIAL (1u << 20)
+#define MT__INTERN_TRIAL (1u << 18)
 #define MT__HT_CACHE 4096 /* object weights precomputed for lengths below */
 
 /* source column: low 2 bits the source; flags above */
