@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "../viewer/tcp_listen.h"
 
 static const char usage[] =
     "usage: memtrace listen [HOST:]PORT -o FILE\n"
@@ -26,44 +27,6 @@ static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int listen_on(const char *spec, char *shown, size_t n) {
-  char host[256] = "127.0.0.1";
-  const char *port = spec, *colon = strrchr(spec, ':');
-  if (colon) {
-    size_t hl = (size_t)(colon - spec);
-    if (hl >= sizeof host) mt_cli_usage_error(&mt_cmd_listen, "host name too long");
-    if (hl) {
-      memcpy(host, spec, hl);
-      host[hl] = 0;
-    }
-    port = colon + 1;
-  }
-  char *end;
-  long p = strtol(port, &end, 10);
-  if (!*port || *end || p < 0 || p > 65535)
-    mt_cli_usage_error(&mt_cmd_listen, "invalid port '%s'", port);
-  struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *res;
-  int gai = getaddrinfo(host, port, &hints, &res);
-  if (gai) {
-    fprintf(stderr, "memtrace listen: cannot resolve %s: %s\n", host, gai_strerror(gai));
-    exit(1);
-  }
-  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-  if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1) != 0) {
-    fprintf(stderr, "memtrace listen: cannot listen on %s:%s: %s\n", host, port, strerror(errno));
-    exit(1);
-  }
-  freeaddrinfo(res);
-  struct sockaddr_storage sa;
-  socklen_t sl = sizeof sa;
-  char serv[16] = "?";
-  if (getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
-    getnameinfo((struct sockaddr *)&sa, sl, NULL, 0, serv, sizeof serv, NI_NUMERICSERV);
-  snprintf(shown, n, "%s:%s", host, serv);
-  return fd;
 }
 
 static int run(int argc, char **argv) {
@@ -83,7 +46,13 @@ static int run(int argc, char **argv) {
   }
   if (!addr || !out) mt_cli_usage_error(&mt_cmd_listen, "needs [HOST:]PORT and -o FILE");
   char shown[300];
-  int lfd = listen_on(addr, shown, sizeof shown);
+  char err[512];
+  int lfd = mt_tcp_listen(addr, shown, sizeof shown, err, sizeof err);
+  if (lfd == -2) mt_cli_usage_error(&mt_cmd_listen, "%s", err);
+  if (lfd < 0) {
+    fprintf(stderr, "memtrace listen: %s\n", err);
+    return 1;
+  }
   int ofd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (ofd < 0) {
     fprintf(stderr, "memtrace listen: %s: cannot create: %s\n", out, strerror(errno));

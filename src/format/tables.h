@@ -16,10 +16,20 @@ typedef struct mt__u64map {
 } mt__u64map;
 
 void mt__u64map_free(mt__u64map *m);
-/* Returns a pointer to the value of `key`, or NULL. */
+/* Returns a pointer to the stored value of `key` (the value + 1), or NULL. */
 uint32_t *mt__u64map_get(const mt__u64map *m, uint64_t key);
 /* Sets key -> val (val < UINT32_MAX). Returns 0, or -1 when out of memory. */
 int mt__u64map_put(mt__u64map *m, uint64_t key, uint32_t val);
+
+/* The value of key if it has one (*fresh = 0); else sets key -> val and
+ * returns val (*fresh = 1). UINT32_MAX when out of memory. */
+static inline uint32_t mt__u64map_intern(mt__u64map *m, uint64_t key, uint32_t val,
+                                         int *fresh) {
+  uint32_t *v = mt__u64map_get(m, key);
+  *fresh = v == NULL;
+  if (v) return *v - 1; /* stored + 1 */
+  return mt__u64map_put(m, key, val) ? UINT32_MAX : val;
+}
 
 static inline uint64_t mt__hash64(uint64_t x) {
   x ^= x >> 31;

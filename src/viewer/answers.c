@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "answers.h"
-#include "u64map.h"
+#include "tables.h"
 
 #define NONE UINT32_MAX
 
@@ -179,24 +179,24 @@ typedef struct group {
 } group;
 
 typedef struct groups {
-  mt_vmap map;
+  mt__u64map map;
   group *g;
   size_t n, cap;
 } groups;
 
 static int gr_init(groups *gs) {
   memset(gs, 0, sizeof *gs);
-  return mt_vmap_init(&gs->map, 256);
+  return 0;
 }
 
 static void gr_free(groups *gs) {
-  mt_vmap_free(&gs->map);
+  mt__u64map_free(&gs->map);
   free(gs->g);
 }
 
 static group *gr_get(groups *gs, uint64_t key) {
   int fresh;
-  uint32_t id = mt_vmap_intern(&gs->map, key, (uint32_t)gs->n, &fresh);
+  uint32_t id = mt__u64map_intern(&gs->map, key, (uint32_t)gs->n, &fresh);
   if (id == NONE) return NULL;
   if (fresh) {
     if (gs->n == gs->cap) {

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "answers.h"
-#include "u64map.h"
+#include "tables.h"
 
 int mt_vsel_make(const mt_vsnap *s, const mt_vquery *q, mt_vsel *sel) {
   memset(sel, 0, sizeof *sel);
@@ -65,8 +65,8 @@ int mt_vtree_make(const mt_vsnap *s, const mt_vquery *q, mt_vtree *t) {
   uint8_t *hid = calloc(s->nfn + 1, 1);
   uint32_t *map = malloc(s->nf * sizeof *map);
   uint32_t *own = malloc(3 * s->nf * sizeof *own);
-  mt_vmap m = {0};
-  if (!hid || !map || !own || mt_vmap_init(&m, 1024)) goto oom;
+  mt__u64map m = {0};
+  if (!hid || !map || !own) goto oom;
   for (size_t k = 0; k <= s->nfn; k++)
     hid[k] = (uint8_t)mt_vquery_hidden(q, mt_vsnap_fn_name(s, (uint32_t)k));
   uint32_t *par = own, *fn = own + s->nf, *line = own + 2 * s->nf;
@@ -84,7 +84,7 @@ int mt_vtree_make(const mt_vsnap *s, const mt_vquery *q, mt_vtree *t) {
       continue;
     }
     int fresh;
-    uint32_t id = mt_vmap_intern(&m, (uint64_t)p << 32 | f, (uint32_t)n, &fresh);
+    uint32_t id = mt__u64map_intern(&m, (uint64_t)p << 32 | f, (uint32_t)n, &fresh);
     if (id == UINT32_MAX) goto oom;
     if (fresh) {
       par[n] = p;
@@ -94,7 +94,7 @@ int mt_vtree_make(const mt_vsnap *s, const mt_vquery *q, mt_vtree *t) {
     }
     map[v] = id;
   }
-  mt_vmap_free(&m);
+  mt__u64map_free(&m);
   free(hid);
   t->n = n;
   t->parent = par;
@@ -104,7 +104,7 @@ int mt_vtree_make(const mt_vsnap *s, const mt_vquery *q, mt_vtree *t) {
   t->own = own;
   return 0;
 oom:
-  mt_vmap_free(&m);
+  mt__u64map_free(&m);
   free(hid);
   free(map);
   free(own);

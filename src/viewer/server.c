@@ -15,6 +15,7 @@
 
 #include "answers.h"
 #include "live.h"
+#include "tcp_listen.h"
 #include "viewer.h"
 
 const mt_vasset *mt_vasset_find(const char *path) {
@@ -289,42 +290,6 @@ static struct MHD_Daemon *start(mt_vlive *l, const char *host, int port, int *go
   return NULL;
 }
 
-/* --listen [HOST:]PORT: the socket the traced program connects to. */
-static int listen_socket(const char *spec, char *shown, size_t n) {
-  char host[256] = "127.0.0.1";
-  const char *port = spec, *colon = strrchr(spec, ':');
-  if (colon) {
-    size_t hl = (size_t)(colon - spec);
-    if (hl >= sizeof host) return -1;
-    if (hl) {
-      memcpy(host, spec, hl);
-      host[hl] = 0;
-    }
-    port = colon + 1;
-  }
-  struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *res;
-  if (getaddrinfo(host, port, &hints, &res)) {
-    fprintf(stderr, "memtrace view: cannot resolve %s\n", spec);
-    return -1;
-  }
-  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-  if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1) != 0) {
-    fprintf(stderr, "memtrace view: cannot listen on %s: %s\n", spec, strerror(errno));
-    freeaddrinfo(res);
-    if (fd >= 0) close(fd);
-    return -1;
-  }
-  freeaddrinfo(res);
-  struct sockaddr_storage sa;
-  socklen_t sl = sizeof sa;
-  char serv[16] = "?";
-  if (getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
-    getnameinfo((struct sockaddr *)&sa, sl, NULL, 0, serv, sizeof serv, NI_NUMERICSERV);
-  snprintf(shown, n, "%s:%s", host, serv);
-  return fd;
-}
-
 int mt_viewer_serve(const mt_viewer_opts *o) {
   static mt_vlive l = {.lock = PTHREAD_MUTEX_INITIALIZER,
                        .changed = PTHREAD_COND_INITIALIZER,
@@ -342,7 +307,9 @@ int mt_viewer_serve(const mt_viewer_opts *o) {
   const char *path = o->trace, *tmp = NULL;
   int lfd = -1;
   if (o->listen) {
-    lfd = listen_socket(o->listen, l.listen_shown, sizeof l.listen_shown);
+    char err[512];
+    lfd = mt_tcp_listen(o->listen, l.listen_shown, sizeof l.listen_shown, err, sizeof err);
+    if (lfd < 0) fprintf(stderr, "memtrace view: --listen %s: %s\n", o->listen, err);
     if (lfd < 0) return 1;
     int fd;
     if (o->output) {
