@@ -161,6 +161,24 @@ static int group_of(flame_ctx *c, uint32_t fn, uint32_t *g) {
   return push(&c->gfn, fn);
 }
 
+/* The groups of node k's children (by function) at or above thr become
+ * new nodes, children of k; a kept group's gw then holds -1 - its node id,
+ * a cut one's 0. Resets gid for the next node. */
+static int keep_groups(flame_ctx *c, otree *o, uint32_t k, double thr) {
+  for (size_t g = 0; g < c->gfn.n; g++) {
+    uint32_t f = c->gfn.v[g];
+    c->gid[f] = NONE;
+    if (c->gw[g] > 0 && c->gw[g] >= thr) {
+      uint32_t id = ot_add(o, k, f);
+      if (id == NONE) return -1;
+      c->gw[g] = -1.0 - (double)id; /* remember the node */
+    } else {
+      c->gw[g] = 0;
+    }
+  }
+  return 0;
+}
+
 /* Grows the callees tree from root node 0, whose members (base nodes) are
  * `tops`; out[] gets each member's kept node. */
 static int grow_callees(flame_ctx *c, otree *o, vec *tops, double thr) {
@@ -195,18 +213,7 @@ static int grow_callees(flame_ctx *c, otree *o, vec *tops, double thr) {
     }
     /* kept groups become nodes (their tops queued); cut ones stay in k */
     uint32_t first_new = (uint32_t)o->k;
-    for (size_t g = 0; g < c->gfn.n; g++) {
-      uint32_t f = c->gfn.v[g];
-      c->gid[f] = NONE;
-      if (c->gw[g] > 0 && c->gw[g] >= thr) {
-        uint32_t id = ot_add(o, (uint32_t)k, f);
-        if (id == NONE) goto done;
-        c->gw[g] = -1.0 - (double)id; /* remember the node */
-      } else {
-        c->gw[g] = 0;
-      }
-    }
-    (void)first_new;
+    if (keep_groups(c, o, (uint32_t)k, thr)) goto done;
     /* the tops of the new nodes, in node order: counting by node */
     size_t nn = o->k - first_new;
     if (nn) {
@@ -268,17 +275,7 @@ static int grow_callers(flame_ctx *c, otree *o, const vec *tops, double thr, uin
       c->gw[g] += c->W[tops->v[t]];
     }
     uint32_t first_new = (uint32_t)o->k;
-    for (size_t g = 0; g < c->gfn.n; g++) {
-      uint32_t f = c->gfn.v[g];
-      c->gid[f] = NONE;
-      if (c->gw[g] > 0 && c->gw[g] >= thr) {
-        uint32_t id = ot_add(o, (uint32_t)k, f);
-        if (id == NONE) goto done;
-        c->gw[g] = -1.0 - (double)id;
-      } else {
-        c->gw[g] = 0;
-      }
-    }
+    if (keep_groups(c, o, (uint32_t)k, thr)) goto done;
     /* the new nodes' members, node by node (few nodes: one scan each) */
     for (uint32_t id = first_new; id < o->k; id++) {
       for (size_t i = 0; i < gm.n; i += 3) {
