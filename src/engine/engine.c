@@ -22,6 +22,10 @@
 /* Sample counts up to this mean are drawn exactly (by skipping geometric
  * gaps); above it the normal approximation to the binomial is used. */
 #define EXACT_BINOMIAL_MEAN 256.0
+/* From this mean up, exact counts are drawn by inversion of the binomial's
+ * distribution function (one exp) rather than by skipping gaps (one log per
+ * sample point, plus one): below it a gap or two is cheaper. */
+#define INVERSION_MIN_MEAN 1.0
 
 __thread mt__thread mt__tls __attribute__((tls_model("initial-exec")));
 uint8_t mt__filter[1u << MT__FILTER_BITS];
@@ -51,6 +55,7 @@ typedef struct shard {
   table t;
   uint64_t filter_hits; /* frees that took the slow path (under lock: no
                            cache line shared by all threads) */
+  uint64_t sampled;     /* sampled blocks put here, counted likewise */
 } __attribute__((aligned(64))) shard;
 
 typedef struct ext_rec { /* a token of mt_external_alloc */
@@ -64,6 +69,8 @@ static struct {
   _Atomic uint32_t epoch; /* bumped by start and stop */
   _Atomic int running;
   double rate, log1m_rate;
+  double inv_log1m_rate; /* 1 / log1m_rate: a multiply per gap, not a divide */
+  double odds;           /* rate / (1 - rate), for the binomial's recurrence */
   mt_tracker tracker;
   mt_callstack_fn callstack;
   void *callstack_ctx;
@@ -187,11 +194,12 @@ static void tables_clear(void) {
 }
 
 /* Puts key -> handle if the session `ep` is still running; returns the
- * handle replaced (see table_put), or NULL. */
-static void *track_put(uintptr_t key, void *h, uint32_t ep) {
+ * handle replaced (see table_put), or NULL. `sampled`: counts a sample. */
+static void *track_put(uintptr_t key, void *h, uint32_t ep, int sampled) {
   shard *sh = shard_of(key);
   void *old = NULL;
   pthread_mutex_lock(&sh->lock);
+  sh->sampled += (uint64_t)sampled;
   if (atomic_load(&eng.running) && atomic_load(&eng.epoch) == ep) {
     old = table_put(&sh->t, key, h);
     if (old == h) old = NULL; /* out of memory: untracked */
@@ -248,7 +256,7 @@ static void seed_thread(mt__thread *th) {
 /* Words up to and including the next sample point: Geometric(rate) >= 1. */
 static int64_t draw_gap(mt__thread *th) {
   if (eng.rate >= 1.0) return 1;
-  double g = floor(log(uniform_open0(th)) / eng.log1m_rate) + 1.0;
+  double g = floor(log(uniform_open0(th)) * eng.inv_log1m_rate) + 1.0;
   return g < (double)(INT64_MAX / 4) ? (int64_t)g : INT64_MAX / 4;
 }
 
@@ -257,6 +265,23 @@ static uint64_t draw_binomial(mt__thread *th, uint64_t n) {
   if (n == 0) return 0;
   if (eng.rate >= 1.0) return n;
   double mean = (double)n * eng.rate;
+  double log_p0 = (double)n * eng.log1m_rate; /* log P(k = 0) */
+  if (mean >= INVERSION_MIN_MEAN && mean < EXACT_BINOMIAL_MEAN && log_p0 > -700.0) {
+    /* Inversion: the smallest k with P(K <= k) >= u, walking the
+     * probabilities up by P(k+1) = P(k) (n-k)/(k+1) rate/(1-rate). One
+     * exp and about `mean` multiplications, where skipping gaps takes
+     * about `mean` logarithms (large blocks at high rates: most of the
+     * draws). Exact but for double rounding, as the gaps are. */
+    double u = uniform_open0(th), pk = exp(log_p0), cdf = pk;
+    uint64_t k = 0;
+    while (cdf < u && k < n) {
+      pk *= (double)(n - k) / (double)(k + 1) * eng.odds;
+      k++;
+      if (pk == 0.0) break; /* past the tail: u was within rounding of 1 */
+      cdf += pk;
+    }
+    return k;
+  }
   if (mean < EXACT_BINOMIAL_MEAN) {
     uint64_t k = 0;
     for (uint64_t pos = (uint64_t)draw_gap(th); pos <= n; pos += (uint64_t)draw_gap(th)) k++;
@@ -306,7 +331,6 @@ static void *run_alloc(uint64_t words, uint64_t bytes, uint64_t nsamples, mt_sou
   size_t n = 0;
   if (eng.callstack) n = eng.callstack(eng.callstack_ctx, stack, eng.callstack_max);
   mt_alloc_info info = {words, bytes, nsamples, source, stack, n};
-  atomic_fetch_add_explicit(&eng.sampled, 1, memory_order_relaxed);
   return eng.tracker.alloc ? eng.tracker.alloc(eng.tracker.ctx, &info) : NULL;
 }
 
@@ -315,8 +339,11 @@ void mt__track(uintptr_t key, uint64_t words, uint64_t bytes, uint64_t nsamples,
   mt__tls.busy++;
   uint32_t ep = atomic_load(&eng.epoch);
   void *h = run_alloc(words, bytes, nsamples, source);
+  /* Counted in the shard when tracked: a counter every thread bumps at
+   * every sample would bounce between the cores. */
+  if (!h) atomic_fetch_add_explicit(&eng.sampled, 1, memory_order_relaxed);
   if (h) {
-    void *old = track_put(key, h, ep);
+    void *old = track_put(key, h, ep, 1);
     /* a block at this address was freed without our knowledge */
     if (old && eng.tracker.dealloc) eng.tracker.dealloc(eng.tracker.ctx, old);
   }
@@ -364,6 +391,8 @@ int mt_engine_start(const mt_engine_params *p) {
   }
   eng.rate = p->rate;
   eng.log1m_rate = log1p(-p->rate);
+  eng.inv_log1m_rate = p->rate < 1 ? 1.0 / eng.log1m_rate : 0;
+  eng.odds = p->rate < 1 ? p->rate / (1 - p->rate) : 0;
   eng.tracker = p->tracker;
   eng.callstack = p->callstack;
   eng.callstack_ctx = p->callstack_ctx;
@@ -417,6 +446,7 @@ uintptr_t mt_external_alloc(size_t bytes) {
   mt__tls.busy++;
   uint32_t ep = atomic_load(&eng.epoch);
   void *h = run_alloc((bytes + 7) >> 3, bytes, ns, MT_SOURCE_EXTERNAL);
+  atomic_fetch_add_explicit(&eng.sampled, 1, memory_order_relaxed);
   ext_rec *r = NULL;
   if (h) {
     pthread_mutex_lock(&eng.lock);
@@ -472,7 +502,7 @@ void mt_runtime_promote(uintptr_t old_id, uintptr_t new_id) {
   mt__tls.busy++;
   void *nh = eng.tracker.promote ? eng.tracker.promote(eng.tracker.ctx, h) : h;
   if (nh) {
-    void *old = track_put(new_id, nh, ep);
+    void *old = track_put(new_id, nh, ep, 0);
     /* a block with that id was collected without our knowledge */
     if (old && eng.tracker.dealloc) eng.tracker.dealloc(eng.tracker.ctx, old);
   }
@@ -493,6 +523,7 @@ void mt_engine_get_stats(mt_engine_stats *s) {
   for (unsigned i = 0; i < SHARDS; i++) {
     s->tracked += shards[i].t.used;
     s->filter_hits += shards[i].filter_hits;
+    s->sampled += shards[i].sampled;
     s->table_bytes += shards[i].t.cap * sizeof(slot);
   }
   unlock_all();

@@ -103,6 +103,50 @@ static void test_nsamples_distribution(void **state) {
   assert_true(fabs((double)C.hist[1] - C.allocs * p1) < 5 * sd1);
 }
 
+/* Large blocks at a high rate (mean 30 sample points per block): the
+ * count is drawn by inverting the binomial's distribution function. Check
+ * the mean, the variance and both tails against Binomial(w, r) (the block
+ * is sampled with probability 1 - 1e-13 here). */
+static double binom_cdf(size_t w, double r, size_t k) {
+  double c = 0;
+  for (size_t j = 0; j <= k; j++)
+    c += exp(lgamma(w + 1.0) - lgamma(j + 1.0) - lgamma(w - j + 1.0) + j * log(r) +
+             (w - j) * log1p(-r));
+  return c;
+}
+
+static void test_nsamples_large_blocks(void **state) {
+  (void)state;
+  const double r = 0.01;
+  const size_t w = 3000, n = 300000;
+  mt_engine_params p = params(r, 11);
+  assert_int_equal(mt_engine_start(&p), MT_OK);
+  for (uintptr_t k = 1; k <= n; k++) mt_runtime_alloc(k * 16, w, MT_SOURCE_MAJOR);
+  mt_engine_stop();
+  assert_int_equal(C.allocs, n);
+  double mean = (double)C.samples / n, var = w * r * (1 - r);
+  double se = sqrt(var / n);
+  printf("large blocks: nsamples mean %.4f (expected %.4f, se %.4f)\n", mean, w * r, se);
+  assert_true(fabs(mean - w * r) < 5 * se);
+  /* tails: P(K <= 20) and P(K >= 41) (the histogram's last bin is >= 63) */
+  uint64_t low = 0, high = 0;
+  for (size_t k = 0; k < 64; k++) {
+    if (k <= 20) low += C.hist[k];
+    if (k >= 41) high += C.hist[k];
+  }
+  double pl = binom_cdf(w, r, 20), ph = 1 - binom_cdf(w, r, 40);
+  printf("large blocks: P(K<=20) %.5f (expected %.5f), P(K>=41) %.5f (expected %.5f)\n",
+         (double)low / n, pl, (double)high / n, ph);
+  assert_true(fabs((double)low - n * pl) < 5 * sqrt(n * pl * (1 - pl)));
+  assert_true(fabs((double)high - n * ph) < 5 * sqrt(n * ph * (1 - ph)));
+  /* the variance: its standard error is about var * sqrt(2 / n) */
+  double m2 = 0;
+  for (size_t k = 0; k < 63; k++) m2 += (double)C.hist[k] * ((double)k - mean) * ((double)k - mean);
+  m2 /= n;
+  printf("large blocks: variance %.3f (expected %.3f)\n", m2, var);
+  assert_true(fabs(m2 - var) < 5 * var * sqrt(2.0 / n));
+}
+
 static void test_rate_one_samples_every_word(void **state) {
   (void)state;
   mt_engine_params p = params(1.0, 1);
@@ -309,6 +353,7 @@ int main(void) {
       cmocka_unit_test(test_zero_words_never_sampled),
       cmocka_unit_test(test_observed_rate),
       cmocka_unit_test(test_nsamples_distribution),
+      cmocka_unit_test(test_nsamples_large_blocks),
       cmocka_unit_test(test_no_sampling_inside_callback),
       cmocka_unit_test(test_track_free_promote),
       cmocka_unit_test(test_external_tokens),
