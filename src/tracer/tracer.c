@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -173,6 +174,7 @@ static void session_failed(void) {
 
 static void *on_alloc(void *ctx, const mt_alloc_info *info);
 static void *on_promote(void *ctx, void *handle);
+static void relative_event(void *handle, int promote);
 static void on_dealloc(void *ctx, void *handle);
 static void session_failed(void);
 
@@ -264,6 +266,92 @@ static int handle_id(void *h, uint64_t *id) {
   return 0;
 }
 
+/* ---- collect events, buffered per thread ----
+ *
+ * A sampled block's free is queued in its thread's ring, and written when
+ * that thread next takes the writer's lock for an alloc event: one lock
+ * per sampled block instead of two (the lock was the largest cost of a
+ * sample with several threads). A collect always names an id the writer
+ * already handed out, so a late write cannot put it before its alloc. The
+ * ring is a single-producer queue: its thread appends without a lock; any
+ * holder of tr.lock may write what was appended (the thread itself; a
+ * sweep of every ring every SWEEP_US, so that a thread that stopped
+ * allocating delays its collects little; trace stop, exit, the listener's
+ * periodic flush). The writer keeps each domain's times non-decreasing: a
+ * collect written late takes the time of the last event before it.
+ * Rings are mmap'd and never unmapped: a thread's ring returns to the pool
+ * at its exit, after a flush. */
+#define RING 32
+#define RING_MAX_AGE_US 1000 /* a thread's own queue is written at this age */
+#define SWEEP_US 10000
+
+typedef struct ring {
+  _Atomic uint64_t n;    /* entries appended: the owner only */
+  _Atomic uint64_t done; /* entries written: tr.lock held */
+  _Atomic int owned;
+  struct ring *next;     /* all rings, pushed under tr.lock */
+  struct {
+    void *handle;
+    uint64_t time;
+  } e[RING];
+} ring;
+
+static ring *rings;
+static uint64_t last_sweep;
+static pthread_key_t ring_key;
+static __thread ring *my_ring __attribute__((tls_model("initial-exec")));
+
+/* Writes the ring's queued collects (tr.lock held). Entries of an earlier
+ * session, or of none, are dropped. */
+static void ring_flush(ring *r) {
+  uint64_t n = atomic_load_explicit(&r->n, memory_order_acquire);
+  uint64_t d = atomic_load_explicit(&r->done, memory_order_relaxed);
+  for (; d < n; d++) {
+    uint64_t id;
+    if (!tr.active || !tr.w || handle_id(r->e[d % RING].handle, &id) != 0) continue;
+    int rc = mt_writer_collect(tr.w, r->e[d % RING].time, 0, id);
+    if (rc != MT_OK && rc != MT_ERR_INVALID) session_failed();
+  }
+  atomic_store_explicit(&r->done, n, memory_order_release);
+}
+
+static void rings_flush(void) {
+  for (ring *r = rings; r; r = r->next) ring_flush(r);
+}
+
+/* At thread exit (the key's destructor): flush, and give the ring back. */
+static void ring_release(void *p) {
+  ring *r = p;
+  pthread_mutex_lock(&tr.lock);
+  ring_flush(r);
+  if (my_ring == r) my_ring = NULL;
+  atomic_store_explicit(&r->owned, 0, memory_order_release);
+  pthread_mutex_unlock(&tr.lock);
+}
+
+/* This thread's ring: a free one of the pool or a new one (NULL: none). */
+static ring *ring_claim(void) {
+  ring *r;
+  pthread_mutex_lock(&tr.lock);
+  for (r = rings; r; r = r->next)
+    if (!atomic_load_explicit(&r->owned, memory_order_relaxed)) break;
+  if (!r) {
+    void *m = mmap(NULL, sizeof *r, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m != MAP_FAILED) {
+      r = m; /* zeroed */
+      r->next = rings;
+      rings = r;
+    }
+  }
+  if (r) {
+    atomic_store_explicit(&r->owned, 1, memory_order_relaxed);
+    my_ring = r;
+    pthread_setspecific(ring_key, r);
+  }
+  pthread_mutex_unlock(&tr.lock);
+  return r;
+}
+
 static void *on_alloc(void *ctx, const mt_alloc_info *info) {
   (void)ctx;
   uint64_t codes[MAX_DEPTH];
@@ -277,6 +365,13 @@ static void *on_alloc(void *ctx, const mt_alloc_info *info) {
     session_failed();
     goto out;
   }
+  /* This thread's queued collects first: they happened before. */
+  if (my_ring) ring_flush(my_ring);
+  if ((int64_t)(now - last_sweep) > SWEEP_US) { /* now may be a little behind */
+    last_sweep = now;
+    rings_flush();
+  }
+  if (!tr.w) goto out; /* a write failed */
   for (size_t i = 0; i < n; i++) {
     uint64_t pc = info->callstack[i];
     uint64_t code = (pc & PC_MASK) | tr.gen << GEN_SHIFT;
@@ -319,7 +414,25 @@ static void *on_promote(void *ctx, void *handle) {
 
 static void on_dealloc(void *ctx, void *handle) {
   (void)ctx;
-  relative_event(handle, 0);
+  uint64_t now = now_us();
+  ring *r = my_ring ? my_ring : ring_claim();
+  if (!r) {
+    relative_event(handle, 0);
+    return;
+  }
+  uint64_t n = atomic_load_explicit(&r->n, memory_order_relaxed);
+  uint64_t d = atomic_load_explicit(&r->done, memory_order_acquire);
+  /* Full, or the oldest entry is old: write them now. The slot the
+   * owner fills next is one that every flusher has finished reading
+   * (`done`, acquired, is past it). */
+  if (n - d == RING || (n != d && (int64_t)(now - r->e[d % RING].time) > RING_MAX_AGE_US)) {
+    pthread_mutex_lock(&tr.lock);
+    ring_flush(r);
+    pthread_mutex_unlock(&tr.lock);
+  }
+  r->e[n % RING].handle = handle;
+  r->e[n % RING].time = now;
+  atomic_store_explicit(&r->n, n + 1, memory_order_release);
 }
 
 /* ---- listen mode ---- */
@@ -364,7 +477,8 @@ static void *listener_main(void *arg) {
     if (now_us() - last_flush >= LIVE_FLUSH_MS * 1000) {
       last_flush = now_us();
       pthread_mutex_lock(&tr.lock);
-      if (tr.active && mt_writer_flush(tr.w) != MT_OK) session_end(0); /* client gone */
+      if (tr.active) rings_flush();
+      if (tr.active && tr.w && mt_writer_flush(tr.w) != MT_OK) session_end(0); /* client gone */
       pthread_mutex_unlock(&tr.lock);
     }
   }
@@ -378,6 +492,12 @@ static void fork_prepare(void) { pthread_mutex_lock(&tr.lock); }
 static void fork_parent(void) { pthread_mutex_unlock(&tr.lock); }
 
 static void fork_child(void) {
+  /* Queued collects are the parent's; the other threads' rings have no
+   * owner here. */
+  for (ring *r = rings; r; r = r->next) {
+    atomic_store(&r->done, atomic_load(&r->n));
+    if (r != my_ring) atomic_store(&r->owned, 0);
+  }
   pthread_mutex_unlock(&tr.lock);
   mt__tls.busy++; /* what follows allocates on the profiler's behalf */
   /* The parent's buffered events are the parent's: drop them unwritten
@@ -412,7 +532,8 @@ void mt__trace_before_exit(void) {
   if (pthread_mutex_trylock(&tr.lock) != 0) return;
   if (tr.active && tr.w && tr.session_pid == (uint64_t)getpid()) {
     mt__tls.busy++;
-    mt_writer_flush(tr.w);
+    rings_flush();
+    if (tr.w) mt_writer_flush(tr.w);
     mt__tls.busy--;
   }
   pthread_mutex_unlock(&tr.lock);
@@ -471,6 +592,7 @@ static int start_locked(const mt_trace_options *o) {
   tr.dl_subs = subs;
   if (!tr.hooks_installed) {
     tr.hooks_installed = 1;
+    pthread_key_create(&ring_key, ring_release);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     atexit(at_exit);
   }
@@ -524,6 +646,7 @@ int mt_trace_stop(void) {
   }
   pthread_mutex_lock(&tr.lock);
   mt__tls.busy++;
+  rings_flush();
   if (tr.w && tr.active && mt_writer_flush(tr.w) != MT_OK && tr.dest.kind != MT__DEST_LISTEN)
     say("memtrace: writing the end of the trace failed: %s", mt_writer_error(tr.w));
   session_end(0);

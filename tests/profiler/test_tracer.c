@@ -1,6 +1,7 @@
 /* The tracer in-process (no interposer), so that its code, the engine's and
  * the writer's run under the sanitizers in CI: allocations reported through
  * the three engine APIs are traced at rate 1, read back and compared. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -95,6 +96,71 @@ static void test_trace_in_process(void **state) {
   unlink(path);
 }
 
+/* Frees of sampled blocks are queued per thread: the queue of a thread
+ * that exits is written at its exit, the queue of a thread that waits is
+ * written at trace stop. Every collect must be in the trace. */
+static pthread_barrier_t freed, stopped;
+
+static void *exiting_thread(void *arg) {
+  (void)arg;
+  void *p[50];
+  for (int i = 0; i < 50; i++) p[i] = traced_site(32);
+  for (int i = 0; i < 50; i++) {
+    mt_engine_free(p[i]);
+    free(p[i]);
+  }
+  return NULL;
+}
+
+static void *waiting_thread(void *arg) {
+  (void)arg;
+  void *p[50];
+  for (int i = 0; i < 50; i++) p[i] = traced_site(48);
+  for (int i = 0; i < 50; i++) {
+    mt_engine_free(p[i]);
+    free(p[i]);
+  }
+  pthread_barrier_wait(&freed);
+  pthread_barrier_wait(&stopped); /* alive, idle, until the trace stops */
+  return NULL;
+}
+
+static void test_collects_of_threads(void **state) {
+  (void)state;
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/mt_test_tracer_thr_%d.ctf", (int)getpid());
+  mt_trace_options o = {.destination = path, .rate = 1.0};
+  assert_int_equal(mt_trace_start(&o), MT_OK);
+  pthread_barrier_init(&freed, NULL, 2);
+  pthread_barrier_init(&stopped, NULL, 2);
+  pthread_t a, b;
+  assert_int_equal(pthread_create(&a, NULL, exiting_thread, NULL), 0);
+  assert_int_equal(pthread_join(a, NULL), 0);
+  assert_int_equal(pthread_create(&b, NULL, waiting_thread, NULL), 0);
+  pthread_barrier_wait(&freed);
+  assert_int_equal(mt_trace_stop(), MT_OK);
+  pthread_barrier_wait(&stopped);
+  assert_int_equal(pthread_join(b, NULL), 0);
+  pthread_barrier_destroy(&freed);
+  pthread_barrier_destroy(&stopped);
+
+  mt_reader *r;
+  assert_int_equal(mt_reader_open(&r, path), MT_OK);
+  unsigned allocs = 0, collects = 0;
+  mt_event ev;
+  int rc;
+  while ((rc = mt_reader_next(r, &ev)) > 0) {
+    allocs += ev.kind == MT_EVENT_ALLOC;
+    collects += ev.kind == MT_EVENT_COLLECT;
+  }
+  assert_int_equal(rc, 0);
+  assert_null(mt_reader_warning(r));
+  assert_int_equal(allocs, 100);
+  assert_int_equal(collects, 100);
+  mt_reader_close(r);
+  unlink(path);
+}
+
 static void test_bad_destination(void **state) {
   (void)state;
   mt_trace_options o = {.destination = "/nonexistent/dir/t.ctf", .rate = 1e-3};
@@ -111,6 +177,7 @@ static void test_bad_destination(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_trace_in_process),
+      cmocka_unit_test(test_collects_of_threads),
       cmocka_unit_test(test_bad_destination),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
