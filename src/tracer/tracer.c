@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "dest.h"
 #include "engine_internal.h"
 #include "memtrace/tracer.h"
@@ -357,7 +358,7 @@ static void *on_alloc(void *ctx, const mt_alloc_info *info) {
   uint64_t codes[MAX_DEPTH];
   size_t n = info->callstack_len < MAX_DEPTH ? info->callstack_len : MAX_DEPTH;
   void *h = NULL;
-  uint64_t now = now_us(); /* before symbolizing: that can take a while */
+  uint64_t now = mt__clock_us(); /* before symbolizing: that can take a while */
   pthread_mutex_lock(&tr.lock);
   if (!tr.active) goto out;
   if (!tr.w && open_child_trace() != 0) goto out;
@@ -397,7 +398,7 @@ out:
 }
 
 static void relative_event(void *handle, int promote) {
-  uint64_t id, now = now_us(); /* outside the lock: keep it short */
+  uint64_t id, now = mt__clock_us(); /* outside the lock: keep it short */
   pthread_mutex_lock(&tr.lock);
   if (tr.active && tr.w && handle_id(handle, &id) == 0) {
     int rc = promote ? mt_writer_promote(tr.w, now, 0, id) : mt_writer_collect(tr.w, now, 0, id);
@@ -414,7 +415,7 @@ static void *on_promote(void *ctx, void *handle) {
 
 static void on_dealloc(void *ctx, void *handle) {
   (void)ctx;
-  uint64_t now = now_us();
+  uint64_t now = mt__clock_us();
   ring *r = my_ring ? my_ring : ring_claim();
   if (!r) {
     relative_event(handle, 0);
