@@ -151,19 +151,21 @@ static void hh_sweep(heavy_hitters *hh) {
   }
 }
 
-static inline void hh_add(heavy_hitters *hh, uint32_t caller, uint32_t allocator) {
+/* Adds the pair; returns its counter, or HH_EMPTY when it has none (the
+ * addition swept the table). */
+static inline uint16_t hh_add(heavy_hitters *hh, uint32_t caller, uint32_t allocator) {
   uint64_t key = (uint64_t)caller << 32 | allocator;
   uint16_t *s = hh->slots;
   size_t i = hh_home(key);
   for (; s[i] != HH_EMPTY; i = (i + 1) & HH_MASK) {
     if (hh->key[s[i]] == key) {
       hh->score[s[i]]++;
-      return;
+      return s[i];
     }
   }
   if (hh->nused - hh->nfree >= HH_K) {
     hh_sweep(hh);
-    return;
+    return HH_EMPTY;
   }
   uint16_t c = hh->nfree ? hh->free_counters[--hh->nfree] : (uint16_t)hh->nused++;
   s[i] = c;
@@ -172,6 +174,20 @@ static inline void hh_add(heavy_hitters *hh, uint32_t caller, uint32_t allocator
   hh->base[c] = hh->sweeps;
   hh->key[c] = key;
   hh->seq[c] = hh->adds++;
+  return c;
+}
+
+/* hh_add, given the counter the pair had last time (or HH_EMPTY): when the
+ * counter still holds the pair, no probe is needed. (A free counter keeps
+ * its last key: its score tells it is free.) */
+static inline uint16_t hh_add_at(heavy_hitters *hh, uint32_t caller, uint32_t allocator,
+                                 uint16_t c) {
+  if (c != HH_EMPTY && hh->key[c] == ((uint64_t)caller << 32 | allocator) &&
+      hh->score[c] != INT64_MAX) {
+    hh->score[c]++;
+    return c;
+  }
+  return hh_add(hh, caller, allocator);
 }
 
 /* ---- functions and locations ---- */
@@ -303,6 +319,169 @@ static code_slot add_loc(state *s, const uint64_t *bt, size_t i) {
   s->entries[e] = (loc_entry){line, start, end, f, s->funcs[f].newest_loc, 0};
   s->funcs[f].newest_loc = e;
   return code_add(&s->codes, bt[i], e, f);
+}
+
+/* ---- distinct backtraces, memoized ----
+ *
+ * A trace's backtraces mostly recur: once a backtrace has been analysed, its
+ * allocation point's loc entry, its allocator and the list of its distinct
+ * caller functions (in the order the analysis meets them, innermost first)
+ * are fixed, since each code's description is. So each distinct backtrace
+ * is analysed once and its result kept; a recurrence then costs the hash of
+ * the codes after the common prefix with the previous backtrace (prefix
+ * hashes are kept per depth), one table probe, and a heavy-hitter addition
+ * per caller, in the same order as the full analysis makes them (the
+ * summary depends on that order). Each caller remembers the counter its
+ * pair had, which spares the probe while the pair keeps it. The samples
+ * counted for the allocation point and for the callers are summed per
+ * backtrace and handed out at the end (memo_flush).
+ *
+ * Backtraces are told apart by two independent 64-bit hashes of their
+ * codes (and their lengths): the codes themselves are not kept, and a
+ * collision, which would merge two backtraces' counts, has a chance of
+ * about n^2 / 2^129 among n distinct backtraces.
+ *
+ * Traces whose backtraces rarely recur turn the memo off (memo_check). */
+
+/* A memoized backtrace is one record of the pool, its callers right after
+ * its header, so that a hit reads one run of memory. */
+typedef struct memo_bt {
+  uint64_t hash1, hash2;
+  int64_t samples;  /* counted since the last flush */
+  uint32_t allocpt; /* the allocation point's loc entry */
+  uint32_t allocator;
+  uint32_t ncallers, pad;
+} memo_bt;
+
+typedef struct memo_caller {
+  uint32_t func;
+  uint32_t counter; /* the pair's heavy-hitter counter last time, or HH_EMPTY */
+} memo_caller;
+
+/* the pool's unit */
+typedef union memo_word {
+  memo_caller caller;
+  uint64_t u;
+} memo_word;
+enum { MEMO_HEADER = sizeof(memo_bt) / sizeof(memo_word) };
+_Static_assert(sizeof(memo_bt) % sizeof(memo_word) == 0, "headers are whole words");
+
+/* 8 bytes, so that the table stays small enough for the caches: the
+ * record's position and 32 other bits of hash1 than those that place it. */
+typedef struct memo_slot {
+  uint32_t tag; /* hash1's low 32 bits */
+  uint32_t at;  /* the record's position in the pool + 1; 0: empty */
+} memo_slot;
+
+enum {
+  MEMO_WINDOW = 1 << 14,  /* allocations between looks at the hit rate */
+  MEMO_MAX_BTS = 1 << 20, /* no new records beyond these */
+  MEMO_MAX_WORDS = 1 << 25, /* < 2^32: positions fit slots */
+};
+
+typedef struct memo {
+  int on;
+  memo_word *pool;
+  size_t nwords, pool_cap, nbts;
+  memo_slot *slots;
+  size_t cap;
+  uint64_t window, window_hits; /* allocations in the current window, hits */
+} memo;
+
+#define MEMO_SEED1 0x2545f4914f6cdd1dull
+#define MEMO_SEED2 0x6a09e667f3bcc909ull
+
+/* The hashes of a backtrace's first i+1 codes from those of its first i:
+ * two unrelated bijective mixes. */
+static inline uint64_t memo_step1(uint64_t h, uint64_t code) {
+  h = (h ^ code) * 0x9e3779b97f4a7c15ull;
+  return h ^ (h >> 29);
+}
+static inline uint64_t memo_step2(uint64_t h, uint64_t code) {
+  h = (h + code) * 0xbf58476d1ce4e5b9ull;
+  return h ^ (h >> 31);
+}
+
+static inline memo_bt *memo_rec(const memo *m, size_t at) { return (memo_bt *)(m->pool + at); }
+
+static memo_bt *memo_find(const memo *m, uint64_t hash1, uint64_t hash2) {
+  if (m->cap == 0) return NULL;
+  size_t mask = m->cap - 1;
+  for (size_t i = (size_t)(hash1 >> 32) & mask; m->slots[i].at; i = (i + 1) & mask) {
+    if (m->slots[i].tag != (uint32_t)hash1) continue;
+    memo_bt *b = memo_rec(m, m->slots[i].at - 1);
+    if (b->hash1 == hash1 && b->hash2 == hash2) return b;
+  }
+  return NULL;
+}
+
+static void memo_put_slot(memo_slot *slots, size_t cap, uint64_t hash1, size_t at) {
+  size_t i = (size_t)(hash1 >> 32) & (cap - 1);
+  while (slots[i].at) i = (i + 1) & (cap - 1);
+  slots[i] = (memo_slot){(uint32_t)hash1, (uint32_t)at + 1};
+}
+
+/* Room for a record of up to n callers at the pool's end (its header
+ * written by memo_add); returns its callers. */
+static memo_caller *memo_open(memo *m, size_t n) {
+  m->pool = grow_array(m->pool, &m->pool_cap, m->nwords + MEMO_HEADER + n, sizeof *m->pool);
+  return &m->pool[m->nwords + MEMO_HEADER].caller;
+}
+
+/* Records the backtrace whose callers were written at memo_open's place.
+ * Returns 0 when the memo is full. */
+static int memo_add(memo *m, uint64_t hash1, uint64_t hash2, uint32_t ncallers, uint32_t allocpt,
+                    uint32_t allocator, int64_t samples) {
+  if (m->nbts >= MEMO_MAX_BTS || m->nwords > MEMO_MAX_WORDS) return 0;
+  if ((m->nbts + 1) * 2 > m->cap) {
+    size_t cap = m->cap ? m->cap * 2 : 4096;
+    memo_slot *slots = calloc(cap, sizeof *slots);
+    if (!slots) die_nomem();
+    for (size_t i = 0; i < m->cap; i++)
+      if (m->slots[i].at)
+        memo_put_slot(slots, cap, memo_rec(m, m->slots[i].at - 1)->hash1, m->slots[i].at - 1);
+    free(m->slots);
+    m->slots = slots;
+    m->cap = cap;
+  }
+  *memo_rec(m, m->nwords) = (memo_bt){hash1, hash2, samples, allocpt, allocator, ncallers, 0};
+  memo_put_slot(m->slots, m->cap, hash1, m->nwords);
+  m->nwords += MEMO_HEADER + ncallers;
+  m->nbts++;
+  return 1;
+}
+
+/* Hands each backtrace's samples to its allocation point and its callers. */
+static void memo_flush(memo *m, state *s) {
+  for (size_t at = 0; at < m->nwords;) {
+    memo_bt *bt = memo_rec(m, at);
+    const memo_word *c = m->pool + at + MEMO_HEADER;
+    if (bt->samples) {
+      s->entries[bt->allocpt].alloc_count += bt->samples;
+      for (uint32_t j = 0; j < bt->ncallers; j++) s->total_count[c[j].caller.func] += bt->samples;
+      bt->samples = 0;
+    }
+    at += MEMO_HEADER + bt->ncallers;
+  }
+}
+
+static void memo_free(memo *m) {
+  free(m->pool);
+  free(m->slots);
+  memset(m, 0, sizeof *m);
+}
+
+/* Counts an allocation, hit or not; at the end of each window, turns the
+ * memo off for good when fewer than a quarter of the window's allocations
+ * were recurrences it knew: it would then cost more than it saves. */
+static void memo_check(memo *m, state *s, int hit) {
+  m->window_hits += (uint64_t)hit;
+  if (++m->window < MEMO_WINDOW) return;
+  if (m->window_hits * 4 < m->window) {
+    memo_flush(m, s);
+    memo_free(m); /* on = 0 */
+  }
+  m->window = m->window_hits = 0;
 }
 
 /* ---- the report ---- */
@@ -491,15 +670,18 @@ static int run(int argc, char **argv) {
   s.r = r;
   hh_init(&s.hh);
 
-  /* The previous backtrace and the function of each of its frames: a
-   * backtrace mostly repeats the previous one's outer frames. */
-  uint64_t *prev = NULL;
+  /* The previous backtrace, the function of each of its frames (those
+   * before func_valid) and the hashes of each of its prefixes: a backtrace
+   * mostly repeats the previous one's outer frames. */
+  uint64_t *prev = NULL, *prefix_hash = NULL;
   uint32_t *func_at = NULL;
-  size_t prev_len = 0, prev_cap = 0, func_at_cap = 0;
+  size_t prev_len = 0, prev_cap = 0, func_at_cap = 0, hash_cap = 0, func_valid = 0;
   uint32_t *seen = NULL; /* per function: the allocation that last counted it */
   size_t seen_cap = 0;
   uint32_t stamp = 0, allocpt = NONE; /* the allocation point's loc entry */
   int64_t total_samples = 0;
+  memo m = {0};
+  m.on = 1;
   mt_progress progress;
   mt_progress_start(&progress, r, "hotspots");
   mt_event ev;
@@ -516,6 +698,37 @@ static int run(int argc, char **argv) {
     func_at = grow_array(func_at, &func_at_cap, n, sizeof *func_at);
     size_t k = 0;
     while (k < n && k < prev_len && bt[k] == prev[k]) k++;
+
+    uint64_t hash1 = 0, hash2 = 0;
+    if (m.on) {
+      prefix_hash = grow_array(prefix_hash, &hash_cap, 2 * n, sizeof *prefix_hash);
+      uint64_t h1 = k ? prefix_hash[2 * k - 2] : MEMO_SEED1;
+      uint64_t h2 = k ? prefix_hash[2 * k - 1] : MEMO_SEED2;
+      for (size_t i = k; i < n; i++) {
+        prefix_hash[2 * i] = h1 = memo_step1(h1, bt[i]);
+        prefix_hash[2 * i + 1] = h2 = memo_step2(h2, bt[i]);
+      }
+      hash1 = memo_step1(h1, n); /* the length too */
+      hash2 = memo_step2(h2, n);
+      memo_bt *b = memo_find(&m, hash1, hash2);
+      if (b) {
+        memcpy(prev + k, bt + k, (n - k) * sizeof *bt);
+        prev_len = n;
+        if (func_valid > k) func_valid = k;
+        b->samples += nsamples;
+        uint32_t allocator = b->allocator;
+        memo_caller *c = (memo_caller *)(b + 1);
+        for (uint32_t j = 0; j < b->ncallers; j++)
+          c[j].counter = hh_add_at(&s.hh, c[j].func, allocator, (uint16_t)c[j].counter);
+        memo_check(&m, &s, 1); /* may free b */
+        continue;
+      }
+      memo_check(&m, &s, 0);
+    }
+
+    /* The frames the previous backtrace shares, already described, whose
+     * functions were not noted on a memo hit. */
+    for (size_t i = func_valid; i < k; i++) func_at[i] = code_find(&s.codes, bt[i])->func;
     /* memtrace describes the allocation point first, then the callers from
      * the innermost out: new functions are numbered in that order. */
     for (size_t i = n; i-- > k;) {
@@ -525,8 +738,7 @@ static int run(int argc, char **argv) {
       func_at[i] = c.func;
     }
     if (k == n) allocpt = add_loc(&s, bt, n - 1).entry; /* a prefix of the last one */
-    prev_len = n;
-    s.entries[allocpt].alloc_count += nsamples;
+    prev_len = func_valid = n;
     uint32_t allocator = func_at[n - 1];
 
     if (s.nfuncs > seen_cap) {
@@ -538,6 +750,23 @@ static int run(int argc, char **argv) {
       memset(seen, 0, seen_cap * sizeof *seen);
       stamp = 1;
     }
+    if (m.on) {
+      memo_caller *c = memo_open(&m, n);
+      uint32_t nc = 0;
+      for (size_t i = n - 1; i-- > 0;) {
+        uint32_t f = func_at[i];
+        if (seen[f] == stamp) continue;
+        seen[f] = stamp;
+        c[nc++] = (memo_caller){f, hh_add(&s.hh, f, allocator)};
+      }
+      if (!memo_add(&m, hash1, hash2, nc, allocpt, allocator, nsamples)) {
+        /* not memoized: count now */
+        s.entries[allocpt].alloc_count += nsamples;
+        for (uint32_t j = 0; j < nc; j++) s.total_count[c[j].func] += nsamples;
+      }
+      continue;
+    }
+    s.entries[allocpt].alloc_count += nsamples;
     for (size_t i = n - 1; i-- > 0;) {
       uint32_t f = func_at[i];
       if (seen[f] == stamp) continue;
@@ -546,6 +775,7 @@ static int run(int argc, char **argv) {
       hh_add(&s.hh, f, allocator);
     }
   }
+  memo_flush(&m, &s);
   mt_progress_end(&progress);
   mt_cli_finish(r, rc);
 
@@ -556,7 +786,9 @@ static int run(int argc, char **argv) {
   mt_out_free(&out);
 
   free(prev);
+  free(prefix_hash);
   free(func_at);
+  memo_free(&m);
   free(seen);
   free(s.funcs);
   free(s.total_count);
