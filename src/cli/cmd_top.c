@@ -1,10 +1,12 @@
 /* memtrace top: allocation sites ranked by estimated bytes or objects.
  *
- * The objects passing the filter are tallied in one pass, per site code
+ * The objects passing the filter are tallied in one pass per site code
  * (emit_tally_sites: mt_analysis_tally_sites, or one pass over the
- * backtraces for --inside/--not-inside; no stack tree either way) or with
- * --by stack per stack (mt_analysis_tally_stacks); the entries are then grouped by
- * function, line or printed stack and their tallies summed. Estimates and
+ * backtraces for --inside/--not-inside; no stack tree either way) and the
+ * entries grouped by function or line, their tallies summed; with --by
+ * stack, stack_rank groups the objects by printed stack from their
+ * backtraces and sums the tallies of the groups shown (no stack tree
+ * either; the total is the per-site one). Estimates and
  * intervals come from each group's summed tally, never from combining
  * per-entry intervals (tallies add; intervals do not). */
 #include <inttypes.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include "emit.h"
+#include "stack_rank.h"
 
 static const char usage[] =
     "usage: memtrace top [OPTIONS] TRACE\n"
@@ -31,8 +34,6 @@ static const char usage[] =
     "  -n N                   show the first N sites (default 20; 0: all)\n"
     "  --depth N              with --by stack: frames shown per stack\n"
     "                         (default 10; 0: all)\n"
-    "                         (--by stack needs the trace's whole stack tree:\n"
-    "                         slower and larger on big traces)\n"
     "  --format table|csv|json\n"
     "                         output format (default table)\n"
     "\n" MT_CLI_FILTER_HELP
@@ -56,7 +57,15 @@ typedef struct top {
   const mt_analysis *a;
   int by, by_objects;
   emit_groups g;
+  /* --by stack: the rows shown, from stack_rank; else NULL and the rows
+   * are groups of g */
+  stack_rank_row *rows;
+  uint32_t *codes;
+  size_t codes_cap;
 } top;
+
+/* Memory for one pass of stack_rank's groups. */
+#define TOP_RANK_BUDGET (24u << 20)
 
 /* Ranks on the tallies: within one trace the bytes estimate is samples
  * times a constant and the objects estimate is the tally's ht, so no
@@ -76,11 +85,29 @@ static int order(const void *px, const void *py, void *ctx) {
 
 static double pct(double part, double whole) { return whole > 0 ? 100 * part / whole : 0; }
 
-/* The frames of a group's stack into b, `sep` between frames. */
-static const char *stack_text(emit_str *b, const mt_analysis *a, uint32_t stack, size_t depth,
+/* Row r's tally and site: of a stack_rank row (--by stack) or of a group
+ * of sites; and, by stack, its frames (see emit_stack_frames). */
+static const mt_tally *row_tally(const top *t, const uint32_t *idx, size_t r) {
+  return t->rows ? &t->rows[r].tally : emit_group_tally(&t->g, idx[r]);
+}
+static emit_site row_site(const top *t, const uint32_t *idx, size_t r) {
+  if (t->rows) return emit_code_site(t->a, mt_analysis_backtrace_site(t->a, t->rows[r].bt));
+  return emit_group_site(t->a, &t->g, idx[r]);
+}
+static size_t row_frames(top *t, size_t r, size_t depth, emit_frame **fr, size_t *cap) {
+  size_t n;
+  while ((n = mt_analysis_backtrace_codes(t->a, t->rows[r].bt, t->codes, t->codes_cap)) >
+         t->codes_cap) {
+    t->codes_cap = n;
+    t->codes = emit_xrealloc(&mt_cmd_top, t->codes, n * sizeof *t->codes);
+  }
+  return emit_codes_frames(t->a, t->codes, n, depth, fr, cap);
+}
+
+/* The frames of row r's stack into b, `sep` between frames. */
+static const char *stack_text(emit_str *b, top *t, size_t r, size_t depth,
                               const char *sep, emit_frame **fr, size_t *cap) {
-  emit_stacks st = emit_tree(a);
-  size_t total = emit_stack_frames(&st, stack, depth, fr, cap);
+  size_t total = row_frames(t, r, depth, fr, cap);
   size_t shown = depth && total > depth ? depth : total;
   emit_str_clear(b);
   for (size_t i = 0; i < shown; i++) {
@@ -93,11 +120,11 @@ static const char *stack_text(emit_str *b, const mt_analysis *a, uint32_t stack,
   return emit_str_get(b);
 }
 
-static void csv_row(mt_out *o, const top *t, uint32_t g, size_t rank, const mt_estimate *tb,
-                    const mt_estimate *to, const char *site, const char *stack) {
-  const mt_tally *tally = emit_group_tally(&t->g, g);
+static void csv_row(mt_out *o, const top *t, const mt_tally *tally, const emit_site *sp,
+                    size_t rank, const mt_estimate *tb, const mt_estimate *to, const char *site,
+                    const char *stack) {
   mt_estimate eb = mt_estimate_bytes(t->a, tally), eo = mt_estimate_objects(t->a, tally);
-  emit_site s = emit_group_site(t->a, &t->g, g);
+  emit_site s = *sp;
   mt_out_printf(o, "%zu,", rank);
   emit_csv_str(o, site);
   mt_out_char(o, ',');
@@ -165,33 +192,41 @@ static int run(int argc, char **argv) {
   if (!path) mt_cli_usage_error(cmd, "missing TRACE");
 
   mt_analysis *a = mt_cli_load(path);
-  emit_stacks tree = emit_tree(a);
   t.a = a;
-  /* By site, the tallies come per site code and the stack tree is never
-   * built (it costs time and memory in the number of distinct stacks); by
-   * stack, per stack. */
-  size_t ntallies = t.by == EMIT_BY_STACK ? mt_analysis_stack_count(a)
-                                          : mt_analysis_code_count(a) + 1;
+  /* The stack tree is never built (it costs time and memory in the number
+   * of distinct stacks: a gigabyte for millions). The totals and the sites
+   * come from the tallies per site code; by stack, the first N stacks from
+   * stack_rank, in bounded memory. */
+  size_t ntallies = mt_analysis_code_count(a) + 1;
   mt_tally *tallies = malloc(ntallies * sizeof *tallies), all, total;
   if (!tallies) emit_nomem(cmd);
-  int (*tally)(const mt_analysis *, const mt_filter *, mt_tally *, mt_tally *) =
-      t.by == EMIT_BY_STACK ? mt_analysis_tally_stacks : emit_tally_sites;
   /* The whole trace's total first, for the filtered total's share. */
   mt_filter none;
   mt_filter_init(&none);
   int filtered = !emit_filter_is_all(&f);
-  if ((filtered && tally(a, &none, tallies, &all) != MT_OK) ||
-      tally(a, &f, tallies, &total) != MT_OK ||
-      (t.by == EMIT_BY_STACK ? emit_group_stacks(&tree, ntallies, tallies, &t.g)
-                             : emit_group_sites(a, t.by, tallies, &t.g)) != 0)
+  if ((filtered && emit_tally_sites(a, &none, tallies, &all) != MT_OK) ||
+      emit_tally_sites(a, &f, tallies, &total) != MT_OK)
     emit_nomem(cmd);
   if (!filtered) all = total;
 
-  size_t n = t.g.n;
-  uint32_t *idx = emit_xrealloc(cmd, NULL, n * sizeof *idx);
-  for (size_t g = 0; g < n; g++) idx[g] = (uint32_t)g;
-  emit_select(idx, n, limit, order, &t);
-  size_t shown = limit && limit < n ? limit : n;
+  size_t n, shown;
+  uint32_t *idx = NULL;
+  if (t.by == EMIT_BY_STACK) {
+    free(tallies);
+    tallies = NULL;
+    /* the tests set a small budget to exercise the passes on small traces */
+    const char *env = getenv("MEMTRACE_STACK_RANK_BUDGET");
+    size_t budget = env && *env ? (size_t)strtoull(env, NULL, 10) : TOP_RANK_BUDGET;
+    if (stack_rank(a, &f, t.by_objects, limit, budget, &t.rows, &shown, &n))
+      emit_nomem(cmd);
+  } else {
+    if (emit_group_sites(a, t.by, tallies, &t.g) != 0) emit_nomem(cmd);
+    n = t.g.n;
+    idx = emit_xrealloc(cmd, NULL, (n + 1) * sizeof *idx);
+    for (size_t g = 0; g < n; g++) idx[g] = (uint32_t)g;
+    emit_select(idx, n, limit, order, &t);
+    shown = limit && limit < n ? limit : n;
+  }
 
   mt_estimate tb = mt_estimate_bytes(a, &total), to = mt_estimate_objects(a, &total);
   mt_estimate ab = mt_estimate_bytes(a, &all), ao = mt_estimate_objects(a, &all);
@@ -230,17 +265,16 @@ static int run(int argc, char **argv) {
       emit_table tab;
       emit_table_init(&tab, 8, heads, "rrlrrlrl");
       for (size_t r = 0; r < shown; r++) {
-        uint32_t g = idx[r];
-        const mt_tally *tally = emit_group_tally(&t.g, g);
+        const mt_tally *tally = row_tally(&t, idx, r);
         mt_estimate eb = mt_estimate_bytes(a, tally), eo = mt_estimate_objects(a, tally);
         char rank[24], bytes[32], bi[80], share[16], objs[32], oi[80], samples[24];
         snprintf(rank, sizeof rank, "%zu", r + 1);
         snprintf(samples, sizeof samples, "%" PRIu64, tally->samples);
         emit_str_clear(&site);
         if (t.by == EMIT_BY_STACK) {
-          stack_text(&site, a, t.g.rep[g], depth, "\n", &fr, &frcap);
+          stack_text(&site, &t, r, depth, "\n", &fr, &frcap);
         } else {
-          emit_site s = emit_group_site(a, &t.g, g);
+          emit_site s = row_site(&t, idx, r);
           emit_site_text(&site, a, &s, t.by == EMIT_BY_LINE);
         }
         const char *cells[] = {rank,
@@ -262,13 +296,12 @@ static int run(int argc, char **argv) {
                      "objects,objects_lo,objects_hi,objects_percent,samples,sampled_objects");
     mt_out_str(&out, t.by == EMIT_BY_STACK ? ",stack\n" : "\n");
     for (size_t r = 0; r < shown; r++) {
-      uint32_t g = idx[r];
-      emit_site s = emit_group_site(a, &t.g, g);
+      emit_site s = row_site(&t, idx, r);
       emit_str_clear(&site);
       emit_site_text(&site, a, &s, t.by != EMIT_BY_FUNCTION);
-      csv_row(&out, &t, g, r + 1, &tb, &to, emit_str_get(&site),
+      csv_row(&out, &t, row_tally(&t, idx, r), &s, r + 1, &tb, &to, emit_str_get(&site),
               t.by == EMIT_BY_STACK
-                  ? stack_text(&stack, a, t.g.rep[g], depth, " <- ", &fr, &frcap)
+                  ? stack_text(&stack, &t, r, depth, " <- ", &fr, &frcap)
                   : NULL);
     }
   } else {
@@ -293,10 +326,9 @@ static int run(int argc, char **argv) {
     mt_out_printf(&out, "},\n  \"sites_total\": %zu,\n  \"shown\": %zu,\n  \"sites\": [", n,
                   shown);
     for (size_t r = 0; r < shown; r++) {
-      uint32_t g = idx[r];
-      const mt_tally *tally = emit_group_tally(&t.g, g);
+      const mt_tally *tally = row_tally(&t, idx, r);
       mt_estimate eb = mt_estimate_bytes(a, tally), eo = mt_estimate_objects(a, tally);
-      emit_site s = emit_group_site(a, &t.g, g);
+      emit_site s = row_site(&t, idx, r);
       emit_str_clear(&site);
       emit_site_text(&site, a, &s, t.by != EMIT_BY_FUNCTION);
       mt_out_printf(&out, "%s\n    {\"rank\": %zu, \"site\": ", r ? "," : "", r + 1);
@@ -321,7 +353,7 @@ static int run(int argc, char **argv) {
       mt_out_printf(&out, ",\n     \"samples\": %" PRIu64 ", \"sampled_objects\": %" PRIu64,
                     tally->samples, tally->objects);
       if (t.by == EMIT_BY_STACK) {
-        size_t nf = emit_stack_frames(&tree, t.g.rep[g], depth, &fr, &frcap);
+        size_t nf = row_frames(&t, r, depth, &fr, &frcap);
         size_t k = depth && nf > depth ? depth : nf;
         mt_out_printf(&out, ",\n     \"frames_total\": %zu, \"frames\": [", nf);
         for (size_t j = 0; j < k; j++) {
@@ -342,6 +374,8 @@ static int run(int argc, char **argv) {
   emit_str_free(&site);
   emit_str_free(&stack);
   emit_groups_free(&t.g);
+  free(t.rows);
+  free(t.codes);
   free(tallies);
   mt_analysis_free(a);
   return 0;

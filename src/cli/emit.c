@@ -639,10 +639,15 @@ typedef struct frame_iter {
   uint32_t stack;         /* the next stack node to expand */
   const mt_frame *frames; /* the current code's locations (outermost first) */
   size_t left;            /* of them, still to give (from the end) */
+  /* or, with st NULL, a backtrace as code ids: codes[0..ncodes) are still
+   * to expand, from the end */
+  const mt_analysis *a;
+  const uint32_t *codes;
+  size_t ncodes;
 } frame_iter;
 
 static int iter_next(frame_iter *it, emit_frame *out) {
-  const mt_analysis *a = it->st->a;
+  const mt_analysis *a = it->st ? it->st->a : it->a;
   for (;;) {
     if (it->left) {
       const mt_frame *f = &it->frames[--it->left];
@@ -652,9 +657,15 @@ static int iter_next(frame_iter *it, emit_frame *out) {
       out->code = 0;
       return 1;
     }
-    if (it->stack == 0) return 0;
-    uint32_t c = st_code(it->st, it->stack);
-    it->stack = st_parent(it->st, it->stack);
+    uint32_t c;
+    if (!it->st) {
+      if (it->ncodes == 0) return 0;
+      c = it->codes[--it->ncodes];
+    } else {
+      if (it->stack == 0) return 0;
+      c = st_code(it->st, it->stack);
+      it->stack = st_parent(it->st, it->stack);
+    }
     size_t n;
     it->frames = mt_analysis_code_frames(a, c, &n);
     it->left = n;
@@ -667,9 +678,7 @@ static int iter_next(frame_iter *it, emit_frame *out) {
   }
 }
 
-size_t emit_stack_frames(const emit_stacks *st, uint32_t stack, size_t max, emit_frame **buf,
-                         size_t *cap) {
-  frame_iter it = {st, stack, NULL, 0};
+static size_t iter_frames(frame_iter it, size_t max, emit_frame **buf, size_t *cap) {
   emit_frame f;
   size_t n = 0;
   while (iter_next(&it, &f)) {
@@ -687,6 +696,18 @@ size_t emit_stack_frames(const emit_stacks *st, uint32_t stack, size_t max, emit
     n++;
   }
   return n;
+}
+
+size_t emit_stack_frames(const emit_stacks *st, uint32_t stack, size_t max, emit_frame **buf,
+                         size_t *cap) {
+  frame_iter it = {st, stack, NULL, 0, NULL, NULL, 0};
+  return iter_frames(it, max, buf, cap);
+}
+
+size_t emit_codes_frames(const mt_analysis *a, const uint32_t *codes, size_t n, size_t max,
+                         emit_frame **buf, size_t *cap) {
+  frame_iter it = {NULL, 0, NULL, 0, a, codes, n};
+  return iter_frames(it, max, buf, cap);
 }
 
 void emit_frame_text(emit_str *b, const emit_frame *f) {
@@ -722,8 +743,7 @@ static int frame_cmp(const emit_frame *x, const emit_frame *y) {
   return c;
 }
 
-int emit_stack_cmp(const emit_stacks *st, uint32_t x, uint32_t y) {
-  frame_iter ix = {st, x, NULL, 0}, iy = {st, y, NULL, 0};
+static int iter_cmp(frame_iter ix, frame_iter iy) {
   for (;;) {
     emit_frame fx, fy;
     int hx = iter_next(&ix, &fx), hy = iter_next(&iy, &fy);
@@ -731,6 +751,17 @@ int emit_stack_cmp(const emit_stacks *st, uint32_t x, uint32_t y) {
     int c = frame_cmp(&fx, &fy);
     if (c) return c;
   }
+}
+
+int emit_stack_cmp(const emit_stacks *st, uint32_t x, uint32_t y) {
+  frame_iter ix = {st, x, NULL, 0, NULL, NULL, 0}, iy = {st, y, NULL, 0, NULL, NULL, 0};
+  return iter_cmp(ix, iy);
+}
+
+int emit_codes_cmp(const mt_analysis *a, const uint32_t *x, size_t nx, const uint32_t *y,
+                   size_t ny) {
+  frame_iter ix = {NULL, 0, NULL, 0, a, x, nx}, iy = {NULL, 0, NULL, 0, a, y, ny};
+  return iter_cmp(ix, iy);
 }
 
 /* ---- sites ------------------------------------------------------------------ */

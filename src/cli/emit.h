@@ -155,6 +155,10 @@ typedef struct emit_frame {
  * many the stack has in all. */
 size_t emit_stack_frames(const emit_stacks *st, uint32_t stack, size_t max, emit_frame **buf,
                          size_t *cap);
+/* As emit_stack_frames, for a backtrace given as code ids (outermost
+ * first), without any stack tree. */
+size_t emit_codes_frames(const mt_analysis *a, const uint32_t *codes, size_t n, size_t max,
+                         emit_frame **buf, size_t *cap);
 /* Appends "function (file:line)", or "#code" in hex for an undescribed
  * code. */
 void emit_frame_text(emit_str *b, const emit_frame *f);
@@ -164,6 +168,9 @@ void emit_json_frame(mt_out *o, const emit_frame *f);
  * function, then file, then line; an undescribed code after any location,
  * by code value; a stack that ends first sorts first). */
 int emit_stack_cmp(const emit_stacks *st, uint32_t x, uint32_t y);
+/* As emit_stack_cmp, for two backtraces given as code ids. */
+int emit_codes_cmp(const mt_analysis *a, const uint32_t *x, size_t nx, const uint32_t *y,
+                   size_t ny);
 
 /* ---- sites ------------------------------------------------------------------ */
 

@@ -235,6 +235,34 @@ def test_top_by_stack():
     check("... 1 more frame\n" in out, "top --by stack depth note")
 
 
+def test_top_stack_passes():
+    """top --by stack ranks in bounded memory: with more distinct backtraces
+    than its budget holds it splits them into passes (and keeps no
+    fingerprint per backtrace id). A tiny budget forces that on small traces:
+    the output must be the same as in one pass, printed-alike stacks still
+    merged, ties still broken by name."""
+    env = dict(os.environ, MEMTRACE_STACK_RANK_BUDGET="4096")
+    traces = [synth("--rate", "1", "--seed", "9")[0], synth("--rate", "1e-2", "--seed", "13")[0]]
+    traces += reference_traces()
+    cases = [[], ["--sort", "objects", "-n", "0"], ["-n", "5", "--depth", "0"],
+             ["--inside", "a", "-n", "0"], ["--not-inside", "e", "--sort", "objects"],
+             ["--live-at-end", "-n", "3"]]
+    for t in traces:
+        for args in cases:
+            for fmt in ("table", "csv", "json"):
+                cmd = ["top", t, "--by", "stack", "--format", fmt, *args]
+                want = run(*cmd)
+                p = subprocess.run([MEMTRACE, *cmd], capture_output=True, env=env)
+                check(p.returncode == 0 and p.stdout.decode("utf-8") == want,
+                      f"{' '.join(cmd)}: differs with a small budget")
+    # the merged stacks of test_top_by_stack are merged across passes too
+    rows = list(csv.DictReader(io.StringIO(subprocess.run(
+        [MEMTRACE, "top", traces[0], "--by", "stack", "-n", "0", "--format", "csv"],
+        capture_output=True, env=env, check=True).stdout.decode("utf-8"))))
+    check(sum(1 for r in rows if r["stack"].startswith("Dup.f")) == 1, "merged with passes")
+    check(sum(1 for r in rows if r["stack"].startswith("Inl.inner")) == 1, "inlined with passes")
+
+
 def test_top_sort_objects():
     path, truth = synth("--rate", "1", "--seed", "10")
     check_top_exact(path, truth, "function", sort="objects")
