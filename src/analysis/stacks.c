@@ -118,8 +118,8 @@ int mt__ensure_stacks(const mt_analysis *ca) {
 
 size_t mt__bt_codes(const mt_analysis *a, uint32_t b, uint32_t *out, size_t cap) {
   if (a->bt_flat) {
-    size_t n = a->bt_off[b + 1] - a->bt_off[b];
-    memcpy(out, a->bt_flat + a->bt_off[b], (n < cap ? n : cap) * sizeof *out);
+    size_t n = a->bt_off[b + 1] - a->bt_off[b], k = n < cap ? n : cap;
+    if (k) memcpy(out, a->bt_flat + a->bt_off[b], k * sizeof *out); /* out may be NULL */
     return n;
   }
   /* Replay from the nearest full record: at most MT__LOG_CHECKPOINT - 1
@@ -218,7 +218,7 @@ int mt__expand_backtraces(mt_analysis *a) {
   for (size_t b = 0; b < a->nbt; b++) {
     if (read_record(&p, &cur, &cap, &n) == SIZE_MAX) goto fail;
     off[b] = (uint32_t)at;
-    memcpy(flat + at, cur, n * sizeof *cur);
+    if (n) memcpy(flat + at, cur, n * sizeof *cur); /* cur is NULL until a non-empty record */
     at += n;
   }
   off[a->nbt] = (uint32_t)at;
