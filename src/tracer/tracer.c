@@ -1,9 +1,9 @@
-/* The tracer: the engine's tracker, writing a memtrace trace.
+/* The tracer: sessions, sinks (file, TCP, listen), fork and exit, and the
+ * public API; the tracker callbacks and their event queues are in events.c.
  *
  * One lock (tr.lock) serializes the writer; it is adaptive (spins a little
- * before sleeping): it is held for well under a microsecond, and threads
- * that slept on it at every contended sample cost more than the work
- * itself (4 threads at 1e-3: 5.3 s of CPU instead of 3.6 s). Lock order: tr.lock, then the
+ * before sleeping): it is held briefly, and threads that slept on it at
+ * every contended batch cost more than the work itself. Lock order: tr.lock, then the
  * engine's lock (the engine never calls into the tracer with its lock held),
  * which the fork handlers follow too. Messages go straight to fd 2 with
  * write(2): the allocating thread may be inside stdio. */
@@ -27,45 +27,16 @@
 #include "engine_internal.h"
 #include "memtrace/tracer.h"
 #include "symbols.h"
+#include "tracer_state.h"
 #include "unwind.h"
 
-#define GEN_SHIFT 48 /* user-space addresses fit below bit 47 */
-#define PC_MASK ((UINT64_C(1) << GEN_SHIFT) - 1)
-#define MAX_DEPTH 4096
 #define LIVE_FLUSH_MS 500 /* listen mode: how often a client sees new events */
 
-static struct {
-  pthread_mutex_t lock;
-  int active; /* a session is writing events */
-  uint32_t session;
-  uint64_t session_pid; /* the process whose trace tr.w writes */
-  mt_writer *w;
-  int fd;
-  mt__dest dest;
-  double rate;
-  uint64_t seed; /* MEMTRACE_SEED: reproducible sampling, for tests */
-  int separate_debuginfo;
-  int version;
-  mt_unwind unwind;
-  size_t depth;
-  char context[256];
-  char params[256];
-  char exe[PATH_MAX], host[256];
-  mt__symbols *syms;
-  uint64_t gen;
-  unsigned long long dl_subs;
-  char err[512];
-  /* listen mode */
-  int listening;
-  int listen_fd, client_fd;
-  int wake[2];
-  pthread_t listener;
-  int hooks_installed;
-} tr = {.lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP, .fd = -1, .listen_fd = -1, .client_fd = -1,
-        .wake = {-1, -1}};
+mt__tracer mt__tr = {.lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP, .fd = -1, .listen_fd = -1,
+                     .client_fd = -1, .wake = {-1, -1}};
+#define tr mt__tr
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...) {
+void mt__tr_say(const char *fmt, ...) {
   char buf[768];
   va_list ap;
   va_start(ap, fmt);
@@ -84,55 +55,6 @@ static uint64_t now_us(void) {
   return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
-/* ---- unloaded libraries: codes get a new generation ---- */
-
-static int first_object(struct dl_phdr_info *info, size_t size, void *data) {
-  (void)size;
-  *(unsigned long long *)data = info->dlpi_subs;
-  return 1;
-}
-
-/* The interposer wraps dlclose and counts the calls: then the loader's
- * list is consulted (dl_iterate_phdr takes the loader's lock) only after a
- * dlclose, not at every sample. Without it (the library linked into a
- * program), at every sample. */
-_Atomic unsigned mt__dlclose_count;
-int mt__dlclose_hooked;
-static unsigned dlclose_seen;
-
-/* Codes already described in this generation: a direct-mapped cache in
- * front of the symbol table's hash map (tr.lock held). */
-#define DESCRIBED_BITS 12
-static uint64_t described[1u << DESCRIBED_BITS];
-
-static inline size_t described_slot(uint64_t code) {
-  return (size_t)((code * 0x9e3779b97f4a7c15ull) >> (64 - DESCRIBED_BITS));
-}
-
-/* After a dlclose, an address may belong to a different function: codes
- * carry a generation in their top bits so that no code is ever described
- * twice differently. The codes still waiting for their location events
- * were described while their library was loaded: those events are written
- * before the descriptions are forgotten. Called with tr.lock held; returns
- * -1 if that write failed. */
-static int check_unloads(void) {
-  if (mt__dlclose_hooked) {
-    unsigned n = atomic_load_explicit(&mt__dlclose_count, memory_order_acquire);
-    if (n == dlclose_seen) return 0;
-    dlclose_seen = n;
-  }
-  unsigned long long subs = 0;
-  dl_iterate_phdr(first_object, &subs);
-  if (subs == tr.dl_subs) return 0;
-  tr.dl_subs = subs;
-  tr.gen = (tr.gen + 1) & 0x7fff;
-  if (tr.w && mt_writer_flush(tr.w) != MT_OK) return -1;
-  mt__symbols_reset(tr.syms);
-  memset(described, 0, sizeof described);
-  mt__unwind_forget();
-  return 0;
-}
-
 /* ---- sessions ---- */
 
 static int sink(void *ctx, const void *buf, size_t len) {
@@ -141,7 +63,7 @@ static int sink(void *ctx, const void *buf, size_t len) {
 
 static int resolve(void *ctx, uint64_t code, const mt_location **locs, size_t *n) {
   (void)ctx;
-  return mt__symbols_lookup(tr.syms, code, code & PC_MASK, locs, n) ? -1 : 0;
+  return mt__symbols_lookup(tr.syms, code, code & MT__PC_MASK, locs, n) ? -1 : 0;
 }
 
 /* Ends the session (tr.lock held). `flush`: write what is buffered. */
@@ -166,18 +88,12 @@ static void session_end(int flush) {
   mt__tls.busy--;
 }
 
-/* Stops the session after a write failure, with one message. */
-static void session_failed(void) {
-  say("memtrace: tracing stopped: %s", mt_writer_error(tr.w));
+void mt__tr_session_failed(void) {
+  mt__tr_say("memtrace: tracing stopped: %s", mt_writer_error(tr.w));
   snprintf(tr.err, sizeof tr.err, "%s", mt_writer_error(tr.w));
   session_end(0);
 }
 
-static void *on_alloc(void *ctx, const mt_alloc_info *info);
-static void *on_promote(void *ctx, void *handle);
-static void relative_event(void *handle, int promote);
-static void on_dealloc(void *ctx, void *handle);
-static void session_failed(void);
 
 /* Opens the writer on fd (tr.lock held); the engine is started apart. */
 static int writer_begin(int fd) {
@@ -212,7 +128,7 @@ static int writer_begin(int fd) {
 
 static int engine_begin(void) {
   mt_engine_params ep = {.rate = tr.rate,
-                         .tracker = {on_alloc, on_promote, on_dealloc, NULL},
+                         .tracker = {mt__tr_on_alloc, mt__tr_on_promote, mt__tr_on_dealloc, NULL},
                          .callstack = mt__unwind,
                          .callstack_max = tr.depth,
                          .seed = tr.seed};
@@ -240,200 +156,17 @@ static int session_begin(int fd) {
 
 /* A forked child with a %p destination samples from the start but opens
  * its file at its first sample: a child that only execs leaves none. */
-static int open_child_trace(void) {
+int mt__tr_open_child_trace(void) {
   char err[256];
   int fd = mt__dest_open(&tr.dest, err, sizeof err);
   if (fd < 0 || writer_begin(fd) != MT_OK) {
-    say("memtrace: the child process %ld is not traced: %s", (long)getpid(),
+    mt__tr_say("memtrace: the child process %ld is not traced: %s", (long)getpid(),
         fd < 0 ? err : tr.err);
     tr.active = 0;
     mt_engine_stop();
     return -1;
   }
   return 0;
-}
-
-/* ---- the tracker ---- */
-
-/* A handle names the session and the object id, so that a late callback
- * from an earlier session is recognized and ignored. */
-static void *handle_of(uint64_t id) {
-  return (void *)(uintptr_t)((uint64_t)(tr.session & 0xffffff) << 40 | (id + 1));
-}
-static int handle_id(void *h, uint64_t *id) {
-  uint64_t v = (uint64_t)(uintptr_t)h;
-  if ((v >> 40) != (tr.session & 0xffffff)) return -1;
-  *id = (v & ((UINT64_C(1) << 40) - 1)) - 1;
-  return 0;
-}
-
-/* ---- collect events, buffered per thread ----
- *
- * A sampled block's free is queued in its thread's ring, and written when
- * that thread next takes the writer's lock for an alloc event: one lock
- * per sampled block instead of two (the lock was the largest cost of a
- * sample with several threads). A collect always names an id the writer
- * already handed out, so a late write cannot put it before its alloc. The
- * ring is a single-producer queue: its thread appends without a lock; any
- * holder of tr.lock may write what was appended (the thread itself; a
- * sweep of every ring every SWEEP_US, so that a thread that stopped
- * allocating delays its collects little; trace stop, exit, the listener's
- * periodic flush). The writer keeps each domain's times non-decreasing: a
- * collect written late takes the time of the last event before it.
- * Rings are mmap'd and never unmapped: a thread's ring returns to the pool
- * at its exit, after a flush. */
-#define RING 32
-#define RING_MAX_AGE_US 1000 /* a thread's own queue is written at this age */
-#define SWEEP_US 10000
-
-typedef struct ring {
-  _Atomic uint64_t n;    /* entries appended: the owner only */
-  _Atomic uint64_t done; /* entries written: tr.lock held */
-  _Atomic int owned;
-  struct ring *next;     /* all rings, pushed under tr.lock */
-  struct {
-    void *handle;
-    uint64_t time;
-  } e[RING];
-} ring;
-
-static ring *rings;
-static uint64_t last_sweep;
-static pthread_key_t ring_key;
-static __thread ring *my_ring __attribute__((tls_model("initial-exec")));
-
-/* Writes the ring's queued collects (tr.lock held). Entries of an earlier
- * session, or of none, are dropped. */
-static void ring_flush(ring *r) {
-  uint64_t n = atomic_load_explicit(&r->n, memory_order_acquire);
-  uint64_t d = atomic_load_explicit(&r->done, memory_order_relaxed);
-  for (; d < n; d++) {
-    uint64_t id;
-    if (!tr.active || !tr.w || handle_id(r->e[d % RING].handle, &id) != 0) continue;
-    int rc = mt_writer_collect(tr.w, r->e[d % RING].time, 0, id);
-    if (rc != MT_OK && rc != MT_ERR_INVALID) session_failed();
-  }
-  atomic_store_explicit(&r->done, n, memory_order_release);
-}
-
-static void rings_flush(void) {
-  for (ring *r = rings; r; r = r->next) ring_flush(r);
-}
-
-/* At thread exit (the key's destructor): flush, and give the ring back. */
-static void ring_release(void *p) {
-  ring *r = p;
-  pthread_mutex_lock(&tr.lock);
-  ring_flush(r);
-  if (my_ring == r) my_ring = NULL;
-  atomic_store_explicit(&r->owned, 0, memory_order_release);
-  pthread_mutex_unlock(&tr.lock);
-}
-
-/* This thread's ring: a free one of the pool or a new one (NULL: none). */
-static ring *ring_claim(void) {
-  ring *r;
-  pthread_mutex_lock(&tr.lock);
-  for (r = rings; r; r = r->next)
-    if (!atomic_load_explicit(&r->owned, memory_order_relaxed)) break;
-  if (!r) {
-    void *m = mmap(NULL, sizeof *r, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m != MAP_FAILED) {
-      r = m; /* zeroed */
-      r->next = rings;
-      rings = r;
-    }
-  }
-  if (r) {
-    atomic_store_explicit(&r->owned, 1, memory_order_relaxed);
-    my_ring = r;
-    pthread_setspecific(ring_key, r);
-  }
-  pthread_mutex_unlock(&tr.lock);
-  return r;
-}
-
-static void *on_alloc(void *ctx, const mt_alloc_info *info) {
-  (void)ctx;
-  uint64_t codes[MAX_DEPTH];
-  size_t n = info->callstack_len < MAX_DEPTH ? info->callstack_len : MAX_DEPTH;
-  void *h = NULL;
-  uint64_t now = mt__clock_us(); /* before symbolizing: that can take a while */
-  pthread_mutex_lock(&tr.lock);
-  if (!tr.active) goto out;
-  if (!tr.w && open_child_trace() != 0) goto out;
-  if (check_unloads() != 0) {
-    session_failed();
-    goto out;
-  }
-  /* This thread's queued collects first: they happened before. */
-  if (my_ring) ring_flush(my_ring);
-  if ((int64_t)(now - last_sweep) > SWEEP_US) { /* now may be a little behind */
-    last_sweep = now;
-    rings_flush();
-  }
-  if (!tr.w) goto out; /* a write failed */
-  for (size_t i = 0; i < n; i++) {
-    uint64_t pc = info->callstack[i];
-    uint64_t code = (pc & PC_MASK) | tr.gen << GEN_SHIFT;
-    codes[n - 1 - i] = code; /* the writer wants the outermost frame first */
-    /* Describe new codes now, while their library is surely loaded; the
-     * writer asks again at flush time and finds the cached answer. */
-    uint64_t *seen = &described[described_slot(code)];
-    if (*seen == code) continue;
-    const mt_location *l;
-    size_t k;
-    if (mt__symbols_lookup(tr.syms, code, pc & PC_MASK, &l, &k) == 0) *seen = code;
-  }
-  uint64_t id;
-  if (mt_writer_alloc(tr.w, now, 0, info->words, info->nsamples, info->source, codes, n,
-                      &id) != MT_OK) {
-    session_failed();
-    goto out;
-  }
-  h = handle_of(id);
-out:
-  pthread_mutex_unlock(&tr.lock);
-  return h;
-}
-
-static void relative_event(void *handle, int promote) {
-  uint64_t id, now = mt__clock_us(); /* outside the lock: keep it short */
-  pthread_mutex_lock(&tr.lock);
-  if (tr.active && tr.w && handle_id(handle, &id) == 0) {
-    int rc = promote ? mt_writer_promote(tr.w, now, 0, id) : mt_writer_collect(tr.w, now, 0, id);
-    if (rc != MT_OK && rc != MT_ERR_INVALID) session_failed();
-  }
-  pthread_mutex_unlock(&tr.lock);
-}
-
-static void *on_promote(void *ctx, void *handle) {
-  (void)ctx;
-  relative_event(handle, 1);
-  return handle;
-}
-
-static void on_dealloc(void *ctx, void *handle) {
-  (void)ctx;
-  uint64_t now = mt__clock_us();
-  ring *r = my_ring ? my_ring : ring_claim();
-  if (!r) {
-    relative_event(handle, 0);
-    return;
-  }
-  uint64_t n = atomic_load_explicit(&r->n, memory_order_relaxed);
-  uint64_t d = atomic_load_explicit(&r->done, memory_order_acquire);
-  /* Full, or the oldest entry is old: write them now. The slot the
-   * owner fills next is one that every flusher has finished reading
-   * (`done`, acquired, is past it). */
-  if (n - d == RING || (n != d && (int64_t)(now - r->e[d % RING].time) > RING_MAX_AGE_US)) {
-    pthread_mutex_lock(&tr.lock);
-    ring_flush(r);
-    pthread_mutex_unlock(&tr.lock);
-  }
-  r->e[n % RING].handle = handle;
-  r->e[n % RING].time = now;
-  atomic_store_explicit(&r->n, n + 1, memory_order_release);
 }
 
 /* ---- listen mode ---- */
@@ -461,7 +194,7 @@ static void *listener_main(void *arg) {
         } else if (session_begin(fd) == MT_OK) {
           tr.client_fd = fd;
         } else {
-          say("memtrace: cannot start tracing for a client: %s", tr.err);
+          mt__tr_say("memtrace: cannot start tracing for a client: %s", tr.err);
         }
         pthread_mutex_unlock(&tr.lock);
       }
@@ -478,7 +211,7 @@ static void *listener_main(void *arg) {
     if (now_us() - last_flush >= LIVE_FLUSH_MS * 1000) {
       last_flush = now_us();
       pthread_mutex_lock(&tr.lock);
-      if (tr.active) rings_flush();
+      if (tr.active) mt__tr_flush_queues();
       if (tr.active && tr.w && mt_writer_flush(tr.w) != MT_OK) session_end(0); /* client gone */
       pthread_mutex_unlock(&tr.lock);
     }
@@ -493,12 +226,7 @@ static void fork_prepare(void) { pthread_mutex_lock(&tr.lock); }
 static void fork_parent(void) { pthread_mutex_unlock(&tr.lock); }
 
 static void fork_child(void) {
-  /* Queued collects are the parent's; the other threads' rings have no
-   * owner here. */
-  for (ring *r = rings; r; r = r->next) {
-    atomic_store(&r->done, atomic_load(&r->n));
-    if (r != my_ring) atomic_store(&r->owned, 0);
-  }
+  mt__tr_queues_after_fork();
   pthread_mutex_unlock(&tr.lock);
   mt__tls.busy++; /* what follows allocates on the profiler's behalf */
   /* The parent's buffered events are the parent's: drop them unwritten
@@ -533,7 +261,7 @@ void mt__trace_before_exit(void) {
   if (pthread_mutex_trylock(&tr.lock) != 0) return;
   if (tr.active && tr.w && tr.session_pid == (uint64_t)getpid()) {
     mt__tls.busy++;
-    rings_flush();
+    mt__tr_flush_queues();
     if (tr.w) mt_writer_flush(tr.w);
     mt__tls.busy--;
   }
@@ -569,7 +297,7 @@ static int start_locked(const mt_trace_options *o) {
   tr.depth = o->max_depth ? o->max_depth : 256;
   tr.separate_debuginfo = o->separate_debuginfo;
   if (!(tr.rate > 0 && tr.rate <= 1) || (tr.version != 2 && tr.version != 3) ||
-      tr.depth > MAX_DEPTH ||
+      tr.depth > MT__MAX_DEPTH ||
       (o->unwind != MT_UNWIND_LIBUNWIND && o->unwind != MT_UNWIND_FRAME_POINTERS &&
        o->unwind != MT_UNWIND_AUTO)) {
     snprintf(tr.err, sizeof tr.err, "invalid options (rate %g, format %d, depth %zu)", tr.rate,
@@ -587,13 +315,10 @@ static int start_locked(const mt_trace_options *o) {
   mt__unwind_init(tr.unwind == MT_UNWIND_FRAME_POINTERS ? MT__UNWIND_FRAME_POINTERS
                    : tr.unwind == MT_UNWIND_AUTO         ? MT__UNWIND_AUTO
                                                          : MT__UNWIND_LIBUNWIND);
-  unsigned long long subs = 0;
-  dlclose_seen = atomic_load(&mt__dlclose_count);
-  dl_iterate_phdr(first_object, &subs);
-  tr.dl_subs = subs;
+  mt__tr_libraries_baseline();
   if (!tr.hooks_installed) {
     tr.hooks_installed = 1;
-    pthread_key_create(&ring_key, ring_release);
+    mt__tr_events_init();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     atexit(at_exit);
   }
@@ -647,9 +372,9 @@ int mt_trace_stop(void) {
   }
   pthread_mutex_lock(&tr.lock);
   mt__tls.busy++;
-  rings_flush();
+  mt__tr_flush_queues();
   if (tr.w && tr.active && mt_writer_flush(tr.w) != MT_OK && tr.dest.kind != MT__DEST_LISTEN)
-    say("memtrace: writing the end of the trace failed: %s", mt_writer_error(tr.w));
+    mt__tr_say("memtrace: writing the end of the trace failed: %s", mt_writer_error(tr.w));
   session_end(0);
   tr.client_fd = -1;
   mt__tls.busy--;
@@ -676,7 +401,7 @@ int mt_trace_if_requested(const char *context, double rate) {
   if ((v = getenv("MEMTRACE_RATE")) && *v) {
     o.rate = strtod(v, &end);
     if (*end || !(o.rate > 0 && o.rate <= 1)) {
-      say("memtrace: MEMTRACE_RATE=%s is not a sampling rate in (0, 1]; not tracing", v);
+      mt__tr_say("memtrace: MEMTRACE_RATE=%s is not a sampling rate in (0, 1]; not tracing", v);
       return MT_ERR_INVALID;
     }
   }
@@ -685,21 +410,21 @@ int mt_trace_if_requested(const char *context, double rate) {
     else if (strcmp(v, "libunwind") == 0) o.unwind = MT_UNWIND_LIBUNWIND;
     else if (strcmp(v, "auto") == 0) o.unwind = MT_UNWIND_AUTO;
     else {
-      say("memtrace: MEMTRACE_UNWIND=%s is not 'auto', 'libunwind' or 'fp'; not tracing", v);
+      mt__tr_say("memtrace: MEMTRACE_UNWIND=%s is not 'auto', 'libunwind' or 'fp'; not tracing", v);
       return MT_ERR_INVALID;
     }
   }
   if ((v = getenv("MEMTRACE_DEPTH")) && *v) {
     long d = strtol(v, &end, 10);
-    if (*end || d < 1 || d > MAX_DEPTH) {
-      say("memtrace: MEMTRACE_DEPTH=%s is not a depth from 1 to %d; not tracing", v, MAX_DEPTH);
+    if (*end || d < 1 || d > MT__MAX_DEPTH) {
+      mt__tr_say("memtrace: MEMTRACE_DEPTH=%s is not a depth from 1 to %d; not tracing", v, MT__MAX_DEPTH);
       return MT_ERR_INVALID;
     }
     o.max_depth = (size_t)d;
   }
   if ((v = getenv("MEMTRACE_FORMAT")) && *v) {
     if (strcmp(v, "2") && strcmp(v, "3")) {
-      say("memtrace: MEMTRACE_FORMAT=%s is not 2 or 3; not tracing", v);
+      mt__tr_say("memtrace: MEMTRACE_FORMAT=%s is not 2 or 3; not tracing", v);
       return MT_ERR_INVALID;
     }
     o.format_version = v[0] - '0';
@@ -713,7 +438,7 @@ int mt_trace_if_requested(const char *context, double rate) {
   if (!keep || strcmp(keep, "1") != 0) unsetenv("MEMTRACE");
   int rc = mt_trace_start(&o);
   if (rc != MT_OK) {
-    say("memtrace: not tracing: %s", mt_trace_error());
+    mt__tr_say("memtrace: not tracing: %s", mt_trace_error());
     return rc;
   }
   return 1;

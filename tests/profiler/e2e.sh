@@ -78,6 +78,13 @@ threads)
   # its own, e.g. stdout's buffer): each sampled one has its collection
   read -r objs live <<< "$(awk '$1 == "work" {print $2, $7}' sites.txt)"
   [ "${objs:-0}" -gt 10000 ] && [ "$live" = 0 ] && ok || bad "work: $objs sampled, $live never freed"
+  # at rate 1 every block is sampled: events queued per thread, blocks
+  # freed by another thread while their alloc event is still queued; the
+  # counts are exact (8 threads x (200000 + 2062 handed over))
+  MEMTRACE=t1.ctf MEMTRACE_RATE=1 traced "$bin/prog_threads" > out.txt || bad "program failed"
+  "$bin/check_trace" t1.ctf sites > sites1.txt || bad "rate-1 trace unreadable"
+  read -r objs live <<< "$(awk '$1 == "work" {print $2, $7}' sites1.txt)"
+  [ "${objs:-0}" = 1616496 ] && [ "$live" = 0 ] && ok || bad "work at rate 1: $objs sampled, $live never freed"
   ;;
 fork)
   # without %p: the forked child stops tracing, the exec'd child never starts

@@ -1,0 +1,452 @@
+/* The tracer's tracker callbacks: events of sampled blocks, queued per
+ * thread and written in batches.
+ *
+ * Writing an event takes the writer's lock (tr.lock). Taken at every
+ * sample, that lock and the writer's state moving between cores were most
+ * of a sample's cost with several threads (4 threads at 1e-3 per word:
+ * 2.5-3x the program's CPU time). So each thread queues its events in its
+ * own ring, without a lock, and writes them all at once when the ring is
+ * full, its oldest event is MAX_AGE_US old, or the thread takes the lock
+ * anyway; any holder of the lock may write a ring's events too (a sweep
+ * every SWEEP_US, trace stop, exit, the listener's periodic flush).
+ *
+ * An allocation's object id is its rank among the trace's alloc events, so
+ * it is known only once the event is written. The handle given to the
+ * engine is therefore a cell: it holds the id once written (and until then
+ * the ring holding the event). A free or promotion that finds its cell
+ * pending writes that ring's queued allocs first, so an event never names
+ * an object before its allocation. Cells are owned by the tracer: a
+ * thread pops them from its ring's own stack without a lock, the lock
+ * holder that writes a collect pushes the cell onto a shared list, and a
+ * thread refills its stack from that list whenever it holds the lock.
+ *
+ * Only samples whose every code was described already (the usual case:
+ * a program's stacks repeat) are queued. A sample with a new code is
+ * written at once, under the lock, so that its code is described while its
+ * library is surely loaded; a dlclose since the last look also sends a
+ * sample there, and check_unloads writes every queued event before codes
+ * change their generation.
+ *
+ * Times: a thread's allocs and collects are written merged in time order;
+ * across threads the writer keeps times non-decreasing, so an event written
+ * late takes the time of the last event before it (at most about
+ * MAX_AGE_US late). */
+#include <link.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "clock.h"
+#include "engine_internal.h"
+#include "tracer_state.h"
+#include "unwind.h"
+
+#define tr mt__tr
+
+#define QUEUE_WORDS 2048u    /* a thread's queued allocs: 16 KiB */
+#define REC_HEAD 5           /* words of an alloc record before its codes */
+#define COLLECTS 32          /* a thread's queued collects */
+#define MAX_AGE_US 1000      /* a thread's queue is written at this age */
+#define SWEEP_US 10000       /* every queue is written at least this often */
+#define CELLS_LOCAL 64       /* a thread's stack of free cells, refilled to this */
+#define CELL_CHUNK 2048      /* cells mapped at once */
+
+#define LOAD(p) atomic_load_explicit(p, memory_order_relaxed)
+#define LOAD_ACQ(p) atomic_load_explicit(p, memory_order_acquire)
+#define STORE(p, v) atomic_store_explicit(p, v, memory_order_relaxed)
+#define STORE_REL(p, v) atomic_store_explicit(p, v, memory_order_release)
+
+/* ---- codes described in this generation ---- */
+
+/* A direct-mapped cache in front of the symbol table's hash map: written
+ * under tr.lock, read without it by the queueing fast path. */
+#define DESCRIBED_BITS 12
+static _Atomic uint64_t described[1u << DESCRIBED_BITS];
+
+static inline size_t described_slot(uint64_t code) {
+  return (size_t)((code * 0x9e3779b97f4a7c15ull) >> (64 - DESCRIBED_BITS));
+}
+
+/* The interposer wraps dlclose and counts the calls: then the loader's
+ * list is consulted (dl_iterate_phdr takes the loader's lock) only after a
+ * dlclose. Without it (the library linked into a program), at every
+ * batch. */
+_Atomic unsigned mt__dlclose_count;
+int mt__dlclose_hooked;
+static _Atomic unsigned dlclose_seen;
+
+static int first_object(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  *(unsigned long long *)data = info->dlpi_subs;
+  return 1;
+}
+
+void mt__tr_libraries_baseline(void) {
+  unsigned long long subs = 0;
+  STORE(&dlclose_seen, LOAD(&mt__dlclose_count));
+  dl_iterate_phdr(first_object, &subs);
+  tr.dl_subs = subs;
+}
+
+struct ring;
+static void rings_drain_allocs(void);
+
+/* After a dlclose, an address may belong to a different function: codes
+ * carry a generation in their top bits so that no code is ever described
+ * twice differently. Events queued or buffered were described while their
+ * library was loaded: they are written before the descriptions are
+ * forgotten. Called with tr.lock held; returns -1 if that write failed. */
+static int check_unloads(void) {
+  if (mt__dlclose_hooked) {
+    unsigned n = LOAD_ACQ(&mt__dlclose_count);
+    if (n == LOAD(&dlclose_seen)) return 0;
+    STORE(&dlclose_seen, n);
+  }
+  unsigned long long subs = 0;
+  dl_iterate_phdr(first_object, &subs);
+  if (subs == tr.dl_subs) return 0;
+  tr.dl_subs = subs;
+  rings_drain_allocs();
+  if (tr.w && mt_writer_flush(tr.w) != MT_OK) return -1;
+  __atomic_store_n(&tr.gen, (tr.gen + 1) & 0x7fff, __ATOMIC_RELAXED);
+  mt__symbols_reset(tr.syms);
+  for (size_t i = 0; i < sizeof described / sizeof *described; i++) STORE(&described[i], 0);
+  mt__unwind_forget();
+  return 0;
+}
+
+/* ---- cells ---- */
+
+#define PENDING UINT64_MAX    /* the alloc event is queued */
+#define DEAD (UINT64_MAX - 1) /* the alloc event was dropped: nothing to write */
+
+typedef struct cell {
+  uint64_t id;       /* the object's id once written; PENDING; DEAD */
+  struct ring *ring; /* while PENDING: the ring holding the alloc event */
+  struct cell *next; /* free lists */
+  uint32_t session;
+} cell;
+
+static cell *free_cells; /* tr.lock */
+
+/* Gives a collected object's cell back (tr.lock held). */
+static void cell_free(cell *c) {
+  c->next = free_cells;
+  free_cells = c;
+}
+
+/* A cell from the shared list, mapping more when it is empty (tr.lock
+ * held). Cells are never unmapped: a late callback may still read one. */
+static cell *cell_take(void) {
+  if (!free_cells) {
+    cell *chunk = mmap(NULL, CELL_CHUNK * sizeof *chunk, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (chunk == MAP_FAILED) return NULL;
+    for (size_t i = 0; i < CELL_CHUNK; i++) cell_free(&chunk[i]);
+  }
+  cell *c = free_cells;
+  free_cells = c->next;
+  return c;
+}
+
+/* ---- per-thread rings ---- */
+
+typedef struct ring {
+  /* queued alloc events: words [tail, head) of q, modulo QUEUE_WORDS.
+   * A record: source << 32 | depth, cell, time, words, nsamples, then the
+   * codes, outermost first. Records do not wrap around: SKIP in a record's
+   * first word sends the reader to the start of q. */
+  _Atomic uint64_t head; /* the owner appends */
+  _Atomic uint64_t tail; /* tr.lock held */
+  /* queued collects: entries [done, n) of e, modulo COLLECTS */
+  _Atomic uint64_t n;    /* the owner appends */
+  _Atomic uint64_t done; /* tr.lock held */
+  _Atomic int owned;
+  struct ring *next; /* all rings, pushed under tr.lock */
+  cell *cells;       /* the owner's free cells (the next owner inherits them) */
+  unsigned ncells;
+  struct {
+    cell *c;
+    uint64_t time;
+  } e[COLLECTS];
+  uint64_t q[QUEUE_WORDS];
+} ring;
+
+static ring *rings;
+static uint64_t last_sweep;
+static pthread_key_t ring_key;
+static __thread ring *my_ring __attribute__((tls_model("initial-exec")));
+
+#define SKIP UINT64_MAX
+
+static inline uint64_t qword(const ring *r, uint64_t at) { return r->q[at & (QUEUE_WORDS - 1)]; }
+
+/* Where the record at t really starts: past a SKIP, at the start of q. */
+static inline uint64_t rec_start(const ring *r, uint64_t t) {
+  return qword(r, t) == SKIP ? (t | (QUEUE_WORDS - 1)) + 1 : t;
+}
+
+/* Writes the alloc event queued at r's tail (tr.lock held). Its cell gets
+ * the object's id, or DEAD when the session is gone or another's. */
+static void write_one_alloc(ring *r, uint64_t t) {
+  t = rec_start(r, t);
+  uint64_t w0 = qword(r, t);
+  size_t n = (uint32_t)w0;
+  cell *c = (cell *)(uintptr_t)qword(r, t + 1);
+  const uint64_t *bt = &r->q[(t + REC_HEAD) & (QUEUE_WORDS - 1)];
+  uint64_t id = DEAD;
+  if (tr.active && tr.w && c->session == tr.session) {
+    uint64_t got;
+    if (mt_writer_alloc(tr.w, qword(r, t + 2), 0, qword(r, t + 3), qword(r, t + 4),
+                        (mt_source)(w0 >> 32), bt, n, &got) == MT_OK)
+      id = got;
+    else
+      mt__tr_session_failed();
+  }
+  c->id = id;
+  c->ring = NULL;
+  STORE_REL(&r->tail, t + REC_HEAD + n);
+}
+
+static void drain_allocs(ring *r) {
+  uint64_t h = LOAD_ACQ(&r->head);
+  for (uint64_t t; (t = LOAD(&r->tail)) < h;) write_one_alloc(r, t);
+}
+
+static void rings_drain_allocs(void) {
+  for (ring *r = rings; r; r = r->next) drain_allocs(r);
+}
+
+/* Writes a collect (tr.lock held), its alloc first if still queued, and
+ * frees the cell: a handle is collected once. */
+static void write_collect(cell *c, uint64_t time) {
+  if (c->id == PENDING && c->ring) drain_allocs(c->ring);
+  if (c->id < DEAD && c->session == tr.session && tr.active && tr.w) {
+    int rc = mt_writer_collect(tr.w, time, 0, c->id);
+    if (rc != MT_OK && rc != MT_ERR_INVALID) mt__tr_session_failed();
+  }
+  cell_free(c);
+}
+
+/* Writes r's queued allocs and collects, merged in time order (tr.lock
+ * held). */
+static void ring_drain(ring *r) {
+  uint64_t h = LOAD_ACQ(&r->head), n = LOAD_ACQ(&r->n);
+  for (;;) {
+    uint64_t t = LOAD(&r->tail), d = LOAD(&r->done); /* write_collect may move t */
+    int allocs = t < h, collects = d < n;
+    if (!allocs && !collects) break;
+    if (allocs && (!collects || qword(r, rec_start(r, t) + 2) <= r->e[d % COLLECTS].time)) {
+      write_one_alloc(r, t);
+    } else {
+      write_collect(r->e[d % COLLECTS].c, r->e[d % COLLECTS].time);
+      STORE_REL(&r->done, d + 1);
+    }
+  }
+}
+
+void mt__tr_flush_queues(void) {
+  for (ring *r = rings; r; r = r->next) ring_drain(r);
+}
+
+/* The owner's cell stack back to CELLS_LOCAL (tr.lock held). */
+static void cells_refill(ring *r) {
+  while (r->ncells < CELLS_LOCAL) {
+    cell *c = cell_take();
+    if (!c) break;
+    c->next = r->cells;
+    r->cells = c;
+    r->ncells++;
+  }
+}
+
+/* What the owner does whenever it holds the lock: its own queue, every
+ * queue if the last sweep is old, its cells. */
+static void owner_flush(ring *r, uint64_t now) {
+  if (r) {
+    ring_drain(r);
+    cells_refill(r);
+  }
+  if ((int64_t)(now - last_sweep) > SWEEP_US) { /* now may be a little behind */
+    last_sweep = now;
+    mt__tr_flush_queues();
+  }
+}
+
+/* At thread exit (the key's destructor): flush, and give the ring back
+ * with its cells. */
+static void ring_release(void *p) {
+  ring *r = p;
+  pthread_mutex_lock(&tr.lock);
+  ring_drain(r);
+  if (my_ring == r) my_ring = NULL;
+  STORE_REL(&r->owned, 0);
+  pthread_mutex_unlock(&tr.lock);
+}
+
+/* This thread's ring: a free one of the pool or a new one (NULL: none). */
+static ring *ring_claim(void) {
+  ring *r;
+  pthread_mutex_lock(&tr.lock);
+  for (r = rings; r; r = r->next)
+    if (!LOAD(&r->owned)) break;
+  if (!r) {
+    void *m = mmap(NULL, sizeof *r, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m != MAP_FAILED) {
+      r = m; /* zeroed */
+      r->next = rings;
+      rings = r;
+    }
+  }
+  if (r) {
+    STORE(&r->owned, 1);
+    my_ring = r;
+    pthread_setspecific(ring_key, r);
+    cells_refill(r);
+  }
+  pthread_mutex_unlock(&tr.lock);
+  return r;
+}
+
+void mt__tr_events_init(void) { pthread_key_create(&ring_key, ring_release); }
+
+void mt__tr_queues_after_fork(void) {
+  for (ring *r = rings; r; r = r->next) {
+    STORE(&r->tail, LOAD(&r->head));
+    STORE(&r->done, LOAD(&r->n));
+    if (r != my_ring) STORE(&r->owned, 0);
+  }
+}
+
+/* ---- the tracker ---- */
+
+/* The sample written at once, under the lock (see the top of the file). */
+static void *alloc_locked(ring *r, uint64_t now, const mt_alloc_info *info, size_t n) {
+  uint64_t codes[MT__MAX_DEPTH];
+  cell *c = NULL;
+  pthread_mutex_lock(&tr.lock);
+  if (!tr.active) goto out;
+  if (!tr.w && mt__tr_open_child_trace() != 0) goto out;
+  if (check_unloads() != 0) {
+    mt__tr_session_failed();
+    goto out;
+  }
+  owner_flush(r, now); /* this thread's queued events first: they happened before */
+  if (!tr.w) goto out; /* a write failed */
+  for (size_t i = 0; i < n; i++) {
+    uint64_t pc = info->callstack[i];
+    uint64_t code = (pc & MT__PC_MASK) | tr.gen << MT__GEN_SHIFT;
+    codes[n - 1 - i] = code; /* the writer wants the outermost frame first */
+    /* Describe new codes now, while their library is surely loaded; the
+     * writer asks again at flush time and finds the cached answer. */
+    _Atomic uint64_t *seen = &described[described_slot(code)];
+    if (LOAD(seen) == code) continue;
+    const mt_location *l;
+    size_t k;
+    if (mt__symbols_lookup(tr.syms, code, pc & MT__PC_MASK, &l, &k) == 0) STORE(seen, code);
+  }
+  if (r && r->ncells) {
+    c = r->cells;
+    r->cells = c->next;
+    r->ncells--;
+  } else if (!(c = cell_take())) {
+    goto out;
+  }
+  uint64_t id;
+  if (mt_writer_alloc(tr.w, now, 0, info->words, info->nsamples, info->source, codes, n, &id) !=
+      MT_OK) {
+    cell_free(c);
+    c = NULL;
+    mt__tr_session_failed();
+    goto out;
+  }
+  *c = (cell){.id = id, .session = tr.session};
+out:
+  pthread_mutex_unlock(&tr.lock);
+  return c;
+}
+
+void *mt__tr_on_alloc(void *ctx, const mt_alloc_info *info) {
+  (void)ctx;
+  size_t n = info->callstack_len < MT__MAX_DEPTH ? info->callstack_len : MT__MAX_DEPTH;
+  uint64_t now = mt__clock_us(); /* before symbolizing: that can take a while */
+  ring *r = my_ring ? my_ring : ring_claim();
+  /* The queue, if everything is as usual: unlocked reads of the session's
+   * state are hints, checked again when the event is written. */
+  if (r && r->ncells && REC_HEAD + n <= QUEUE_WORDS / 2 && __atomic_load_n(&tr.active, __ATOMIC_RELAXED) &&
+      __atomic_load_n(&tr.w, __ATOMIC_RELAXED) &&
+      (!mt__dlclose_hooked || LOAD(&mt__dlclose_count) == LOAD(&dlclose_seen))) {
+    uint64_t h = LOAD(&r->head), t = LOAD_ACQ(&r->tail);
+    /* the record starts at h, or at the start of q if it would wrap */
+    uint64_t at = (h & (QUEUE_WORDS - 1)) + REC_HEAD + n > QUEUE_WORDS ? (h | (QUEUE_WORDS - 1)) + 1 : h;
+    /* (the oldest record's time: t may be a SKIP, whose record is at h) */
+    uint64_t oldest = rec_start(r, t);
+    if (at + REC_HEAD + n - t <= QUEUE_WORDS &&
+        (oldest >= h || (int64_t)(now - qword(r, oldest + 2)) <= MAX_AGE_US)) {
+      uint64_t gen = __atomic_load_n(&tr.gen, __ATOMIC_RELAXED) << MT__GEN_SHIFT;
+      size_t i = 0;
+      for (; i < n; i++) {
+        uint64_t code = (info->callstack[i] & MT__PC_MASK) | gen;
+        if (LOAD(&described[described_slot(code)]) != code) break;
+        r->q[(at + REC_HEAD + n - 1 - i) & (QUEUE_WORDS - 1)] = code;
+      }
+      if (i == n) {
+        if (at != h) r->q[h & (QUEUE_WORDS - 1)] = SKIP;
+        h = at;
+        cell *c = r->cells;
+        r->cells = c->next;
+        r->ncells--;
+        c->id = PENDING;
+        c->ring = r;
+        c->session = __atomic_load_n(&tr.session, __ATOMIC_RELAXED);
+        r->q[h & (QUEUE_WORDS - 1)] = (uint64_t)info->source << 32 | n;
+        r->q[(h + 1) & (QUEUE_WORDS - 1)] = (uint64_t)(uintptr_t)c;
+        r->q[(h + 2) & (QUEUE_WORDS - 1)] = now;
+        r->q[(h + 3) & (QUEUE_WORDS - 1)] = info->words;
+        r->q[(h + 4) & (QUEUE_WORDS - 1)] = info->nsamples;
+        STORE_REL(&r->head, h + REC_HEAD + n);
+        return c;
+      }
+    }
+  }
+  return alloc_locked(r, now, info, n);
+}
+
+/* A promotion (runtime blocks), written at once: promotions are rare. */
+void *mt__tr_on_promote(void *ctx, void *handle) {
+  (void)ctx;
+  cell *c = handle;
+  uint64_t now = mt__clock_us(); /* outside the lock: keep it short */
+  pthread_mutex_lock(&tr.lock);
+  if (c->id == PENDING && c->ring) drain_allocs(c->ring);
+  if (c->id < DEAD && c->session == tr.session && tr.active && tr.w) {
+    int rc = mt_writer_promote(tr.w, now, 0, c->id);
+    if (rc != MT_OK && rc != MT_ERR_INVALID) mt__tr_session_failed();
+  }
+  pthread_mutex_unlock(&tr.lock);
+  return handle;
+}
+
+void mt__tr_on_dealloc(void *ctx, void *handle) {
+  (void)ctx;
+  uint64_t now = mt__clock_us();
+  ring *r = my_ring ? my_ring : ring_claim();
+  if (!r) {
+    pthread_mutex_lock(&tr.lock);
+    write_collect(handle, now);
+    pthread_mutex_unlock(&tr.lock);
+    return;
+  }
+  uint64_t n = LOAD(&r->n), d = LOAD_ACQ(&r->done);
+  /* Full, or the oldest entry is old: write the queues now. The slot the
+   * owner fills next is one that every flusher has finished reading
+   * (`done`, acquired, is past it). */
+  if (n - d == COLLECTS || (n != d && (int64_t)(now - r->e[d % COLLECTS].time) > MAX_AGE_US)) {
+    pthread_mutex_lock(&tr.lock);
+    owner_flush(r, now);
+    pthread_mutex_unlock(&tr.lock);
+  }
+  r->e[n % COLLECTS].c = handle;
+  r->e[n % COLLECTS].time = now;
+  STORE_REL(&r->n, n + 1);
+}
