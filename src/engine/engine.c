@@ -7,6 +7,7 @@
  * run with no engine lock held. */
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -50,8 +51,39 @@ typedef struct table {
   size_t cap, used;
 } table;
 
+/* A shard's lock is held for one table probe: a spin lock, whose release
+ * is a plain store (a mutex's is an atomic read-modify-write: with two
+ * shard locks per sample, a few percent of a sample's cost). A waiter
+ * spins briefly, then yields, then sleeps, so that a holder that lost its
+ * core (or has a lower real-time priority) always gets to run. */
+typedef struct spin {
+  _Atomic int held;
+} spin;
+
+static void spin_lock(spin *l) {
+  for (unsigned n = 0;; n++) {
+    if (!atomic_load_explicit(&l->held, memory_order_relaxed) &&
+        !atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
+      return;
+    if (n < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    } else if (n < 128) {
+      sched_yield();
+    } else {
+      struct timespec ts = {0, 20000};
+      nanosleep(&ts, NULL);
+    }
+  }
+}
+
+static inline void spin_unlock(spin *l) {
+  atomic_store_explicit(&l->held, 0, memory_order_release);
+}
+
 typedef struct shard {
-  pthread_mutex_t lock;
+  spin lock;
   table t;
   uint64_t filter_hits; /* frees that took the slow path (under lock: no
                            cache line shared by all threads) */
@@ -82,17 +114,17 @@ static struct {
   _Atomic uint64_t sampled;
 } eng = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static shard shards[SHARDS] = {[0 ... SHARDS - 1] = {.lock = PTHREAD_MUTEX_INITIALIZER}};
+static shard shards[SHARDS];
 
 static shard *shard_of(uintptr_t key) {
   return &shards[mt__filter_slot(key) & (SHARDS - 1)];
 }
 
 static void lock_all(void) {
-  for (unsigned i = 0; i < SHARDS; i++) pthread_mutex_lock(&shards[i].lock);
+  for (unsigned i = 0; i < SHARDS; i++) spin_lock(&shards[i].lock);
 }
 static void unlock_all(void) {
-  for (unsigned i = SHARDS; i-- > 0;) pthread_mutex_unlock(&shards[i].lock);
+  for (unsigned i = SHARDS; i-- > 0;) spin_unlock(&shards[i].lock);
 }
 
 static void *map(size_t bytes) {
@@ -198,23 +230,23 @@ static void tables_clear(void) {
 static void *track_put(uintptr_t key, void *h, uint32_t ep, int sampled) {
   shard *sh = shard_of(key);
   void *old = NULL;
-  pthread_mutex_lock(&sh->lock);
+  spin_lock(&sh->lock);
   sh->sampled += (uint64_t)sampled;
   if (atomic_load(&eng.running) && atomic_load(&eng.epoch) == ep) {
     old = table_put(&sh->t, key, h);
     if (old == h) old = NULL; /* out of memory: untracked */
   }
-  pthread_mutex_unlock(&sh->lock);
+  spin_unlock(&sh->lock);
   return old;
 }
 
 /* Removes key; `is_free`: counts a free that passed the filter. */
 static void *track_take(uintptr_t key, int is_free) {
   shard *sh = shard_of(key);
-  pthread_mutex_lock(&sh->lock);
+  spin_lock(&sh->lock);
   sh->filter_hits += (uint64_t)is_free;
   void *h = table_take(&sh->t, key);
-  pthread_mutex_unlock(&sh->lock);
+  spin_unlock(&sh->lock);
   return h;
 }
 
@@ -253,10 +285,32 @@ static void seed_thread(mt__thread *th) {
   th->rng[1] = splitmix(&s) | 1;
 }
 
+/* log(u) for u in (0, 1] (a uniform draw: a normal double), to about
+ * 1e-12 relative, without a call into libm (a sample draws one or two
+ * gaps; the library's log was a tenth of a sample's engine time). With
+ * u = m 2^e, m in [sqrt(1/2), sqrt(2)): log u = e log 2 + 2 atanh(s),
+ * s = (m - 1) / (m + 1), |s| < 0.172, by atanh's odd series up to s^13
+ * (the next term is below 2e-12 of the sum). */
+static inline double log_unit(double u) {
+  uint64_t bits;
+  memcpy(&bits, &u, sizeof bits);
+  int e = (int)((bits >> 52) & 0x7ff) - 1023;
+  bits = (bits & UINT64_C(0x000fffffffffffff)) | UINT64_C(0x3ff0000000000000);
+  double m;
+  memcpy(&m, &bits, sizeof m); /* in [1, 2) */
+  if (m > M_SQRT2) {
+    m *= 0.5;
+    e++;
+  }
+  double s = (m - 1.0) / (m + 1.0), s2 = s * s;
+  double p = s2 * (1.0 / 3 + s2 * (1.0 / 5 + s2 * (1.0 / 7 + s2 * (1.0 / 9 + s2 * (1.0 / 11 + s2 * (1.0 / 13))))));
+  return (double)e * M_LN2 + 2.0 * s * (1.0 + p);
+}
+
 /* Words up to and including the next sample point: Geometric(rate) >= 1. */
 static int64_t draw_gap(mt__thread *th) {
   if (eng.rate >= 1.0) return 1;
-  double g = floor(log(uniform_open0(th)) * eng.inv_log1m_rate) + 1.0;
+  double g = floor(log_unit(uniform_open0(th)) * eng.inv_log1m_rate) + 1.0;
   return g < (double)(INT64_MAX / 4) ? (int64_t)g : INT64_MAX / 4;
 }
 
