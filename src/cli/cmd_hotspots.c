@@ -29,6 +29,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "hotspots_hh.h"
+#include "hotspots_memo.h"
 #include "ocaml_hashtbl.h"
 #include "output.h"
 #include "progress.h"
@@ -63,140 +65,12 @@ static void *grow_array(void *p, size_t *cap, size_t need, size_t elem) {
   return q;
 }
 
-/* ---- Misra-Gries heavy hitters over (caller, allocator) pairs ----
- *
- * memtrace's summary (a Hashtbl.Make table created for k = 10000) keeps at
- * most k counters, each with hits and misses. Adding a pair it has counts a
- * hit; adding another one when it is full adds nothing but sweeps the
- * table: every counter gets a miss, and those left with hits <= misses go.
- * Rather than giving every counter its misses, each keeps
- *   score = hits + (sweeps done before it came)
- * and goes at the sweep that brings `sweeps` up to its score, so a sweep
- * scans one compact array. Counters are found through an open-addressing
- * table of 16-bit counter numbers (linear probing, backward-shift deletion:
- * it stays small enough for the caches);
- * each counter remembers when it came, which is all OCaml's iteration order
- * needs.
- */
-enum { HH_K = 10000, HH_SLOTS = 32768 /* a power of two, > 2 k */ };
-#define HH_EMPTY UINT16_MAX /* an empty slot; counters are numbered below k */
-#define HH_MASK ((size_t)HH_SLOTS - 1)
-_Static_assert(HH_K < HH_EMPTY && HH_SLOTS <= 65536, "counters and slots fit 16 bits");
-
-typedef struct heavy_hitters {
-  uint16_t *slots; /* the counter whose key hashes there, or HH_EMPTY */
-  /* per counter */
-  int64_t *score;  /* INT64_MAX when the counter is free */
-  int64_t *base;   /* sweeps before it came: hits = score - base */
-  uint64_t *key;   /* caller << 32 | allocator */
-  uint64_t *seq;   /* insertion number */
-  uint16_t *slot;  /* where it is in slots */
-  uint16_t *free_counters;
-  size_t nfree, nused; /* counters 0 .. nused-1 have been used */
-  int64_t sweeps;
-  uint64_t adds;
-} heavy_hitters;
-
-static inline size_t hh_home(uint64_t key) {
-  return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 49) & HH_MASK;
-}
-
-static void hh_init(heavy_hitters *hh) {
-  memset(hh, 0, sizeof *hh);
-  hh->slots = malloc(HH_SLOTS * sizeof *hh->slots);
-  hh->score = malloc(HH_K * sizeof *hh->score);
-  hh->base = malloc(HH_K * sizeof *hh->base);
-  hh->key = malloc(HH_K * sizeof *hh->key);
-  hh->seq = malloc(HH_K * sizeof *hh->seq);
-  hh->slot = malloc(HH_K * sizeof *hh->slot);
-  hh->free_counters = malloc(HH_K * sizeof *hh->free_counters);
-  if (!hh->slots || !hh->score || !hh->base || !hh->key || !hh->seq || !hh->slot ||
-      !hh->free_counters)
-    die_nomem();
-  for (size_t i = 0; i < HH_SLOTS; i++) hh->slots[i] = HH_EMPTY;
-}
-
-static void hh_free(heavy_hitters *hh) {
-  free(hh->slots);
-  free(hh->score);
-  free(hh->base);
-  free(hh->key);
-  free(hh->seq);
-  free(hh->slot);
-  free(hh->free_counters);
-}
-
-/* Empties slot i, moving later entries of its run back into the hole when
- * their home is not between the hole and them. */
-static void hh_unslot(heavy_hitters *hh, size_t i) {
-  uint16_t *s = hh->slots;
-  for (size_t j = (i + 1) & HH_MASK; s[j] != HH_EMPTY; j = (j + 1) & HH_MASK) {
-    size_t home = hh_home(hh->key[s[j]]);
-    if (((j - home) & HH_MASK) >= ((j - i) & HH_MASK)) {
-      s[i] = s[j];
-      hh->slot[s[i]] = (uint16_t)i;
-      i = j;
-    }
-  }
-  s[i] = HH_EMPTY;
-}
-
-static void hh_sweep(heavy_hitters *hh) {
-  int64_t sweeps = ++hh->sweeps, *score = hh->score;
-  for (size_t c = 0; c < hh->nused; c++) {
-    if (score[c] > sweeps) continue;
-    score[c] = INT64_MAX;
-    hh_unslot(hh, hh->slot[c]);
-    hh->free_counters[hh->nfree++] = (uint16_t)c;
-  }
-}
-
-/* Adds the pair; returns its counter, or HH_EMPTY when it has none (the
- * addition swept the table). */
-static inline uint16_t hh_add(heavy_hitters *hh, uint32_t caller, uint32_t allocator) {
-  uint64_t key = (uint64_t)caller << 32 | allocator;
-  uint16_t *s = hh->slots;
-  size_t i = hh_home(key);
-  for (; s[i] != HH_EMPTY; i = (i + 1) & HH_MASK) {
-    if (hh->key[s[i]] == key) {
-      hh->score[s[i]]++;
-      return s[i];
-    }
-  }
-  if (hh->nused - hh->nfree >= HH_K) {
-    hh_sweep(hh);
-    return HH_EMPTY;
-  }
-  uint16_t c = hh->nfree ? hh->free_counters[--hh->nfree] : (uint16_t)hh->nused++;
-  s[i] = c;
-  hh->slot[c] = (uint16_t)i;
-  hh->score[c] = 1 + hh->sweeps;
-  hh->base[c] = hh->sweeps;
-  hh->key[c] = key;
-  hh->seq[c] = hh->adds++;
-  return c;
-}
-
-/* hh_add, given the counter the pair had last time (or HH_EMPTY): when the
- * counter still holds the pair, no probe is needed. (A free counter keeps
- * its last key: its score tells it is free.) */
-static inline uint16_t hh_add_at(heavy_hitters *hh, uint32_t caller, uint32_t allocator,
-                                 uint16_t c) {
-  if (c != HH_EMPTY && hh->key[c] == ((uint64_t)caller << 32 | allocator) &&
-      hh->score[c] != INT64_MAX) {
-    hh->score[c]++;
-    return c;
-  }
-  return hh_add(hh, caller, allocator);
-}
-
 /* ---- functions and locations ---- */
 
 typedef struct loc_entry {
   uint32_t line, start_char, end_char;
   uint32_t func;
   uint32_t older; /* the previous location of the same function, or NONE */
-  int64_t alloc_count;
 } loc_entry;
 
 typedef struct func {
@@ -258,7 +132,8 @@ typedef struct state {
   size_t nfuncs, funcs_cap, total_cap;
   code_table codes; /* location code -> its loc entry and function */
   loc_entry *entries;
-  size_t nentries, entries_cap;
+  int64_t *entry_count; /* per loc entry: samples allocated there */
+  size_t nentries, entries_cap, entry_count_cap;
   heavy_hitters hh;
 } state;
 
@@ -315,173 +190,13 @@ static code_slot add_loc(state *s, const uint64_t *bt, size_t i) {
   }
   uint32_t f = func_of(s, filename, name);
   s->entries = grow_array(s->entries, &s->entries_cap, s->nentries + 1, sizeof *s->entries);
+  s->entry_count = grow_array(s->entry_count, &s->entry_count_cap, s->nentries + 1,
+                              sizeof *s->entry_count);
   uint32_t e = (uint32_t)s->nentries++;
-  s->entries[e] = (loc_entry){line, start, end, f, s->funcs[f].newest_loc, 0};
+  s->entries[e] = (loc_entry){line, start, end, f, s->funcs[f].newest_loc};
+  s->entry_count[e] = 0;
   s->funcs[f].newest_loc = e;
   return code_add(&s->codes, bt[i], e, f);
-}
-
-/* ---- distinct backtraces, memoized ----
- *
- * A trace's backtraces mostly recur: once a backtrace has been analysed, its
- * allocation point's loc entry, its allocator and the list of its distinct
- * caller functions (in the order the analysis meets them, innermost first)
- * are fixed, since each code's description is. So each distinct backtrace
- * is analysed once and its result kept; a recurrence then costs the hash of
- * the codes after the common prefix with the previous backtrace (prefix
- * hashes are kept per depth), one table probe, and a heavy-hitter addition
- * per caller, in the same order as the full analysis makes them (the
- * summary depends on that order). Each caller remembers the counter its
- * pair had, which spares the probe while the pair keeps it. The samples
- * counted for the allocation point and for the callers are summed per
- * backtrace and handed out at the end (memo_flush).
- *
- * Backtraces are told apart by two independent 64-bit hashes of their
- * codes (and their lengths): the codes themselves are not kept, and a
- * collision, which would merge two backtraces' counts, has a chance of
- * about n^2 / 2^129 among n distinct backtraces.
- *
- * Traces whose backtraces rarely recur turn the memo off (memo_check). */
-
-/* A memoized backtrace is one record of the pool, its callers right after
- * its header, so that a hit reads one run of memory. */
-typedef struct memo_bt {
-  uint64_t hash1, hash2;
-  int64_t samples;  /* counted since the last flush */
-  uint32_t allocpt; /* the allocation point's loc entry */
-  uint32_t allocator;
-  uint32_t ncallers, pad;
-} memo_bt;
-
-typedef struct memo_caller {
-  uint32_t func;
-  uint32_t counter; /* the pair's heavy-hitter counter last time, or HH_EMPTY */
-} memo_caller;
-
-/* the pool's unit */
-typedef union memo_word {
-  memo_caller caller;
-  uint64_t u;
-} memo_word;
-enum { MEMO_HEADER = sizeof(memo_bt) / sizeof(memo_word) };
-_Static_assert(sizeof(memo_bt) % sizeof(memo_word) == 0, "headers are whole words");
-
-/* 8 bytes, so that the table stays small enough for the caches: the
- * record's position and 32 other bits of hash1 than those that place it. */
-typedef struct memo_slot {
-  uint32_t tag; /* hash1's low 32 bits */
-  uint32_t at;  /* the record's position in the pool + 1; 0: empty */
-} memo_slot;
-
-enum {
-  MEMO_WINDOW = 1 << 14,  /* allocations between looks at the hit rate */
-  MEMO_MAX_BTS = 1 << 20, /* no new records beyond these */
-  MEMO_MAX_WORDS = 1 << 25, /* < 2^32: positions fit slots */
-};
-
-typedef struct memo {
-  int on;
-  memo_word *pool;
-  size_t nwords, pool_cap, nbts;
-  memo_slot *slots;
-  size_t cap;
-  uint64_t window, window_hits; /* allocations in the current window, hits */
-} memo;
-
-#define MEMO_SEED1 0x2545f4914f6cdd1dull
-#define MEMO_SEED2 0x6a09e667f3bcc909ull
-
-/* The hashes of a backtrace's first i+1 codes from those of its first i:
- * two unrelated bijective mixes. */
-static inline uint64_t memo_step1(uint64_t h, uint64_t code) {
-  h = (h ^ code) * 0x9e3779b97f4a7c15ull;
-  return h ^ (h >> 29);
-}
-static inline uint64_t memo_step2(uint64_t h, uint64_t code) {
-  h = (h + code) * 0xbf58476d1ce4e5b9ull;
-  return h ^ (h >> 31);
-}
-
-static inline memo_bt *memo_rec(const memo *m, size_t at) { return (memo_bt *)(m->pool + at); }
-
-static memo_bt *memo_find(const memo *m, uint64_t hash1, uint64_t hash2) {
-  if (m->cap == 0) return NULL;
-  size_t mask = m->cap - 1;
-  for (size_t i = (size_t)(hash1 >> 32) & mask; m->slots[i].at; i = (i + 1) & mask) {
-    if (m->slots[i].tag != (uint32_t)hash1) continue;
-    memo_bt *b = memo_rec(m, m->slots[i].at - 1);
-    if (b->hash1 == hash1 && b->hash2 == hash2) return b;
-  }
-  return NULL;
-}
-
-static void memo_put_slot(memo_slot *slots, size_t cap, uint64_t hash1, size_t at) {
-  size_t i = (size_t)(hash1 >> 32) & (cap - 1);
-  while (slots[i].at) i = (i + 1) & (cap - 1);
-  slots[i] = (memo_slot){(uint32_t)hash1, (uint32_t)at + 1};
-}
-
-/* Room for a record of up to n callers at the pool's end (its header
- * written by memo_add); returns its callers. */
-static memo_caller *memo_open(memo *m, size_t n) {
-  m->pool = grow_array(m->pool, &m->pool_cap, m->nwords + MEMO_HEADER + n, sizeof *m->pool);
-  return &m->pool[m->nwords + MEMO_HEADER].caller;
-}
-
-/* Records the backtrace whose callers were written at memo_open's place.
- * Returns 0 when the memo is full. */
-static int memo_add(memo *m, uint64_t hash1, uint64_t hash2, uint32_t ncallers, uint32_t allocpt,
-                    uint32_t allocator, int64_t samples) {
-  if (m->nbts >= MEMO_MAX_BTS || m->nwords > MEMO_MAX_WORDS) return 0;
-  if ((m->nbts + 1) * 2 > m->cap) {
-    size_t cap = m->cap ? m->cap * 2 : 4096;
-    memo_slot *slots = calloc(cap, sizeof *slots);
-    if (!slots) die_nomem();
-    for (size_t i = 0; i < m->cap; i++)
-      if (m->slots[i].at)
-        memo_put_slot(slots, cap, memo_rec(m, m->slots[i].at - 1)->hash1, m->slots[i].at - 1);
-    free(m->slots);
-    m->slots = slots;
-    m->cap = cap;
-  }
-  *memo_rec(m, m->nwords) = (memo_bt){hash1, hash2, samples, allocpt, allocator, ncallers, 0};
-  memo_put_slot(m->slots, m->cap, hash1, m->nwords);
-  m->nwords += MEMO_HEADER + ncallers;
-  m->nbts++;
-  return 1;
-}
-
-/* Hands each backtrace's samples to its allocation point and its callers. */
-static void memo_flush(memo *m, state *s) {
-  for (size_t at = 0; at < m->nwords;) {
-    memo_bt *bt = memo_rec(m, at);
-    const memo_word *c = m->pool + at + MEMO_HEADER;
-    if (bt->samples) {
-      s->entries[bt->allocpt].alloc_count += bt->samples;
-      for (uint32_t j = 0; j < bt->ncallers; j++) s->total_count[c[j].caller.func] += bt->samples;
-      bt->samples = 0;
-    }
-    at += MEMO_HEADER + bt->ncallers;
-  }
-}
-
-static void memo_free(memo *m) {
-  free(m->pool);
-  free(m->slots);
-  memset(m, 0, sizeof *m);
-}
-
-/* Counts an allocation, hit or not; at the end of each window, turns the
- * memo off for good when fewer than a quarter of the window's allocations
- * were recurrences it knew: it would then cost more than it saves. */
-static void memo_check(memo *m, state *s, int hit) {
-  m->window_hits += (uint64_t)hit;
-  if (++m->window < MEMO_WINDOW) return;
-  if (m->window_hits * 4 < m->window) {
-    memo_flush(m, s);
-    memo_free(m); /* on = 0 */
-  }
-  m->window = m->window_hits = 0;
 }
 
 /* ---- the report ---- */
@@ -523,7 +238,7 @@ typedef struct hot {
 static void report(state *s, const mt_trace_info *info, int64_t total_samples, mt_out *o) {
   const double wordsize = 8.; /* as memtrace: not the trace's word size */
   func *fs = s->funcs;
-  for (size_t e = 0; e < s->nentries; e++) fs[s->entries[e].func].direct += s->entries[e].alloc_count;
+  for (size_t e = 0; e < s->nentries; e++) fs[s->entries[e].func].direct += s->entry_count[e];
 #define TOTAL_ALLOCS(f) (s->total_count[f] + fs[f].direct)
 
   mt_out_printf(o, "Trace for %s [%" PRId64 "]:\n   %" PRId64 " samples of ",
@@ -537,8 +252,8 @@ static void report(state *s, const mt_trace_info *info, int64_t total_samples, m
   mt_ocaml_binding *order = malloc((hh->nused + 1) * sizeof *order);
   if (!order) die_nomem();
   for (size_t c = 0; c < hh->nused; c++) {
-    if (hh->score[c] == INT64_MAX) continue;
-    uint64_t caller = hh->key[c] >> 32, allocator = (uint32_t)hh->key[c];
+    if (hh->ctr[c].score == HH_FREE) continue;
+    uint64_t caller = hh->ctr[c].key >> 32, allocator = (uint32_t)hh->ctr[c].key;
     /* a.id * 1231441 + b.id * 3821 (an OCaml int: the low bits agree) */
     order[nlive++] = (mt_ocaml_binding){caller * 1231441u + allocator * 3821u, hh->seq[c], (uint32_t)c};
   }
@@ -553,8 +268,8 @@ static void report(state *s, const mt_trace_info *info, int64_t total_samples, m
   size_t nhots = 0, hots_cap = 0;
   for (size_t k = 0; k < nlive; k++) {
     uint32_t c = order[k].item;
-    uint32_t fn = (uint32_t)(hh->key[c] >> 32), al = (uint32_t)hh->key[c];
-    int64_t d1 = hh->score[c] - hh->base[c];
+    uint32_t fn = (uint32_t)(hh->ctr[c].key >> 32), al = (uint32_t)hh->ctr[c].key;
+    int64_t d1 = hh->ctr[c].score - hh->base[c];
     double alloc_prop = (double)fs[al].direct / (double)total_samples;
     if (!(alloc_prop > 0.005)) continue;
     uint32_t *hi = mt__u64map_get(&hot_index, al);
@@ -607,13 +322,13 @@ static void report(state *s, const mt_trace_info *info, int64_t total_samples, m
     size_t nlocs = 0;
     for (uint32_t e = al->newest_loc; e != NONE; e = s->entries[e].older) {
       locs = grow_array(locs, &locs_cap, nlocs + 1, sizeof *locs);
-      locs[nlocs++] = (ranked){s->entries[e].alloc_count, 0, e};
+      locs[nlocs++] = (ranked){s->entry_count[e], 0, e};
     }
     sort_ranked(locs, nlocs);
     int printed = 0;
     for (size_t i = 0; i < nlocs; i++) {
       const loc_entry *le = &s->entries[locs[i].item];
-      if (le->alloc_count <= 0) continue;
+      if (s->entry_count[locs[i].item] <= 0) continue;
       if (printed < 3)
         mt_out_printf(o, "%s%u:%u-%u", printed ? ", " : "", le->line, le->start_char, le->end_char);
       else if (printed == 3)
@@ -668,7 +383,7 @@ static int run(int argc, char **argv) {
   mt_reader *r = mt_cli_open(path);
   state s = {0};
   s.r = r;
-  hh_init(&s.hh);
+  if (hh_init(&s.hh) != 0) die_nomem();
 
   /* The previous backtrace, the function of each of its frames (those
    * before func_valid) and the hashes of each of its prefixes: a backtrace
@@ -680,8 +395,9 @@ static int run(int argc, char **argv) {
   size_t seen_cap = 0;
   uint32_t stamp = 0, allocpt = NONE; /* the allocation point's loc entry */
   int64_t total_samples = 0;
-  memo m = {0};
-  m.on = 1;
+  memo m;
+  memo_init(&m, &s.hh);
+  const memo_sink sink = {&s.entry_count, &s.total_count};
   mt_progress progress;
   mt_progress_start(&progress, r, "hotspots");
   mt_event ev;
@@ -716,14 +432,20 @@ static int run(int argc, char **argv) {
         prev_len = n;
         if (func_valid > k) func_valid = k;
         b->samples += nsamples;
-        uint32_t allocator = b->allocator;
-        memo_caller *c = (memo_caller *)(b + 1);
-        for (uint32_t j = 0; j < b->ncallers; j++)
-          c[j].counter = hh_add_at(&s.hh, c[j].func, allocator, (uint16_t)c[j].counter);
-        memo_check(&m, &s, 1); /* may free b */
+        if (b->epoch == s.hh.sweeps) {
+          memo_hold(&m, b); /* its pairs are all there: hits, held back */
+        } else {
+          int64_t epoch = s.hh.sweeps;
+          uint32_t allocator = b->allocator;
+          memo_caller *c = memo_callers(b);
+          for (uint32_t j = 0; j < b->ncallers; j++)
+            c[j].counter = hh_add_at(&s.hh, c[j].func, allocator, (uint16_t)c[j].counter);
+          if (s.hh.sweeps == epoch) b->epoch = epoch; /* no sweep: all found */
+        }
+        memo_check(&m, &sink, 1); /* may free b */
         continue;
       }
-      memo_check(&m, &s, 0);
+      memo_check(&m, &sink, 0);
     }
 
     /* The frames the previous backtrace shares, already described, whose
@@ -753,20 +475,22 @@ static int run(int argc, char **argv) {
     if (m.on) {
       memo_caller *c = memo_open(&m, n);
       uint32_t nc = 0;
+      int64_t epoch = s.hh.sweeps;
       for (size_t i = n - 1; i-- > 0;) {
         uint32_t f = func_at[i];
         if (seen[f] == stamp) continue;
         seen[f] = stamp;
         c[nc++] = (memo_caller){f, hh_add(&s.hh, f, allocator)};
       }
-      if (!memo_add(&m, hash1, hash2, nc, allocpt, allocator, nsamples)) {
+      if (s.hh.sweeps != epoch) epoch = -1; /* a pair was left out */
+      if (!memo_add(&m, hash1, hash2, nc, allocpt, allocator, nsamples, epoch)) {
         /* not memoized: count now */
-        s.entries[allocpt].alloc_count += nsamples;
+        s.entry_count[allocpt] += nsamples;
         for (uint32_t j = 0; j < nc; j++) s.total_count[c[j].func] += nsamples;
       }
       continue;
     }
-    s.entries[allocpt].alloc_count += nsamples;
+    s.entry_count[allocpt] += nsamples;
     for (size_t i = n - 1; i-- > 0;) {
       uint32_t f = func_at[i];
       if (seen[f] == stamp) continue;
@@ -775,7 +499,7 @@ static int run(int argc, char **argv) {
       hh_add(&s.hh, f, allocator);
     }
   }
-  memo_flush(&m, &s);
+  memo_flush(&m, &sink);
   mt_progress_end(&progress);
   mt_cli_finish(r, rc);
 
@@ -793,6 +517,7 @@ static int run(int argc, char **argv) {
   free(s.funcs);
   free(s.total_count);
   free(s.entries);
+  free(s.entry_count);
   hh_free(&s.hh);
   free(s.codes.slots);
   mt__u64map_free(&s.func_ids);
