@@ -208,20 +208,20 @@ static void *table_take(table *t, uintptr_t key) {
   return h;
 }
 
-/* Forgets every key (all shard locks held). */
+/* Forgets every key (all shard locks held). The filter is cleared through
+ * the keys themselves: every count in it is one of theirs, and walking the
+ * whole megabyte would map all of its pages, at every stop (at exit, most
+ * of a short traced program's overhead). Sticky marks stay. */
 static void tables_clear(void) {
   for (unsigned s = 0; s < SHARDS; s++) {
     table *t = &shards[s].t;
+    for (size_t i = 0; i < t->cap; i++) {
+      if (t->slots[i].key == EMPTY) continue;
+      uint8_t *f = &mt__filter[mt__filter_slot(t->slots[i].key)];
+      if (*f != MT__FILTER_STICKY) __atomic_store_n(f, 0, __ATOMIC_RELAXED);
+    }
     if (t->slots) munmap(t->slots, t->cap * sizeof *t->slots);
     memset(t, 0, sizeof *t);
-  }
-  /* sticky marks stay; eight bytes at a time, the filter being mostly 0 */
-  for (size_t i = 0; i < sizeof mt__filter; i += 8) {
-    uint64_t w;
-    memcpy(&w, &mt__filter[i], 8);
-    if (!w) continue;
-    for (size_t j = i; j < i + 8; j++)
-      if (mt__filter[j] != MT__FILTER_STICKY) mt__filter[j] = 0;
   }
 }
 

@@ -7,8 +7,10 @@
 
 void mt__bt_encoder_init(mt__bt_encoder *e) {
   memset(e, 0, sizeof *e);
-  e->verify_ix = 4242;
+  mt__bt_encoder_init_zeroed(e);
 }
+
+void mt__bt_encoder_init_zeroed(mt__bt_encoder *e) { e->verify_ix = 4242; }
 
 /* memtrace's two hashes, on the code as an OCaml int: the bits they keep
  * (11..24 and 21..34) are the same in 63 and 64-bit arithmetic. */

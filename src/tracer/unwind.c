@@ -130,7 +130,13 @@ static _Atomic uint64_t *verdict_slot(uintptr_t r) {
   return &verdicts[((uint64_t)r * 0x9e3779b97f4a7c15ull) >> (64 - VERDICT_BITS)];
 }
 
+/* Whether any verdict was stored: forgetting an untouched cache would map
+ * its 128 KiB of zero pages (a fault each, dear on a virtual machine). */
+static _Atomic int verdicts_used;
+
 static void verdict_put(uintptr_t r, unsigned v) {
+  if (!atomic_load_explicit(&verdicts_used, memory_order_relaxed))
+    atomic_store_explicit(&verdicts_used, 1, memory_order_relaxed);
   atomic_store_explicit(verdict_slot(r), ((uint64_t)r & ADDR_MASK) | (uint64_t)v << 56,
                         memory_order_relaxed);
 }
@@ -215,6 +221,7 @@ size_t mt__unwind(void *ctx, uint64_t *buf, size_t cap) {
 }
 
 void mt__unwind_forget(void) {
+  if (!atomic_load_explicit(&verdicts_used, memory_order_relaxed)) return;
   for (size_t i = 0; i < sizeof verdicts / sizeof *verdicts; i++)
     atomic_store_explicit(&verdicts[i], 0, memory_order_relaxed);
 }
