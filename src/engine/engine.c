@@ -285,32 +285,10 @@ static void seed_thread(mt__thread *th) {
   th->rng[1] = splitmix(&s) | 1;
 }
 
-/* log(u) for u in (0, 1] (a uniform draw: a normal double), to about
- * 1e-12 relative, without a call into libm (a sample draws one or two
- * gaps; the library's log was a tenth of a sample's engine time). With
- * u = m 2^e, m in [sqrt(1/2), sqrt(2)): log u = e log 2 + 2 atanh(s),
- * s = (m - 1) / (m + 1), |s| < 0.172, by atanh's odd series up to s^13
- * (the next term is below 2e-12 of the sum). */
-static inline double log_unit(double u) {
-  uint64_t bits;
-  memcpy(&bits, &u, sizeof bits);
-  int e = (int)((bits >> 52) & 0x7ff) - 1023;
-  bits = (bits & UINT64_C(0x000fffffffffffff)) | UINT64_C(0x3ff0000000000000);
-  double m;
-  memcpy(&m, &bits, sizeof m); /* in [1, 2) */
-  if (m > M_SQRT2) {
-    m *= 0.5;
-    e++;
-  }
-  double s = (m - 1.0) / (m + 1.0), s2 = s * s;
-  double p = s2 * (1.0 / 3 + s2 * (1.0 / 5 + s2 * (1.0 / 7 + s2 * (1.0 / 9 + s2 * (1.0 / 11 + s2 * (1.0 / 13))))));
-  return (double)e * M_LN2 + 2.0 * s * (1.0 + p);
-}
-
 /* Words up to and including the next sample point: Geometric(rate) >= 1. */
 static int64_t draw_gap(mt__thread *th) {
   if (eng.rate >= 1.0) return 1;
-  double g = floor(log_unit(uniform_open0(th)) * eng.inv_log1m_rate) + 1.0;
+  double g = floor(log(uniform_open0(th)) * eng.inv_log1m_rate) + 1.0;
   return g < (double)(INT64_MAX / 4) ? (int64_t)g : INT64_MAX / 4;
 }
 
