@@ -23,6 +23,7 @@
 
 #define RESYNC_US 1000
 #define CALIBRATE_US 10000 /* the rate is trusted past this baseline */
+#define MAX_PAIR_US 5       /* a counter/clock pair read further apart is read again */
 
 static uint64_t realtime_us(void) {
   struct timespec ts;
@@ -48,9 +49,22 @@ static int check_tsc(void) {
   return ok;
 }
 
-/* Reads the clock, remembers it for this thread and refines the rate. */
+/* Reads the clock, remembers it for this thread and refines the rate. The
+ * counter is read on both sides of the clock: a thread preempted between
+ * the two readings would pair a counter value with a clock reading taken
+ * milliseconds later, and every interpolation until the next resync would
+ * be off by that much (seen under load). Such a pair is read again. */
 static uint64_t resync(uint64_t t) {
-  uint64_t us = realtime_us();
+  uint64_t us = realtime_us(), t1 = __rdtsc();
+  uint64_t q = atomic_load_explicit(&us_per_tick_q32, memory_order_relaxed);
+  /* before the rate is known: 20000 ticks, 5-10 µs at today's rates */
+  uint64_t max_ticks = q ? ((uint64_t)MAX_PAIR_US << 32) / q : 20000;
+  for (int tries = 0; tries < 4 && t1 - t > max_ticks; tries++) {
+    t = __rdtsc();
+    us = realtime_us();
+    t1 = __rdtsc();
+  }
+  t += (t1 - t) / 2;
   last_tsc = t;
   last_us = us;
   uint64_t bt = atomic_load_explicit(&base_tsc, memory_order_acquire);
