@@ -353,7 +353,19 @@ int mt__sample_slow(int64_t words, uint64_t *nsamples) {
   }
   /* The block holds the sample point at word `before`; the words after it
    * are sampled independently. */
-  *nsamples = 1 + draw_binomial(th, (uint64_t)(words - before));
+  uint64_t rest = (uint64_t)(words - before);
+  if (eng.rate < 1.0 && (double)rest * eng.rate < INVERSION_MIN_MEAN) {
+    /* Few points expected: walk the sample points past this one; the first
+     * beyond the block is the next sample point, so the walk's last gap
+     * gives the countdown (one logarithm fewer than a fresh draw, with the
+     * same law: the points are one Bernoulli process). */
+    uint64_t k = 0, pos = (uint64_t)draw_gap(th);
+    for (; pos <= rest; pos += (uint64_t)draw_gap(th)) k++;
+    *nsamples = 1 + k;
+    th->countdown = (int64_t)(pos - rest);
+    return 1;
+  }
+  *nsamples = 1 + draw_binomial(th, rest);
   th->countdown = draw_gap(th);
   return 1;
 }

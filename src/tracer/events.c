@@ -152,23 +152,28 @@ static cell *cell_take(void) {
 /* ---- per-thread rings ---- */
 
 typedef struct ring {
-  /* queued alloc events: words [tail, head) of q, modulo QUEUE_WORDS.
-   * A record: source << 32 | depth, cell, time, words, nsamples, then the
-   * codes, outermost first. Records do not wrap around: SKIP in a record's
-   * first word sends the reader to the start of q. */
-  _Atomic uint64_t head; /* the owner appends */
-  _Atomic uint64_t tail; /* tr.lock held */
-  /* queued collects: entries [done, n) of e, modulo COLLECTS */
-  _Atomic uint64_t n;    /* the owner appends */
-  _Atomic uint64_t done; /* tr.lock held */
+  /* The owner's fields, read and written at every sample: one line. */
+  _Atomic uint64_t head; /* queued allocs end here (the owner appends) */
+  uint64_t first_time;   /* time of the record appended to an empty queue:
+                            the oldest queued, or older if others wrote some */
+  uint64_t prev, prev_n; /* the last queued record's codes: where, how many */
+  unsigned ncells;       /* the owner's free cells (the next owner inherits them) */
+  _Atomic uint64_t n;    /* queued collects end here (the owner appends) */
   _Atomic int owned;
   struct ring *next; /* all rings, pushed under tr.lock */
-  cell *cells;       /* the owner's free cells (the next owner inherits them) */
-  unsigned ncells;
+  /* The flushers' fields (tr.lock held), apart: no line ping-pong. */
+  _Alignas(64) _Atomic uint64_t tail; /* queued allocs start here */
+  _Atomic uint64_t done;              /* queued collects start here */
+  _Alignas(64) cell *cellv[CELLS_LOCAL];
+  /* queued collects: entries [done, n) of e, modulo COLLECTS */
   struct {
     cell *c;
     uint64_t time;
   } e[COLLECTS];
+  /* queued alloc events: words [tail, head) of q, modulo QUEUE_WORDS.
+   * A record: source << 32 | depth, cell, time, words, nsamples, then the
+   * codes, outermost first. Records do not wrap around: SKIP in a record's
+   * first word sends the reader to the start of q. */
   uint64_t q[QUEUE_WORDS];
 } ring;
 
@@ -254,9 +259,7 @@ static void cells_refill(ring *r) {
   while (r->ncells < CELLS_LOCAL) {
     cell *c = cell_take();
     if (!c) break;
-    c->next = r->cells;
-    r->cells = c;
-    r->ncells++;
+    r->cellv[r->ncells++] = c;
   }
 }
 
@@ -346,9 +349,7 @@ static void *alloc_locked(ring *r, uint64_t now, const mt_alloc_info *info, size
     if (mt__symbols_lookup(tr.syms, code, pc & MT__PC_MASK, &l, &k) == 0) STORE(seen, code);
   }
   if (r && r->ncells) {
-    c = r->cells;
-    r->cells = c->next;
-    r->ncells--;
+    c = r->cellv[--r->ncells];
   } else if (!(c = cell_take())) {
     goto out;
   }
@@ -379,32 +380,42 @@ void *mt__tr_on_alloc(void *ctx, const mt_alloc_info *info) {
     uint64_t h = LOAD(&r->head), t = LOAD_ACQ(&r->tail);
     /* the record starts at h, or at the start of q if it would wrap */
     uint64_t at = (h & (QUEUE_WORDS - 1)) + REC_HEAD + n > QUEUE_WORDS ? (h | (QUEUE_WORDS - 1)) + 1 : h;
-    /* (the oldest record's time: t may be a SKIP, whose record is at h) */
-    uint64_t oldest = rec_start(r, t);
     if (at + REC_HEAD + n - t <= QUEUE_WORDS &&
-        (oldest >= h || (int64_t)(now - qword(r, oldest + 2)) <= MAX_AGE_US)) {
+        (h == t || (int64_t)(now - r->first_time) <= MAX_AGE_US)) {
       uint64_t gen = __atomic_load_n(&tr.gen, __ATOMIC_RELAXED) << MT__GEN_SHIFT;
-      size_t i = 0;
+      uint64_t *codes = &r->q[(at + REC_HEAD) & (QUEUE_WORDS - 1)];
+      /* The codes it shares with the last record, from the outermost
+       * (usually most of them), were described then; the others are
+       * looked up. (That record is still intact: only this thread writes
+       * q, and the new record ends within one lap of its start.) */
+      size_t same = 0;
+      if (r->prev_n && at + REC_HEAD + n - r->prev <= QUEUE_WORDS) {
+        const uint64_t *prev = &r->q[r->prev & (QUEUE_WORDS - 1)];
+        size_t m = n < r->prev_n ? n : r->prev_n;
+        while (same < m && ((info->callstack[n - 1 - same] & MT__PC_MASK) | gen) == prev[same])
+          codes[same] = prev[same], same++;
+      }
+      size_t i = same;
       for (; i < n; i++) {
-        uint64_t code = (info->callstack[i] & MT__PC_MASK) | gen;
+        uint64_t code = (info->callstack[n - 1 - i] & MT__PC_MASK) | gen;
         if (LOAD(&described[described_slot(code)]) != code) break;
-        r->q[(at + REC_HEAD + n - 1 - i) & (QUEUE_WORDS - 1)] = code;
+        codes[i] = code;
       }
       if (i == n) {
         if (at != h) r->q[h & (QUEUE_WORDS - 1)] = SKIP;
-        h = at;
-        cell *c = r->cells;
-        r->cells = c->next;
-        r->ncells--;
+        if (h == t) r->first_time = now;
+        cell *c = r->cellv[--r->ncells];
         c->id = PENDING;
         c->ring = r;
         c->session = __atomic_load_n(&tr.session, __ATOMIC_RELAXED);
-        r->q[h & (QUEUE_WORDS - 1)] = (uint64_t)info->source << 32 | n;
-        r->q[(h + 1) & (QUEUE_WORDS - 1)] = (uint64_t)(uintptr_t)c;
-        r->q[(h + 2) & (QUEUE_WORDS - 1)] = now;
-        r->q[(h + 3) & (QUEUE_WORDS - 1)] = info->words;
-        r->q[(h + 4) & (QUEUE_WORDS - 1)] = info->nsamples;
-        STORE_REL(&r->head, h + REC_HEAD + n);
+        r->q[at & (QUEUE_WORDS - 1)] = (uint64_t)info->source << 32 | n;
+        r->q[(at + 1) & (QUEUE_WORDS - 1)] = (uint64_t)(uintptr_t)c;
+        r->q[(at + 2) & (QUEUE_WORDS - 1)] = now;
+        r->q[(at + 3) & (QUEUE_WORDS - 1)] = info->words;
+        r->q[(at + 4) & (QUEUE_WORDS - 1)] = info->nsamples;
+        r->prev = at + REC_HEAD;
+        r->prev_n = n;
+        STORE_REL(&r->head, at + REC_HEAD + n);
         return c;
       }
     }
