@@ -86,6 +86,20 @@ threads)
   read -r objs live <<< "$(awk '$1 == "work" {print $2, $7}' sites1.txt)"
   [ "${objs:-0}" = 1616496 ] && [ "$live" = 0 ] && ok || bad "work at rate 1: $objs sampled, $live never freed"
   ;;
+churn)
+  # threads that exit and are replaced: at rate 1 every block is counted
+  # once, and every one freed has its collection (the pool's last blocks
+  # are freed by main)
+  for unwind in auto fp; do
+    MEMTRACE=c.ctf MEMTRACE_RATE=1 MEMTRACE_UNWIND=$unwind traced "$bin/prog_churn" > out.txt ||
+      bad "program failed ($unwind)"
+    want=$(awk '/^churn/ {print $2}' out.txt)
+    "$bin/check_trace" c.ctf sites > sites.txt || bad "trace unreadable ($unwind)"
+    read -r objs live <<< "$(awk '$1 == "churn_site" {print $2, $7}' sites.txt)"
+    [ -n "$want" ] && [ "${objs:-0}" = "$want" ] && [ "$live" = 0 ] && ok ||
+      bad "churn_site ($unwind): $objs sampled of $want, $live never freed"
+  done
+  ;;
 fork)
   # without %p: the forked child stops tracing, the exec'd child never starts
   MEMTRACE=t.ctf MEMTRACE_RATE=1 traced "$bin/prog_fork" > out.txt || bad "program failed"
