@@ -341,6 +341,74 @@ static void random_round_trip(void **state) {
   mt__bt_decoder_free(&d);
 }
 
+/* The decoder's two paths agree: events followed by enough bytes for their
+ * longest encoding (10 per codeword) take the path without per-codeword
+ * checks, events given their exact bytes the checked one. Two decoders fed
+ * the same random events, one each way, decode the same frames, consume
+ * the same bytes and end with the same caches. */
+static void fast_and_checked_paths_agree(void **state) {
+  (void)state;
+  static mt__bt_encoder e;
+  static mt__bt_decoder exact, padded;
+  static enc_out o;
+  static uint8_t buf[MT__BT_MAX_LENGTH * 4];
+  mt__bt_encoder_init(&e);
+  mt__bt_decoder_init(&exact);
+  mt__bt_decoder_init(&padded);
+  enum { POOL = 30000, MAXLEN = 600, NALLOC = 6000, NPATHS = 40 };
+  uint64_t *pool = malloc(POOL * sizeof *pool);
+  tu_rng rng = {0xfa57};
+  for (size_t i = 0; i < POOL; i++) pool[i] = tu_next(&rng);
+  /* stacks are prefixes of a few paths, so that predictions come true
+   * (runs of every length, past 255 too), with a fresh code now and then */
+  static uint64_t paths[NPATHS][MAXLEN];
+  size_t path_len[NPATHS];
+  for (size_t k = 0; k < NPATHS; k++) {
+    path_len[k] = 1 + tu_below(&rng, k % 4 == 0 ? MAXLEN : 40);
+    for (size_t i = 0; i < path_len[k]; i++) paths[k][i] = pool[tu_below(&rng, 800)];
+  }
+  uint64_t stack[MAXLEN], prev[MAXLEN];
+  size_t len = 0, prev_len = 0, ndiffer = 0, nlong = 0, nruns = 0;
+  for (uint64_t id = 1; id <= NALLOC; id++) {
+    size_t k = tu_below(&rng, NPATHS);
+    len = 1 + tu_below(&rng, path_len[k]);
+    memcpy(stack, paths[k], len * sizeof *stack);
+    if (tu_chance(&rng, 10)) stack[tu_below(&rng, len)] = pool[tu_below(&rng, POOL)];
+    size_t common = 0;
+    while (common < len && common < prev_len && stack[common] == prev[common]) common++;
+    encode(&e, &o, id, stack, common, len);
+    assert_int_equal(decode(&exact, &o, common), MT__BT_OK);
+    memset(buf, 0xee, sizeof buf);
+    memcpy(buf, o.bytes, o.len);
+    size_t room = o.len > o.ncodes * 10 ? o.len : o.ncodes * 10;
+    mt__rd r = {buf, buf + room, 0};
+    assert_int_equal(mt__bt_decode(&padded, &r, o.ncodes, common), MT__BT_OK);
+    assert_ptr_equal(r.p, buf + o.len);
+    assert_bt(&exact, stack, len);
+    assert_bt(&padded, stack, len);
+    if (o.ncodes <= 32 && o.len < o.ncodes * 10) ndiffer++; /* the paths differed */
+    else if (o.ncodes > 32) nlong++; /* checked both times */
+    for (size_t pos = 0; pos + 2 <= o.len;) { /* runs of 2 or more predictions */
+      unsigned tag = tu_ld16(o.bytes + pos) & 3;
+      nruns += tag == 2;
+      pos += tag == 3 ? 10 : tag == 2 ? 3 : 2;
+    }
+    memcpy(prev, stack, len * sizeof *stack);
+    prev_len = len;
+  }
+  for (size_t i = 0; i < MT__BT_CACHE_SIZE; i++) {
+    assert_int_equal(exact.code[i], padded.code[i]);
+    assert_int_equal(exact.pred[i], padded.pred[i]);
+  }
+  /* both kinds of events were there */
+  assert_true(ndiffer > NALLOC / 4);
+  assert_true(nlong > 100);
+  assert_true(nruns > NALLOC);
+  free(pool);
+  mt__bt_decoder_free(&exact);
+  mt__bt_decoder_free(&padded);
+}
+
 /* Prediction runs: 600 frames known in order code as hit+255, hit+255,
  * hit+87 (the 255 overflow starts a new hit on the predicted bucket). */
 static void prediction_run_overflow(void **state) {
@@ -768,6 +836,7 @@ int main(void) {
       cmocka_unit_test(hand_checked_bytes),
       cmocka_unit_test(decoder_hand_written),
       cmocka_unit_test(random_round_trip),
+      cmocka_unit_test(fast_and_checked_paths_agree),
       cmocka_unit_test(prediction_run_overflow),
       cmocka_unit_test(repeated_frames),
       cmocka_unit_test(eviction_by_date),
