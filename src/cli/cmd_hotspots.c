@@ -388,7 +388,8 @@ static int run(int argc, char **argv) {
   /* The previous backtrace, the function of each of its frames (those
    * before func_valid) and the hashes of each of its prefixes: a backtrace
    * mostly repeats the previous one's outer frames. */
-  uint64_t *prev = NULL, *prefix_hash = NULL;
+  uint64_t *prev = NULL;
+  memo_prefix *prefix_hash = NULL;
   uint32_t *func_at = NULL;
   size_t prev_len = 0, prev_cap = 0, func_at_cap = 0, hash_cap = 0, func_valid = 0;
   uint32_t *seen = NULL; /* per function: the allocation that last counted it */
@@ -417,30 +418,26 @@ static int run(int argc, char **argv) {
 
     uint64_t hash1 = 0, hash2 = 0;
     if (m.on) {
-      prefix_hash = grow_array(prefix_hash, &hash_cap, 2 * n, sizeof *prefix_hash);
-      uint64_t h1 = k ? prefix_hash[2 * k - 2] : MEMO_SEED1;
-      uint64_t h2 = k ? prefix_hash[2 * k - 1] : MEMO_SEED2;
-      for (size_t i = k; i < n; i++) {
-        prefix_hash[2 * i] = h1 = memo_step1(h1, bt[i]);
-        prefix_hash[2 * i + 1] = h2 = memo_step2(h2, bt[i]);
-      }
-      hash1 = memo_step1(h1, n); /* the length too */
-      hash2 = memo_step2(h2, n);
+      prefix_hash = grow_array(prefix_hash, &hash_cap, n, sizeof *prefix_hash);
+      memo_hash(bt, k, n, prefix_hash, &hash1, &hash2);
       memo_bt *b = memo_find(&m, hash1, hash2);
       if (b) {
         memcpy(prev + k, bt + k, (n - k) * sizeof *bt);
         prev_len = n;
         if (func_valid > k) func_valid = k;
         b->samples += nsamples;
-        if (b->epoch == s.hh.sweeps) {
+        if (s.hh.sweeps < b->safe_until) {
           memo_hold(&m, b); /* its pairs are all there: hits, held back */
         } else {
-          int64_t epoch = s.hh.sweeps;
+          int64_t sweeps = s.hh.sweeps, low = INT64_MAX;
           uint32_t allocator = b->allocator;
-          memo_caller *c = memo_callers(b);
-          for (uint32_t j = 0; j < b->ncallers; j++)
-            c[j].counter = hh_add_at(&s.hh, c[j].func, allocator, (uint16_t)c[j].counter);
-          if (s.hh.sweeps == epoch) b->epoch = epoch; /* no sweep: all found */
+          memo_caller *c = memo_callers(&m, b);
+          for (uint32_t j = 0; j < b->ncallers; j++) {
+            uint16_t got = hh_add_at(&s.hh, c[j].func, allocator, (uint16_t)c[j].counter);
+            c[j].counter = got;
+            if (got != HH_EMPTY && s.hh.ctr[got].score < low) low = s.hh.ctr[got].score;
+          }
+          b->safe_until = s.hh.sweeps == sweeps ? low : 0; /* 0: a pair was left out */
         }
         memo_check(&m, &sink, 1); /* may free b */
         continue;
@@ -475,15 +472,17 @@ static int run(int argc, char **argv) {
     if (m.on) {
       memo_caller *c = memo_open(&m, n);
       uint32_t nc = 0;
-      int64_t epoch = s.hh.sweeps;
+      int64_t sweeps = s.hh.sweeps, low = INT64_MAX;
       for (size_t i = n - 1; i-- > 0;) {
         uint32_t f = func_at[i];
         if (seen[f] == stamp) continue;
         seen[f] = stamp;
-        c[nc++] = (memo_caller){f, hh_add(&s.hh, f, allocator)};
+        uint16_t got = hh_add(&s.hh, f, allocator);
+        c[nc++] = (memo_caller){f, got};
+        if (got != HH_EMPTY && s.hh.ctr[got].score < low) low = s.hh.ctr[got].score;
       }
-      if (s.hh.sweeps != epoch) epoch = -1; /* a pair was left out */
-      if (!memo_add(&m, hash1, hash2, nc, allocpt, allocator, nsamples, epoch)) {
+      if (s.hh.sweeps != sweeps) low = 0; /* a pair was left out */
+      if (!memo_add(&m, hash1, hash2, nc, allocpt, allocator, nsamples, low)) {
         /* not memoized: count now */
         s.entry_count[allocpt] += nsamples;
         for (uint32_t j = 0; j < nc; j++) s.total_count[c[j].func] += nsamples;

@@ -9,8 +9,8 @@
  *   score = hits + (sweeps done before it came)
  * and goes at the sweep that brings `sweeps` up to its score, so a sweep
  * scans one compact array. Counters are found through an open-addressing
- * table of 16-bit counter numbers (linear probing, backward-shift deletion:
- * it stays small enough for the caches); each counter remembers when it
+ * table of 16-bit counter numbers (linear probing; it stays small enough
+ * for the caches), rebuilt at each sweep; each counter remembers when it
  * came, which is all OCaml's iteration order needs.
  *
  * Hits on counters commute with each other and with insertions: only a
@@ -42,7 +42,6 @@ typedef struct heavy_hitters {
   hh_counter *ctr;
   int64_t *base;  /* sweeps before it came: hits = score - base */
   uint64_t *seq;  /* insertion number */
-  uint16_t *slot; /* where it is in slots */
   uint16_t *free_counters;
   size_t nfree, nused; /* counters 0 .. nused-1 have been used */
   int64_t sweeps;

@@ -19,43 +19,50 @@ void memo_init(memo *m, heavy_hitters *hh) {
   hh->ctx = m;
 }
 
-static void memo_put_slot(memo_slot *slots, size_t cap, uint64_t hash1, size_t at) {
-  size_t i = (size_t)(hash1 >> 32) & (cap - 1);
-  while (slots[i].at) i = (i + 1) & (cap - 1);
-  slots[i] = (memo_slot){(uint32_t)hash1, (uint32_t)at + 1};
+/* An empty table of cap (a power of two) records. */
+static memo_bt *new_table(size_t cap) {
+  memo_bt *t = aligned_alloc(64, cap * sizeof *t);
+  if (!t) die_nomem();
+  for (size_t i = 0; i < cap; i++) t[i].allocator = MEMO_FREE;
+  return t;
+}
+
+static memo_bt *free_slot(memo_bt *table, size_t cap, uint64_t hash1) {
+  size_t i = (size_t)(hash1 >> 40) & (cap - 1);
+  while (table[i].allocator != MEMO_FREE) i = (i + 1) & (cap - 1);
+  return &table[i];
 }
 
 memo_caller *memo_open(memo *m, size_t n) {
-  size_t need = m->nwords + MEMO_HEADER + n;
+  size_t need = m->ncallers + n;
   if (need > m->pool_cap) {
-    size_t cap = m->pool_cap ? m->pool_cap : 256;
+    size_t cap = m->pool_cap ? m->pool_cap : 1024;
     while (cap < need) cap *= 2;
-    memo_word *pool = realloc(m->pool, cap * sizeof *pool);
+    memo_caller *pool = realloc(m->pool, cap * sizeof *pool);
     if (!pool) die_nomem();
     m->pool = pool;
     m->pool_cap = cap;
   }
-  return &m->pool[m->nwords + MEMO_HEADER].caller;
+  return m->pool + m->ncallers;
 }
 
 int memo_add(memo *m, uint64_t hash1, uint64_t hash2, uint32_t ncallers, uint32_t allocpt,
-             uint32_t allocator, int64_t samples, int64_t epoch) {
-  if (m->nbts >= MEMO_MAX_BTS || m->nwords > MEMO_MAX_WORDS) return 0;
+             uint32_t allocator, int64_t samples, int64_t safe_until) {
+  if (m->nbts >= MEMO_MAX_BTS || m->ncallers + ncallers > MEMO_MAX_CALLERS) return 0;
   if ((m->nbts + 1) * 2 > m->cap) {
-    size_t cap = m->cap ? m->cap * 2 : 4096;
-    memo_slot *slots = calloc(cap, sizeof *slots);
-    if (!slots) die_nomem();
+    memo_release_hits(m); /* the held records move */
+    size_t cap = m->cap ? m->cap * 2 : 1024;
+    memo_bt *table = new_table(cap);
     for (size_t i = 0; i < m->cap; i++)
-      if (m->slots[i].at)
-        memo_put_slot(slots, cap, memo_rec(m, m->slots[i].at - 1)->hash1, m->slots[i].at - 1);
-    free(m->slots);
-    m->slots = slots;
+      if (m->table[i].allocator != MEMO_FREE)
+        *free_slot(table, cap, m->table[i].hash1) = m->table[i];
+    free(m->table);
+    m->table = table;
     m->cap = cap;
   }
-  *memo_rec(m, m->nwords) =
-      (memo_bt){hash1, hash2, samples, epoch, 0, allocpt, allocator, ncallers, 0};
-  memo_put_slot(m->slots, m->cap, hash1, m->nwords);
-  m->nwords += MEMO_HEADER + ncallers;
+  *free_slot(m->table, m->cap, hash1) = (memo_bt){
+      hash1, hash2, samples, safe_until, 0, allocpt, allocator, ncallers, (uint32_t)m->ncallers, {0, 0}};
+  m->ncallers += ncallers;
   m->nbts++;
   return 1;
 }
@@ -68,15 +75,15 @@ void memo_hold_slow(memo *m, memo_bt *b) {
     m->held = held;
     m->held_cap = cap;
   }
-  m->held[m->nheld++] = (uint32_t)((memo_word *)b - m->pool);
+  m->held[m->nheld++] = (uint32_t)(b - m->table);
 }
 
 void memo_release_hits(void *ctx) {
   memo *m = ctx;
   heavy_hitters *hh = m->hh;
   for (size_t k = 0; k < m->nheld; k++) {
-    memo_bt *b = memo_rec(m, m->held[k]);
-    const memo_caller *c = memo_callers(b);
+    memo_bt *b = &m->table[m->held[k]];
+    const memo_caller *c = memo_callers(m, b);
     for (uint32_t j = 0; j < b->ncallers; j++) hh_bump(hh, (uint16_t)c[j].counter, b->pending);
     b->pending = 0;
   }
@@ -84,17 +91,15 @@ void memo_release_hits(void *ctx) {
 }
 
 void memo_flush(memo *m, const memo_sink *sink) {
-  if (m->nheld) memo_release_hits(m);
+  memo_release_hits(m);
   int64_t *entry_count = *sink->entry_count, *total_count = *sink->total_count;
-  for (size_t at = 0; at < m->nwords;) {
-    memo_bt *b = memo_rec(m, at);
-    const memo_caller *c = memo_callers(b);
-    if (b->samples) {
-      entry_count[b->allocpt] += b->samples;
-      for (uint32_t j = 0; j < b->ncallers; j++) total_count[c[j].func] += b->samples;
-      b->samples = 0;
-    }
-    at += MEMO_HEADER + b->ncallers;
+  for (size_t i = 0; i < m->cap; i++) {
+    memo_bt *b = &m->table[i];
+    if (b->allocator == MEMO_FREE || !b->samples) continue;
+    const memo_caller *c = memo_callers(m, b);
+    entry_count[b->allocpt] += b->samples;
+    for (uint32_t j = 0; j < b->ncallers; j++) total_count[c[j].func] += b->samples;
+    b->samples = 0;
   }
 }
 
@@ -103,8 +108,8 @@ void memo_free(memo *m) {
     m->hh->before_sweep = NULL;
     m->hh->ctx = NULL;
   }
+  free(m->table);
   free(m->pool);
-  free(m->slots);
   free(m->held);
   memset(m, 0, sizeof *m);
 }

@@ -14,12 +14,13 @@
  * backtrace and handed out at the end (memo_flush).
  *
  * Once a recurrence has found every one of its pairs in the summary, they
- * stay there until the next sweep (only sweeps remove counters), so until
- * then each further recurrence only adds hits, which commute with whatever
- * else the summary does before that sweep (hotspots_hh.h): the record
- * counts them (`pending`) and hands them over in one go just before the
- * sweep (memo_release_hits, the summary's before_sweep hook) or at the end.
- * `epoch` is the sweep count at which the record last found all its pairs.
+ * stay there as long as the sweep count stays below the lowest of their
+ * scores then (`safe_until`): only a sweep removes a counter, and only one
+ * that brings the count up to its score, which never falls. Until then each
+ * further recurrence only adds hits, which commute with whatever else the
+ * summary does before the next sweep (hotspots_hh.h): the record counts
+ * them (`pending`) and hands them over in one go just before that sweep
+ * (memo_release_hits, the summary's before_sweep hook) or at the end.
  *
  * Backtraces are told apart by two independent 64-bit hashes of their
  * codes (and their lengths): the codes themselves are not kept, and a
@@ -35,52 +36,42 @@
 
 #include "hotspots_hh.h"
 
-/* A memoized backtrace is one record of the pool, its callers right after
- * its header, so that a hit reads one run of memory. */
+/* A memoized backtrace: one cache line in the table itself, so that a
+ * recurrence reads one line (the probe seldom goes past the first slot at
+ * the table's load, at most 1/2); its callers are in the pool. */
 typedef struct memo_bt {
   uint64_t hash1, hash2;
-  int64_t samples;  /* counted since the last flush */
-  int64_t epoch;    /* hh sweeps when all its pairs were last found; -1 */
-  int64_t pending;  /* recurrences whose hits are held back */
-  uint32_t allocpt; /* the allocation point's loc entry */
-  uint32_t allocator;
-  uint32_t ncallers, pad;
+  int64_t samples;    /* counted since the last flush */
+  int64_t safe_until; /* its pairs are all there while hh sweeps < this */
+  int64_t pending;    /* recurrences whose hits are held back */
+  uint32_t allocpt;   /* the allocation point's loc entry */
+  uint32_t allocator; /* MEMO_FREE: an empty slot */
+  uint32_t ncallers;
+  uint32_t callers; /* its callers' position in the pool */
+  uint32_t pad[2];
 } memo_bt;
+_Static_assert(sizeof(memo_bt) == 64, "a record is a cache line");
+#define MEMO_FREE UINT32_MAX
 
 typedef struct memo_caller {
   uint32_t func;
   uint32_t counter; /* the pair's heavy-hitter counter last time, or HH_EMPTY */
 } memo_caller;
 
-/* the pool's unit */
-typedef union memo_word {
-  memo_caller caller;
-  uint64_t u;
-} memo_word;
-enum { MEMO_HEADER = sizeof(memo_bt) / sizeof(memo_word) };
-_Static_assert(sizeof(memo_bt) % sizeof(memo_word) == 0, "headers are whole words");
-
-/* 8 bytes, so that the table stays small enough for the caches: the
- * record's position and 32 other bits of hash1 than those that place it. */
-typedef struct memo_slot {
-  uint32_t tag; /* hash1's low 32 bits */
-  uint32_t at;  /* the record's position in the pool + 1; 0: empty */
-} memo_slot;
-
 enum {
   MEMO_WINDOW = 1 << 14,    /* allocations between looks at the hit rate */
   MEMO_MAX_BTS = 1 << 20,   /* no new records beyond these */
-  MEMO_MAX_WORDS = 1 << 25, /* < 2^32: positions fit slots */
+  MEMO_MAX_CALLERS = 1u << 26, /* < 2^32 */
 };
 
 typedef struct memo {
   int on;
   heavy_hitters *hh; /* the summary it holds hits back from */
-  memo_word *pool;
-  size_t nwords, pool_cap, nbts;
-  memo_slot *slots;
-  size_t cap;
-  uint32_t *held; /* positions of the records with pending hits */
+  memo_bt *table;    /* cap records, cache-line aligned */
+  size_t cap, nbts;
+  memo_caller *pool; /* the records' callers */
+  size_t ncallers, pool_cap;
+  uint32_t *held; /* slots of the records with pending hits */
   size_t nheld, held_cap;
   uint64_t window, window_hits; /* allocations in the current window, hits */
 } memo;
@@ -91,8 +82,11 @@ typedef struct memo_sink {
   int64_t **total_count; /* per function: samples it is a caller of */
 } memo_sink;
 
-#define MEMO_SEED1 0x2545f4914f6cdd1dull
-#define MEMO_SEED2 0x6a09e667f3bcc909ull
+/* The hashes of a backtrace's prefixes: kept after each code, so that a
+ * backtrace sharing a prefix with the previous one hashes only the rest. */
+typedef struct memo_prefix {
+  uint64_t h1, h2;
+} memo_prefix;
 
 /* The hashes of a backtrace's first i+1 codes from those of its first i:
  * two unrelated bijective mixes. */
@@ -105,29 +99,44 @@ static inline uint64_t memo_step2(uint64_t h, uint64_t code) {
   return h ^ (h >> 31);
 }
 
-static inline memo_bt *memo_rec(const memo *m, size_t at) { return (memo_bt *)(m->pool + at); }
-static inline memo_caller *memo_callers(memo_bt *b) { return (memo_caller *)(b + 1); }
+/* Hashes bt[0..n) into *hash1 and *hash2, given ph[0..k) (the hashes of
+ * the first k codes' prefixes); fills ph[k..n). */
+static inline void memo_hash(const uint64_t *bt, size_t k, size_t n, memo_prefix *ph,
+                             uint64_t *hash1, uint64_t *hash2) {
+  memo_prefix p = k ? ph[k - 1] : (memo_prefix){0x2545f4914f6cdd1dull, 0x6a09e667f3bcc909ull};
+  for (size_t i = k; i < n; i++) {
+    p.h1 = memo_step1(p.h1, bt[i]);
+    p.h2 = memo_step2(p.h2, bt[i]);
+    ph[i] = p;
+  }
+  *hash1 = memo_step1(p.h1, n); /* the length too */
+  *hash2 = memo_step2(p.h2, n);
+}
+
+static inline memo_caller *memo_callers(const memo *m, const memo_bt *b) {
+  return m->pool + b->callers;
+}
 
 static inline memo_bt *memo_find(const memo *m, uint64_t hash1, uint64_t hash2) {
   if (m->cap == 0) return NULL;
   size_t mask = m->cap - 1;
-  for (size_t i = (size_t)(hash1 >> 32) & mask; m->slots[i].at; i = (i + 1) & mask) {
-    if (m->slots[i].tag != (uint32_t)hash1) continue;
-    memo_bt *b = memo_rec(m, m->slots[i].at - 1);
+  for (size_t i = (size_t)(hash1 >> 40) & mask;; i = (i + 1) & mask) {
+    memo_bt *b = &m->table[i];
+    if (b->allocator == MEMO_FREE) return NULL;
     if (b->hash1 == hash1 && b->hash2 == hash2) return b;
   }
-  return NULL;
 }
 
-/* Room for a record of up to n callers at the pool's end (its header
- * written by memo_add); returns its callers. */
+/* Room for the callers of a record of up to n callers at the pool's end
+ * (the record made by memo_add); returns it. */
 memo_caller *memo_open(memo *m, size_t n);
 /* Records the backtrace whose callers were written at memo_open's place.
- * Returns 0 when the memo is full. */
+ * Returns 0 when the memo is full. Hands held-back hits over when the table
+ * grows (records move). */
 int memo_add(memo *m, uint64_t hash1, uint64_t hash2, uint32_t ncallers, uint32_t allocpt,
-             uint32_t allocator, int64_t samples, int64_t epoch);
-/* Notes a recurrence of b whose hits are held back (b->epoch is the
- * summary's sweep count). */
+             uint32_t allocator, int64_t samples, int64_t safe_until);
+/* Notes a recurrence of b whose hits are held back (the summary's sweep
+ * count is below b->safe_until). */
 void memo_hold_slow(memo *m, memo_bt *b);
 static inline void memo_hold(memo *m, memo_bt *b) {
   if (b->pending++ == 0) memo_hold_slow(m, b);

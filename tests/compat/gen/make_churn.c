@@ -2,10 +2,11 @@
  * its (caller, allocator) pairs overflow memtrace's heavy-hitters summary
  * again and again (10000 counters; a pair added when it is full sweeps it):
  *   make_churn OUT
- * 2000 stacks of 8 to 23 frames over functions F0..F399 (some frames
+ * 4000 stacks of 6 to 15 frames over functions F0..F399 (some frames
  * repeated: recursion), drawn 12000 times with skewed weights (stack
- * floor(2000 u^3) for a uniform u), so that most allocations repeat a
- * known stack while rare stacks keep bringing new pairs. One allocation in
+ * floor(4000 u^2) for a uniform u), so that most allocations repeat a
+ * known stack while rare stacks keep bringing new pairs, and pairs of
+ * known stacks keep leaving the summary. One allocation in
  * eight has 1 to 4 samples (the others 1). The sample rate makes one
  * sample 0.1 kB, so every count shows in the report.
  * Not built: kept to say how tests/compat/data was made (see its README).
@@ -16,7 +17,7 @@
 #include <unistd.h>
 #include "memtrace/format.h"
 
-enum { NF = 400, NSTACKS = 2000, NALLOCS = 12000, MAXD = 23 };
+enum { NF = 400, NSTACKS = 4000, NALLOCS = 12000, MAXD = 15 };
 static mt_location locs[NF];
 static char names[NF][8];
 static uint64_t stacks[NSTACKS][MAXD];
@@ -48,7 +49,7 @@ int main(int argc, char **argv) {
     locs[i] = (mt_location){"churn.ml", names[i], (uint32_t)i + 1, 0, 5};
   }
   for (int s = 0; s < NSTACKS; s++) {
-    depth[s] = 8 + (int)(next() % 16);
+    depth[s] = 6 + (int)(next() % 10);
     for (int i = 0; i < depth[s]; i++) {
       /* one frame in ten repeats an earlier one */
       int f = i > 0 && next() % 10 == 0 ? (int)(stacks[s][next() % (uint64_t)i] - 0x1000)
@@ -64,7 +65,7 @@ int main(int argc, char **argv) {
   if (mt_writer_open(&w, &info, &opt) != MT_OK) return 1;
   for (int k = 0; k < NALLOCS; k++) {
     double u = uniform();
-    int s = (int)(NSTACKS * u * u * u);
+    int s = (int)(NSTACKS * u * u);
     uint64_t nsamples = next() % 8 == 0 ? 1 + next() % 4 : 1;
     if (mt_writer_alloc(w, t++, 0, 2 * nsamples, nsamples, MT_SOURCE_MINOR, stacks[s],
                         (size_t)depth[s], NULL) != MT_OK)
