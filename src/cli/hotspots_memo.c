@@ -11,6 +11,8 @@ static void die_nomem(void) {
   exit(1);
 }
 
+static void release(memo *m, int all);
+
 void memo_init(memo *m, heavy_hitters *hh) {
   memset(m, 0, sizeof *m);
   m->on = 1;
@@ -50,7 +52,7 @@ int memo_add(memo *m, uint64_t hash1, uint64_t hash2, uint32_t ncallers, uint32_
              uint32_t allocator, int64_t samples, int64_t safe_until) {
   if (m->nbts >= MEMO_MAX_BTS || m->ncallers + ncallers > MEMO_MAX_CALLERS) return 0;
   if ((m->nbts + 1) * 2 > m->cap) {
-    memo_release_hits(m); /* the held records move */
+    release(m, 1); /* the held records move */
     size_t cap = m->cap ? m->cap * 2 : 1024;
     memo_bt *table = new_table(cap);
     for (size_t i = 0; i < m->cap; i++)
@@ -78,20 +80,32 @@ void memo_hold_slow(memo *m, memo_bt *b) {
   m->held[m->nheld++] = (uint32_t)(b - m->table);
 }
 
-void memo_release_hits(void *ctx) {
-  memo *m = ctx;
+/* Hands over the held hits of the records whose pairs the coming sweep
+ * may remove (every record's when all): a pair whose score is above the
+ * count the sweep reaches stays whatever its score, so its held hits can
+ * wait, and the others' decisions read scores only. */
+static void release(memo *m, int all) {
+  if (m->nheld == 0) return; /* a freed memo too: no hh */
   heavy_hitters *hh = m->hh;
+  int64_t next = hh->sweeps + 1;
+  size_t kept = 0;
   for (size_t k = 0; k < m->nheld; k++) {
     memo_bt *b = &m->table[m->held[k]];
+    if (!all && b->safe_until > next) {
+      m->held[kept++] = m->held[k];
+      continue;
+    }
     const memo_caller *c = memo_callers(m, b);
     for (uint32_t j = 0; j < b->ncallers; j++) hh_bump(hh, (uint16_t)c[j].counter, b->pending);
     b->pending = 0;
   }
-  m->nheld = 0;
+  m->nheld = kept;
 }
 
+void memo_release_hits(void *ctx) { release(ctx, 0); }
+
 void memo_flush(memo *m, const memo_sink *sink) {
-  memo_release_hits(m);
+  release(m, 1);
   int64_t *entry_count = *sink->entry_count, *total_count = *sink->total_count;
   for (size_t i = 0; i < m->cap; i++) {
     memo_bt *b = &m->table[i];

@@ -18,9 +18,10 @@
  * scores then (`safe_until`): only a sweep removes a counter, and only one
  * that brings the count up to its score, which never falls. Until then each
  * further recurrence only adds hits, which commute with whatever else the
- * summary does before the next sweep (hotspots_hh.h): the record counts
- * them (`pending`) and hands them over in one go just before that sweep
- * (memo_release_hits, the summary's before_sweep hook) or at the end.
+ * summary does before the next sweep that may remove one of its pairs
+ * (hotspots_hh.h): the record counts them (`pending`) and hands them over
+ * in one go just before that sweep (memo_release_hits, the summary's
+ * before_sweep hook) or at the end.
  *
  * Backtraces are told apart by two independent 64-bit hashes of their
  * codes (and their lengths): the codes themselves are not kept, and a
@@ -89,8 +90,7 @@ typedef struct memo_prefix {
 } memo_prefix;
 
 /* The hashes of a backtrace's first i+1 codes from those of its first i:
- * two unrelated bijective mixes (a rotation rather than a shift and an
- * xor: one instruction of the chain's latency fewer). */
+ * two unrelated bijective mixes. */
 static inline uint64_t memo_step1(uint64_t h, uint64_t code) {
   h = (h ^ code) * 0x9e3779b97f4a7c15ull;
   return h << 29 | h >> 35; /* the high bits, the best mixed, come low */
@@ -145,8 +145,8 @@ static inline void memo_hold(memo *m, memo_bt *b) {
 /* Starts an empty memo, on, holding hits back from hh: becomes hh's
  * before_sweep hook. */
 void memo_init(memo *m, heavy_hitters *hh);
-/* Hands the held-back hits to the summary (the before_sweep hook; ctx: the
- * memo). */
+/* Hands the held-back hits that the coming sweep needs to the summary (the
+ * before_sweep hook; ctx: the memo). */
 void memo_release_hits(void *ctx);
 /* Hands the held-back hits and the summed samples over. */
 void memo_flush(memo *m, const memo_sink *sink);
