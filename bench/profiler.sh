@@ -4,9 +4,10 @@
 # Runs bench/alloc_workload.c (sizes 16 B to 64 KiB, stacks 5 to 15 deep, some
 # objects kept live) with 1 and 4 threads: plain, under `memtrace run` at the
 # default rate (1e-5 per word) and at 1e-3, and under heaptrack when it is
-# installed. Every configuration runs REPEAT times; the figure kept is the
-# median CPU time (user + sys; on a shared machine it is steadier than wall
-# time), reported as a ratio to plain measured in the same run. Also:
+# installed. The configurations run in turn, REPEAT rounds; the figure kept is
+# each one's median CPU time (user + sys; on a shared machine it is steadier
+# than wall time), reported as a ratio to plain measured in the same rounds.
+# Also:
 #   - instructions added to an unsampled malloc+free pair (callgrind, by
 #     difference between two run lengths, so start-up costs cancel out);
 #   - trace bytes per sampled allocation, and the profiler's own memory
@@ -44,38 +45,51 @@ cc -O2 "$here/pairs.c" -o "$pairs"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# measure NAME CMD...: median CPU seconds and the largest peak RSS (KB).
-measure() {
+# once NAME CMD...: one run; appends "NAME cpu-seconds peak-RSS-KB" to $runs.
+runs=$tmp/runs
+: > "$runs"
+once() {
   local name=$1
   shift
-  local cpus=() rss=0
-  for _ in $(seq "$repeat"); do
-    /usr/bin/time -f "%U %S %M" -o "$tmp/t" "$@" > /dev/null 2> "$tmp/err" ||
-      { log "$name failed: $(tail -3 "$tmp/err")"; return 1; }
-    read -r u s m < "$tmp/t"
-    cpus+=("$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.3f", u + s }')")
-    [ "$m" -gt "$rss" ] && rss=$m
-  done
-  local med
-  med=$(printf '%s\n' "${cpus[@]}" | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}')
-  echo "$name $med $rss"
+  /usr/bin/time -f "%U %S %M" -o "$tmp/t" "$@" > /dev/null 2> "$tmp/err" ||
+    { log "$name failed: $(tail -3 "$tmp/err")"; return 1; }
+  read -r u s m < "$tmp/t"
+  awk -v n="$name" -v u="$u" -v s="$s" -v m="$m" 'BEGIN { printf "%s %.3f %d\n", n, u + s, m }' >> "$runs"
 }
 
-results=$out/profiler-results.txt # raw: name, median CPU s, peak RSS KB
-: > "$results"
-for threads in 1 4; do
-  args=("$work" "$threads" "$millions")
-  measure "plain-$threads" "${args[@]}" >> "$results"
-  measure "memtrace-1e-5-$threads" "$build/memtrace" run -q -o "$tmp/t5.ctf" -- "${args[@]}" >> "$results"
-  measure "memtrace-1e-3-$threads" "$build/memtrace" run -q --rate 1e-3 -o "$tmp/t3.ctf" -- "${args[@]}" >> "$results"
-  if command -v heaptrack > /dev/null; then
-    measure "plain-small-$threads" "$work" "$threads" "$ht_millions" >> "$results"
-    measure "heaptrack-small-$threads" heaptrack -o "$tmp/ht" "$work" "$threads" "$ht_millions" \
-      >> "$results" || log "heaptrack failed: its rows are missing"
-
-    rm -f "$tmp"/ht*
-  fi
+# The configurations run round-robin, REPEAT rounds: a change of the
+# machine's load during the benchmark then weighs on every configuration
+# alike, and the ratios compare runs made side by side.
+have_ht=0
+command -v heaptrack > /dev/null && have_ht=1
+for round in $(seq "$repeat"); do
+  log "round $round of $repeat"
+  for threads in 1 4; do
+    args=("$work" "$threads" "$millions")
+    once "plain-$threads" "${args[@]}"
+    once "memtrace-1e-5-$threads" "$build/memtrace" run -q -o "$tmp/t5.ctf" -- "${args[@]}"
+    once "memtrace-1e-3-$threads" "$build/memtrace" run -q --rate 1e-3 -o "$tmp/t3.ctf" -- "${args[@]}"
+    if [ "$have_ht" = 1 ]; then
+      once "plain-small-$threads" "$work" "$threads" "$ht_millions"
+      once "heaptrack-small-$threads" heaptrack -o "$tmp/ht" "$work" "$threads" "$ht_millions" ||
+        log "heaptrack failed: its rows are missing"
+      rm -f "$tmp"/ht*
+    fi
+  done
 done
+# raw: name, median CPU s, peak RSS KB, in the order first run
+results=$out/profiler-results.txt
+awk '
+  !($1 in seen) { seen[$1] = 1; order[++k] = $1 }
+  { n[$1]++; v[$1, n[$1]] = $2; if ($3 > rss[$1]) rss[$1] = $3 }
+  END {
+    for (i = 1; i <= k; i++) {
+      c = order[i]; m = n[c]
+      for (a = 1; a <= m; a++) x[a] = v[c, a]
+      for (a = 2; a <= m; a++) { t = x[a]; b = a - 1; while (b >= 1 && x[b] > t) { x[b + 1] = x[b]; b-- } x[b + 1] = t }
+      printf "%s %.3f %d\n", c, x[int((m + 1) / 2)], rss[c]
+    }
+  }' "$runs" > "$results"
 
 # Trace size per sample, at both rates (1 thread).
 "$build/memtrace" run -q -o "$tmp/s5.ctf" -- "$work" 1 "$millions"
@@ -107,7 +121,7 @@ fi
 
 {
   echo "# memtrace-c profiler benchmark ($(date -u +%Y-%m-%d), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
-  echo "# workload: $millions M allocations per thread ($ht_millions M for the *-small rows), 16 B - 64 KiB, stacks 5-15 deep; median CPU time of $repeat runs"
+  echo "# workload: $millions M allocations per thread ($ht_millions M for the *-small rows), 16 B - 64 KiB, stacks 5-15 deep; median CPU time of $repeat rounds, configurations interleaved"
   printf "%-24s %10s %10s %12s\n" configuration "cpu s" "x plain" "peak RSS MB"
   awk '
     { name[NR] = $1; cpu[$1] = $2; rss[$1] = $3 }
