@@ -23,10 +23,12 @@
  * in one go just before that sweep (memo_release_hits, the summary's
  * before_sweep hook) or at the end.
  *
- * Backtraces are told apart by two independent 64-bit hashes of their
- * codes (and their lengths): the codes themselves are not kept, and a
- * collision, which would merge two backtraces' counts, has a chance of
- * about n^2 / 2^129 among n distinct backtraces.
+ * Backtraces are told apart by two 64-bit hashes of their codes (and their
+ * lengths), taken from one 128-bit product per code (memo_step): the codes
+ * themselves are not kept, and a collision, which would merge two
+ * backtraces' counts, needs both a collision of the 64-bit chain and one
+ * of the sums beside it, a chance of about n^2 / 2^129 among n distinct
+ * backtraces if the products behave as random.
  *
  * Traces whose backtraces rarely recur turn the memo off (memo_check). */
 #ifndef MT_CLI_HOTSPOTS_MEMO_H
@@ -89,15 +91,17 @@ typedef struct memo_prefix {
   uint64_t h1, h2;
 } memo_prefix;
 
-/* The hashes of a backtrace's first i+1 codes from those of its first i:
- * two unrelated bijective mixes. */
-static inline uint64_t memo_step1(uint64_t h, uint64_t code) {
-  h = (h ^ code) * 0x9e3779b97f4a7c15ull;
-  return h << 29 | h >> 35; /* the high bits, the best mixed, come low */
-}
-static inline uint64_t memo_step2(uint64_t h, uint64_t code) {
-  h = (h + code) * 0xbf58476d1ce4e5b9ull;
-  return h << 33 | h >> 31;
+/* The hashes of a backtrace's first i+1 codes from those of its first i,
+ * from one 64 x 64 -> 128-bit product: h1 chains the low halves (a
+ * bijective mix of the code into h1, rotated so that its best mixed, high
+ * bits come low), h2 sums the high halves. Two backtraces share h1 only by
+ * a 64-bit collision of the chain, and then h2 too only if the high halves
+ * along the way happen to sum alike. */
+static inline void memo_step(memo_prefix *p, uint64_t code) {
+  unsigned __int128 x = (unsigned __int128)(p->h1 ^ code) * 0x9e3779b97f4a7c15ull;
+  uint64_t lo = (uint64_t)x;
+  p->h1 = lo << 29 | lo >> 35;
+  p->h2 += (uint64_t)(x >> 64);
 }
 
 /* Hashes bt[0..n) into *hash1 and *hash2, given ph[0..k) (the hashes of
@@ -106,12 +110,12 @@ static inline void memo_hash(const uint64_t *bt, size_t k, size_t n, memo_prefix
                              uint64_t *hash1, uint64_t *hash2) {
   memo_prefix p = k ? ph[k - 1] : (memo_prefix){0x2545f4914f6cdd1dull, 0x6a09e667f3bcc909ull};
   for (size_t i = k; i < n; i++) {
-    p.h1 = memo_step1(p.h1, bt[i]);
-    p.h2 = memo_step2(p.h2, bt[i]);
+    memo_step(&p, bt[i]);
     ph[i] = p;
   }
-  *hash1 = memo_step1(p.h1, n); /* the length too */
-  *hash2 = memo_step2(p.h2, n);
+  memo_step(&p, n); /* the length too */
+  *hash1 = p.h1;
+  *hash2 = p.h2;
 }
 
 static inline memo_caller *memo_callers(const memo *m, const memo_bt *b) {
