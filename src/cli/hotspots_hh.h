@@ -8,15 +8,16 @@
  * Rather than giving every counter its misses, each keeps
  *   score = hits + (sweeps done before it came)
  * and goes at the sweep that brings `sweeps` up to its score, so a sweep
- * scans one compact array. Counters are found through an open-addressing
- * table of 16-bit counter numbers (linear probing; it stays small enough
- * for the caches), rebuilt at each sweep; each counter remembers when it
- * came, which is all OCaml's iteration order needs.
+ * scans one compact array. Counters are found through a sparse
+ * open-addressing table of 16-bit counter numbers (linear probing), rebuilt
+ * at each sweep; each counter remembers when it came, which is all OCaml's
+ * iteration order needs.
  *
  * Hits on counters commute with each other and with insertions: only a
  * sweep reads the scores. So a caller may hold hits back (hh_bump them
- * later) as long as it hands them over before the next sweep: the
- * before_sweep hook is called first thing in every sweep for that.
+ * later) as long as it hands over, before a sweep, those whose scores the
+ * sweep's decisions need: the before_sweep hook is called first thing in
+ * every sweep for that.
  */
 #ifndef MT_CLI_HOTSPOTS_HH_H
 #define MT_CLI_HOTSPOTS_HH_H
