@@ -2,6 +2,7 @@
 # needs (as root, or through sudo) before building with CMake.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 # Debian packages: building and testing.
@@ -16,7 +17,7 @@ E2E = tests/viewer/e2e
 
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps e2e-deps build test test-asan demo bench fuzz clean
+.PHONY: all deps e2e-deps build test test-asan test-tsan demo bench fuzz clean
 
 all: build
 
@@ -52,6 +53,15 @@ test-asan: e2e-deps
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j$(JOBS)
 
+# The tracer's lock-free event queues under ThreadSanitizer: threads
+# allocating and freeing while tracing stops and restarts (the in-process
+# tracer; libunwind's thread-exit destructor crashes TSan's runtime, so the
+# stress unwinds by frame pointers).
+test-tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMT_TSAN=ON >/dev/null
+	cmake --build $(TSAN_BUILD) -j$(JOBS) --target stress_sessions
+	cd $(TSAN_BUILD)/tests/profiler && TSAN_OPTIONS=halt_on_error=1 STRESS_MS=500 ./stress_sessions
+
 # The main job on a bundled example: profile examples/demo_app.c with
 # memtrace run (rate 1e-4), then ask the trace where memory went and what
 # was never freed, and write the viewer's self-contained HTML report; then
@@ -78,4 +88,4 @@ fuzz: deps
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-60} .ci/fuzz.sh
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-fuzz

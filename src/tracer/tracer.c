@@ -36,6 +36,12 @@ mt__tracer mt__tr = {.lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP, .fd = -1, .l
                      .client_fd = -1, .wake = {-1, -1}};
 #define tr mt__tr
 
+/* The session's state is written under tr.lock, and read without it by the
+ * event queues' fast path (as hints, checked again under the lock): the
+ * writes are atomic, so that those reads are not data races. */
+static void set_active(int on) { __atomic_store_n(&tr.active, on, __ATOMIC_RELAXED); }
+static void set_writer(mt_writer *w) { __atomic_store_n(&tr.w, w, __ATOMIC_RELAXED); }
+
 void mt__tr_say(const char *fmt, ...) {
   char buf[768];
   va_list ap;
@@ -71,14 +77,14 @@ static void session_end(int flush) {
   mt_writer *w = tr.w;
   if (!w) {
     if (tr.active) { /* a child that never sampled: no file to close */
-      tr.active = 0;
+      set_active(0);
       mt_engine_stop();
     }
     return;
   }
   mt__tls.busy++;
-  tr.active = 0;
-  tr.w = NULL; /* detached first: no callback may reach it while it closes */
+  set_active(0);
+  set_writer(NULL); /* detached first: no callback may reach it while it closes */
   mt_engine_stop();
   if (flush) mt_writer_flush(w);
   mt_writer_close(w); /* after a failure or a fork this writes nothing */
@@ -120,8 +126,8 @@ static int writer_begin(int fd) {
     tr.fd = -1;
     return rc;
   }
-  tr.w = w;
-  tr.session++;
+  set_writer(w);
+  __atomic_store_n(&tr.session, tr.session + 1, __ATOMIC_RELAXED);
   tr.session_pid = in.pid;
   return MT_OK;
 }
@@ -145,12 +151,12 @@ static int session_begin(int fd) {
   if (rc != MT_OK) return rc;
   if ((rc = engine_begin()) != MT_OK) {
     mt_writer_close(tr.w);
-    tr.w = NULL;
+    set_writer(NULL);
     close(fd);
     tr.fd = -1;
     return rc;
   }
-  tr.active = 1;
+  set_active(1);
   return MT_OK;
 }
 
@@ -162,7 +168,7 @@ int mt__tr_open_child_trace(void) {
   if (fd < 0 || writer_begin(fd) != MT_OK) {
     mt__tr_say("memtrace: the child process %ld is not traced: %s", (long)getpid(),
         fd < 0 ? err : tr.err);
-    tr.active = 0;
+    set_active(0);
     mt_engine_stop();
     return -1;
   }
@@ -233,8 +239,8 @@ static void fork_child(void) {
    * (the writer sees the new pid and writes nothing). */
   mt_writer *w = tr.w;
   if (w) {
-    tr.w = NULL; /* detached first: nothing may reach it while it closes */
-    tr.active = 0;
+    set_writer(NULL); /* detached first: nothing may reach it while it closes */
+    set_active(0);
     mt_engine_stop();
     mt_writer_close(w);
     if (tr.fd >= 0) close(tr.fd);
@@ -246,7 +252,7 @@ static void fork_child(void) {
     tr.listening = 0;
     tr.client_fd = -1;
   } else if (tr.dest.kind == MT__DEST_FILE && tr.dest.per_process && w) {
-    if (engine_begin() == MT_OK) tr.active = 1; /* the file opens at the first sample */
+    if (engine_begin() == MT_OK) set_active(1); /* the file opens at the first sample */
   }
   mt__tls.busy--;
 }
