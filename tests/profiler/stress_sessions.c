@@ -92,13 +92,20 @@ int main(void) {
   stop_all = 1;
   for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
   mt_trace_stop();
+  /* A session may see no sample: after a stop, a thread rejoins only once
+   * its idle countdown (2^20 words) runs out, which takes a slow build
+   * (ASan, TSan) longer than a session. Every trace must read back whole,
+   * and the stress must have sampled. */
   int bad = 0;
+  long total = 0;
   for (int k = 0; k <= SESSIONS; k++) {
     long n = check(path[k]);
-    if (n <= 0) bad = 1;
-    else printf("session %d: %ld sampled allocations\n", k, n);
+    if (n < 0) bad = 1;
+    else total += n;
+    printf("session %d: %ld sampled allocations\n", k, n);
     unlink(path[k]);
   }
+  if (total == 0) bad = 1;
   for (int i = 0; i < POOL; i++) free(pool[i]);
   puts(bad ? "stress FAILED" : "stress done");
   return bad;
