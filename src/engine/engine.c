@@ -292,6 +292,17 @@ static int64_t draw_gap(mt__thread *th) {
   return g < (double)(INT64_MAX / 4) ? (int64_t)g : INT64_MAX / 4;
 }
 
+/* Walks the sample points in n words, gap by gap: returns how many lie in
+ * them, and sets *beyond to the distance from their end to the next one
+ * (a Geometric(rate) draw in its own right: the points are one Bernoulli
+ * process). */
+static uint64_t walk_points(mt__thread *th, uint64_t n, uint64_t *beyond) {
+  uint64_t k = 0, pos = (uint64_t)draw_gap(th);
+  for (; pos <= n; pos += (uint64_t)draw_gap(th)) k++;
+  *beyond = pos - n;
+  return k;
+}
+
 /* Sampled words among n: Binomial(n, rate). */
 static uint64_t draw_binomial(mt__thread *th, uint64_t n) {
   if (n == 0) return 0;
@@ -315,9 +326,8 @@ static uint64_t draw_binomial(mt__thread *th, uint64_t n) {
     return k;
   }
   if (mean < EXACT_BINOMIAL_MEAN) {
-    uint64_t k = 0;
-    for (uint64_t pos = (uint64_t)draw_gap(th); pos <= n; pos += (uint64_t)draw_gap(th)) k++;
-    return k;
+    uint64_t beyond;
+    return walk_points(th, n, &beyond);
   }
   double u1 = uniform_open0(th), u2 = uniform_open0(th);
   double z = sqrt(-2.0 * log(u1)) * cos(2 * M_PI * u2);
@@ -355,14 +365,11 @@ int mt__sample_slow(int64_t words, uint64_t *nsamples) {
    * are sampled independently. */
   uint64_t rest = (uint64_t)(words - before);
   if (eng.rate < 1.0 && (double)rest * eng.rate < INVERSION_MIN_MEAN) {
-    /* Few points expected: walk the sample points past this one; the first
-     * beyond the block is the next sample point, so the walk's last gap
-     * gives the countdown (one logarithm fewer than a fresh draw, with the
-     * same law: the points are one Bernoulli process). */
-    uint64_t k = 0, pos = (uint64_t)draw_gap(th);
-    for (; pos <= rest; pos += (uint64_t)draw_gap(th)) k++;
-    *nsamples = 1 + k;
-    th->countdown = (int64_t)(pos - rest);
+    /* Few points expected: walk them; the walk's last gap, past the
+     * block, gives the countdown (one logarithm fewer than a fresh draw). */
+    uint64_t beyond;
+    *nsamples = 1 + walk_points(th, rest, &beyond);
+    th->countdown = (int64_t)beyond;
     return 1;
   }
   *nsamples = 1 + draw_binomial(th, rest);
