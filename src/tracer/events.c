@@ -222,14 +222,20 @@ static void rings_drain_allocs(void) {
   for (ring *r = rings; r; r = r->next) drain_allocs(r);
 }
 
-/* Writes a collect (tr.lock held), its alloc first if still queued, and
- * frees the cell: a handle is collected once. */
-static void write_collect(cell *c, uint64_t time) {
+/* Writes a promotion or collection of c's object (tr.lock held), its
+ * alloc event first if still queued; nothing when the object has no id in
+ * this session's trace. */
+static void write_relative(cell *c, uint64_t time, int promote) {
   if (c->id == PENDING && c->ring) drain_allocs(c->ring);
-  if (c->id < DEAD && c->session == tr.session && tr.active && tr.w) {
-    int rc = mt_writer_collect(tr.w, time, 0, c->id);
-    if (rc != MT_OK && rc != MT_ERR_INVALID) mt__tr_session_failed();
-  }
+  if (c->id >= DEAD || c->session != tr.session || !tr.active || !tr.w) return;
+  int rc = promote ? mt_writer_promote(tr.w, time, 0, c->id)
+                   : mt_writer_collect(tr.w, time, 0, c->id);
+  if (rc != MT_OK && rc != MT_ERR_INVALID) mt__tr_session_failed();
+}
+
+/* Writes a collect and frees the cell: a handle is collected once. */
+static void write_collect(cell *c, uint64_t time) {
+  write_relative(c, time, 0);
   cell_free(c);
 }
 
@@ -429,11 +435,7 @@ void *mt__tr_on_promote(void *ctx, void *handle) {
   cell *c = handle;
   uint64_t now = mt__clock_us(); /* outside the lock: keep it short */
   pthread_mutex_lock(&tr.lock);
-  if (c->id == PENDING && c->ring) drain_allocs(c->ring);
-  if (c->id < DEAD && c->session == tr.session && tr.active && tr.w) {
-    int rc = mt_writer_promote(tr.w, now, 0, c->id);
-    if (rc != MT_OK && rc != MT_ERR_INVALID) mt__tr_session_failed();
-  }
+  write_relative(c, now, 1);
   pthread_mutex_unlock(&tr.lock);
   return handle;
 }
