@@ -220,10 +220,11 @@ static int begin_event(mt_writer *w, wdomain *d, unsigned code, uint64_t now) {
 /* ---- domains ---- */
 
 static wdomain *new_domain(mt_writer *w, uint32_t id) {
-  wdomain *d = calloc(1, sizeof *d); /* zeroed: the encoder and mtf tables too */
+  wdomain *d = calloc(1, sizeof *d); /* zeroed: the encoder's tables too */
   if (!d) return NULL;
   d->id = id;
   mt__bt_encoder_init_zeroed(&d->bt);
+  mt__mtf_init(&d->mtf);
   d->time_start = d->time_end = w->start_time;
   ids_new_packet(w, d);
   reset_packet(w, d, 1);
