@@ -9,7 +9,6 @@
 #include <link.h>
 #include <pthread.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <libunwind.h>
 
 static mt__unwind_mode mode;
@@ -168,68 +167,6 @@ static unsigned verdict(uintptr_t r) {
   return v;
 }
 
-/* Each thread remembers its last walk that needed no libunwind, in a page
- * mapped at its first sample (only a pointer in TLS: a dlopen'd
- * libmemtrace.so must keep its static TLS small). A new walk's outer frames
- * that match it, position for position from the root, were accepted then:
- * only the frames below them need their verdicts, which otherwise are a
- * cache miss each (the table is large, and a malloc-heavy program evicts
- * it between samples). A forget (dlclose) bumps the epoch: every memory is
- * stale. */
-#define MEMO_MAX 500
-typedef struct walk_memo {
-  unsigned epoch;
-  size_t n;
-  uintptr_t pcs[MEMO_MAX];
-} walk_memo;
-static __thread walk_memo *memo __attribute__((tls_model("initial-exec")));
-static __thread int memo_failed __attribute__((tls_model("initial-exec")));
-static _Atomic unsigned forget_epoch = 1;
-
-/* Pages of exited threads are kept for the next threads: a program that
- * starts a thread per task must not map a page per task. */
-typedef union memo_page {
-  walk_memo m;
-  union memo_page *next_free;
-} memo_page;
-static memo_page *memo_pool;
-static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_key_t memo_key;
-static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
-
-static void memo_release(void *p) { /* at thread exit */
-  memo_page *pg = p;
-  if (memo == &pg->m) memo = NULL;
-  pthread_mutex_lock(&memo_lock);
-  pg->next_free = memo_pool;
-  memo_pool = pg;
-  pthread_mutex_unlock(&memo_lock);
-}
-
-static void memo_key_init(void) { pthread_key_create(&memo_key, memo_release); }
-
-static walk_memo *memo_get(void) {
-  if (memo || memo_failed) return memo;
-  pthread_once(&memo_once, memo_key_init);
-  pthread_mutex_lock(&memo_lock);
-  memo_page *pg = memo_pool;
-  if (pg) memo_pool = pg->next_free;
-  pthread_mutex_unlock(&memo_lock);
-  if (!pg) {
-    void *p = mmap(NULL, sizeof *pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-      memo_failed = 1; /* then every walk checks every frame */
-      return NULL;
-    }
-    pg = p;
-  }
-  pg->m.epoch = 0; /* stale until a walk is remembered */
-  pg->m.n = 0;
-  memo = &pg->m;
-  pthread_setspecific(memo_key, pg);
-  return memo;
-}
-
 static size_t skip_hidden(const uintptr_t *pcs, size_t n) {
   size_t skip = 0;
   while (skip < n && is_hidden(pcs[skip])) skip++;
@@ -261,25 +198,14 @@ size_t mt__unwind(void *ctx, uint64_t *buf, size_t cap) {
       verdicts_closes = closes;
       mt__unwind_forget();
     }
-    size_t n = walk_frame_pointers(pcs, want), i = 0, known = 0;
-    walk_memo *m = memo_get();
-    unsigned epoch = atomic_load_explicit(&forget_epoch, memory_order_relaxed);
-    if (m && m->epoch == epoch && n < want)
-      while (known < n && known < m->n && pcs[n - 1 - known] == m->pcs[m->n - 1 - known]) known++;
-    for (; i < n - known; i++) {
+    size_t n = walk_frame_pointers(pcs, want), i = 0;
+    for (; i < n; i++) {
       unsigned v = verdict(pcs[i]);
       if (v == V_RECORD) continue;
       if (i + 1 == n && n < want && v == V_ENTRY) i = n; /* the walk's natural end */
       break;
     }
-    if (i == n - known) {
-      if (m && known < n) { /* remember this walk */
-        m->n = n <= MEMO_MAX ? n : 0;
-        memcpy(m->pcs, pcs, m->n * sizeof *pcs);
-        m->epoch = epoch;
-      }
-      return copy_out(pcs, n, buf, cap);
-    }
+    if (i == n) return copy_out(pcs, n, buf, cap);
     /* A frame without a record: libunwind for this sample. If that frame
      * ended the walk and libunwind agrees up to it, with only a few frames
      * beyond, it is an entry point: later walks may end there. */
@@ -295,7 +221,6 @@ size_t mt__unwind(void *ctx, uint64_t *buf, size_t cap) {
 }
 
 void mt__unwind_forget(void) {
-  atomic_fetch_add_explicit(&forget_epoch, 1, memory_order_relaxed);
   if (!atomic_load_explicit(&verdicts_used, memory_order_relaxed)) return;
   for (size_t i = 0; i < sizeof verdicts / sizeof *verdicts; i++)
     atomic_store_explicit(&verdicts[i], 0, memory_order_relaxed);
