@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "emit.h"
+#include "rng.h"
 
 /* The fingerprint of a backtrace is a polynomial over its printed frames
  * (each location's function and line, or an undescribed code's value),
@@ -16,14 +17,6 @@
 #define FP_M 0x9e3779b97f4a7c15ull
 #define FP_SEED 0x5bd1e9955bd1e995ull
 
-static uint64_t mix(uint64_t x) { /* splitmix64's finalizer */
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return x;
-}
 
 typedef union key {
   uint64_t samples;
@@ -85,11 +78,11 @@ static int prepare_codes(rank *r) {
     uint64_t mul = 1, add = 0;
     if (n == 0) {
       mul = FP_M;
-      add = mix(mt_analysis_code_value(r->a, (uint32_t)c) ^ 0xc0dec0dec0dec0deull);
+      add = mt__mix64(mt_analysis_code_value(r->a, (uint32_t)c) ^ 0xc0dec0dec0dec0deull);
     }
     for (size_t i = 0; i < n; i++) {
       mul *= FP_M;
-      add = add * FP_M + mix((uint64_t)fr[i].function << 32 | fr[i].line);
+      add = add * FP_M + mt__mix64((uint64_t)fr[i].function << 32 | fr[i].line);
     }
     r->cmul[c] = mul;
     r->cadd[c] = add;
@@ -124,7 +117,7 @@ static uint64_t fingerprint(rank *r, const uint32_t *codes, size_t n) {
     r->plen[i + 1] = len;
   }
   r->pn = n;
-  uint64_t fp = mix(x ^ mix(len + 0x632be59bd9b4e019ull));
+  uint64_t fp = mt__mix64(x ^ mt__mix64(len + 0x632be59bd9b4e019ull));
   return fp ? fp : 1; /* 0 marks "not computed" in bt_fp */
 }
 

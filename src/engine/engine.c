@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "engine_internal.h"
+#include "rng.h"
 
 /* While the engine is stopped, threads look again after this many words. */
 #define IDLE_WORDS ((int64_t)1 << 20)
@@ -252,25 +253,16 @@ static void *track_take(uintptr_t key, int is_free) {
 
 /* ---- random numbers ---- */
 
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
 static uint64_t next_u64(mt__thread *th) { /* xoroshiro128+ */
   uint64_t s0 = th->rng[0], s1 = th->rng[1], r = s0 + s1;
   s1 ^= s0;
-  th->rng[0] = rotl(s0, 24) ^ s1 ^ (s1 << 16);
-  th->rng[1] = rotl(s1, 37);
+  th->rng[0] = mt__rotl(s0, 24) ^ s1 ^ (s1 << 16);
+  th->rng[1] = mt__rotl(s1, 37);
   return r;
 }
 
 static double uniform_open0(mt__thread *th) { /* in (0, 1] */
   return (double)((next_u64(th) >> 11) + 1) * 0x1.0p-53;
-}
-
-static uint64_t splitmix(uint64_t *x) {
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
 }
 
 static void seed_thread(mt__thread *th) {
@@ -281,8 +273,8 @@ static void seed_thread(mt__thread *th) {
     s = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32 ^ (uint64_t)(uintptr_t)th;
   }
   s ^= atomic_fetch_add(&eng.thread_seq, 1) * 0xd1b54a32d192ed03ull;
-  th->rng[0] = splitmix(&s);
-  th->rng[1] = splitmix(&s) | 1;
+  th->rng[0] = mt__splitmix64(&s);
+  th->rng[1] = mt__splitmix64(&s) | 1;
 }
 
 /* Words up to and including the next sample point: Geometric(rate) >= 1. */

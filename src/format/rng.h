@@ -1,6 +1,7 @@
 /* xoshiro256** (Blackman and Vigna), seeded by splitmix64: the project's
  * deterministic generator where a seed must give the same output on any
- * libc (memtrace subsample, the benchmark's trace generator). Internal. */
+ * libc (memtrace subsample, the benchmark's trace generator, the sampling
+ * engine's per-thread seeds). Internal. */
 #ifndef MT_FORMAT_RNG_H
 #define MT_FORMAT_RNG_H
 
@@ -10,12 +11,14 @@ typedef struct mt__rng {
   uint64_t s[4];
 } mt__rng;
 
-static inline uint64_t mt__splitmix64(uint64_t *x) {
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+/* splitmix64's finalizer: a bijective mix of all 64 bits (also a hash). */
+static inline uint64_t mt__mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
+
+static inline uint64_t mt__splitmix64(uint64_t *x) { return mt__mix64(*x += 0x9e3779b97f4a7c15ull); }
 
 static inline void mt__rng_seed(mt__rng *g, uint64_t seed) {
   for (int i = 0; i < 4; i++) g->s[i] = mt__splitmix64(&seed);
