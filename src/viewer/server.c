@@ -1,10 +1,10 @@
-/* memtrace view: the HTTP side (GNU libmicrohttpd). Only GET and HEAD;
- * assets from memory; every /api/ answer computed from the current
- * snapshot, which a request holds a reference to while it answers. */
+/* memtrace view: the HTTP side (GNU libmicrohttpd, loaded when the server
+ * starts: see mhd_load.c). Only GET and HEAD; assets from memory; every
+ * /api/ answer computed from the current snapshot, which a request holds a
+ * reference to while it answers. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <microhttpd.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +15,7 @@
 
 #include "answers.h"
 #include "live.h"
+#include "mhd_load.h"
 #include "tcp_listen.h"
 #include "viewer.h"
 
@@ -48,15 +49,15 @@ static const endpoint endpoints[] = {
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *mime,
                             const void *data, size_t len, enum MHD_ResponseMemoryMode mode,
                             int api) {
-  struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)data, mode);
+  struct MHD_Response *r = mt_mhd.create_response_from_buffer(len, (void *)data, mode);
   if (!r) return MHD_NO;
-  MHD_add_response_header(r, "Content-Type", mime);
-  MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-  if (api) MHD_add_response_header(r, "Cache-Control", "no-store");
-  else MHD_add_response_header(r, "Cache-Control", "no-cache");
-  if (status == MHD_HTTP_METHOD_NOT_ALLOWED) MHD_add_response_header(r, "Allow", "GET, HEAD");
-  enum MHD_Result ok = MHD_queue_response(c, status, r);
-  MHD_destroy_response(r);
+  mt_mhd.add_response_header(r, "Content-Type", mime);
+  mt_mhd.add_response_header(r, "X-Content-Type-Options", "nosniff");
+  if (api) mt_mhd.add_response_header(r, "Cache-Control", "no-store");
+  else mt_mhd.add_response_header(r, "Cache-Control", "no-cache");
+  if (status == MHD_HTTP_METHOD_NOT_ALLOWED) mt_mhd.add_response_header(r, "Allow", "GET, HEAD");
+  enum MHD_Result ok = mt_mhd.queue_response(c, status, r);
+  mt_mhd.destroy_response(r);
   return ok;
 }
 
@@ -179,7 +180,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
   a->allowed = e->params;
   a->bad = 0;
   a->n = a->many = 0;
-  MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, each_arg, a);
+  mt_mhd.get_connection_values(c, MHD_GET_ARGUMENT_KIND, each_arg, a);
   if (a->bad) {
     enum MHD_Result r = send_error(c, MHD_HTTP_BAD_REQUEST, a->err);
     free(a);
@@ -276,7 +277,7 @@ static struct MHD_Daemon *start(mt_vlive *l, const char *host, int port, int *go
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
                      MHD_USE_POLL | (v6 ? MHD_USE_IPv6 : 0);
     struct MHD_Daemon *d =
-        MHD_start_daemon(flags, (uint16_t)p, NULL, NULL, handle, l, MHD_OPTION_SOCK_ADDR, &sa,
+        mt_mhd.start_daemon(flags, (uint16_t)p, NULL, NULL, handle, l, MHD_OPTION_SOCK_ADDR, &sa,
                          MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 60u,
                          MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
                          MHD_OPTION_END);
@@ -296,6 +297,11 @@ int mt_viewer_serve(const mt_viewer_opts *o) {
                        .state = "loading",
                        .listen_fd = -1};
   const char *host = o->host ? o->host : "127.0.0.1";
+  char why[600];
+  if (mt_mhd_load(why, sizeof why)) { /* before any work: nothing to undo */
+    fprintf(stderr, "memtrace view: %s\n", why);
+    return 1;
+  }
   /* Signals are taken by sigwait below, in this thread only. */
   sigset_t set;
   sigemptyset(&set);
@@ -356,7 +362,7 @@ int mt_viewer_serve(const mt_viewer_opts *o) {
   }
   int sig;
   sigwait(&set, &sig);
-  MHD_stop_daemon(d);
+  mt_mhd.stop_daemon(d);
   mt_vlive_stop(&l);
   if (tmp) unlink(tmp);
   return l.failed ? 1 : 0;
