@@ -235,6 +235,19 @@ run)
   # default name: memtrace.COMMAND.PID.ctf
   "$memtrace" run -q "$bin/prog_slow" 0.1 > /dev/null
   ls memtrace.prog_slow.*.ctf > /dev/null 2>&1 && ok || bad "default trace name"
+  # COMMAND is searched in PATH, as execvp did before posix_spawnp
+  PATH="$bin:$PATH" "$memtrace" run -q -o p.ctf prog_slow 0.01 > /dev/null 2> err.txt &&
+    [ -s p.ctf ] && ok || bad "command from PATH: $(cat err.txt)"
+  # an executable script without #! runs with sh, as execvp ran it
+  printf 'echo script ran "$@"\n' > noshebang && chmod +x noshebang
+  [ "$("$memtrace" run -q -o s.ctf ./noshebang a b 2> err.txt)" = "script ran a b" ] && ok ||
+    bad "script without #!: $(cat err.txt)"
+  # memtrace ignores SIGINT and SIGQUIT while it waits; the program gets them
+  # as it would without memtrace (bits 1 and 2 of the SigIgn mask)
+  sigign='m=$(grep SigIgn /proc/self/status | cut -f2); echo $(( 0x$m & 6 ))'
+  mine=$(sh -c "$sigign")
+  under=$("$memtrace" run -q -o i.ctf -- sh -c "$sigign")
+  [ -n "$mine" ] && [ "$mine" = "$under" ] && ok || bad "ignored signals: $mine without, $under under memtrace"
   ;;
 babeltrace)
   MEMTRACE=stream MEMTRACE_RATE=1e-3 traced "$bin/prog_threads" > /dev/null
