@@ -16,6 +16,7 @@
 #include "engine_internal.h"
 #include "memtrace/tracer.h"
 #include "preload.h"
+#include "unwind.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -133,19 +134,28 @@ static void resolve_real(void) {
 
 /* ---- slow paths ---- */
 
-static void *report(void *p, size_t n) {
+/* Samples the block if a sample point lies in it. `frame`: the record of
+ * the slow path that calls this, which the wrapper reached by a tail call,
+ * so that its return address is the program's call: the unwinder starts
+ * there. */
+static void *report(void *p, size_t n, void *frame) {
   uint64_t ns;
-  if (mt__sample_slow((int64_t)((n + 7) >> 3), &ns) && p)
+  if (mt__sample_slow((int64_t)((n + 7) >> 3), &ns) && p) {
+    mt__unwind_from = (uintptr_t)frame;
     mt__track((uintptr_t)p, (n + 7) >> 3, n, ns, MT_SOURCE_EXTERNAL);
+    mt__unwind_from = 0;
+  }
   return p;
 }
 
-void *mt__malloc_sampled(size_t n) { return report(mt__real_malloc(n), n); }
+#define HERE __builtin_frame_address(0)
 
-void *mt__realloc_sampled(void *p, size_t n) { return report(mt__real_realloc(p, n), n); }
+void *mt__malloc_sampled(size_t n) { return report(mt__real_malloc(n), n, HERE); }
+
+void *mt__realloc_sampled(void *p, size_t n) { return report(mt__real_realloc(p, n), n, HERE); }
 
 void *mt__calloc_sampled(size_t n, size_t m, size_t bytes) {
-  return report(mt__real_calloc(n, m), bytes);
+  return report(mt__real_calloc(n, m), bytes, HERE);
 }
 
 void *mt__aligned_sampled(int kind, size_t align, size_t n) {
@@ -153,12 +163,12 @@ void *mt__aligned_sampled(int kind, size_t align, size_t n) {
             : kind == MT__MEMALIGN    ? mt__real_memalign(align, n)
             : kind == MT__VALLOC      ? mt__real_valloc(n)
                                       : mt__real_pvalloc(n);
-  return report(p, n);
+  return report(p, n, HERE);
 }
 
 int mt__posix_memalign_sampled(void **out, size_t align, size_t n) {
   int rc = mt__real_posix_memalign(out, align, n);
-  report(rc == 0 ? *out : NULL, n);
+  report(rc == 0 ? *out : NULL, n, HERE);
   return rc;
 }
 

@@ -25,6 +25,15 @@ void mt__unwind_init(mt__unwind_mode mode);
  * Usable as an mt_callstack_fn (ctx unused). */
 size_t mt__unwind(void *ctx, uint64_t *buf, size_t cap);
 
+/* Where the walk of frame records starts, when the caller knows better
+ * than mt__unwind's own frame: the malloc interposer sets it to the record
+ * of its slow path (whose return address is the program's call, its fast
+ * wrapper having tail-called it) around its sample, so the profiler's
+ * frames are neither walked nor checked. 0: from mt__unwind's frame. The
+ * libunwind mode ignores it. */
+extern __thread uintptr_t mt__unwind_from
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
 /* Forgets what AUTO learned of the code's frames (libraries were unloaded:
  * other code may come to the same addresses). */
 void mt__unwind_forget(void);
