@@ -280,8 +280,9 @@ static void seed_thread(mt__thread *th) {
 /* Words up to and including the next sample point: Geometric(rate) >= 1. */
 static int64_t draw_gap(mt__thread *th) {
   if (eng.rate >= 1.0) return 1;
-  double g = floor(log(uniform_open0(th)) * eng.inv_log1m_rate) + 1.0;
-  return g < (double)(INT64_MAX / 4) ? (int64_t)g : INT64_MAX / 4;
+  /* >= 0 (both factors are <= 0): truncation is floor, one instruction */
+  double g = log(uniform_open0(th)) * eng.inv_log1m_rate;
+  return g < (double)(INT64_MAX / 4) ? (int64_t)g + 1 : INT64_MAX / 4;
 }
 
 /* Walks the sample points in n words, gap by gap: returns how many lie in

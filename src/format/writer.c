@@ -235,12 +235,8 @@ static wdomain *new_domain(mt_writer *w, uint32_t id) {
 /* The writer of `id`, switching to it. Packets of different domains never
  * interleave in time: the previous domain is flushed first (as memtrace's
  * multiplexed writer does). */
-static int domain_for(mt_writer *w, uint32_t id, wdomain **out) {
+static __attribute__((noinline)) int domain_switch(mt_writer *w, uint32_t id, wdomain **out) {
   if (w->status < 0) return MT_ERR_CLOSED;
-  if (w->cur && w->cur->id == id) {
-    *out = w->cur;
-    return MT_OK;
-  }
   if (w->version < 3 && id != 0) return invalid(w, "domain must be 0 in format version 2");
   if (id > 0xffff) return invalid(w, "domain does not fit in 16 bits");
   wdomain *d = NULL;
@@ -255,6 +251,15 @@ static int domain_for(mt_writer *w, uint32_t id, wdomain **out) {
   w->cur = d;
   *out = d;
   return MT_OK;
+}
+
+/* The usual case inline: the current domain again. */
+static inline int domain_for(mt_writer *w, uint32_t id, wdomain **out) {
+  if (__builtin_expect(w->status >= 0 && w->cur && w->cur->id == id, 1)) {
+    *out = w->cur;
+    return MT_OK;
+  }
+  return domain_switch(w, id, out);
 }
 
 /* ---- events ---- */
@@ -302,7 +307,7 @@ int mt_writer_alloc(mt_writer *w, uint64_t time, uint32_t domain, uint64_t lengt
   rc = begin_event(w, d, is_short ? MT__EV_SHORT_ALLOC_BASE + (unsigned)length
                                   : MT__EV_ALLOC, time);
   if (rc) return rc;
-  if (len) memcpy(d->last_bt, bt, len * sizeof *bt);
+  if (new_len) memcpy(d->last_bt + common, bt + common, new_len * sizeof *bt); /* the rest is the same */
   d->last_len = len;
   uint64_t id = d->id_next++;
   mt__wr *b = &d->w;
