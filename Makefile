@@ -9,7 +9,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 DEPS = build-essential cmake libcmocka-dev xz-utils babeltrace2 clang \
        libclang-rt-14-dev time zlib1g-dev protobuf-compiler \
        libunwind-dev libdw-dev python3 libmicrohttpd-dev pkg-config \
-       chromium
+       chromium libjemalloc2
 
 # The viewer's browser tests drive Debian's chromium with playwright-core
 # (npm, test only), installed into tests/viewer/e2e/node_modules.

@@ -116,8 +116,11 @@ MT_API void mt_runtime_free(uintptr_t id);
 
 typedef struct mt_engine_stats {
   uint64_t sampled;       /* allocations sampled                         */
-  uint64_t tracked;       /* blocks tracked now                          */
-  uint64_t filter_hits;   /* frees that took the slow path               */
+  uint64_t tracked;       /* blocks tracked now in the engine's table
+                             (the malloc interposer keeps its sampled
+                             blocks' handles in the blocks themselves,
+                             when the C library's malloc is next)        */
+  uint64_t filter_hits;   /* frees that took the slow path (the table's) */
   uint64_t table_bytes;   /* memory of the engine's tables               */
 } mt_engine_stats;
 

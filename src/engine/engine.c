@@ -5,6 +5,7 @@
  * works underneath a malloc interposer without recursion. Locks are taken
  * only on sampled allocations and on frees that pass the filter; callbacks
  * run with no engine lock held. */
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -89,6 +90,7 @@ typedef struct shard {
   uint64_t filter_hits; /* frees that took the slow path (under lock: no
                            cache line shared by all threads) */
   uint64_t sampled;     /* sampled blocks put here, counted likewise */
+  _Atomic uint64_t sampled_unlocked; /* those of mt__track_handle */
 } __attribute__((aligned(64))) shard;
 
 typedef struct ext_rec { /* a token of mt_external_alloc */
@@ -370,12 +372,24 @@ int mt__sample_slow(int64_t words, uint64_t *nsamples) {
   return 1;
 }
 
+/* The callbacks run inside the program's malloc and free: whatever they do
+ * (a write to a trace, a failed socket call) must not show in its errno,
+ * which a program may read after a successful allocation or a free. */
 static void *run_alloc(uint64_t words, uint64_t bytes, uint64_t nsamples, mt_source source) {
+  int saved = errno;
   uint64_t stack[eng.callstack_max]; /* at most MAX_CALLSTACK */
   size_t n = 0;
   if (eng.callstack) n = eng.callstack(eng.callstack_ctx, stack, eng.callstack_max);
   mt_alloc_info info = {words, bytes, nsamples, source, stack, n};
-  return eng.tracker.alloc ? eng.tracker.alloc(eng.tracker.ctx, &info) : NULL;
+  void *h = eng.tracker.alloc ? eng.tracker.alloc(eng.tracker.ctx, &info) : NULL;
+  errno = saved;
+  return h;
+}
+
+static void run_dealloc(void *h) {
+  int saved = errno;
+  eng.tracker.dealloc(eng.tracker.ctx, h);
+  errno = saved;
 }
 
 void mt__track(uintptr_t key, uint64_t words, uint64_t bytes, uint64_t nsamples,
@@ -389,8 +403,33 @@ void mt__track(uintptr_t key, uint64_t words, uint64_t bytes, uint64_t nsamples,
   if (h) {
     void *old = track_put(key, h, ep, 1);
     /* a block at this address was freed without our knowledge */
-    if (old && eng.tracker.dealloc) eng.tracker.dealloc(eng.tracker.ctx, old);
+    if (old && eng.tracker.dealloc) run_dealloc(old);
   }
+  mt__tls.busy--;
+}
+
+void *mt__track_handle(uint64_t words, uint64_t bytes, uint64_t nsamples, mt_source source,
+                       uint32_t *epoch) {
+  mt__thread *th = &mt__tls;
+  th->busy++;
+  *epoch = atomic_load_explicit(&eng.epoch, memory_order_acquire);
+  void *h = run_alloc(words, bytes, nsamples, source);
+  /* counted in a shard picked by thread: a line shared by every thread
+   * would bounce between the cores at every sample */
+  atomic_fetch_add_explicit(&shards[((uintptr_t)th >> 6) & (SHARDS - 1)].sampled_unlocked, 1,
+                            memory_order_relaxed);
+  th->busy--;
+  return h;
+}
+
+void mt__release_handle(void *h, uint32_t ep) {
+  /* as in mt__untrack: no callback from inside the profiler's own work */
+  if (!h || mt__tls.busy || !eng.tracker.dealloc) return;
+  if (!atomic_load_explicit(&eng.running, memory_order_acquire) ||
+      atomic_load_explicit(&eng.epoch, memory_order_acquire) != ep)
+    return; /* a stopped session's block: forgotten, as its table would be */
+  mt__tls.busy++;
+  run_dealloc(h);
   mt__tls.busy--;
 }
 
@@ -400,7 +439,7 @@ void mt__untrack(uintptr_t key) {
    * callback): the tracker may hold its locks or be mid-update. */
   if (h && eng.tracker.dealloc && !mt__tls.busy) {
     mt__tls.busy++;
-    eng.tracker.dealloc(eng.tracker.ctx, h);
+    run_dealloc(h);
     mt__tls.busy--;
   }
 }
@@ -527,7 +566,7 @@ void mt_external_free(uintptr_t token) {
   pthread_mutex_unlock(&eng.lock);
   if (live && eng.tracker.dealloc) {
     mt__tls.busy++;
-    eng.tracker.dealloc(eng.tracker.ctx, h);
+    run_dealloc(h);
     mt__tls.busy--;
   }
 }
@@ -544,11 +583,13 @@ void mt_runtime_promote(uintptr_t old_id, uintptr_t new_id) {
   void *h = track_take(old_id, 0);
   if (!h) return;
   mt__tls.busy++;
+  int saved = errno;
   void *nh = eng.tracker.promote ? eng.tracker.promote(eng.tracker.ctx, h) : h;
+  errno = saved;
   if (nh) {
     void *old = track_put(new_id, nh, ep, 0);
     /* a block with that id was collected without our knowledge */
-    if (old && eng.tracker.dealloc) eng.tracker.dealloc(eng.tracker.ctx, old);
+    if (old && eng.tracker.dealloc) run_dealloc(old);
   }
   mt__tls.busy--;
 }
@@ -567,7 +608,7 @@ void mt_engine_get_stats(mt_engine_stats *s) {
   for (unsigned i = 0; i < SHARDS; i++) {
     s->tracked += shards[i].t.used;
     s->filter_hits += shards[i].filter_hits;
-    s->sampled += shards[i].sampled;
+    s->sampled += shards[i].sampled + atomic_load(&shards[i].sampled_unlocked);
     s->table_bytes += shards[i].t.cap * sizeof(slot);
   }
   unlock_all();

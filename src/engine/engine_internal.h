@@ -83,4 +83,15 @@ static inline int mt__countdown(uint64_t bytes) {
 /* Slow path of a free: removes `key` and runs the dealloc callback. */
 __attribute__((visibility("hidden"))) void mt__untrack(uintptr_t key);
 
+/* For a caller that keeps each sampled block's handle itself (the malloc
+ * interposer, in a header in front of the block) instead of in the
+ * engine's table: no table, no lock, no filter. mt__track_handle runs the
+ * alloc callback and returns its handle (NULL: not tracked), and in *epoch
+ * the session it belongs to; mt__release_handle runs the dealloc callback
+ * for it, if that session is still the running one. */
+__attribute__((visibility("hidden"))) void *mt__track_handle(uint64_t words, uint64_t bytes,
+                                                              uint64_t nsamples, mt_source source,
+                                                              uint32_t *epoch);
+__attribute__((visibility("hidden"))) void mt__release_handle(void *handle, uint32_t epoch);
+
 #endif

@@ -24,8 +24,8 @@ sampled:
 }
 
 EXPORT void free(void *p) {
-  if (UNLIKELY(mt__maybe_tracked((uintptr_t)p))) {
-    mt__free_maybe_tracked(p, 0, 0, MT__FREE);
+  if (UNLIKELY(mt__maybe_ours(p))) {
+    mt__free_ours(p, 0, 0, MT__FREE);
     return;
   }
   mt__real_free(p);
@@ -44,10 +44,7 @@ sampled:
 }
 
 EXPORT void *realloc(void *p, size_t n) {
-  /* The old block is reported freed first: once realloc returns, its
-   * address may already belong to another thread's new block. (If realloc
-   * fails, the old block lives on unreported.) */
-  if (UNLIKELY(mt__maybe_tracked((uintptr_t)p))) mt__free_maybe_tracked(p, 0, 0, -1);
+  if (UNLIKELY(mt__maybe_ours(p))) return mt__realloc_ours(p, n);
   MT__SPEND_OR_GOTO(n, sampled);
   return mt__real_realloc(p, n);
 sampled: /* a tail call, as everywhere here: no frame of ours to unwind */
@@ -100,17 +97,23 @@ sampled:
 
 /* C23's sized frees: forwarded to the C library's when it has them. */
 EXPORT void free_sized(void *p, size_t n) {
-  if (UNLIKELY(mt__maybe_tracked((uintptr_t)p))) {
-    mt__free_maybe_tracked(p, n, 0, MT__FREE_SIZED);
+  if (UNLIKELY(mt__maybe_ours(p))) {
+    mt__free_ours(p, n, 0, MT__FREE_SIZED);
     return;
   }
   mt__real_free_sized(p, n);
 }
 
 EXPORT void free_aligned_sized(void *p, size_t align, size_t n) {
-  if (UNLIKELY(mt__maybe_tracked((uintptr_t)p))) {
-    mt__free_maybe_tracked(p, n, align, MT__FREE_ALIGNED_SIZED);
+  if (UNLIKELY(mt__maybe_ours(p))) {
+    mt__free_ours(p, n, align, MT__FREE_ALIGNED_SIZED);
     return;
   }
   mt__real_free_aligned_sized(p, align, n);
+}
+
+/* A sampled block's usable size is its allocation's less the header. */
+EXPORT size_t malloc_usable_size(void *p) {
+  if (UNLIKELY(mt__maybe_ours(p))) return mt__usable_size_ours(p);
+  return mt__real_usable_size(p);
 }

@@ -4,6 +4,9 @@
 #define MT_PRELOAD_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "engine_internal.h"
 
 /* The next allocator's functions. They start as bootstrap stubs that look
  * the real ones up, so the wrappers never test for NULL. */
@@ -20,6 +23,49 @@ extern MT__HIDDEN void *(*mt__real_valloc)(size_t);
 extern MT__HIDDEN void *(*mt__real_pvalloc)(size_t);
 extern MT__HIDDEN void (*mt__real_free_sized)(void *, size_t);
 extern MT__HIDDEN void (*mt__real_free_aligned_sized)(void *, size_t, size_t);
+extern MT__HIDDEN size_t (*mt__real_usable_size)(void *);
+
+/* Where the interposer keeps a sampled block's handle.
+ *
+ * With the C library's allocator next (the usual case), in a header: a
+ * sampled block is allocated with MT__HDR bytes (or its alignment, if
+ * larger) in front of what the program gets, and the header's last word,
+ * just before the program's bytes, holds `secret ^ address`. A free reads
+ * that word: for any block of the C library it is the chunk's size field,
+ * which the free is about to read anyway (no other cache line, no table),
+ * and a size never equals a random 64-bit secret mixed with an address. A
+ * sampled block's free then needs no table and no lock.
+ *
+ * With another allocator next (jemalloc, tcmalloc...), the word before a
+ * block may not be mapped: the engine's table and filter keep the handles,
+ * as the embedding API does. `on` says which (fixed before any sample).
+ *
+ * The bootstrap arena's blocks carry the magic word too (and are marked in
+ * the filter): a free finds them in both modes. */
+typedef struct mt__hdr {
+  void *handle;    /* the tracker's (NULL: not tracked, or reported freed) */
+  uint32_t epoch;  /* the engine session that sampled the block */
+  uint32_t off;    /* program's pointer - the block's start */
+  uint64_t unused;
+  uint64_t magic;  /* secret ^ program's pointer */
+} mt__hdr;
+#define MT__HDR sizeof(mt__hdr) /* 32: keeps malloc's 16-byte alignment */
+
+extern MT__HIDDEN struct mt__hdr_mode {
+  uint64_t secret;
+  int on;
+} mt__hdr_mode;
+
+static inline mt__hdr *mt__hdr_of(const void *p) { return (mt__hdr *)p - 1; }
+
+/* Whether p may be one of the interposer's blocks (sampled, or from the
+ * bootstrap arena): the fast test of every free, realloc and
+ * malloc_usable_size. */
+static inline int mt__maybe_ours(const void *p) {
+  if (__builtin_expect(mt__hdr_mode.on, 1))
+    return p && ((const uint64_t *)p)[-1] == (mt__hdr_mode.secret ^ (uintptr_t)p);
+  return mt__maybe_tracked((uintptr_t)p);
+}
 
 /* Slow paths: the countdown ran out (the block is allocated here, then
  * reported), or the filter says the block may be tracked. */
@@ -28,7 +74,9 @@ void *mt__calloc_sampled(size_t n, size_t m, size_t bytes);
 void *mt__realloc_sampled(void *p, size_t n);
 void *mt__aligned_sampled(int kind, size_t align, size_t n);
 int mt__posix_memalign_sampled(void **out, size_t align, size_t n);
-void mt__free_maybe_tracked(void *p, size_t size, size_t align, int kind);
+void mt__free_ours(void *p, size_t size, size_t align, int kind);
+void *mt__realloc_ours(void *p, size_t n);
+size_t mt__usable_size_ours(void *p);
 
 enum { MT__ALIGNED_ALLOC, MT__MEMALIGN, MT__VALLOC, MT__PVALLOC };
 enum { MT__FREE, MT__FREE_SIZED, MT__FREE_ALIGNED_SIZED };

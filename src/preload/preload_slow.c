@@ -3,14 +3,19 @@
  * Bootstrapping: the real functions are found with dlsym(RTLD_NEXT), which
  * may itself allocate (dlerror buffers). Until they are known, requests are
  * served from a static arena whose blocks are never freed; each arena block
- * is marked sticky in the engine's filter, so the fast free sends it here
- * (where it is ignored) without testing for the arena itself. */
+ * carries the magic word and is marked sticky in the engine's filter, so
+ * that the fast free sends it here (where it is ignored) in either mode.
+ *
+ * Sampled blocks: with the C library's allocator next, each carries a
+ * header with its handle (preload.h); with another, the engine's table
+ * keeps the handles ("table mode"). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "engine_internal.h"
@@ -20,20 +25,50 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
+/* ---- the header's secret ---- */
+
+struct mt__hdr_mode mt__hdr_mode;
+
+/* Set once, before the first header is written: the kernel's random bytes
+ * for this process (no system call, no allocation), mixed with an address. */
+static void init_secret(void) {
+  if (mt__hdr_mode.secret) return;
+  uint64_t s = (uint64_t)(uintptr_t)&mt__hdr_mode * 0x9e3779b97f4a7c15ull;
+  const uint64_t *rnd = (const uint64_t *)getauxval(AT_RANDOM);
+  if (rnd) {
+    uint64_t a, b;
+    memcpy(&a, rnd, 8);
+    memcpy(&b, (const char *)rnd + 8, 8);
+    s ^= a ^ (b << 29 | b >> 35);
+  }
+  mt__hdr_mode.secret = s ? s : 1;
+}
+
 /* ---- bootstrap arena ---- */
 
+/* A block: its size and the magic word in the 16 bytes in front of it. */
 static _Alignas(64) char arena[64 * 1024];
-static size_t arena_used;
+static size_t arena_used = 16;
 
 static int in_arena(const void *p) { return (uintptr_t)p - (uintptr_t)arena < sizeof arena; }
 
 static void *arena_alloc(size_t n, size_t align) {
+  init_secret();
   if (align < 16) align = 16;
-  size_t at = (arena_used + align - 1) & ~(align - 1);
+  size_t at = (arena_used + 16 + align - 1) & ~(align - 1);
   if (at + n > sizeof arena || at + n < at) return NULL;
   arena_used = at + n;
-  mt__filter[mt__filter_slot((uintptr_t)(arena + at))] = MT__FILTER_STICKY;
-  return arena + at; /* static storage: already zeroed, as calloc needs */
+  char *p = arena + at;
+  uint64_t words[2] = {n, mt__hdr_mode.secret ^ (uintptr_t)p};
+  memcpy(p - 16, words, 16);
+  mt__filter[mt__filter_slot((uintptr_t)p)] = MT__FILTER_STICKY;
+  return p; /* static storage: already zeroed, as calloc needs */
+}
+
+static size_t arena_size(const void *p) {
+  uint64_t n;
+  memcpy(&n, (const char *)p - 16, 8);
+  return (size_t)n;
 }
 
 /* ---- finding the real functions ---- */
@@ -80,6 +115,10 @@ static void *boot_pvalloc(size_t n) {
   resolve_real();
   return mt__real_pvalloc != boot_pvalloc ? mt__real_pvalloc(n) : NULL;
 }
+static size_t boot_usable_size(void *p) {
+  resolve_real();
+  return mt__real_usable_size != boot_usable_size ? mt__real_usable_size(p) : 0;
+}
 /* The C library may lack C23's sized frees: then they are plain frees. */
 static void plain_free_sized(void *p, size_t n) {
   (void)n;
@@ -102,11 +141,13 @@ void *(*mt__real_valloc)(size_t) = boot_valloc;
 void *(*mt__real_pvalloc)(size_t) = boot_pvalloc;
 void (*mt__real_free_sized)(void *, size_t) = plain_free_sized;
 void (*mt__real_free_aligned_sized)(void *, size_t, size_t) = plain_free_aligned_sized;
+size_t (*mt__real_usable_size)(void *) = boot_usable_size;
 
 static void *next_symbol(const char *name) { return dlsym(RTLD_NEXT, name); }
 
 static void resolve_real(void) {
   if (resolving || mt__real_malloc != boot_malloc) return;
+  init_secret(); /* before the arena's first block */
   resolving = 1; /* dlsym's own allocations come from the arena */
   void *f;
 #define FIND(var, name)                                                         \
@@ -121,6 +162,7 @@ static void resolve_real(void) {
   FIND(mt__real_pvalloc, "pvalloc");
   FIND(mt__real_free_sized, "free_sized");
   FIND(mt__real_free_aligned_sized, "free_aligned_sized");
+  FIND(mt__real_usable_size, "malloc_usable_size");
   FIND(mt__real_malloc, "malloc"); /* last: it marks the end of bootstrap */
 #undef FIND
   resolving = 0;
@@ -130,55 +172,214 @@ static void resolve_real(void) {
     (void)ignored;
     abort();
   }
+  /* Headers only in front of the C library's blocks: the word before a
+   * block of another allocator may lie in an unmapped page. */
+  void *libc_only = next_symbol("gnu_get_libc_version");
+  Dl_info a, b;
+  if (libc_only && mt__real_usable_size != boot_usable_size &&
+      dladdr((void *)mt__real_malloc, &a) && dladdr(libc_only, &b) && a.dli_fbase == b.dli_fbase)
+    mt__hdr_mode.on = 1;
 }
 
 /* ---- slow paths ---- */
 
-/* Samples the block if a sample point lies in it. `frame`: the record of
- * the slow path that calls this, which the wrapper reached by a tail call,
- * so that its return address is the program's call: the unwinder starts
- * there. */
+#define HERE __builtin_frame_address(0)
+#define WORDS(n) (((uint64_t)(n) + 7) >> 3)
+
+/* Table mode: samples the block if a sample point lies in it. `frame`: the
+ * record of the slow path that calls this, which the wrapper reached by a
+ * tail call, so that its return address is the program's call: the
+ * unwinder starts there. */
 static void *report(void *p, size_t n, void *frame) {
   uint64_t ns;
-  if (mt__sample_slow((int64_t)((n + 7) >> 3), &ns) && p) {
+  if (mt__sample_slow((int64_t)WORDS(n), &ns) && p) {
     mt__unwind_from = (uintptr_t)frame;
-    mt__track((uintptr_t)p, (n + 7) >> 3, n, ns, MT_SOURCE_EXTERNAL);
+    mt__track((uintptr_t)p, WORDS(n), n, ns, MT_SOURCE_EXTERNAL);
     mt__unwind_from = 0;
   }
   return p;
 }
 
-#define HERE __builtin_frame_address(0)
+/* Header mode: the program's pointer in the block at base, `off` bytes in,
+ * and its header, for a sample of n bytes (see report for `frame`). */
+static void *adopt(char *base, size_t off, size_t n, uint64_t ns, void *frame) {
+  char *p = base + off;
+  mt__hdr *h = mt__hdr_of(p);
+  uint32_t ep;
+  mt__unwind_from = (uintptr_t)frame;
+  h->handle = mt__track_handle(WORDS(n), n, ns, MT_SOURCE_EXTERNAL, &ep);
+  mt__unwind_from = 0;
+  h->epoch = ep;
+  h->off = (uint32_t)off;
+  h->magic = mt__hdr_mode.secret ^ (uintptr_t)p;
+  return p;
+}
 
-void *mt__malloc_sampled(size_t n) { return report(mt__real_malloc(n), n, HERE); }
+/* Header mode: whether the block of n bytes the wrapper passed here is
+ * sampled (the countdown reached its sample point; the engine may still
+ * decline: stopped, or the profiler's own allocation). */
+static int sampled(size_t n, uint64_t *ns) { return mt__sample_slow((int64_t)WORDS(n), ns); }
 
-void *mt__realloc_sampled(void *p, size_t n) { return report(mt__real_realloc(p, n), n, HERE); }
+void *mt__malloc_sampled(size_t n) {
+  uint64_t ns;
+  if (!mt__hdr_mode.on) return report(mt__real_malloc(n), n, HERE);
+  if (!sampled(n, &ns)) return mt__real_malloc(n);
+  char *base = n <= SIZE_MAX - MT__HDR ? mt__real_malloc(n + MT__HDR) : NULL;
+  if (!base) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return adopt(base, MT__HDR, n, ns, HERE);
+}
 
 void *mt__calloc_sampled(size_t n, size_t m, size_t bytes) {
-  return report(mt__real_calloc(n, m), bytes, HERE);
+  uint64_t ns;
+  if (!mt__hdr_mode.on) return report(mt__real_calloc(n, m), bytes, HERE);
+  if (!sampled(bytes, &ns)) return mt__real_calloc(n, m);
+  char *base = bytes <= SIZE_MAX - MT__HDR ? mt__real_calloc(1, bytes + MT__HDR) : NULL;
+  if (!base) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return adopt(base, MT__HDR, bytes, ns, HERE);
+}
+
+/* realloc of a block not ours, the new size reaching a sample point. In
+ * header mode the sampled block is a new one: the bytes are copied. */
+void *mt__realloc_sampled(void *p, size_t n) {
+  uint64_t ns;
+  if (!mt__hdr_mode.on) return report(mt__real_realloc(p, n), n, HERE);
+  if (!sampled(n, &ns)) return mt__real_realloc(p, n);
+  char *base = n <= SIZE_MAX - MT__HDR ? mt__real_malloc(n + MT__HDR) : NULL;
+  if (!base) {
+    errno = ENOMEM;
+    return NULL; /* p is left as it was, as realloc must */
+  }
+  if (p) {
+    size_t old = mt__real_usable_size(p);
+    memcpy(base + MT__HDR, p, old < n ? old : n);
+    mt__real_free(p);
+  }
+  return adopt(base, MT__HDR, n, ns, HERE);
+}
+
+/* The aligned allocators: the real one of `kind`, with the program's
+ * arguments. */
+static void *aligned_real(int kind, size_t align, size_t n) {
+  return kind == MT__ALIGNED_ALLOC ? mt__real_aligned_alloc(align, n)
+         : kind == MT__MEMALIGN    ? mt__real_memalign(align, n)
+         : kind == MT__VALLOC      ? mt__real_valloc(n)
+                                   : mt__real_pvalloc(n);
+}
+
+/* Header mode: the header's room in front of a block aligned to `align`
+ * (a power of two): the alignment itself when larger than the header, so
+ * that the program's pointer keeps it. 0: none fits. */
+static size_t aligned_off(size_t align, size_t n) {
+  size_t off = align > MT__HDR ? align : MT__HDR;
+  return off <= SIZE_MAX - n ? off : 0;
 }
 
 void *mt__aligned_sampled(int kind, size_t align, size_t n) {
-  void *p = kind == MT__ALIGNED_ALLOC ? mt__real_aligned_alloc(align, n)
-            : kind == MT__MEMALIGN    ? mt__real_memalign(align, n)
-            : kind == MT__VALLOC      ? mt__real_valloc(n)
-                                      : mt__real_pvalloc(n);
-  return report(p, n, HERE);
+  uint64_t ns;
+  if (!mt__hdr_mode.on) return report(aligned_real(kind, align, n), n, HERE);
+  if (!sampled(n, &ns)) return aligned_real(kind, align, n);
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), want = n;
+  if (kind == MT__VALLOC || kind == MT__PVALLOC) align = page;
+  if (kind == MT__PVALLOC) want = n ? (n + page - 1) & ~(page - 1) : page;
+  /* an alignment the C library would reject or round: its own call (the
+   * sample point is spent on an allocation that goes unrecorded) */
+  size_t off;
+  if (!align || (align & (align - 1)) || want < n || !(off = aligned_off(align, want)))
+    return aligned_real(kind, align, n);
+  char *base = mt__real_memalign(align, want + off);
+  return base ? adopt(base, off, n, ns, HERE) : NULL;
 }
 
 int mt__posix_memalign_sampled(void **out, size_t align, size_t n) {
-  int rc = mt__real_posix_memalign(out, align, n);
-  report(rc == 0 ? *out : NULL, n, HERE);
+  uint64_t ns;
+  if (!mt__hdr_mode.on) {
+    int rc = mt__real_posix_memalign(out, align, n);
+    report(rc == 0 ? *out : NULL, n, HERE);
+    return rc;
+  }
+  size_t off;
+  if (!sampled(n, &ns) || !align || (align & (align - 1)) || align % sizeof(void *) ||
+      !(off = aligned_off(align, n)))
+    return mt__real_posix_memalign(out, align, n); /* and its EINVAL */
+  void *base;
+  int rc = mt__real_posix_memalign(&base, align, n + off);
+  if (rc == 0) *out = adopt(base, off, n, ns, HERE);
   return rc;
 }
 
-/* kind < 0: only report (realloc frees the block itself). */
-void mt__free_maybe_tracked(void *p, size_t size, size_t align, int kind) {
+/* Header mode: reports the block's free (once: the handle is cleared) and
+ * returns where its allocation starts. */
+static char *release(void *p) {
+  mt__hdr *h = mt__hdr_of(p);
+  void *handle = h->handle;
+  h->handle = NULL;
+  mt__release_handle(handle, h->epoch);
+  return (char *)p - h->off;
+}
+
+/* A block the fast test found may be ours. kind < 0: never. */
+void mt__free_ours(void *p, size_t size, size_t align, int kind) {
   if (in_arena(p)) return; /* bootstrap blocks are never freed */
+  if (mt__hdr_mode.on) {
+    char *base = release(p);
+    /* No later test may take the freed bytes for a header. */
+    mt__hdr_of(p)->magic = 0;
+    mt__real_free(base); /* its size and alignment are no longer the program's */
+    return;
+  }
   mt__untrack((uintptr_t)p);
   if (kind == MT__FREE) mt__real_free(p);
   else if (kind == MT__FREE_SIZED) mt__real_free_sized(p, size);
-  else if (kind == MT__FREE_ALIGNED_SIZED) mt__real_free_aligned_sized(p, align, size);
+  else mt__real_free_aligned_sized(p, align, size);
+}
+
+/* realloc of a block that may be ours. A sampled block is reported freed
+ * first: once realloc returns, its address may already belong to another
+ * thread's new block (if realloc fails, it lives on unreported). In header
+ * mode the block keeps its header (the C library may then resize it in
+ * place, or move it with mremap), sampled again or not. */
+void *mt__realloc_ours(void *p, size_t n) {
+  uint64_t ns;
+  if (in_arena(p)) {
+    size_t old = arena_size(p);
+    void *q = malloc(n); /* ours: it may be sampled */
+    if (q) memcpy(q, p, old < n ? old : n);
+    return q;
+  }
+  if (!mt__hdr_mode.on) {
+    mt__untrack((uintptr_t)p);
+    if (mt__countdown(n)) return mt__real_realloc(p, n);
+    return report(mt__real_realloc(p, n), n, HERE);
+  }
+  if (n == 0) { /* the C library's realloc(p, 0): a free */
+    mt__free_ours(p, 0, 0, MT__FREE);
+    return NULL;
+  }
+  size_t off = mt__hdr_of(p)->off;
+  char *base = release(p);
+  int s = !mt__countdown(n) && sampled(n, &ns);
+  char *nb = n <= SIZE_MAX - off ? mt__real_realloc(base, n + off) : NULL;
+  if (!nb) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  char *q = nb + off;
+  if (s) return adopt(nb, off, n, ns, HERE);
+  mt__hdr_of(q)->magic = mt__hdr_mode.secret ^ (uintptr_t)q; /* moved, untracked */
+  return q;
+}
+
+size_t mt__usable_size_ours(void *p) {
+  if (in_arena(p)) return arena_size(p);
+  if (!mt__hdr_mode.on) return mt__real_usable_size(p);
+  size_t off = mt__hdr_of(p)->off;
+  return mt__real_usable_size((char *)p - off) - off;
 }
 
 /* _exit skips atexit: a forked child ending with it would lose its last
@@ -213,8 +414,12 @@ EXPORT int dlclose(void *handle) {
   return rc;
 }
 
+/* src/tracer/tracer.c: named in the trace's runtime parameters */
+extern const char *mt__tr_blocks;
+
 __attribute__((constructor)) static void preload_init(void) {
   resolve_real();
   mt__dlclose_hooked = 1;
+  mt__tr_blocks = mt__hdr_mode.on ? "header" : "table";
   mt_trace_if_requested(getenv("MEMTRACE_CONTEXT"), 0);
 }

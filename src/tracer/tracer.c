@@ -276,6 +276,11 @@ void mt__trace_before_exit(void) {
 
 /* ---- public API ---- */
 
+/* Set by the malloc interposer before tracing starts: where it keeps the
+ * sampled blocks' handles ("header" or "table"), for the runtime
+ * parameters. NULL: no interposer (an embedding program). */
+MT__HIDDEN_FN const char *mt__tr_blocks;
+
 static void describe_process(void) {
   ssize_t n = readlink("/proc/self/exe", tr.exe, sizeof tr.exe - 1);
   tr.exe[n > 0 ? n : 0] = 0;
@@ -289,6 +294,10 @@ static void describe_process(void) {
                                                  : "libunwind",
            tr.depth,
            tr.version, tr.separate_debuginfo ? "separate" : "embedded");
+  if (mt__tr_blocks) {
+    size_t len = strlen(tr.params);
+    snprintf(tr.params + len, sizeof tr.params - len, ", blocks=%s", mt__tr_blocks);
+  }
 }
 
 static int start_locked(const mt_trace_options *o) {
