@@ -19,6 +19,7 @@
 #include "format_internal.h"
 #include "loccodec.h"
 #include "tables.h"
+#include "writer_internal.h"
 
 /* An event's fixed fields take at most 100 bytes; with the largest
  * backtrace or location, this much room must be left to start one. */
@@ -282,6 +283,12 @@ static void log_miss(void *ctx, uint64_t code) {
 int mt_writer_alloc(mt_writer *w, uint64_t time, uint32_t domain, uint64_t length,
                     uint64_t nsamples, mt_source source, const uint64_t *bt,
                     size_t len, uint64_t *obj_id) {
+  return mt__writer_alloc_known(w, time, domain, length, nsamples, source, bt, len, 0, obj_id);
+}
+
+int mt__writer_alloc_known(mt_writer *w, uint64_t time, uint32_t domain, uint64_t length,
+                           uint64_t nsamples, mt_source source, const uint64_t *bt, size_t len,
+                           size_t known, uint64_t *obj_id) {
   if ((unsigned)source > MT_SOURCE_EXTERNAL) return invalid(w, "unknown allocation source");
   if (len && !bt) return invalid(w, "NULL backtrace");
   if (length > INT64_MAX || nsamples > INT64_MAX) return invalid(w, "length or samples too large");
@@ -290,7 +297,8 @@ int mt_writer_alloc(mt_writer *w, uint64_t time, uint32_t domain, uint64_t lengt
   if (rc) return rc;
   if (time < d->time_end) time = d->time_end;
 
-  size_t common = 0;
+  size_t common = known < len ? known : len;
+  if (common > d->last_len) common = d->last_len;
   while (common < len && common < d->last_len && bt[common] == d->last_bt[common]) common++;
   size_t new_len = len - common;
   if (len > d->last_cap) {

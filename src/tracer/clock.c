@@ -38,6 +38,10 @@ static _Atomic int tsc_ok;
 static _Atomic uint64_t base_tsc, base_us;
 /* µs per tick, times 2^32; 0 until measured over CALIBRATE_US. */
 static _Atomic uint64_t us_per_tick_q32;
+/* Ticks since a thread's last reading that the fast path interpolates:
+ * fewer than RESYNC_US worth, and fewer than 2^32 (so dt * q cannot
+ * overflow). 0 until the rate is known. */
+static _Atomic uint64_t interp_ticks;
 /* This thread's last reading of the clock. */
 static __thread uint64_t last_tsc __attribute__((tls_model("initial-exec")));
 static __thread uint64_t last_us __attribute__((tls_model("initial-exec")));
@@ -54,7 +58,7 @@ static int check_tsc(void) {
  * the two readings would pair a counter value with a clock reading taken
  * milliseconds later, and every interpolation until the next resync would
  * be off by that much (seen under load). Such a pair is read again. */
-static uint64_t resync(uint64_t t) {
+static __attribute__((noinline)) uint64_t resync(uint64_t t) {
   uint64_t us = realtime_us(), t1 = __rdtsc();
   uint64_t q = atomic_load_explicit(&us_per_tick_q32, memory_order_relaxed);
   /* before the rate is known: 20000 ticks, 5-10 µs at today's rates */
@@ -80,26 +84,34 @@ static uint64_t resync(uint64_t t) {
   }
   uint64_t bu = atomic_load_explicit(&base_us, memory_order_relaxed);
   if (us > bu + CALIBRATE_US && t > bt) {
-    double q = (double)(us - bu) / (double)(t - bt) * 4294967296.0;
-    atomic_store_explicit(&us_per_tick_q32, (uint64_t)q, memory_order_relaxed);
+    uint64_t q = (uint64_t)((double)(us - bu) / (double)(t - bt) * 4294967296.0);
+    /* q > 2^32 (under one tick per µs): no counter worth interpolating */
+    uint64_t ticks = q && q <= (UINT64_C(1) << 32) ? ((uint64_t)RESYNC_US << 32) / q : 0;
+    if (ticks > (UINT64_C(1) << 32)) ticks = UINT64_C(1) << 32;
+    atomic_store_explicit(&us_per_tick_q32, q, memory_order_relaxed);
+    atomic_store_explicit(&interp_ticks, ticks, memory_order_relaxed);
   }
   return us;
 }
 
-uint64_t mt__clock_us(void) {
+/* Without a known invariant counter: check once, then read the clock. */
+static __attribute__((noinline)) uint64_t clock_slow(void) {
   int ok = atomic_load_explicit(&tsc_ok, memory_order_relaxed);
   if (ok < 0 || (!ok && check_tsc() < 0)) return realtime_us();
+  return resync(__rdtsc());
+}
+
+uint64_t mt__clock_us(void) {
+  if (__builtin_expect(atomic_load_explicit(&tsc_ok, memory_order_relaxed) <= 0, 0))
+    return clock_slow();
   uint64_t t = __rdtsc();
-  uint64_t q = atomic_load_explicit(&us_per_tick_q32, memory_order_relaxed);
-  if (q && q <= (UINT64_C(1) << 32) && last_tsc && t >= last_tsc) {
-    /* dt * q < 2^64: q is at most 2^32 (>= 1 tick per µs), dt < 2^32 */
-    uint64_t dt = t - last_tsc;
-    if (dt < (UINT64_C(1) << 32)) {
-      uint64_t us = (dt * q) >> 32;
-      if (us < RESYNC_US) return last_us + us;
-    }
+  /* dt wraps to a huge value if the thread moved back in ticks: resync */
+  uint64_t dt = t - last_tsc, max = atomic_load_explicit(&interp_ticks, memory_order_relaxed);
+  if (__builtin_expect(dt < max && last_tsc, 1)) {
+    uint64_t q = atomic_load_explicit(&us_per_tick_q32, memory_order_relaxed);
+    return last_us + ((dt * q) >> 32);
   }
-  return resync(t); /* first call, stale, or the thread moved back in ticks */
+  return resync(t); /* first call, stale, or not calibrated yet */
 }
 #else
 uint64_t mt__clock_us(void) { return realtime_us(); }

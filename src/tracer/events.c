@@ -40,6 +40,7 @@
 #include "engine_internal.h"
 #include "tracer_state.h"
 #include "unwind.h"
+#include "writer_internal.h"
 
 #define tr mt__tr
 
@@ -171,8 +172,9 @@ typedef struct ring {
     uint64_t time;
   } e[COLLECTS];
   /* queued alloc events: words [tail, head) of q, modulo QUEUE_WORDS.
-   * A record: source << 32 | depth, cell, time, words, nsamples, then the
-   * codes, outermost first. Records do not wrap around: SKIP in a record's
+   * A record: source << 32 | same << 16 | depth (same: how many codes it
+   * shares with the ring's record before it), cell, time, words, nsamples,
+   * then the codes, outermost first. Records do not wrap around: SKIP in a record's
    * first word sends the reader to the start of q. */
   uint64_t q[QUEUE_WORDS];
 } ring;
@@ -191,23 +193,30 @@ static inline uint64_t rec_start(const ring *r, uint64_t t) {
   return qword(r, t) == SKIP ? (t | (QUEUE_WORDS - 1)) + 1 : t;
 }
 
+/* The ring whose record was the last alloc the writer wrote (tr.lock):
+ * the next record of that ring shares its first `same` codes with it, and
+ * the writer need not compare them. NULL after any other alloc. */
+static ring *last_alloc_ring;
+
 /* Writes the alloc event queued at r's tail (tr.lock held). Its cell gets
  * the object's id, or DEAD when the session is gone or another's. */
 static void write_one_alloc(ring *r, uint64_t t) {
   t = rec_start(r, t);
   uint64_t w0 = qword(r, t);
-  size_t n = (uint32_t)w0;
+  size_t n = (uint16_t)w0, same = (uint16_t)(w0 >> 16);
   cell *c = (cell *)(uintptr_t)qword(r, t + 1);
   const uint64_t *bt = &r->q[(t + REC_HEAD) & (QUEUE_WORDS - 1)];
   uint64_t id = DEAD;
   if (tr.active && tr.w && c->session == tr.session) {
     uint64_t got;
-    if (mt_writer_alloc(tr.w, qword(r, t + 2), 0, qword(r, t + 3), qword(r, t + 4),
-                        (mt_source)(w0 >> 32), bt, n, &got) == MT_OK)
+    if (mt__writer_alloc_known(tr.w, qword(r, t + 2), 0, qword(r, t + 3), qword(r, t + 4),
+                               (mt_source)(w0 >> 32), bt, n, last_alloc_ring == r ? same : 0,
+                               &got) == MT_OK)
       id = got;
     else
       mt__tr_session_failed();
   }
+  last_alloc_ring = id == DEAD ? NULL : r;
   c->id = id;
   c->ring = NULL;
   STORE_REL(&r->tail, t + REC_HEAD + n);
@@ -360,6 +369,7 @@ static void *alloc_locked(ring *r, uint64_t now, const mt_alloc_info *info, size
     goto out;
   }
   uint64_t id;
+  last_alloc_ring = NULL;
   if (mt_writer_alloc(tr.w, now, 0, info->words, info->nsamples, info->source, codes, n, &id) !=
       MT_OK) {
     cell_free(c);
@@ -414,7 +424,7 @@ void *mt__tr_on_alloc(void *ctx, const mt_alloc_info *info) {
         c->id = PENDING;
         c->ring = r;
         c->session = __atomic_load_n(&tr.session, __ATOMIC_RELAXED);
-        r->q[at & (QUEUE_WORDS - 1)] = (uint64_t)info->source << 32 | n;
+        r->q[at & (QUEUE_WORDS - 1)] = (uint64_t)info->source << 32 | (uint64_t)same << 16 | n;
         r->q[(at + 1) & (QUEUE_WORDS - 1)] = (uint64_t)(uintptr_t)c;
         r->q[(at + 2) & (QUEUE_WORDS - 1)] = now;
         r->q[(at + 3) & (QUEUE_WORDS - 1)] = info->words;

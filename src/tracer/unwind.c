@@ -185,10 +185,16 @@ static size_t by_libunwind(uint64_t *buf, size_t cap) {
 
 #define RECORD_TAG ((uint64_t)V_RECORD << 56)
 
-/* Whether ret's verdict is not cached as V_RECORD (the fast test: for an
- * address below 2^48, as user space is, its entry is then ret | RECORD_TAG). */
-static inline int not_known_record(uintptr_t ret) {
-  return atomic_load_explicit(verdict_slot(ret), memory_order_relaxed) != (ret | RECORD_TAG);
+#define ENTRY_TAG ((uint64_t)V_ENTRY << 56)
+
+/* Whether the walk may pass ret without asking judge: its verdict is cached
+ * as V_RECORD, or as V_ENTRY at the chain's end (the outermost frame of
+ * every walk). For an address below 2^48, as user space is, its entry is
+ * then ret | the tag. */
+static inline int known_good(uintptr_t fp, uintptr_t next, uintptr_t ret, uintptr_t top) {
+  uint64_t e = atomic_load_explicit(verdict_slot(ret), memory_order_relaxed);
+  if (__builtin_expect(e == (ret | RECORD_TAG), 1)) return 1;
+  return e == (ret | ENTRY_TAG) && !(next - fp - 1 < top - fp && !(next & 7) && ((uintptr_t *)next)[1] != 0);
 }
 
 /* Whether the walk may go on from the record at fp (or end there, if the
@@ -228,7 +234,7 @@ static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t 
     next = ((uintptr_t *)fp)[0], ret = ((uintptr_t *)fp)[1];
     if (!ret) return 0;
     int hidden = is_hidden(ret);
-    if (check && not_known_record(ret) && !judge(fp, next, ret, top, trust)) {
+    if (check && !known_good(fp, next, ret, top) && !judge(fp, next, ret, top, trust)) {
       if (!hidden) buf[n++] = ret;
       return n;
     }
@@ -242,7 +248,7 @@ static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t 
     fp = next;
     next = ((uintptr_t *)fp)[0], ret = ((uintptr_t *)fp)[1];
     if (!ret) return n;
-    if (check && not_known_record(ret) && !judge(fp, next, ret, top, trust)) {
+    if (check && !known_good(fp, next, ret, top) && !judge(fp, next, ret, top, trust)) {
       buf[n++] = ret;
       return n;
     }
