@@ -17,6 +17,7 @@
 
 #include "engine_internal.h"
 #include "rng.h"
+#include "ziggurat.h"
 
 /* While the engine is stopped, threads look again after this many words. */
 #define IDLE_WORDS ((int64_t)1 << 20)
@@ -104,7 +105,7 @@ static struct {
   _Atomic uint32_t epoch; /* bumped by start and stop */
   _Atomic int running;
   double rate, log1m_rate;
-  double inv_log1m_rate; /* 1 / log1m_rate: a multiply per gap, not a divide */
+  double gap_scale;      /* -1 / log1m_rate: a multiply per gap, not a divide */
   double odds;           /* rate / (1 - rate), for the binomial's recurrence */
   mt_tracker tracker;
   mt_callstack_fn callstack;
@@ -279,11 +280,14 @@ static void seed_thread(mt__thread *th) {
   th->rng[1] = mt__splitmix64(&s) | 1;
 }
 
-/* Words up to and including the next sample point: Geometric(rate) >= 1. */
+static uint64_t next_u64_cb(void *th) { return next_u64(th); }
+
+/* Words up to and including the next sample point: Geometric(rate) >= 1,
+ * as floor(E / -log(1 - rate)) + 1 with E ~ Exp(1). */
 static int64_t draw_gap(mt__thread *th) {
   if (eng.rate >= 1.0) return 1;
-  /* >= 0 (both factors are <= 0): truncation is floor, one instruction */
-  double g = log(uniform_open0(th)) * eng.inv_log1m_rate;
+  /* >= 0: truncation is floor, one instruction */
+  double g = mt__zig_exp(next_u64(th), next_u64_cb, th) * eng.gap_scale;
   return g < (double)(INT64_MAX / 4) ? (int64_t)g + 1 : INT64_MAX / 4;
 }
 
@@ -474,7 +478,8 @@ int mt_engine_start(const mt_engine_params *p) {
   }
   eng.rate = p->rate;
   eng.log1m_rate = log1p(-p->rate);
-  eng.inv_log1m_rate = p->rate < 1 ? 1.0 / eng.log1m_rate : 0;
+  eng.gap_scale = p->rate < 1 ? -1.0 / eng.log1m_rate : 0;
+  mt__zig_init();
   eng.odds = p->rate < 1 ? p->rate / (1 - p->rate) : 0;
   eng.tracker = p->tracker;
   eng.callstack = p->callstack;

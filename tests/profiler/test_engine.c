@@ -147,6 +147,44 @@ static void test_nsamples_large_blocks(void **state) {
   assert_true(fabs(m2 - var) < 5 * var * sqrt(2.0 / n));
 }
 
+/* The gaps between sample points are Geometric(rate): with one-word blocks,
+ * the distance between sampled blocks. Check P(gap > g) = (1 - r)^g at
+ * points across the whole range, the tail past the exponential draw's base
+ * strip (gap > 770 at r = 0.01: E > 7.7) included, and the mean. */
+static uint64_t gap_last, gap_n, gap_sum, gap_over[6];
+static const uint64_t gap_at[6] = {1, 50, 100, 300, 700, 900};
+static uintptr_t gap_key; /* the key being allocated */
+static void *gap_alloc(void *ctx, const mt_alloc_info *i) {
+  (void)ctx;
+  (void)i;
+  uint64_t g = gap_key - gap_last;
+  if (gap_last) {
+    gap_n++;
+    gap_sum += g;
+    for (int k = 0; k < 6; k++) gap_over[k] += g > gap_at[k];
+  }
+  gap_last = gap_key;
+  return NULL;
+}
+
+static void test_gap_distribution(void **state) {
+  (void)state;
+  const double r = 0.01;
+  mt_engine_params p = {.rate = r, .tracker = {gap_alloc, NULL, NULL, NULL}, .seed = 5};
+  assert_int_equal(mt_engine_start(&p), MT_OK);
+  for (gap_key = 1; gap_key <= 100000000; gap_key++) mt_runtime_alloc(gap_key * 16, 1, MT_SOURCE_MINOR);
+  mt_engine_stop();
+  for (int k = 0; k < 6; k++) {
+    double pk = pow(1 - r, (double)gap_at[k]), sd = sqrt(gap_n * pk * (1 - pk));
+    printf("gaps: P(gap > %llu) %.6f (expected %.6f, z = %.2f)\n", (unsigned long long)gap_at[k],
+           (double)gap_over[k] / gap_n, pk, ((double)gap_over[k] - gap_n * pk) / sd);
+    assert_true(fabs((double)gap_over[k] - gap_n * pk) < 5 * sd);
+  }
+  double mean = (double)gap_sum / gap_n, se = sqrt((1 - r) / (r * r) / gap_n);
+  printf("gaps: mean %.3f (expected %.3f, se %.3f)\n", mean, 1 / r, se);
+  assert_true(fabs(mean - 1 / r) < 5 * se);
+}
+
 static void test_rate_one_samples_every_word(void **state) {
   (void)state;
   mt_engine_params p = params(1.0, 1);
@@ -352,6 +390,7 @@ int main(void) {
       cmocka_unit_test(test_rate_one_samples_every_word),
       cmocka_unit_test(test_zero_words_never_sampled),
       cmocka_unit_test(test_observed_rate),
+      cmocka_unit_test(test_gap_distribution),
       cmocka_unit_test(test_nsamples_distribution),
       cmocka_unit_test(test_nsamples_large_blocks),
       cmocka_unit_test(test_no_sampling_inside_callback),
