@@ -33,6 +33,7 @@
  * MAX_AGE_US late). */
 #include <link.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -408,8 +409,12 @@ void *mt__tr_on_alloc(void *ctx, const mt_alloc_info *info) {
       if (r->prev_n && at + REC_HEAD + n - r->prev <= QUEUE_WORDS) {
         const uint64_t *prev = &r->q[r->prev & (QUEUE_WORDS - 1)];
         size_t m = n < r->prev_n ? n : r->prev_n;
-        while (same < m && ((info->callstack[n - 1 - same] & MT__PC_MASK) | gen) == prev[same])
-          codes[same] = prev[same], same++;
+        const uint64_t *pc = info->callstack + n - 1; /* outermost, walking in */
+        if (!gen) /* no library was ever unloaded: a code is its address */
+          while (same < m && pc[-(ptrdiff_t)same] == prev[same]) codes[same] = prev[same], same++;
+        else
+          while (same < m && ((pc[-(ptrdiff_t)same] & MT__PC_MASK) | gen) == prev[same])
+            codes[same] = prev[same], same++;
       }
       size_t i = same;
       for (; i < n; i++) {

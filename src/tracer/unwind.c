@@ -242,17 +242,19 @@ static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t 
     if (next - fp - 1 >= top - fp || (next & 7)) return 0;
     fp = next;
   }
+  uint64_t *out = buf, *end = buf + cap;
   for (;;) {
-    buf[n++] = ret;
-    if (n == cap || next - fp - 1 >= top - fp || (next & 7)) return n;
+    *out++ = ret;
+    if (out == end || next <= fp || next > top || (next & 7)) break;
     fp = next;
     next = ((uintptr_t *)fp)[0], ret = ((uintptr_t *)fp)[1];
-    if (!ret) return n;
+    if (!ret) break;
     if (check && !known_good(fp, next, ret, top) && !judge(fp, next, ret, top, trust)) {
-      buf[n++] = ret;
-      return n;
+      *out++ = ret;
+      break;
     }
   }
+  return (size_t)(out - buf);
 }
 
 size_t mt__unwind(void *ctx, uint64_t *buf, size_t cap) {
