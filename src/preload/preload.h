@@ -25,20 +25,25 @@ extern MT__HIDDEN void (*mt__real_free_sized)(void *, size_t);
 extern MT__HIDDEN void (*mt__real_free_aligned_sized)(void *, size_t, size_t);
 extern MT__HIDDEN size_t (*mt__real_usable_size)(void *);
 
-/* Where the interposer keeps a sampled block's handle.
+/* Where the interposer keeps a sampled block's handle: in a header.
  *
- * With the C library's allocator next (the usual case), in a header: a
- * sampled block is allocated with MT__HDR bytes (or its alignment, if
- * larger) in front of what the program gets, and the header's last word,
- * just before the program's bytes, holds `secret ^ address`. A free reads
- * that word: for any block of the C library it is the chunk's size field,
- * which the free is about to read anyway (no other cache line, no table),
- * and a size never equals a random 64-bit secret mixed with an address. A
- * sampled block's free then needs no table and no lock.
+ * A sampled block is allocated with room for MT__HDR bytes (or its
+ * alignment, if larger) in front of what the program gets, and the
+ * header's last word, just before the program's bytes, holds
+ * `secret ^ address`. A free compares the word before the block with it.
+ * Off a page boundary that word lies in the block's own page, so it can be
+ * read whatever the allocator; for the C library's blocks it is the
+ * chunk's size field, which the free is about to read anyway (no other
+ * cache line, no table, no lock), and a size never equals a random 64-bit
+ * secret mixed with an address.
  *
- * With another allocator next (jemalloc, tcmalloc...), the word before a
- * block may not be mapped: the engine's table and filter keep the handles,
- * as the embedding API does. `on` says which (fixed before any sample).
+ * A pointer on a page boundary (NULL too) takes a slower test. With the C
+ * library's allocator next (`on`), the word before any of its blocks is
+ * its chunk header: the same test. With another allocator next (jemalloc,
+ * tcmalloc) that word may lie in an unmapped page: the interposer then
+ * never places a header's block on a page boundary, and keeps the few
+ * sampled blocks that must be there (page-aligned requests) in the
+ * engine's table and filter, without a header.
  *
  * The bootstrap arena's blocks carry the magic word too (and are marked in
  * the filter): a free finds them in both modes. */
@@ -50,21 +55,25 @@ typedef struct mt__hdr {
   uint64_t magic;  /* secret ^ program's pointer */
 } mt__hdr;
 #define MT__HDR sizeof(mt__hdr) /* 32: keeps malloc's 16-byte alignment */
+#define MT__PAGE 4096u          /* the smallest page there is */
 
 extern MT__HIDDEN struct mt__hdr_mode {
   uint64_t secret;
-  int on;
+  int on; /* the C library's allocator is next */
 } mt__hdr_mode;
 
 static inline mt__hdr *mt__hdr_of(const void *p) { return (mt__hdr *)p - 1; }
+
+static inline int mt__has_magic(const void *p) {
+  return ((const uint64_t *)p)[-1] == (mt__hdr_mode.secret ^ (uintptr_t)p);
+}
 
 /* Whether p may be one of the interposer's blocks (sampled, or from the
  * bootstrap arena): the fast test of every free, realloc and
  * malloc_usable_size. */
 static inline int mt__maybe_ours(const void *p) {
-  if (__builtin_expect(mt__hdr_mode.on, 1))
-    return p && ((const uint64_t *)p)[-1] == (mt__hdr_mode.secret ^ (uintptr_t)p);
-  return mt__maybe_tracked((uintptr_t)p);
+  if (__builtin_expect(((uintptr_t)p & (MT__PAGE - 1)) != 0, 1)) return mt__has_magic(p);
+  return p && (mt__hdr_mode.on ? mt__has_magic(p) : mt__maybe_tracked((uintptr_t)p));
 }
 
 /* Slow paths: the countdown ran out (the block is allocated here, then

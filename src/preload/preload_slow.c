@@ -186,13 +186,13 @@ static void resolve_real(void) {
 #define HERE __builtin_frame_address(0)
 #define WORDS(n) (((uint64_t)(n) + 7) >> 3)
 
-/* Table mode: samples the block if a sample point lies in it. `frame`: the
- * record of the slow path that calls this, which the wrapper reached by a
- * tail call, so that its return address is the program's call: the
- * unwinder starts there. */
-static void *report(void *p, size_t n, void *frame) {
-  uint64_t ns;
-  if (mt__sample_slow((int64_t)WORDS(n), &ns) && p) {
+/* Samples the block if a sample point lies in it, keeping its handle in
+ * the engine's table (another allocator next, and a block that must lie on
+ * a page boundary: see preload.h). `frame`: the record of the slow path
+ * that calls this, which the wrapper reached by a tail call, so that its
+ * return address is the program's call: the unwinder starts there. */
+static void *report_in_table(void *p, size_t n, uint64_t ns, void *frame) {
+  if (p) {
     mt__unwind_from = (uintptr_t)frame;
     mt__track((uintptr_t)p, WORDS(n), n, ns, MT_SOURCE_EXTERNAL);
     mt__unwind_from = 0;
@@ -200,67 +200,76 @@ static void *report(void *p, size_t n, void *frame) {
   return p;
 }
 
-/* Header mode: the program's pointer in the block at base, `off` bytes in,
- * and its header, for a sample of n bytes (see report for `frame`). */
-static void *adopt(char *base, size_t off, size_t n, uint64_t ns, void *frame) {
+/* Whether the block of n bytes the wrapper passed here is sampled (the
+ * countdown reached its sample point; the engine may still decline:
+ * stopped, or the profiler's own allocation). */
+static int sampled(size_t n, uint64_t *ns) { return mt__sample_slow((int64_t)WORDS(n), ns); }
+
+/* The room to allocate in front of a sampled block whose header takes
+ * `off` bytes (MT__HDR, or the alignment if larger): twice that with
+ * another allocator next, so that the program's pointer can move past a
+ * page boundary (place). */
+static size_t room_for(size_t off) { return mt__hdr_mode.on ? off : 2 * off; }
+
+static char *place(char *base, size_t off) {
   char *p = base + off;
+  if (!mt__hdr_mode.on && !((uintptr_t)p & (MT__PAGE - 1))) p += off;
+  return p;
+}
+
+/* The program's pointer p in the block at base, and its header, for a
+ * sample of n bytes (see report_in_table for `frame`). */
+static void *adopt(char *base, char *p, size_t n, uint64_t ns, void *frame) {
   mt__hdr *h = mt__hdr_of(p);
   uint32_t ep;
   mt__unwind_from = (uintptr_t)frame;
   h->handle = mt__track_handle(WORDS(n), n, ns, MT_SOURCE_EXTERNAL, &ep);
   mt__unwind_from = 0;
   h->epoch = ep;
-  h->off = (uint32_t)off;
+  h->off = (uint32_t)(p - base);
   h->magic = mt__hdr_mode.secret ^ (uintptr_t)p;
   return p;
 }
 
-/* Header mode: whether the block of n bytes the wrapper passed here is
- * sampled (the countdown reached its sample point; the engine may still
- * decline: stopped, or the profiler's own allocation). */
-static int sampled(size_t n, uint64_t *ns) { return mt__sample_slow((int64_t)WORDS(n), ns); }
-
-void *mt__malloc_sampled(size_t n) {
-  uint64_t ns;
-  if (!mt__hdr_mode.on) return report(mt__real_malloc(n), n, HERE);
-  if (!sampled(n, &ns)) return mt__real_malloc(n);
-  char *base = n <= SIZE_MAX - MT__HDR ? mt__real_malloc(n + MT__HDR) : NULL;
+/* A sampled block of n bytes with a header in front, from the C library's
+ * malloc or calloc. */
+static void *new_headed(size_t n, int zero, uint64_t ns, void *frame) {
+  size_t room = room_for(MT__HDR);
+  char *base = n > SIZE_MAX - room ? NULL
+               : zero              ? mt__real_calloc(1, n + room)
+                                   : mt__real_malloc(n + room);
   if (!base) {
     errno = ENOMEM;
     return NULL;
   }
-  return adopt(base, MT__HDR, n, ns, HERE);
+  return adopt(base, place(base, MT__HDR), n, ns, frame);
+}
+
+void *mt__malloc_sampled(size_t n) {
+  uint64_t ns;
+  if (!sampled(n, &ns)) return mt__real_malloc(n);
+  return new_headed(n, 0, ns, HERE);
 }
 
 void *mt__calloc_sampled(size_t n, size_t m, size_t bytes) {
   uint64_t ns;
-  if (!mt__hdr_mode.on) return report(mt__real_calloc(n, m), bytes, HERE);
   if (!sampled(bytes, &ns)) return mt__real_calloc(n, m);
-  char *base = bytes <= SIZE_MAX - MT__HDR ? mt__real_calloc(1, bytes + MT__HDR) : NULL;
-  if (!base) {
-    errno = ENOMEM;
-    return NULL;
-  }
-  return adopt(base, MT__HDR, bytes, ns, HERE);
+  return new_headed(bytes, 1, ns, HERE);
 }
 
-/* realloc of a block not ours, the new size reaching a sample point. In
- * header mode the sampled block is a new one: the bytes are copied. */
+/* realloc of a block not ours (or NULL), the new size reaching a sample
+ * point: the sampled block is a new one, the bytes are copied. */
 void *mt__realloc_sampled(void *p, size_t n) {
   uint64_t ns;
-  if (!mt__hdr_mode.on) return report(mt__real_realloc(p, n), n, HERE);
   if (!sampled(n, &ns)) return mt__real_realloc(p, n);
-  char *base = n <= SIZE_MAX - MT__HDR ? mt__real_malloc(n + MT__HDR) : NULL;
-  if (!base) {
-    errno = ENOMEM;
-    return NULL; /* p is left as it was, as realloc must */
-  }
+  char *q = new_headed(n, 0, ns, HERE);
+  if (!q) return NULL; /* p is left as it was, as realloc must */
   if (p) {
     size_t old = mt__real_usable_size(p);
-    memcpy(base + MT__HDR, p, old < n ? old : n);
+    memcpy(q, p, old < n ? old : n);
     mt__real_free(p);
   }
-  return adopt(base, MT__HDR, n, ns, HERE);
+  return q;
 }
 
 /* The aligned allocators: the real one of `kind`, with the program's
@@ -272,49 +281,55 @@ static void *aligned_real(int kind, size_t align, size_t n) {
                                    : mt__real_pvalloc(n);
 }
 
-/* Header mode: the header's room in front of a block aligned to `align`
- * (a power of two): the alignment itself when larger than the header, so
- * that the program's pointer keeps it. 0: none fits. */
-static size_t aligned_off(size_t align, size_t n) {
-  size_t off = align > MT__HDR ? align : MT__HDR;
-  return off <= SIZE_MAX - n ? off : 0;
+/* A sampled block aligned to `align` (a power of two) with a header in
+ * front: the alignment itself when larger than the header, so that the
+ * program's pointer keeps it. `size` bytes are allocated, n reported. */
+static void *new_headed_aligned(size_t align, size_t size, size_t n, uint64_t ns, void *frame) {
+  size_t off = align > MT__HDR ? align : MT__HDR, room = room_for(off);
+  char *base = size <= SIZE_MAX - room ? mt__real_memalign(align, size + room) : NULL;
+  if (!base) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return adopt(base, place(base, off), n, ns, frame);
 }
 
 void *mt__aligned_sampled(int kind, size_t align, size_t n) {
   uint64_t ns;
-  if (!mt__hdr_mode.on) return report(aligned_real(kind, align, n), n, HERE);
   if (!sampled(n, &ns)) return aligned_real(kind, align, n);
-  size_t page = (size_t)sysconf(_SC_PAGESIZE), want = n;
-  if (kind == MT__VALLOC || kind == MT__PVALLOC) align = page;
-  if (kind == MT__PVALLOC) want = n ? (n + page - 1) & ~(page - 1) : page;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), a = align, size = n;
+  if (kind == MT__VALLOC || kind == MT__PVALLOC) a = page;
+  if (kind == MT__PVALLOC) size = n ? (n + page - 1) & ~(page - 1) : page;
+  /* another allocator's block on a page boundary: no header (preload.h) */
+  if (!mt__hdr_mode.on && a >= MT__PAGE)
+    return report_in_table(aligned_real(kind, align, n), n, ns, HERE);
   /* an alignment the C library would reject or round: its own call (the
    * sample point is spent on an allocation that goes unrecorded) */
-  size_t off;
-  if (!align || (align & (align - 1)) || want < n || !(off = aligned_off(align, want)))
-    return aligned_real(kind, align, n);
-  char *base = mt__real_memalign(align, want + off);
-  return base ? adopt(base, off, n, ns, HERE) : NULL;
+  if (!a || (a & (a - 1)) || size < n) return aligned_real(kind, align, n);
+  return new_headed_aligned(a, size, n, ns, HERE);
 }
 
 int mt__posix_memalign_sampled(void **out, size_t align, size_t n) {
   uint64_t ns;
-  if (!mt__hdr_mode.on) {
+  if (!sampled(n, &ns) || !align || (align & (align - 1)) || align % sizeof(void *))
+    return mt__real_posix_memalign(out, align, n); /* and its EINVAL */
+  if (!mt__hdr_mode.on && align >= MT__PAGE) {
     int rc = mt__real_posix_memalign(out, align, n);
-    report(rc == 0 ? *out : NULL, n, HERE);
+    if (rc == 0) report_in_table(*out, n, ns, HERE);
     return rc;
   }
-  size_t off;
-  if (!sampled(n, &ns) || !align || (align & (align - 1)) || align % sizeof(void *) ||
-      !(off = aligned_off(align, n)))
-    return mt__real_posix_memalign(out, align, n); /* and its EINVAL */
-  void *base;
-  int rc = mt__real_posix_memalign(&base, align, n + off);
-  if (rc == 0) *out = adopt(base, off, n, ns, HERE);
-  return rc;
+  void *p = new_headed_aligned(align, n, n, ns, HERE);
+  if (!p) return ENOMEM;
+  *out = p;
+  return 0;
 }
 
-/* Header mode: reports the block's free (once: the handle is cleared) and
- * returns where its allocation starts. */
+/* Whether p, found ours by the fast test, has a header: else it is a block
+ * in the engine's table (another allocator, a page boundary). */
+static int headed(const void *p) { return mt__hdr_mode.on || ((uintptr_t)p & (MT__PAGE - 1)); }
+
+/* Reports a headed block's free (once: the handle is cleared) and returns
+ * where its allocation starts. */
 static char *release(void *p) {
   mt__hdr *h = mt__hdr_of(p);
   void *handle = h->handle;
@@ -323,10 +338,10 @@ static char *release(void *p) {
   return (char *)p - h->off;
 }
 
-/* A block the fast test found may be ours. kind < 0: never. */
+/* A block the fast test found may be ours. */
 void mt__free_ours(void *p, size_t size, size_t align, int kind) {
   if (in_arena(p)) return; /* bootstrap blocks are never freed */
-  if (mt__hdr_mode.on) {
+  if (headed(p)) {
     char *base = release(p);
     /* No later test may take the freed bytes for a header. */
     mt__hdr_of(p)->magic = 0;
@@ -341,9 +356,9 @@ void mt__free_ours(void *p, size_t size, size_t align, int kind) {
 
 /* realloc of a block that may be ours. A sampled block is reported freed
  * first: once realloc returns, its address may already belong to another
- * thread's new block (if realloc fails, it lives on unreported). In header
- * mode the block keeps its header (the C library may then resize it in
- * place, or move it with mremap), sampled again or not. */
+ * thread's new block (if realloc fails, it lives on unreported). With the
+ * C library next, a headed block keeps its header (the C library may then
+ * resize it in place, or move it with mremap), sampled again or not. */
 void *mt__realloc_ours(void *p, size_t n) {
   uint64_t ns;
   if (in_arena(p)) {
@@ -352,10 +367,10 @@ void *mt__realloc_ours(void *p, size_t n) {
     if (q) memcpy(q, p, old < n ? old : n);
     return q;
   }
-  if (!mt__hdr_mode.on) {
+  if (!headed(p)) {
     mt__untrack((uintptr_t)p);
     if (mt__countdown(n)) return mt__real_realloc(p, n);
-    return report(mt__real_realloc(p, n), n, HERE);
+    return mt__realloc_sampled(p, n);
   }
   if (n == 0) { /* the C library's realloc(p, 0): a free */
     mt__free_ours(p, 0, 0, MT__FREE);
@@ -364,20 +379,29 @@ void *mt__realloc_ours(void *p, size_t n) {
   size_t off = mt__hdr_of(p)->off;
   char *base = release(p);
   int s = !mt__countdown(n) && sampled(n, &ns);
+  if (!mt__hdr_mode.on) { /* a new block: its place depends on its address */
+    size_t old = mt__real_usable_size(base) - off;
+    char *q = s ? new_headed(n, 0, ns, HERE) : mt__real_malloc(n);
+    if (!q) return NULL;
+    memcpy(q, p, old < n ? old : n);
+    mt__hdr_of(p)->magic = 0;
+    mt__real_free(base);
+    return q;
+  }
   char *nb = n <= SIZE_MAX - off ? mt__real_realloc(base, n + off) : NULL;
   if (!nb) {
     errno = ENOMEM;
     return NULL;
   }
   char *q = nb + off;
-  if (s) return adopt(nb, off, n, ns, HERE);
+  if (s) return adopt(nb, q, n, ns, HERE);
   mt__hdr_of(q)->magic = mt__hdr_mode.secret ^ (uintptr_t)q; /* moved, untracked */
   return q;
 }
 
 size_t mt__usable_size_ours(void *p) {
   if (in_arena(p)) return arena_size(p);
-  if (!mt__hdr_mode.on) return mt__real_usable_size(p);
+  if (!headed(p)) return mt__real_usable_size(p);
   size_t off = mt__hdr_of(p)->off;
   return mt__real_usable_size((char *)p - off) - off;
 }
