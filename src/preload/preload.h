@@ -41,9 +41,10 @@ extern MT__HIDDEN size_t (*mt__real_usable_size)(void *);
  * library's allocator next (`on`), the word before any of its blocks is
  * its chunk header: the same test. With another allocator next (jemalloc,
  * tcmalloc) that word may lie in an unmapped page: the interposer then
- * never places a header's block on a page boundary, and keeps the few
- * sampled blocks that must be there (page-aligned requests) in the
- * engine's table and filter, without a header.
+ * never places a header's block on a page boundary. Either way, sampled
+ * blocks of page-aligned requests (valloc, memalign(4096)...) are kept in
+ * the engine's table and filter, without a header: a header would cost
+ * them a whole alignment in front (2 MiB for a huge-page-aligned block).
  *
  * The bootstrap arena's blocks carry the magic word too (and are marked in
  * the filter): a free finds them in both modes. */
@@ -73,7 +74,7 @@ static inline int mt__has_magic(const void *p) {
  * malloc_usable_size. */
 static inline int mt__maybe_ours(const void *p) {
   if (__builtin_expect(((uintptr_t)p & (MT__PAGE - 1)) != 0, 1)) return mt__has_magic(p);
-  return p && (mt__hdr_mode.on ? mt__has_magic(p) : mt__maybe_tracked((uintptr_t)p));
+  return p && ((mt__hdr_mode.on && mt__has_magic(p)) || mt__maybe_tracked((uintptr_t)p));
 }
 
 /* Slow paths: the countdown ran out (the block is allocated here, then

@@ -187,8 +187,7 @@ static void resolve_real(void) {
 #define WORDS(n) (((uint64_t)(n) + 7) >> 3)
 
 /* Samples the block if a sample point lies in it, keeping its handle in
- * the engine's table (another allocator next, and a block that must lie on
- * a page boundary: see preload.h). `frame`: the record of the slow path
+ * the engine's table (a page-aligned request: see preload.h). `frame`: the record of the slow path
  * that calls this, which the wrapper reached by a tail call, so that its
  * return address is the program's call: the unwinder starts there. */
 static void *report_in_table(void *p, size_t n, uint64_t ns, void *frame) {
@@ -300,9 +299,8 @@ void *mt__aligned_sampled(int kind, size_t align, size_t n) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE), a = align, size = n;
   if (kind == MT__VALLOC || kind == MT__PVALLOC) a = page;
   if (kind == MT__PVALLOC) size = n ? (n + page - 1) & ~(page - 1) : page;
-  /* another allocator's block on a page boundary: no header (preload.h) */
-  if (!mt__hdr_mode.on && a >= MT__PAGE)
-    return report_in_table(aligned_real(kind, align, n), n, ns, HERE);
+  /* a page-aligned request: no header (preload.h) */
+  if (a >= MT__PAGE) return report_in_table(aligned_real(kind, align, n), n, ns, HERE);
   /* an alignment the C library would reject or round: its own call (the
    * sample point is spent on an allocation that goes unrecorded) */
   if (!a || (a & (a - 1)) || size < n) return aligned_real(kind, align, n);
@@ -313,7 +311,7 @@ int mt__posix_memalign_sampled(void **out, size_t align, size_t n) {
   uint64_t ns;
   if (!sampled(n, &ns) || !align || (align & (align - 1)) || align % sizeof(void *))
     return mt__real_posix_memalign(out, align, n); /* and its EINVAL */
-  if (!mt__hdr_mode.on && align >= MT__PAGE) {
+  if (align >= MT__PAGE) {
     int rc = mt__real_posix_memalign(out, align, n);
     if (rc == 0) report_in_table(*out, n, ns, HERE);
     return rc;
@@ -325,8 +323,11 @@ int mt__posix_memalign_sampled(void **out, size_t align, size_t n) {
 }
 
 /* Whether p, found ours by the fast test, has a header: else it is a block
- * in the engine's table (another allocator, a page boundary). */
-static int headed(const void *p) { return mt__hdr_mode.on || ((uintptr_t)p & (MT__PAGE - 1)); }
+ * in the engine's table, on a page boundary (or not ours: the filter errs
+ * towards "maybe"). */
+static int headed(const void *p) {
+  return ((uintptr_t)p & (MT__PAGE - 1)) || (mt__hdr_mode.on && mt__has_magic(p));
+}
 
 /* Reports a headed block's free (once: the handle is cleared) and returns
  * where its allocation starts. */
