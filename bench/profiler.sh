@@ -36,12 +36,13 @@ if [ ! -x "$build/memtrace" ] || [ ! -f "$build/libmemtrace_preload.so" ]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build "$build" -j"$(nproc)" --target memtrace_cli memtrace_preload >/dev/null
 fi
-[ -x /usr/bin/time ] || { log "needs GNU time (apt-get install time)"; exit 1; }
 
 work=$out/alloc_workload
 pairs=$out/pairs
 cc -O2 -g -fno-omit-frame-pointer "$here/alloc_workload.c" -o "$work" -lpthread
 cc -O2 "$here/pairs.c" -o "$pairs"
+cputime=$out/cputime # CPU time to the microsecond (GNU time: hundredths)
+cc -O2 "$here/cputime.c" -o "$cputime"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -51,10 +52,10 @@ runs=$tmp/runs
 once() {
   local name=$1
   shift
-  /usr/bin/time -f "%U %S %M" -o "$tmp/t" "$@" > /dev/null 2> "$tmp/err" ||
+  "$cputime" "$tmp/t" "$@" > /dev/null 2> "$tmp/err" ||
     { log "$name failed: $(tail -3 "$tmp/err")"; return 1; }
-  read -r u s m < "$tmp/t"
-  awk -v n="$name" -v u="$u" -v s="$s" -v m="$m" 'BEGIN { printf "%s %.3f %d\n", n, u + s, m }' >> "$runs"
+  read -r cpu m < "$tmp/t"
+  echo "$name $cpu $m" >> "$runs"
 }
 
 # The configurations run round-robin, REPEAT rounds: a change of the
@@ -87,7 +88,7 @@ awk '
       c = order[i]; m = n[c]
       for (a = 1; a <= m; a++) x[a] = v[c, a]
       for (a = 2; a <= m; a++) { t = x[a]; b = a - 1; while (b >= 1 && x[b] > t) { x[b + 1] = x[b]; b-- } x[b + 1] = t }
-      printf "%s %.3f %d\n", c, x[int((m + 1) / 2)], rss[c]
+      printf "%s %.4f %d\n", c, x[int((m + 1) / 2)], rss[c]
     }
   }' "$runs" > "$results"
 
