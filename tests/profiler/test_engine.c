@@ -103,10 +103,12 @@ static void test_nsamples_distribution(void **state) {
   assert_true(fabs((double)C.hist[1] - C.allocs * p1) < 5 * sd1);
 }
 
-/* Large blocks at a high rate (mean 30 sample points per block): the
- * count is drawn by inverting the binomial's distribution function. Check
- * the mean, the variance and both tails against Binomial(w, r) (the block
- * is sampled with probability 1 - 1e-13 here). */
+/* Large blocks at a high rate: each block's count is 1 + Binomial(words
+ * after its first sample point, r), drawn by inverting the binomial's
+ * distribution function (means from 1 to 256). Every block is sampled here
+ * (with probability 1 - 1e-13 or more): the counts are Binomial(w, r)
+ * given K >= 1. Check the mean, the variance and both tails (two standard
+ * deviations out), at means 30 and 100. */
 static double binom_cdf(size_t w, double r, size_t k) {
   double c = 0;
   for (size_t j = 0; j <= k; j++)
@@ -115,36 +117,49 @@ static double binom_cdf(size_t w, double r, size_t k) {
   return c;
 }
 
-static void test_nsamples_large_blocks(void **state) {
-  (void)state;
-  const double r = 0.01;
-  const size_t w = 3000, n = 300000;
-  mt_engine_params p = params(r, 11);
+static uint64_t bin_n, bin_low, bin_high, bin_lo_k, bin_hi_k;
+static double bin_sum, bin_sum2;
+static void *bin_alloc(void *ctx, const mt_alloc_info *i) {
+  (void)ctx;
+  bin_n++;
+  bin_sum += (double)i->nsamples;
+  bin_sum2 += (double)i->nsamples * (double)i->nsamples;
+  bin_low += i->nsamples <= bin_lo_k;
+  bin_high += i->nsamples >= bin_hi_k;
+  return NULL;
+}
+
+static void check_binomial(size_t w, double r, size_t n, uint64_t seed) {
+  double mu = w * r, var = w * r * (1 - r);
+  bin_n = bin_low = bin_high = 0;
+  bin_sum = bin_sum2 = 0;
+  bin_lo_k = (uint64_t)(mu - 2 * sqrt(var));
+  bin_hi_k = (uint64_t)(mu + 2 * sqrt(var)) + 1;
+  mt_engine_params p = {.rate = r, .tracker = {bin_alloc, NULL, NULL, NULL}, .seed = seed};
   assert_int_equal(mt_engine_start(&p), MT_OK);
   for (uintptr_t k = 1; k <= n; k++) mt_runtime_alloc(k * 16, w, MT_SOURCE_MAJOR);
   mt_engine_stop();
-  assert_int_equal(C.allocs, n);
-  double mean = (double)C.samples / n, var = w * r * (1 - r);
-  double se = sqrt(var / n);
-  printf("large blocks: nsamples mean %.4f (expected %.4f, se %.4f)\n", mean, w * r, se);
-  assert_true(fabs(mean - w * r) < 5 * se);
-  /* tails: P(K <= 20) and P(K >= 41) (the histogram's last bin is >= 63) */
-  uint64_t low = 0, high = 0;
-  for (size_t k = 0; k < 64; k++) {
-    if (k <= 20) low += C.hist[k];
-    if (k >= 41) high += C.hist[k];
-  }
-  double pl = binom_cdf(w, r, 20), ph = 1 - binom_cdf(w, r, 40);
-  printf("large blocks: P(K<=20) %.5f (expected %.5f), P(K>=41) %.5f (expected %.5f)\n",
-         (double)low / n, pl, (double)high / n, ph);
-  assert_true(fabs((double)low - n * pl) < 5 * sqrt(n * pl * (1 - pl)));
-  assert_true(fabs((double)high - n * ph) < 5 * sqrt(n * ph * (1 - ph)));
+  assert_int_equal(bin_n, n);
+  double mean = bin_sum / n, se = sqrt(var / n);
+  printf("blocks of %zu words at %g: nsamples mean %.4f (expected %.4f, se %.4f)\n", w, r, mean,
+         mu, se);
+  assert_true(fabs(mean - mu) < 5 * se);
+  double pl = binom_cdf(w, r, bin_lo_k), ph = 1 - binom_cdf(w, r, bin_hi_k - 1);
+  printf("  P(K <= %llu) %.5f (expected %.5f), P(K >= %llu) %.5f (expected %.5f)\n",
+         (unsigned long long)bin_lo_k, (double)bin_low / n, pl, (unsigned long long)bin_hi_k,
+         (double)bin_high / n, ph);
+  assert_true(fabs((double)bin_low - n * pl) < 5 * sqrt(n * pl * (1 - pl)));
+  assert_true(fabs((double)bin_high - n * ph) < 5 * sqrt(n * ph * (1 - ph)));
   /* the variance: its standard error is about var * sqrt(2 / n) */
-  double m2 = 0;
-  for (size_t k = 0; k < 63; k++) m2 += (double)C.hist[k] * ((double)k - mean) * ((double)k - mean);
-  m2 /= n;
-  printf("large blocks: variance %.3f (expected %.3f)\n", m2, var);
+  double m2 = bin_sum2 / n - mean * mean;
+  printf("  variance %.3f (expected %.3f)\n", m2, var);
   assert_true(fabs(m2 - var) < 5 * var * sqrt(2.0 / n));
+}
+
+static void test_nsamples_large_blocks(void **state) {
+  (void)state;
+  check_binomial(3000, 0.01, 300000, 11);
+  check_binomial(10000, 0.01, 100000, 12);
 }
 
 /* The gaps between sample points are Geometric(rate): with one-word blocks,
