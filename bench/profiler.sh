@@ -78,17 +78,28 @@ for round in $(seq "$repeat"); do
     fi
   done
 done
-# raw: name, median CPU s, peak RSS KB, in the order first run
+# name, median CPU s, peak RSS KB, median ratio to plain (in the order first
+# run). The ratio is the median of each round's ratio to the plain run of
+# the same round and thread count: this machine's speed drifts by several
+# percent between rounds, which a ratio of medians would carry.
 results=$out/profiler-results.txt
 awk '
+  function median(arr, m,    a, b, t) {
+    for (a = 2; a <= m; a++) { t = arr[a]; b = a - 1; while (b >= 1 && arr[b] > t) { arr[b + 1] = arr[b]; b-- } arr[b + 1] = t }
+    return arr[int((m + 1) / 2)]
+  }
   !($1 in seen) { seen[$1] = 1; order[++k] = $1 }
   { n[$1]++; v[$1, n[$1]] = $2; if ($3 > rss[$1]) rss[$1] = $3 }
   END {
     for (i = 1; i <= k; i++) {
-      c = order[i]; m = n[c]
-      for (a = 1; a <= m; a++) x[a] = v[c, a]
-      for (a = 2; a <= m; a++) { t = x[a]; b = a - 1; while (b >= 1 && x[b] > t) { x[b + 1] = x[b]; b-- } x[b + 1] = t }
-      printf "%s %.4f %d\n", c, x[int((m + 1) / 2)], rss[c]
+      c = order[i]; m = n[c]; t = c; sub(/.*-/, "", t)
+      base = (c ~ /small/ ? "plain-small-" : "plain-") t
+      split("", x); split("", r); nr = 0
+      for (a = 1; a <= m; a++) {
+        x[a] = v[c, a]
+        if ((base, a) in v && v[base, a] > 0) r[++nr] = v[c, a] / v[base, a]
+      }
+      printf "%s %.4f %d %.4f\n", c, median(x, m), rss[c], nr ? median(r, nr) : 0
     }
   }' "$runs" > "$results"
 
@@ -122,18 +133,9 @@ fi
 
 {
   echo "# memtrace-c profiler benchmark ($(date -u +%Y-%m-%d), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
-  echo "# workload: $millions M allocations per thread ($ht_millions M for the *-small rows), 16 B - 64 KiB, stacks 5-15 deep; median CPU time of $repeat rounds, configurations interleaved"
+  echo "# workload: $millions M allocations per thread ($ht_millions M for the *-small rows), 16 B - 64 KiB, stacks 5-15 deep; median CPU time of $repeat rounds, configurations interleaved; x plain: median of the rounds' ratios"
   printf "%-24s %10s %10s %12s\n" configuration "cpu s" "x plain" "peak RSS MB"
-  awk '
-    { name[NR] = $1; cpu[$1] = $2; rss[$1] = $3 }
-    END {
-      for (i = 1; i <= NR; i++) {
-        n = name[i]; t = n; sub(/.*-/, "", t)
-        if (n ~ /small/) key = "plain-small-" t; else key = "plain-" t
-        base = cpu[key]
-        printf "%-24s %10.3f %10.2f %12.1f\n", n, cpu[n], (base > 0 ? cpu[n] / base : 0), rss[n] / 1024
-      }
-    }' "$results"
+  awk '{ printf "%-24s %10.3f %10.2f %12.1f\n", $1, $2, $4, $3 / 1024 }' "$results"
   echo
   echo "unsampled malloc+free pair: $plain_pair instructions plain, +$extra with the interposer (target <= 15)"
   echo "trace bytes per sampled allocation: $b5 at 1e-5 ($n5 samples), $b3 at 1e-3 ($n3 samples)"
