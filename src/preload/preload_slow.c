@@ -6,9 +6,9 @@
  * carries the magic word and is marked sticky in the engine's filter, so
  * that the fast free sends it here (where it is ignored) in either mode.
  *
- * Sampled blocks: with the C library's allocator next, each carries a
- * header with its handle (preload.h); with another, the engine's table
- * keeps the handles ("table mode"). */
+ * Sampled blocks carry a header with their handle (preload.h); with an
+ * allocator other than the C library's next, never on a page boundary.
+ * Page-aligned requests are kept in the engine's table instead. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdatomic.h>
@@ -186,10 +186,10 @@ static void resolve_real(void) {
 #define HERE __builtin_frame_address(0)
 #define WORDS(n) (((uint64_t)(n) + 7) >> 3)
 
-/* Samples the block if a sample point lies in it, keeping its handle in
- * the engine's table (a page-aligned request: see preload.h). `frame`: the record of the slow path
- * that calls this, which the wrapper reached by a tail call, so that its
- * return address is the program's call: the unwinder starts there. */
+/* Samples the block, keeping its handle in the engine's table (a
+ * page-aligned request: see preload.h). `frame`: the record of the slow
+ * path that calls this, which the wrapper reached by a tail call, so that
+ * its return address is the program's call: the unwinder starts there. */
 static void *report_in_table(void *p, size_t n, uint64_t ns, void *frame) {
   if (p) {
     mt__unwind_from = (uintptr_t)frame;
@@ -230,6 +230,18 @@ static void *adopt(char *base, char *p, size_t n, uint64_t ns, void *frame) {
   return p;
 }
 
+/* Copies a reallocated block's bytes: as many as both blocks hold. */
+static void copy_bytes(void *to, const void *from, size_t old, size_t n) {
+  memcpy(to, from, old < n ? old : n);
+}
+
+/* Gives a headed block back to the allocator. No later test may take the
+ * freed bytes for a header: the magic is cleared first. */
+static void free_headed(void *p, char *base) {
+  mt__hdr_of(p)->magic = 0;
+  mt__real_free(base); /* its size and alignment are no longer the program's */
+}
+
 /* A sampled block of n bytes with a header in front, from the C library's
  * malloc or calloc. */
 static void *new_headed(size_t n, int zero, uint64_t ns, void *frame) {
@@ -264,8 +276,7 @@ void *mt__realloc_sampled(void *p, size_t n) {
   char *q = new_headed(n, 0, ns, HERE);
   if (!q) return NULL; /* p is left as it was, as realloc must */
   if (p) {
-    size_t old = mt__real_usable_size(p);
-    memcpy(q, p, old < n ? old : n);
+    copy_bytes(q, p, mt__real_usable_size(p), n);
     mt__real_free(p);
   }
   return q;
@@ -343,10 +354,7 @@ static char *release(void *p) {
 void mt__free_ours(void *p, size_t size, size_t align, int kind) {
   if (in_arena(p)) return; /* bootstrap blocks are never freed */
   if (headed(p)) {
-    char *base = release(p);
-    /* No later test may take the freed bytes for a header. */
-    mt__hdr_of(p)->magic = 0;
-    mt__real_free(base); /* its size and alignment are no longer the program's */
+    free_headed(p, release(p));
     return;
   }
   mt__untrack((uintptr_t)p);
@@ -363,9 +371,8 @@ void mt__free_ours(void *p, size_t size, size_t align, int kind) {
 void *mt__realloc_ours(void *p, size_t n) {
   uint64_t ns;
   if (in_arena(p)) {
-    size_t old = arena_size(p);
     void *q = malloc(n); /* ours: it may be sampled */
-    if (q) memcpy(q, p, old < n ? old : n);
+    if (q) copy_bytes(q, p, arena_size(p), n);
     return q;
   }
   if (!headed(p)) {
@@ -381,12 +388,10 @@ void *mt__realloc_ours(void *p, size_t n) {
   char *base = release(p);
   int s = !mt__countdown(n) && sampled(n, &ns);
   if (!mt__hdr_mode.on) { /* a new block: its place depends on its address */
-    size_t old = mt__real_usable_size(base) - off;
     char *q = s ? new_headed(n, 0, ns, HERE) : mt__real_malloc(n);
     if (!q) return NULL;
-    memcpy(q, p, old < n ? old : n);
-    mt__hdr_of(p)->magic = 0;
-    mt__real_free(base);
+    copy_bytes(q, p, mt__real_usable_size(base) - off, n);
+    free_headed(p, base);
     return q;
   }
   char *nb = n <= SIZE_MAX - off ? mt__real_realloc(base, n + off) : NULL;
@@ -445,6 +450,6 @@ extern const char *mt__tr_blocks;
 __attribute__((constructor)) static void preload_init(void) {
   resolve_real();
   mt__dlclose_hooked = 1;
-  mt__tr_blocks = mt__hdr_mode.on ? "header" : "table";
+  mt__tr_blocks = mt__hdr_mode.on ? "header" : "header-off-page";
   mt_trace_if_requested(getenv("MEMTRACE_CONTEXT"), 0);
 }

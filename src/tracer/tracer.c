@@ -276,9 +276,10 @@ void mt__trace_before_exit(void) {
 
 /* ---- public API ---- */
 
-/* Set by the malloc interposer before tracing starts: where it keeps the
- * sampled blocks' handles ("header" or "table"), for the runtime
- * parameters. NULL: no interposer (an embedding program). */
+/* Set by the malloc interposer before tracing starts: how it keeps the
+ * sampled blocks' handles ("header", or "header-off-page" when another
+ * allocator than the C library's is next), for the runtime parameters.
+ * NULL: no interposer (an embedding program). */
 MT__HIDDEN_FN const char *mt__tr_blocks;
 
 static void describe_process(void) {

@@ -41,18 +41,18 @@ sites-exact)
   ;;
 next-allocator)
   # Another allocator between the interposer and the C library (jemalloc):
-  # the word before its blocks may be unmapped, so sampled blocks are kept
-  # in the engine's table, not in headers; the sites are exact all the same.
+  # the word before its blocks may be unmapped, so headers are never placed
+  # on a page boundary; the sites are exact all the same.
   je=$(ls /usr/lib/*/libjemalloc.so.2 2>/dev/null | head -1)
   [ -n "$je" ] || { echo "libjemalloc.so.2 not installed (apt-get install libjemalloc2): skipped"; exit 77; }
   MEMTRACE=t.ctf MEMTRACE_RATE=1 env LD_PRELOAD="$preload:$je" "$bin/prog_sites" 1 no-pvalloc > truth.txt ||
     bad "program failed: $(grep ERROR truth.txt | head -3)"
   "$bin/check_trace" t.ctf sites > sites.txt || bad "trace unreadable"
   compare_exact truth.txt sites.txt
-  "$memtrace" info t.ctf | grep -q "blocks=table" && ok || bad "not in table mode: $("$memtrace" info t.ctf | grep runtime)"
+  "$memtrace" info t.ctf | grep -q "blocks=header-off-page$" && ok || bad "not in off-page mode: $("$memtrace" info t.ctf | grep runtime)"
   # and the C library next: headers
   MEMTRACE=h.ctf MEMTRACE_RATE=1 traced "$bin/prog_sites" > /dev/null || bad "program failed (headers)"
-  "$memtrace" info h.ctf | grep -q "blocks=header" && ok || bad "not in header mode: $("$memtrace" info h.ctf | grep runtime)"
+  "$memtrace" info h.ctf | grep -q "blocks=header$" && ok || bad "not in header mode: $("$memtrace" info h.ctf | grep runtime)"
   ;;
 sites-sampled)
   # Rate 1e-3 (one sample per 8 KB): each site's true bytes lie within the
