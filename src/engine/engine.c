@@ -429,27 +429,24 @@ void *mt__track_handle(uint64_t words, uint64_t bytes, uint64_t nsamples, mt_sou
   return h;
 }
 
-void mt__release_handle(void *h, uint32_t ep) {
-  /* as in mt__untrack: no callback from inside the profiler's own work */
-  if (!h || mt__tls.busy || !eng.tracker.dealloc) return;
-  if (!atomic_load_explicit(&eng.running, memory_order_acquire) ||
-      atomic_load_explicit(&eng.epoch, memory_order_acquire) != ep)
-    return; /* a stopped session's block: forgotten, as its table would be */
-  mt__tls.busy++;
-  run_dealloc(h);
-  mt__tls.busy--;
-}
-
-void mt__untrack(uintptr_t key) {
-  void *h = track_take(key, 1);
-  /* No callback from inside the profiler's own work (a free made by a
-   * callback): the tracker may hold its locks or be mid-update. */
+/* The dealloc callback for a freed block's handle. None from inside the
+ * profiler's own work (a free made by a callback): the tracker may hold its
+ * locks or be mid-update. */
+static void freed(void *h) {
   if (h && eng.tracker.dealloc && !mt__tls.busy) {
     mt__tls.busy++;
     run_dealloc(h);
     mt__tls.busy--;
   }
 }
+
+void mt__release_handle(void *h, uint32_t ep) {
+  if (atomic_load_explicit(&eng.running, memory_order_acquire) &&
+      atomic_load_explicit(&eng.epoch, memory_order_acquire) == ep)
+    freed(h); /* else a stopped session's block: forgotten, as its table would be */
+}
+
+void mt__untrack(uintptr_t key) { freed(track_take(key, 1)); }
 
 /* ---- fork: no lock may be inherited held ---- */
 

@@ -297,9 +297,9 @@ int mt__writer_alloc_known(mt_writer *w, uint64_t time, uint32_t domain, uint64_
   if (rc) return rc;
   if (time < d->time_end) time = d->time_end;
 
-  size_t common = known < len ? known : len;
-  if (common > d->last_len) common = d->last_len;
-  while (common < len && common < d->last_len && bt[common] == d->last_bt[common]) common++;
+  size_t lim = len < d->last_len ? len : d->last_len; /* what the two can share */
+  size_t common = known < lim ? known : lim;
+  while (common < lim && bt[common] == d->last_bt[common]) common++;
   size_t new_len = len - common;
   if (len > d->last_cap) {
     size_t nc = d->last_cap ? d->last_cap : 64;

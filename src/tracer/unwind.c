@@ -163,9 +163,11 @@ static size_t skip_hidden(const uintptr_t *pcs, size_t n) {
   return skip;
 }
 
-static size_t copy_out(const uintptr_t *pcs, size_t n, uint64_t *buf, size_t cap) {
+/* Frames `from` to n of libunwind's walk (past the leading hidden ones),
+ * into buf. */
+static size_t copy_out(const uintptr_t *pcs, size_t from, size_t n, uint64_t *buf, size_t cap) {
   size_t out = 0;
-  for (size_t i = skip_hidden(pcs, n); i < n && out < cap; i++) buf[out++] = pcs[i];
+  for (size_t i = from; i < n && out < cap; i++) buf[out++] = pcs[i];
   return out;
 }
 
@@ -180,10 +182,24 @@ enum { EXTRA = 32, MAX_WALK = 4096 + EXTRA }; /* room for the frames we drop */
 static size_t by_libunwind(uint64_t *buf, size_t cap) {
   size_t want = cap + EXTRA < MAX_WALK ? cap + EXTRA : MAX_WALK;
   uintptr_t pcs[want]; /* sized to the depth asked: threads may have small stacks */
-  return copy_out(pcs, libunwind_walk(pcs, want), buf, cap);
+  size_t n = libunwind_walk(pcs, want);
+  return copy_out(pcs, skip_hidden(pcs, n), n, buf, cap);
 }
 
 #define RECORD_TAG ((uint64_t)V_RECORD << 56)
+
+/* Whether the record at fp continues the chain with the one at next: higher
+ * up the stack (so the walk ends), below the highest place a record can
+ * have (`top`), and aligned. */
+static inline int climbs(uintptr_t fp, uintptr_t next, uintptr_t top) {
+  return next > fp && next <= top && !(next & 7);
+}
+
+/* Whether the chain goes on past the record at fp: the next record climbs
+ * and holds a return address. */
+static inline int goes_on(uintptr_t fp, uintptr_t next, uintptr_t top) {
+  return climbs(fp, next, top) && ((uintptr_t *)next)[1] != 0;
+}
 
 #define ENTRY_TAG ((uint64_t)V_ENTRY << 56)
 
@@ -194,7 +210,7 @@ static size_t by_libunwind(uint64_t *buf, size_t cap) {
 static inline int known_good(uintptr_t fp, uintptr_t next, uintptr_t ret, uintptr_t top) {
   uint64_t e = atomic_load_explicit(verdict_slot(ret), memory_order_relaxed);
   if (__builtin_expect(e == (ret | RECORD_TAG), 1)) return 1;
-  return e == (ret | ENTRY_TAG) && !(next - fp - 1 < top - fp && !(next & 7) && ((uintptr_t *)next)[1] != 0);
+  return e == (ret | ENTRY_TAG) && !goes_on(fp, next, top);
 }
 
 /* Whether the walk may go on from the record at fp (or end there, if the
@@ -204,7 +220,7 @@ static __attribute__((noinline)) int judge(uintptr_t fp, uintptr_t next, uintptr
                                            uintptr_t top, int *trust) {
   unsigned v = verdict(ret);
   if (v == V_RECORD) return 1;
-  int more = next - fp - 1 < top - fp && !(next & 7) && ((uintptr_t *)next)[1] != 0;
+  int more = goes_on(fp, next, top);
   if (v == V_ENTRY && !more) return 1;
   *trust = more ? 0 : -1;
   return 0;
@@ -212,9 +228,7 @@ static __attribute__((noinline)) int judge(uintptr_t fp, uintptr_t next, uintptr
 
 /* The frame-pointer walk, from the record at fp, straight into buf: the
  * leading hidden frames are dropped (only those: the check stops at the
- * first frame kept). A record continues the chain with the next one if
- * that is higher up the stack (so the walk ends), within it (one unsigned
- * comparison for both), and aligned.
+ * first frame kept), and the walk goes while the records climb.
  *
  * With `check` (AUTO), every return address passed must lie in a function
  * that sets up its own record, else the next record is not its caller's.
@@ -239,13 +253,13 @@ static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t 
       return n;
     }
     if (!hidden) break;
-    if (next - fp - 1 >= top - fp || (next & 7)) return 0;
+    if (!climbs(fp, next, top)) return 0;
     fp = next;
   }
   uint64_t *out = buf, *end = buf + cap;
   for (;;) {
     *out++ = ret;
-    if (out == end || next <= fp || next > top || (next & 7)) break;
+    if (out == end || !climbs(fp, next, top)) break;
     fp = next;
     next = ((uintptr_t *)fp)[0], ret = ((uintptr_t *)fp)[1];
     if (!ret) break;
@@ -285,9 +299,7 @@ size_t mt__unwind(void *ctx, uint64_t *buf, size_t cap) {
   if (ended && nl - sl >= n && nl - sl - n <= OUTER_SLACK &&
       memcmp(buf, lu + sl, n * sizeof *buf) == 0)
     verdict_put(last, V_ENTRY);
-  size_t out = 0;
-  for (size_t i = sl; i < nl && out < cap; i++) buf[out++] = lu[i];
-  return out;
+  return copy_out(lu, sl, nl, buf, cap);
 }
 
 void mt__unwind_forget(void) {
