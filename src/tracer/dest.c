@@ -152,11 +152,15 @@ int mt__dest_open(const mt__dest *d, char *err, size_t errlen) {
   return fd;
 }
 
-int mt__dest_write(int fd, const void *buf, size_t len) {
+int mt__dest_is_socket(int fd) {
+  struct stat st;
+  return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+int mt__dest_write(int fd, int is_socket, const void *buf, size_t len) {
   const char *p = buf;
   while (len > 0) {
-    ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-    if (n < 0 && errno == ENOTSOCK) n = write(fd, p, len);
+    ssize_t n = is_socket ? send(fd, p, len, MSG_NOSIGNAL) : write(fd, p, len);
     if (n < 0) {
       if (errno == EINTR) continue;
       return -errno;

@@ -24,8 +24,11 @@ void mt__dest_expand(const mt__dest *d, pid_t pid, char *out, size_t n);
 /* Opens the file, connects (timeout 5 s) or listens; returns an fd, or -1
  * with a message. */
 int mt__dest_open(const mt__dest *d, char *err, size_t errlen);
-/* Writes all of buf to fd (send with MSG_NOSIGNAL for sockets, so a closed
- * connection is an error, never a SIGPIPE). Returns 0 or -errno. */
-int mt__dest_write(int fd, const void *buf, size_t len);
+/* Whether fd is a socket (for mt__dest_write; checked once per fd, not at
+ * every write: a failed send per packet costs a system call). */
+int mt__dest_is_socket(int fd);
+/* Writes all of buf to fd: with send and MSG_NOSIGNAL for a socket, so a
+ * closed connection is an error, never a SIGPIPE. Returns 0 or -errno. */
+int mt__dest_write(int fd, int is_socket, const void *buf, size_t len);
 
 #endif

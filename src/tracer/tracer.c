@@ -64,7 +64,7 @@ static uint64_t now_us(void) {
 /* ---- sessions ---- */
 
 static int sink(void *ctx, const void *buf, size_t len) {
-  return mt__dest_write(*(int *)ctx, buf, len);
+  return mt__dest_write(*(int *)ctx, tr.fd_is_socket, buf, len);
 }
 
 static int resolve(void *ctx, uint64_t code, const mt_location **locs, size_t *n) {
@@ -112,6 +112,7 @@ static int writer_begin(int fd) {
                       .start_time = now_us(),
                       .context = tr.context};
   tr.fd = fd;
+  tr.fd_is_socket = mt__dest_is_socket(fd);
   mt_writer_options wo = {.version = tr.version,
                           .sink = sink,
                           .sink_ctx = &tr.fd,
@@ -195,7 +196,7 @@ static void *listener_main(void *arg) {
         pthread_mutex_lock(&tr.lock);
         if (tr.active) {
           static const char busy[] = "memtrace: already serving a client\n";
-          mt__dest_write(fd, busy, sizeof busy - 1);
+          mt__dest_write(fd, 1, busy, sizeof busy - 1);
           close(fd);
         } else if (session_begin(fd) == MT_OK) {
           tr.client_fd = fd;

@@ -27,6 +27,7 @@ typedef struct mt__tracer {
   uint64_t session_pid; /* the process whose trace w writes */
   mt_writer *w;
   int fd;
+  int fd_is_socket; /* send (no SIGPIPE) rather than write */
   mt__dest dest;
   double rate;
   uint64_t seed; /* MEMTRACE_SEED: reproducible sampling, for tests */

@@ -102,8 +102,11 @@ static void find_stack_bounds(void) {
  * of F's callee, and goes on to the record at the rbp value F had. If F set
  * up its own record, that is F's, and the walk misses nothing; if not, rbp
  * is F's caller's record (F's frame is skipped) or garbage. Verdicts per
- * return address, in a lock-free direct-mapped cache: an entry is the
- * address in the low 48 bits and the verdict above. */
+ * return address, in a lock-free direct-mapped cache. An entry is the
+ * address itself for V_RECORD, by far the most common verdict, so the
+ * walk's test is one compare; the other verdicts are the address in the
+ * low 48 bits and the verdict above (never equal to an address: user space
+ * lies below 2^48). 0 is empty. */
 enum { V_RECORD = 1, V_NONE = 2, V_ENTRY = 3 }; /* ENTRY: no record, but
     only the C library's entry points lie beyond (learned from libunwind) */
 #define VERDICT_BITS 14
@@ -125,8 +128,8 @@ static _Atomic int verdicts_used;
 static void verdict_put(uintptr_t r, unsigned v) {
   if (!atomic_load_explicit(&verdicts_used, memory_order_relaxed))
     atomic_store_explicit(&verdicts_used, 1, memory_order_relaxed);
-  atomic_store_explicit(verdict_slot(r), ((uint64_t)r & ADDR_MASK) | (uint64_t)v << 56,
-                        memory_order_relaxed);
+  uint64_t e = v == V_RECORD ? (uint64_t)r : ((uint64_t)r & ADDR_MASK) | (uint64_t)v << 56;
+  atomic_store_explicit(verdict_slot(r), e, memory_order_relaxed);
 }
 
 /* Whether the function around return address r starts by setting up a
@@ -149,9 +152,8 @@ static unsigned examine(uintptr_t r) {
 
 static unsigned verdict(uintptr_t r) {
   uint64_t e = atomic_load_explicit(verdict_slot(r), memory_order_relaxed);
-  uint64_t key = (uint64_t)r & ADDR_MASK;
-  if (__builtin_expect(e == (key | (uint64_t)V_RECORD << 56), 1)) return V_RECORD;
-  if (e && (e & ADDR_MASK) == key) return (unsigned)(e >> 56);
+  if (__builtin_expect(e == (uint64_t)r, 1)) return V_RECORD;
+  if (e && (e & ADDR_MASK) == ((uint64_t)r & ADDR_MASK) && e >> 56) return (unsigned)(e >> 56);
   unsigned v = examine(r);
   verdict_put(r, v);
   return v;
@@ -186,8 +188,6 @@ static size_t by_libunwind(uint64_t *buf, size_t cap) {
   return copy_out(pcs, skip_hidden(pcs, n), n, buf, cap);
 }
 
-#define RECORD_TAG ((uint64_t)V_RECORD << 56)
-
 /* Whether the record at fp continues the chain with the one at next: higher
  * up the stack (so the walk ends), below the highest place a record can
  * have (`top`), and aligned. */
@@ -203,25 +203,24 @@ static inline int goes_on(uintptr_t fp, uintptr_t next, uintptr_t top) {
 
 #define ENTRY_TAG ((uint64_t)V_ENTRY << 56)
 
-/* Whether the walk may pass ret without asking judge: its verdict is cached
- * as V_RECORD, or as V_ENTRY at the chain's end (the outermost frame of
- * every walk). For an address below 2^48, as user space is, its entry is
- * then ret | the tag. */
-static inline int known_good(uintptr_t fp, uintptr_t next, uintptr_t ret, uintptr_t top) {
-  uint64_t e = atomic_load_explicit(verdict_slot(ret), memory_order_relaxed);
-  if (__builtin_expect(e == (ret | RECORD_TAG), 1)) return 1;
-  return e == (ret | ENTRY_TAG) && !goes_on(fp, next, top);
+/* Whether ret is known to lie in a function with a record of its own: the
+ * walk's test at every frame, one load and one compare. */
+static inline int known_record(uintptr_t ret) {
+  return atomic_load_explicit(verdict_slot(ret), memory_order_relaxed) == (uint64_t)ret;
 }
 
 /* Whether the walk may go on from the record at fp (or end there, if the
- * chain does), return address ret not being known to lie in a function
- * with a record of its own. If not, sets *trust (see walk). */
+ * chain does), ret not being known to lie in a function with a record:
+ * yes if ret is a known entry point (V_ENTRY) and the chain ends there (the
+ * outermost frame of every walk: that answer comes first), or if examining
+ * ret finds a record after all. If not, sets *trust (see walk). */
 static __attribute__((noinline)) int judge(uintptr_t fp, uintptr_t next, uintptr_t ret,
                                            uintptr_t top, int *trust) {
-  unsigned v = verdict(ret);
-  if (v == V_RECORD) return 1;
   int more = goes_on(fp, next, top);
-  if (v == V_ENTRY && !more) return 1;
+  if (!more && atomic_load_explicit(verdict_slot(ret), memory_order_relaxed) == (ret | ENTRY_TAG))
+    return 1;
+  unsigned v = verdict(ret);
+  if (v == V_RECORD || (v == V_ENTRY && !more)) return 1;
   *trust = more ? 0 : -1;
   return 0;
 }
@@ -236,7 +235,7 @@ static __attribute__((noinline)) int judge(uintptr_t fp, uintptr_t next, uintptr
  * last, known as an entry point); else the walk stops there, with that
  * address last in buf, and *trust is 0, or -1 if the chain ended at it (it
  * may be an entry point). The second loop is most of a sample's
- * unwinding: about ten instructions per frame. */
+ * unwinding: about fifteen instructions per frame. */
 static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t *buf, size_t cap,
                                                          const int check, int *trust) {
   const uintptr_t top = stack_hi - 16; /* a record's highest place */
@@ -248,7 +247,7 @@ static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t 
     next = ((uintptr_t *)fp)[0], ret = ((uintptr_t *)fp)[1];
     if (!ret) return 0;
     int hidden = is_hidden(ret);
-    if (check && !known_good(fp, next, ret, top) && !judge(fp, next, ret, top, trust)) {
+    if (check && !known_record(ret) && !judge(fp, next, ret, top, trust)) {
       if (!hidden) buf[n++] = ret;
       return n;
     }
@@ -263,7 +262,7 @@ static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t 
     fp = next;
     next = ((uintptr_t *)fp)[0], ret = ((uintptr_t *)fp)[1];
     if (!ret) break;
-    if (check && !known_good(fp, next, ret, top) && !judge(fp, next, ret, top, trust)) {
+    if (check && !known_record(ret) && !judge(fp, next, ret, top, trust)) {
       *out++ = ret;
       break;
     }
