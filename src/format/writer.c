@@ -206,7 +206,8 @@ static int flush_domain(mt_writer *w, wdomain *d, uint64_t now) {
   return MT_OK;
 }
 
-static int begin_event(mt_writer *w, wdomain *d, unsigned code, uint64_t now) {
+static inline __attribute__((always_inline)) int begin_event(mt_writer *w, wdomain *d, unsigned code,
+                                                              uint64_t now) {
   if (mt__wr_left(&d->w) < MAX_EVENT_SIZE || d->nnew > MAX_NEW_LOCS ||
       now - d->time_start > MT__PACKET_MAX_TIME ||
       (w->version >= 3 && !ids_left(d))) {
