@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "symtab.h"
 #include "tables.h"
 
 #define MAX_INLINE 64
@@ -23,6 +24,7 @@ typedef struct entry {
 
 struct mt__symbols {
   Dwfl *dwfl;
+  mt__symtabs symtabs; /* sorted ELF symbols of dwfl's modules, built on use */
   Dwfl_Callbacks callbacks;
   char *debuginfo_path;
   mt__u64map index; /* code -> entry */
@@ -44,6 +46,13 @@ static int open_dwfl(mt__symbols *s) {
     return -1;
   }
   return 0;
+}
+
+/* The module tables name into the Dwfl's ELF data: they go first. */
+static void close_dwfl(mt__symbols *s) {
+  mt__symtabs_clear(&s->symtabs);
+  if (s->dwfl) dwfl_end(s->dwfl);
+  s->dwfl = NULL;
 }
 
 /* A find_debuginfo that finds nothing: libdw then uses the DWARF inside the
@@ -76,15 +85,14 @@ static void drop_entries(mt__symbols *s) {
 
 void mt__symbols_free(mt__symbols *s) {
   if (!s) return;
-  if (s->dwfl) dwfl_end(s->dwfl);
+  close_dwfl(s);
   drop_entries(s);
   mt__strtab_free(&s->strings);
   free(s);
 }
 
 void mt__symbols_reset(mt__symbols *s) {
-  if (s->dwfl) dwfl_end(s->dwfl);
-  s->dwfl = NULL;
+  close_dwfl(s);
   open_dwfl(s);
   drop_entries(s);
 }
@@ -144,8 +152,7 @@ static size_t describe(mt__symbols *s, uint64_t addr, mt_location *out) {
   if (!mod) {
     /* A library loaded since the modules were listed: list them again
      * (the cache stays: codes already described keep their answer). */
-    if (s->dwfl) dwfl_end(s->dwfl);
-    s->dwfl = NULL;
+    close_dwfl(s);
     open_dwfl(s);
     mod = s->dwfl ? dwfl_addrmodule(s->dwfl, addr) : NULL;
   }
@@ -199,8 +206,10 @@ static size_t describe(mt__symbols *s, uint64_t addr, mt_location *out) {
   }
   free(scopes);
   if (n == 0) {
-    /* no DWARF: the ELF symbol, in the module's file */
-    const char *sym = dwfl_module_addrname(mod, addr);
+    /* no DWARF: the ELF symbol, in the module's file (what
+     * dwfl_module_addrname says, by binary search in a table built once
+     * per module, not by reading all the symbols at each address) */
+    const char *sym = mt__symtabs_name(&s->symtabs, mod, addr);
     char anon[64];
     if (!sym) sym = anonymous_name(mod, modname, addr, anon, sizeof anon);
     out[0] = (mt_location){intern(s, file ? file : (modname ? modname : "??")),
