@@ -475,11 +475,17 @@ void mt__tr_on_dealloc(void *ctx, void *handle) {
   /* Full, or the oldest entry is old: write the queues now. The slot the
    * owner fills next is one that every flusher has finished reading
    * (`done`, acquired, is past it). */
-  if (n - d == COLLECTS || (n != d && (int64_t)(now - r->e[d % COLLECTS].time) > MAX_AGE_US)) {
-    pthread_mutex_lock(&tr.lock);
+  if (__builtin_expect(n - d >= COLLECTS - COLLECTS / 4, 0) ||
+      (n != d && (int64_t)(now - r->e[d % COLLECTS].time) > MAX_AGE_US)) {
+    /* Three quarters full: write them if the lock is free; wait for it
+     * only when full (a holder preempted mid-batch would otherwise put
+     * every other sampling thread to sleep). */
+    if (n - d == COLLECTS) pthread_mutex_lock(&tr.lock);
+    else if (pthread_mutex_trylock(&tr.lock) != 0) goto queue;
     owner_flush(r, now);
     pthread_mutex_unlock(&tr.lock);
   }
+queue:
   r->e[n % COLLECTS].c = handle;
   r->e[n % COLLECTS].time = now;
   STORE_REL(&r->n, n + 1);
