@@ -234,6 +234,12 @@ run)
     bad "anonymous code: $(grep -o ' ??@[^ ]*' dump.txt | sort -u | head -3)"
   "$memtrace" run -q -o f.ctf -- sh -c 'exit 3'
   [ $? = 3 ] && ok || bad "exit status not passed through"
+  # a death by signal shows as the shell shows it without memtrace (-q:
+  # memtrace becomes the program; without: it reports 128 + the signal)
+  "$memtrace" run -q -o k.ctf -- sh -c 'kill -TERM $$'
+  [ $? = 143 ] && [ -s k.ctf ] && ok || bad "signal death under -q"
+  "$memtrace" run -o k.ctf -- sh -c 'kill -TERM $$' 2> /dev/null
+  [ $? = 143 ] && ok || bad "signal death"
   "$memtrace" run -q -o f.ctf -- /nonexistent/program 2> err.txt
   [ $? = 127 ] && grep -q "cannot run /nonexistent/program" err.txt && ok || bad "missing program: $(cat err.txt)"
   "$memtrace" run --rate 2 true 2> err.txt
