@@ -14,9 +14,14 @@
 
 #define MT__ZIG_N 256
 
-extern uint64_t mt__zig_k[MT__ZIG_N]; /* accept u (53 bits) below k[i] at once */
-extern double mt__zig_w[MT__ZIG_N];   /* x = u * w[i] */
-extern double mt__zig_f[MT__ZIG_N];   /* exp(-x) at the strips' edges */
+/* A strip's fast-path pair, together: a draw reads one cache line (the
+ * tables are cold between a program's samples). */
+typedef struct mt__zig_strip {
+  uint64_t k; /* accept u (53 bits) below k at once */
+  double w;   /* x = u * w */
+} mt__zig_strip;
+extern mt__zig_strip mt__zig_kw[MT__ZIG_N];
+extern double mt__zig_f[MT__ZIG_N]; /* exp(-x) at the strips' edges */
 
 /* Fills the tables (idempotent; call before the first draw). */
 void mt__zig_init(void);
@@ -31,7 +36,7 @@ double mt__zig_exp_slow(uint64_t r, mt__rand_fn next, void *state);
 static inline double mt__zig_exp(uint64_t r, mt__rand_fn next, void *state) {
   unsigned i = (unsigned)(r >> 3) & (MT__ZIG_N - 1);
   uint64_t u = r >> 11;
-  if (__builtin_expect(u < mt__zig_k[i], 1)) return (double)u * mt__zig_w[i];
+  if (__builtin_expect(u < mt__zig_kw[i].k, 1)) return (double)u * mt__zig_kw[i].w;
   return mt__zig_exp_slow(r, next, state);
 }
 
