@@ -235,7 +235,7 @@ static __attribute__((noinline)) int judge(uintptr_t fp, uintptr_t next, uintptr
  * last, known as an entry point); else the walk stops there, with that
  * address last in buf, and *trust is 0, or -1 if the chain ended at it (it
  * may be an entry point). The second loop is most of a sample's
- * unwinding: about fifteen instructions per frame. */
+ * unwinding: about twenty instructions per frame. */
 static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t *buf, size_t cap,
                                                          const int check, int *trust) {
   const uintptr_t top = stack_hi - 16; /* a record's highest place */
