@@ -10,6 +10,8 @@
 # Also:
 #   - instructions added to an unsampled malloc+free pair (callgrind, by
 #     difference between two run lengths, so start-up costs cancel out);
+#   - instructions per sample at 1e-3 (callgrind, by difference with a plain
+#     run, symbolization excluded);
 #   - trace bytes per sampled allocation, and the profiler's own memory
 #     (peak RSS traced minus plain).
 # Prints a table and writes bench/out/profiler-bench.txt.
@@ -131,6 +133,25 @@ if command -v valgrind > /dev/null; then
   extra=$(( ((p2 - p1) - (b2 - b1)) / 100000 ))
 fi
 
+# Instructions per sample at 1e-3 (callgrind, 1 thread, 0.3M allocations,
+# fixed seed): the traced run's total less the plain run's and less the
+# symbolization (a one-off per distinct code), over the samples in the
+# trace. Steadier than CPU time on a shared machine: changes of 1-2% show.
+per_sample_ir="n/a"
+if command -v valgrind > /dev/null && command -v callgrind_annotate > /dev/null; then
+  valgrind --tool=callgrind --callgrind-out-file="$tmp/cgp.out" "$work" 1 0.3 > /dev/null 2> "$tmp/cgp.err"
+  MEMTRACE="$tmp/cgs.ctf" MEMTRACE_KEEP_ENV=1 MEMTRACE_RATE=1e-3 MEMTRACE_SEED=7 \
+    LD_PRELOAD="$build/libmemtrace_preload.so" \
+    valgrind --tool=callgrind --callgrind-out-file="$tmp/cgs.out" "$work" 1 0.3 > /dev/null 2> "$tmp/cgs.err"
+  total_ir() { grep Collected "$1" | tail -1 | awk '{print $4}'; }
+  sym_ir=$(callgrind_annotate --inclusive=yes "$tmp/cgs.out" 2> /dev/null |
+    awk '/symbols\.c:mt__symbols_lookup \[/ && !seen {gsub(",", "", $1); print $1; seen = 1}')
+  nsamp=$("$build/memtrace" dump --compact "$tmp/cgs.ctf" | awk '$3 ~ /^A?E?a?$|^AE$/ {n++} END {print n + 0}')
+  t=$(total_ir "$tmp/cgs.err"); p=$(total_ir "$tmp/cgp.err")
+  [ -n "$t" ] && [ -n "$p" ] && [ "$nsamp" -gt 0 ] &&
+    per_sample_ir=$(( (t - p - ${sym_ir:-0}) / nsamp ))
+fi
+
 {
   echo "# memtrace-c profiler benchmark ($(date -u +%Y-%m-%d), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
   echo "# workload: $millions M allocations per thread ($ht_millions M for the *-small rows), 16 B - 64 KiB, stacks 5-15 deep; median CPU time of $repeat rounds, configurations interleaved; x plain: median of the rounds' ratios"
@@ -138,6 +159,7 @@ fi
   awk '{ printf "%-24s %10.3f %10.2f %12.1f\n", $1, $2, $4, $3 / 1024 }' "$results"
   echo
   echo "unsampled malloc+free pair: $plain_pair instructions plain, +$extra with the interposer (target <= 15)"
+  echo "a sample at 1e-3: $per_sample_ir instructions (callgrind, symbolization excluded)"
   echo "trace bytes per sampled allocation: $b5 at 1e-5 ($n5 samples), $b3 at 1e-3 ($n3 samples)"
   awk '{cpu[$1] = $2; rss[$1] = $3} END {
     printf "profiler memory (peak RSS traced - plain, 1 thread): %.1f MB at 1e-5, %.1f MB at 1e-3\n",
