@@ -55,21 +55,12 @@ static void close_dwfl(mt__symbols *s) {
   s->dwfl = NULL;
 }
 
-/* A find_debuginfo that finds nothing: libdw then uses the DWARF inside the
- * module, if any, and the ELF symbol table. */
-static int embedded_only(Dwfl_Module *mod, void **user, const char *name, Dwarf_Addr base,
-                         const char *file, const char *debuglink, GElf_Word crc,
-                         char **debuginfo_file) {
-  (void)mod, (void)user, (void)name, (void)base, (void)file, (void)debuglink, (void)crc;
-  (void)debuginfo_file;
-  return -1;
-}
-
 mt__symbols *mt__symbols_new(int separate_debuginfo) {
   mt__symbols *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   s->callbacks.find_elf = dwfl_linux_proc_find_elf;
-  s->callbacks.find_debuginfo = separate_debuginfo ? dwfl_standard_find_debuginfo : embedded_only;
+  s->callbacks.find_debuginfo = separate_debuginfo ? dwfl_standard_find_debuginfo
+                                                    : mt__dwfl_embedded_only;
   s->callbacks.debuginfo_path = &s->debuginfo_path;
   open_dwfl(s); /* without it, every code gets "??" */
   return s;

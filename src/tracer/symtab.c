@@ -242,3 +242,11 @@ void mt__symtabs_clear(mt__symtabs *s) {
   mt__u64map_free(&s->index);
   *s = (mt__symtabs){0};
 }
+
+int mt__dwfl_embedded_only(Dwfl_Module *mod, void **user, const char *name, Dwarf_Addr base,
+                           const char *file, const char *debuglink, GElf_Word crc,
+                           char **debuginfo_file) {
+  (void)mod, (void)user, (void)name, (void)base, (void)file, (void)debuglink, (void)crc;
+  (void)debuginfo_file;
+  return -1;
+}

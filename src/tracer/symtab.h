@@ -38,4 +38,11 @@ typedef struct mt__symtabs {
 const char *mt__symtabs_name(mt__symtabs *s, Dwfl_Module *mod, uint64_t addr);
 void mt__symtabs_clear(mt__symtabs *s);
 
+/* A find_debuginfo that finds nothing: libdw then uses the DWARF inside the
+ * module, if any, and its ELF symbol table (the tracer's default: no
+ * separate debug-info files). */
+int mt__dwfl_embedded_only(Dwfl_Module *mod, void **user, const char *name, Dwarf_Addr base,
+                           const char *file, const char *debuglink, GElf_Word crc,
+                           char **debuginfo_file);
+
 #endif

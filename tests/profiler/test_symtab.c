@@ -28,14 +28,6 @@ typedef struct stats {
   long timed;
 } stats;
 
-static int embedded_only(Dwfl_Module *mod, void **user, const char *name, Dwarf_Addr base,
-                         const char *file, const char *debuglink, GElf_Word crc,
-                         char **debuginfo_file) {
-  (void)mod, (void)user, (void)name, (void)base, (void)file, (void)debuglink, (void)crc;
-  (void)debuginfo_file;
-  return -1;
-}
-
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -154,7 +146,7 @@ int main(void) {
   if (!dlopen("libstdc++.so.6", RTLD_NOW | RTLD_GLOBAL)) printf("no libstdc++: %s\n", dlerror());
   char *debuginfo_path = NULL;
   Dwfl_Callbacks cb = {.find_elf = dwfl_linux_proc_find_elf,
-                       .find_debuginfo = embedded_only,
+                       .find_debuginfo = mt__dwfl_embedded_only,
                        .debuginfo_path = &debuginfo_path};
   Dwfl *dwfl = dwfl_begin(&cb);
   if (!dwfl) return 1;
