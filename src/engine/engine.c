@@ -30,6 +30,9 @@
  * distribution function (one exp) rather than by skipping gaps (one log per
  * sample point, plus one): below it a gap or two is cheaper. */
 #define INVERSION_MIN_MEAN 1.0
+/* Steps of the inversion done with a multiply by a table's entry rather
+ * than a divide (beyond it: the divide). */
+#define INVERSION_TABLE 512
 
 __thread mt__thread mt__tls __attribute__((tls_model("initial-exec")));
 uint8_t mt__filter[1u << MT__FILTER_BITS];
@@ -107,6 +110,10 @@ static struct {
   double rate, log1m_rate;
   double gap_scale;      /* -1 / log1m_rate: a multiply per gap, not a divide */
   double odds;           /* rate / (1 - rate), for the binomial's recurrence */
+  /* The inversion's tables (see draw_binomial): P(k = 0) = (1 - rate)^n
+   * for n < 2^16 as p0_lo[n & 255] * p0_hi[n >> 8], and odds / (k + 1). */
+  double p0_lo[256], p0_hi[256];
+  double odds_over[INVERSION_TABLE];
   mt_tracker tracker;
   mt_callstack_fn callstack;
   void *callstack_ctx;
@@ -314,10 +321,12 @@ static uint64_t draw_binomial(mt__thread *th, uint64_t n) {
      * exp and about `mean` multiplications, where skipping gaps takes
      * about `mean` logarithms (large blocks at high rates: most of the
      * draws). Exact but for double rounding, as the gaps are. */
-    double u = uniform_open0(th), pk = exp(log_p0), cdf = pk;
+    double u = uniform_open0(th), cdf;
+    double pk = cdf = n < 65536 ? eng.p0_lo[n & 255] * eng.p0_hi[n >> 8] : exp(log_p0);
     uint64_t k = 0;
     while (cdf < u && k < n) {
-      pk *= (double)(n - k) / (double)(k + 1) * eng.odds;
+      pk *= (double)(n - k) * (k < INVERSION_TABLE ? eng.odds_over[k]
+                                                   : eng.odds / (double)(k + 1));
       k++;
       if (pk == 0.0) break; /* past the tail: u was within rounding of 1 */
       cdf += pk;
@@ -481,6 +490,11 @@ int mt_engine_start(const mt_engine_params *p) {
   eng.gap_scale = p->rate < 1 ? -1.0 / eng.log1m_rate : 0;
   mt__zig_init();
   eng.odds = p->rate < 1 ? p->rate / (1 - p->rate) : 0;
+  for (int i = 0; i < 256; i++) {
+    eng.p0_lo[i] = exp(i * eng.log1m_rate);
+    eng.p0_hi[i] = exp(i * 256.0 * eng.log1m_rate);
+  }
+  for (int k = 0; k < INVERSION_TABLE; k++) eng.odds_over[k] = eng.odds / (k + 1);
   eng.tracker = p->tracker;
   eng.callstack = p->callstack;
   eng.callstack_ctx = p->callstack_ctx;

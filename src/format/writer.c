@@ -284,15 +284,15 @@ static void log_miss(void *ctx, uint64_t code) {
 int mt_writer_alloc(mt_writer *w, uint64_t time, uint32_t domain, uint64_t length,
                     uint64_t nsamples, mt_source source, const uint64_t *bt,
                     size_t len, uint64_t *obj_id) {
+  if ((unsigned)source > MT_SOURCE_EXTERNAL) return invalid(w, "unknown allocation source");
+  if (len && !bt) return invalid(w, "NULL backtrace");
+  if (length > INT64_MAX || nsamples > INT64_MAX) return invalid(w, "length or samples too large");
   return mt__writer_alloc_known(w, time, domain, length, nsamples, source, bt, len, 0, obj_id);
 }
 
 int mt__writer_alloc_known(mt_writer *w, uint64_t time, uint32_t domain, uint64_t length,
                            uint64_t nsamples, mt_source source, const uint64_t *bt, size_t len,
                            size_t known, uint64_t *obj_id) {
-  if ((unsigned)source > MT_SOURCE_EXTERNAL) return invalid(w, "unknown allocation source");
-  if (len && !bt) return invalid(w, "NULL backtrace");
-  if (length > INT64_MAX || nsamples > INT64_MAX) return invalid(w, "length or samples too large");
   wdomain *d;
   int rc = domain_for(w, domain, &d);
   if (rc) return rc;
@@ -352,6 +352,19 @@ static int was_allocated(const mt_writer *w, uint64_t obj_id) {
   return 1;
 }
 
+/* An event naming obj_id, once checked. */
+static inline __attribute__((always_inline)) int put_relative(mt_writer *w, wdomain *d,
+                                                               unsigned code, uint64_t time,
+                                                               uint64_t obj_id) {
+  if (time < d->time_end) time = d->time_end;
+  int rc = begin_event(w, d, code, time);
+  if (rc) return rc;
+  /* Relative to the last id allocated: usually small. Negative only for an
+   * object of another domain (v3). */
+  mt__putvint(&d->w, (int64_t)(d->id_next - 1 - obj_id));
+  return MT_OK;
+}
+
 static int relative_event(mt_writer *w, unsigned code, uint64_t time, uint32_t domain,
                           uint64_t obj_id) {
   if (w->status < 0) return MT_ERR_CLOSED;
@@ -362,13 +375,14 @@ static int relative_event(mt_writer *w, unsigned code, uint64_t time, uint32_t d
   /* Readers accept a later id (another domain's) only in a collection. */
   if (code == MT__EV_PROMOTE && obj_id >= d->id_next)
     return invalid(w, "a promotion must name an object allocated before this domain's last");
-  if (time < d->time_end) time = d->time_end;
-  rc = begin_event(w, d, code, time);
+  return put_relative(w, d, code, time, obj_id);
+}
+
+int mt__writer_collect_known(mt_writer *w, uint64_t time, uint64_t obj_id) {
+  wdomain *d;
+  int rc = domain_for(w, 0, &d);
   if (rc) return rc;
-  /* Relative to the last id allocated: usually small. Negative only for an
-   * object of another domain (v3). */
-  mt__putvint(&d->w, (int64_t)(d->id_next - 1 - obj_id));
-  return MT_OK;
+  return put_relative(w, d, MT__EV_COLLECT, time, obj_id);
 }
 
 int mt_writer_promote(mt_writer *w, uint64_t time, uint32_t domain, uint64_t obj_id) {

@@ -205,10 +205,10 @@ static inline uint64_t rec_start(const ring *r, uint64_t t) {
  * the writer need not compare them. NULL after any other alloc. */
 static ring *last_alloc_ring;
 
-/* Writes the alloc event queued at r's tail (tr.lock held). Its cell gets
- * the object's id, or DEAD when the session is gone or another's. */
+/* Writes the alloc event queued at r's tail, whose record starts at t
+ * (tr.lock held). Its cell gets the object's id, or DEAD when the session
+ * is gone or another's. */
 static void write_one_alloc(ring *r, uint64_t t) {
-  t = rec_start(r, t);
   uint64_t w0 = qword(r, t);
   size_t n = (uint16_t)w0, same = (uint16_t)(w0 >> 16);
   cell *c = (cell *)(uintptr_t)qword(r, t + 1);
@@ -231,27 +231,25 @@ static void write_one_alloc(ring *r, uint64_t t) {
 
 static void drain_allocs(ring *r) {
   uint64_t h = LOAD_ACQ(&r->head);
-  for (uint64_t t; (t = LOAD(&r->tail)) < h;) write_one_alloc(r, t);
+  for (uint64_t t; (t = LOAD(&r->tail)) < h;) write_one_alloc(r, rec_start(r, t));
 }
 
 static void rings_drain_allocs(void) {
   for (ring *r = rings; r; r = r->next) drain_allocs(r);
 }
 
-/* Writes a promotion or collection of c's object (tr.lock held), its
- * alloc event first if still queued; nothing when the object has no id in
- * this session's trace. */
-static void write_relative(cell *c, uint64_t time, int promote) {
+/* Whether c's object has an id in this session's trace (tr.lock held),
+ * its alloc event written first if still queued. */
+static inline int has_id(cell *c) {
   if (c->id == PENDING && c->ring) drain_allocs(c->ring);
-  if (c->id >= DEAD || c->session != tr.session || !tr.active || !tr.w) return;
-  int rc = promote ? mt_writer_promote(tr.w, time, 0, c->id)
-                   : mt_writer_collect(tr.w, time, 0, c->id);
-  if (rc != MT_OK && rc != MT_ERR_INVALID) mt__tr_session_failed();
+  return c->id < DEAD && c->session == tr.session && tr.active && tr.w;
 }
 
-/* Writes a collect and frees the cell: a handle is collected once. */
+/* Writes a collect and frees the cell: a handle is collected once. The
+ * id came from this session's writer (the session is bumped with each). */
 static void write_collect(cell *c, uint64_t time) {
-  write_relative(c, time, 0);
+  if (has_id(c) && mt__writer_collect_known(tr.w, time, c->id) != MT_OK)
+    mt__tr_session_failed();
   cell_free(c);
 }
 
@@ -263,7 +261,8 @@ static void ring_drain(ring *r) {
     uint64_t t = LOAD(&r->tail), d = LOAD(&r->done); /* write_collect may move t */
     int allocs = t < h, collects = d < n;
     if (!allocs && !collects) break;
-    if (allocs && (!collects || qword(r, rec_start(r, t) + 2) <= r->e[d % COLLECTS].time)) {
+    if (allocs) t = rec_start(r, t);
+    if (allocs && (!collects || qword(r, t + 2) <= r->e[d % COLLECTS].time)) {
       write_one_alloc(r, t);
     } else {
       write_collect(r->e[d % COLLECTS].c, r->e[d % COLLECTS].time);
@@ -456,7 +455,10 @@ void *mt__tr_on_promote(void *ctx, void *handle) {
   cell *c = handle;
   uint64_t now = mt__clock_us(); /* outside the lock: keep it short */
   pthread_mutex_lock(&tr.lock);
-  write_relative(c, now, 1);
+  if (has_id(c)) {
+    int rc = mt_writer_promote(tr.w, now, 0, c->id);
+    if (rc != MT_OK && rc != MT_ERR_INVALID) mt__tr_session_failed();
+  }
   pthread_mutex_unlock(&tr.lock);
   return handle;
 }

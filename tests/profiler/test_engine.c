@@ -108,7 +108,8 @@ static void test_nsamples_distribution(void **state) {
  * distribution function (means from 1 to 256). Every block is sampled here
  * (with probability 1 - 1e-13 or more): the counts are Binomial(w, r)
  * given K >= 1. Check the mean, the variance and both tails (two standard
- * deviations out), at means 30 and 100. */
+ * deviations out), at means 30 and 100, with blocks under 2^16 words (P(K
+ * = 0) from the engine's tables) and over (from exp). */
 static double binom_cdf(size_t w, double r, size_t k) {
   double c = 0;
   for (size_t j = 0; j <= k; j++)
@@ -160,6 +161,8 @@ static void test_nsamples_large_blocks(void **state) {
   (void)state;
   check_binomial(3000, 0.01, 300000, 11);
   check_binomial(10000, 0.01, 100000, 12);
+  /* 2^16 words or more: P(K = 0) from exp rather than the tables */
+  check_binomial(200000, 0.0005, 100000, 13);
 }
 
 /* The gaps between sample points are Geometric(rate): with one-word blocks,
