@@ -107,8 +107,9 @@ static void find_stack_bounds(void) {
  * walk's test is one compare; the other verdicts are the address in the
  * low 48 bits and the verdict above (never equal to an address: user space
  * lies below 2^48). 0 is empty. */
-enum { V_RECORD = 1, V_NONE = 2, V_ENTRY = 3 }; /* ENTRY: no record, but
-    only the C library's entry points lie beyond (learned from libunwind) */
+enum { V_RECORD = 1, V_NONE = 2, V_ENTRY = 3, V_NOREC = 4 }; /* ENTRY: no
+    record, but only the C library's entry points lie beyond; NOREC: no
+    record, for sure (both learned from libunwind, see learn_records) */
 #define VERDICT_BITS 14
 #define ADDR_MASK ((UINT64_C(1) << 48) - 1)
 #define OUTER_SLACK 3 /* start_thread, clone3; __libc_start_call_main,
@@ -270,6 +271,66 @@ static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t 
   return (size_t)(out - buf);
 }
 
+/* The AUTO walk stopped at buf[n-1]: a return address whose function does
+ * not start by setting up a frame record (examine), the chain going on.
+ * Many such functions do set one up before their calls: the compiler
+ * scheduled an instruction before the push %rbp, or shrink-wrapped the
+ * prologue past an early exit (about one in twelve calling functions of
+ * this project's own code at -O2 -fno-omit-frame-pointer). Every sample
+ * through them would take libunwind's walk, about twice as dear.
+ *
+ * So this sample's libunwind walk (lu, nlu frames) teaches: walking the
+ * chain on regardless (into buf, which the caller overwrites), frame k+1 is
+ * read from the record of frame k's function; had it none, the walk would
+ * skip its caller (or more), and from there on give libunwind's frames
+ * shifted. If the whole walk gives libunwind's frames (but for up to
+ * OUTER_SLACK outermost ones), each return address passed is stored as
+ * RECORD, unless libunwind's two frames after it are the same (a call
+ * recursing from one place hides a skip: then the walks agree from there
+ * on, if the walk was cut at cap inside the run). If the walks part
+ * right after buf[n-1], its function has no record there: NOREC, and it is
+ * not tried again. */
+static __attribute__((noinline, cold)) void learn_records(uintptr_t fp, uint64_t *buf, size_t n,
+                                                         size_t cap, const uintptr_t *lu,
+                          size_t nlu) {
+  int t;
+  size_t nw = walk(fp, buf, cap < nlu ? cap : nlu, 0, &t);
+  if (nw < n || memcmp(buf, lu, n * sizeof *buf) != 0) return; /* not the same walk */
+  if (nw > n && buf[n] != lu[n]) {
+    verdict_put(buf[n - 1], V_NOREC);
+    return;
+  }
+  if (nlu - nw > OUTER_SLACK || memcmp(buf, lu, nw * sizeof *buf) != 0) return;
+  for (size_t k = n - 1; k + 1 < nw; k++)
+    if (!known_record(buf[k]) && (k + 2 >= nlu || lu[k + 1] != lu[k + 2]))
+      verdict_put(buf[k], V_RECORD);
+}
+
+_Atomic unsigned long mt__unwind_fallbacks;
+
+/* The AUTO walk stopped at buf[n-1] (trust as walk sets it): this sample
+ * is libunwind's. Out of line: the walk's loop keeps its registers. */
+static __attribute__((noinline)) size_t fallback(uintptr_t fp, uint64_t *buf, size_t cap, size_t n,
+                                                 int trust) {
+  atomic_fetch_add_explicit(&mt__unwind_fallbacks, 1, memory_order_relaxed);
+  /* A frame without a record (the last of buf): libunwind for this sample.
+   * If that frame ended the chain and libunwind agrees up to it, with only
+   * a few frames beyond, it is an entry point: later walks may end there. */
+  uintptr_t last = n ? buf[n - 1] : 0;
+  int ended = trust < 0 && n && n < cap;
+  size_t want = cap + EXTRA < MAX_WALK ? cap + EXTRA : MAX_WALK;
+  uintptr_t lu[want];
+  size_t nl = libunwind_walk(lu, want), sl = skip_hidden(lu, nl);
+  if (ended && nl - sl >= n && nl - sl - n <= OUTER_SLACK &&
+      memcmp(buf, lu + sl, n * sizeof *buf) == 0)
+    verdict_put(last, V_ENTRY);
+  else if (trust == 0 && n &&
+           atomic_load_explicit(verdict_slot(last), memory_order_relaxed) !=
+               (((uint64_t)last & ADDR_MASK) | (uint64_t)V_NOREC << 56))
+    learn_records(fp, buf, n, cap, lu + sl, nl - sl);
+  return copy_out(lu, sl, nl, buf, cap);
+}
+
 size_t mt__unwind(void *ctx, uint64_t *buf, size_t cap) {
   (void)ctx;
   if (mode == MT__UNWIND_LIBUNWIND) return by_libunwind(buf, cap);
@@ -287,18 +348,7 @@ size_t mt__unwind(void *ctx, uint64_t *buf, size_t cap) {
   }
   size_t n = walk(fp, buf, cap, 1, &trust);
   if (trust > 0) return n;
-  /* A frame without a record (the last of buf): libunwind for this sample.
-   * If that frame ended the chain and libunwind agrees up to it, with only
-   * a few frames beyond, it is an entry point: later walks may end there. */
-  uintptr_t last = n ? buf[n - 1] : 0;
-  int ended = trust < 0 && n && n < cap;
-  size_t want = cap + EXTRA < MAX_WALK ? cap + EXTRA : MAX_WALK;
-  uintptr_t lu[want];
-  size_t nl = libunwind_walk(lu, want), sl = skip_hidden(lu, nl);
-  if (ended && nl - sl >= n && nl - sl - n <= OUTER_SLACK &&
-      memcmp(buf, lu + sl, n * sizeof *buf) == 0)
-    verdict_put(last, V_ENTRY);
-  return copy_out(lu, sl, nl, buf, cap);
+  return fallback(fp, buf, cap, n, trust);
 }
 
 void mt__unwind_forget(void) {

@@ -3,6 +3,7 @@
 #define MT_TRACER_UNWIND_H
 
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 /* AUTO: the frame-pointer walk when every frame it passes through keeps a
@@ -33,6 +34,9 @@ size_t mt__unwind(void *ctx, uint64_t *buf, size_t cap);
  * libunwind mode ignores it. */
 extern __thread uintptr_t mt__unwind_from
     __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+/* AUTO walks that took libunwind's instead (for tests and statistics). */
+extern _Atomic unsigned long mt__unwind_fallbacks __attribute__((visibility("hidden")));
 
 /* Forgets what AUTO learned of the code's frames (libraries were unloaded:
  * other code may come to the same addresses). */

@@ -1,0 +1,95 @@
+/* Call chains for test_unwind, in a library of their own (the unwinder
+ * hides the frames of the object it is linked into: the test program).
+ * Built at -O2 with frame pointers: its functions read a global before
+ * their push %rbp, which the unwinder's look at their first bytes rejects,
+ * though they do set up their frame record before calling. uc_no_record
+ * sets up none: walking frame records through it skips its caller. */
+#include <stdint.h>
+
+typedef void (*unwind_case_leaf)(void);
+
+static unwind_case_leaf at_leaf;
+static uint64_t state;
+static int with_no_record;
+
+static unsigned rnd(void) {
+  state ^= state << 13;
+  state ^= state >> 7;
+  state ^= state << 17;
+  return (unsigned)(state >> 32);
+}
+
+void uc_f0(int);
+void uc_f1(int);
+void uc_f2(int);
+void uc_f3(int);
+
+/* No frame record: calls on without one (tail calls are prevented). */
+__attribute__((noinline, optimize("omit-frame-pointer"))) void uc_no_record(int depth) {
+  if (rnd() & 1)
+    uc_f1(depth);
+  else
+    uc_f2(depth);
+  __asm__ volatile("" ::: "memory");
+}
+
+/* uc_via calls itself a few times, then via_no_record (no record either),
+ * all from one (indirect) call: the frame a walk of records skips when it
+ * passes via_no_record has the same return address as the next one. */
+typedef void (*via_fn)(int depth, int left);
+void uc_via(int depth, int left);
+
+__attribute__((noinline, optimize("omit-frame-pointer"))) static void via_no_record(int depth,
+                                                                                   int left) {
+  (void)left;
+  if (rnd() & 1)
+    uc_f1(depth);
+  else
+    uc_f2(depth);
+  __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void uc_via(int depth, int left) {
+  via_fn next = left > 0 ? uc_via : via_no_record;
+  __asm__ volatile("" : "+r"(next)); /* an indirect call, always */
+  next(depth, left - 1);
+  __asm__ volatile("" ::: "memory");
+}
+
+/* Each function calls the next from two places, to random depths; a leaf
+ * calls back into the test one to three times from the same frame. */
+#define LEVEL(name, a, b)                                                      \
+  __attribute__((noinline)) void name(int depth) {                            \
+    unsigned r = rnd();                                                        \
+    if (depth <= 0) {                                                          \
+      for (unsigned i = 0; i <= r % 3; i++) at_leaf();                         \
+      return;                                                                  \
+    }                                                                          \
+    if (with_no_record && r % 5 == 0)                                          \
+      uc_no_record(depth - 1);                                                 \
+    else if (with_no_record && r % 5 == 1)                                     \
+      uc_via(depth - 1, 1 + (int)(r >> 8) % 3);                                \
+    else if (r & 8)                                                            \
+      a(depth - 1);                                                            \
+    else                                                                       \
+      b(depth - 1);                                                            \
+    __asm__ volatile("" ::: "memory");                                         \
+  }
+LEVEL(uc_f0, uc_f1, uc_f3)
+LEVEL(uc_f1, uc_f2, uc_f0)
+LEVEL(uc_f2, uc_f3, uc_f1)
+LEVEL(uc_f3, uc_f0, uc_f2)
+
+/* `rounds` call chains, 1 to 14 deep. */
+void unwind_cases_run(unwind_case_leaf leaf, uint64_t seed, int rounds, int no_record) {
+  at_leaf = leaf;
+  state = seed | 1;
+  with_no_record = no_record;
+  for (int r = 0; r < rounds; r++) {
+    int depth = 1 + (int)(rnd() % 14);
+    if (rnd() & 1)
+      uc_f0(depth);
+    else
+      uc_f3(depth);
+  }
+}
