@@ -44,11 +44,12 @@ extern "C" {
 typedef enum mt_unwind {
   MT_UNWIND_LIBUNWIND = 0,      /* DWARF CFI, with libunwind's caches     */
   MT_UNWIND_FRAME_POINTERS = 1, /* needs -fno-omit-frame-pointer; cheaper */
-  MT_UNWIND_AUTO = 2            /* frame pointers while they agree with
-                                   libunwind (checked on each thread's
-                                   first 32 samples, then one in 64),
-                                   libunwind for good after a difference;
-                                   the default of MEMTRACE_UNWIND         */
+  MT_UNWIND_AUTO = 2            /* the default of MEMTRACE_UNWIND: frame
+                                   pointers through functions known to
+                                   set up a frame record (from their
+                                   first bytes, or learned by comparing
+                                   a walk with libunwind's), libunwind's
+                                   walk for a sample through any other */
 } mt_unwind;
 
 typedef struct mt_trace_options {
