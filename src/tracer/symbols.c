@@ -62,7 +62,8 @@ mt__symbols *mt__symbols_new(int separate_debuginfo) {
   s->callbacks.find_debuginfo = separate_debuginfo ? dwfl_standard_find_debuginfo
                                                     : mt__dwfl_embedded_only;
   s->callbacks.debuginfo_path = &s->debuginfo_path;
-  open_dwfl(s); /* without it, every code gets "??" */
+  /* the modules are listed at the first lookup: a process that never
+   * samples does not read /proc/self/maps (half a million instructions) */
   return s;
 }
 
@@ -83,8 +84,7 @@ void mt__symbols_free(mt__symbols *s) {
 }
 
 void mt__symbols_reset(mt__symbols *s) {
-  close_dwfl(s);
-  open_dwfl(s);
+  close_dwfl(s); /* listed again at the next lookup */
   drop_entries(s);
 }
 
@@ -139,6 +139,7 @@ static const char *anonymous_name(Dwfl_Module *mod, const char *modname, uint64_
 
 /* Fills out[] innermost first; returns the count. */
 static size_t describe(mt__symbols *s, uint64_t addr, mt_location *out) {
+  if (!s->dwfl) open_dwfl(s); /* without it, every code gets "??" */
   Dwfl_Module *mod = s->dwfl ? dwfl_addrmodule(s->dwfl, addr) : NULL;
   if (!mod) {
     /* A library loaded since the modules were listed: list them again
