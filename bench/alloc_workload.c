@@ -49,10 +49,22 @@ static void leaf(ctx *c) {
   c->remaining--;
 }
 
+/* Built with -DLATE_FRAMES, each level first updates a global: compilers
+ * then schedule that load before the push %rbp that starts the function's
+ * frame record (as in much real code at -O2), and the profiler's unwinder
+ * must learn that these functions have records all the same. */
+#ifdef LATE_FRAMES
+static uint64_t level_calls;
+#define LATE() (level_calls ^= level_calls << 13)
+#else
+#define LATE() ((void)0)
+#endif
+
 /* Eight distinct functions recurse to a random depth, so that stacks vary
  * and share prefixes as in real programs. */
 #define LEVEL(name, other)                                                   \
   __attribute__((noinline)) static void name(ctx *c, int depth) {           \
+    LATE();                                                                    \
     if (depth <= 0) {                                                          \
       for (int i = 0; i < 16 && c->remaining > 0; i++) leaf(c);               \
       return;                                                                  \

@@ -4,7 +4,9 @@
 # Runs bench/alloc_workload.c (sizes 16 B to 64 KiB, stacks 5 to 15 deep, some
 # objects kept live) with 1 and 4 threads: plain, under `memtrace run` at the
 # default rate (1e-5 per word) and at 1e-3, and under heaptrack when it is
-# installed. The configurations run in turn, REPEAT rounds; the figure kept is
+# installed. The *-late rows: the same workload built with -DLATE_FRAMES,
+# whose functions set up their frame records after a first instruction (the
+# unwinder learns that they have them), 1 thread at 1e-3. The configurations run in turn, REPEAT rounds; the figure kept is
 # each one's median CPU time (user + sys; on a shared machine it is steadier
 # than wall time), reported as a ratio to plain measured in the same rounds.
 # Also:
@@ -40,8 +42,10 @@ if [ ! -x "$build/memtrace" ] || [ ! -f "$build/libmemtrace_preload.so" ]; then
 fi
 
 work=$out/alloc_workload
+late=$out/alloc_workload_late
 pairs=$out/pairs
 cc -O2 -g -fno-omit-frame-pointer "$here/alloc_workload.c" -o "$work" -lpthread
+cc -O2 -g -fno-omit-frame-pointer -DLATE_FRAMES "$here/alloc_workload.c" -o "$late" -lpthread
 cc -O2 "$here/pairs.c" -o "$pairs"
 cputime=$out/cputime # CPU time to the microsecond (GNU time: hundredths)
 cc -O2 "$here/cputime.c" -o "$cputime"
@@ -72,6 +76,10 @@ for round in $(seq "$repeat"); do
     once "plain-$threads" "${args[@]}"
     once "memtrace-1e-5-$threads" "$build/memtrace" run -q -o "$tmp/t5.ctf" -- "${args[@]}"
     once "memtrace-1e-3-$threads" "$build/memtrace" run -q --rate 1e-3 -o "$tmp/t3.ctf" -- "${args[@]}"
+    if [ "$threads" = 1 ]; then
+      once "plain-late-1" "$late" 1 "$millions"
+      once "memtrace-1e-3-late-1" "$build/memtrace" run -q --rate 1e-3 -o "$tmp/tl.ctf" -- "$late" 1 "$millions"
+    fi
     if [ "$have_ht" = 1 ]; then
       once "plain-small-$threads" "$work" "$threads" "$ht_millions"
       once "heaptrack-small-$threads" heaptrack -o "$tmp/ht" "$work" "$threads" "$ht_millions" ||
@@ -95,7 +103,7 @@ awk '
   END {
     for (i = 1; i <= k; i++) {
       c = order[i]; m = n[c]; t = c; sub(/.*-/, "", t)
-      base = (c ~ /small/ ? "plain-small-" : "plain-") t
+      base = (c ~ /small/ ? "plain-small-" : c ~ /late/ ? "plain-late-" : "plain-") t
       split("", x); split("", r); nr = 0
       for (a = 1; a <= m; a++) {
         x[a] = v[c, a]
