@@ -321,7 +321,7 @@ static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t 
  * not tried again. */
 static __attribute__((noinline, cold)) void learn_records(uintptr_t fp, uint64_t *buf, size_t n,
                                                          size_t cap, const uintptr_t *lu,
-                          size_t nlu) {
+                                                         size_t nlu) {
   int t;
   size_t nw = walk(fp, buf, cap < nlu ? cap : nlu, 0, &t);
   if (nw < n || memcmp(buf, lu, n * sizeof *buf) != 0) return; /* not the same walk */
