@@ -130,18 +130,15 @@ static int check_unloads(void) {
 
 typedef struct cell {
   uint64_t id;       /* the object's id once written; PENDING; DEAD */
-  struct ring *ring; /* while PENDING: the ring holding the alloc event */
+  struct ring *ring; /* the ring whose owner took it (while PENDING: the
+                        ring holding the alloc event); NULL: none */
   struct cell *next; /* free lists */
   uint32_t session;
 } cell;
 
 static cell *free_cells; /* tr.lock */
 
-/* Gives a collected object's cell back (tr.lock held). */
-static void cell_free(cell *c) {
-  c->next = free_cells;
-  free_cells = c;
-}
+static void cell_free(cell *c);
 
 /* A cell from the shared list, mapping more when it is empty (tr.lock
  * held). Cells are never unmapped: a late callback may still read one. */
@@ -172,6 +169,7 @@ typedef struct ring {
   /* The flushers' fields (tr.lock held), apart: no line ping-pong. */
   _Alignas(64) _Atomic uint64_t tail; /* queued allocs start here */
   _Atomic uint64_t done;              /* queued collects start here */
+  struct cell *returned;              /* its owner's cells, given back */
   _Alignas(64) cell *cellv[CELLS_LOCAL];
   /* queued collects: entries [done, n) of e, modulo COLLECTS */
   struct {
@@ -185,6 +183,16 @@ typedef struct ring {
    * first word sends the reader to the start of q. */
   uint64_t q[QUEUE_WORDS];
 } ring;
+
+/* Gives a collected object's cell back (tr.lock held): to the ring whose
+ * owner took it, which takes it again (with 4 threads, cells that went
+ * round a shared list were cache misses in every thread that touched
+ * them), or to the shared list. */
+static void cell_free(cell *c) {
+  cell **list = c->ring ? &c->ring->returned : &free_cells;
+  c->next = *list;
+  *list = c;
+}
 
 static ring *rings;
 static uint64_t last_sweep;
@@ -225,7 +233,6 @@ static void write_one_alloc(ring *r, uint64_t t) {
   }
   last_alloc_ring = id == DEAD ? NULL : r;
   c->id = id;
-  c->ring = NULL;
   STORE_REL(&r->tail, t + REC_HEAD + n);
 }
 
@@ -278,8 +285,9 @@ void mt__tr_flush_queues(void) {
 /* The owner's cell stack back to CELLS_LOCAL (tr.lock held). */
 static void cells_refill(ring *r) {
   while (r->ncells < CELLS_LOCAL) {
-    cell *c = cell_take();
-    if (!c) break;
+    cell *c = r->returned;
+    if (c) r->returned = c->next;
+    else if (!(c = cell_take())) break;
     r->cellv[r->ncells++] = c;
   }
 }
@@ -383,7 +391,7 @@ static void *alloc_locked(ring *r, uint64_t now, const mt_alloc_info *info, size
     mt__tr_session_failed();
     goto out;
   }
-  *c = (cell){.id = id, .session = tr.session};
+  *c = (cell){.id = id, .ring = r, .session = tr.session};
 out:
   pthread_mutex_unlock(&tr.lock);
   return c;
