@@ -136,21 +136,34 @@ typedef struct cell {
   uint32_t session;
 } cell;
 
-static cell *free_cells; /* tr.lock */
+
+/* The writers' state (tr.lock held), written at every event written: on a
+ * cache line of its own, away from what every sample reads without the
+ * lock (it shared one with the dlclose counters, which took that line away
+ * from the other cores at every event). */
+static struct {
+  struct ring *rings; /* all rings, pushed under tr.lock */
+  /* The ring whose record was the last alloc the writer wrote: the next
+   * record of that ring shares its first `same` codes with it, and the
+   * writer need not compare them. NULL after any other alloc. */
+  struct ring *last_alloc_ring;
+  cell *free_cells;
+  uint64_t last_sweep;
+} __attribute__((aligned(64))) drain;
 
 static void cell_free(cell *c);
 
 /* A cell from the shared list, mapping more when it is empty (tr.lock
  * held). Cells are never unmapped: a late callback may still read one. */
 static cell *cell_take(void) {
-  if (!free_cells) {
+  if (!drain.free_cells) {
     cell *chunk = mmap(NULL, CELL_CHUNK * sizeof *chunk, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (chunk == MAP_FAILED) return NULL;
     for (size_t i = 0; i < CELL_CHUNK; i++) cell_free(&chunk[i]);
   }
-  cell *c = free_cells;
-  free_cells = c->next;
+  cell *c = drain.free_cells;
+  drain.free_cells = c->next;
   return c;
 }
 
@@ -189,13 +202,11 @@ typedef struct ring {
  * round a shared list were cache misses in every thread that touched
  * them), or to the shared list. */
 static void cell_free(cell *c) {
-  cell **list = c->ring ? &c->ring->returned : &free_cells;
+  cell **list = c->ring ? &c->ring->returned : &drain.free_cells;
   c->next = *list;
   *list = c;
 }
 
-static ring *rings;
-static uint64_t last_sweep;
 static pthread_key_t ring_key;
 static __thread ring *my_ring __attribute__((tls_model("initial-exec")));
 
@@ -208,10 +219,6 @@ static inline uint64_t rec_start(const ring *r, uint64_t t) {
   return qword(r, t) == SKIP ? (t | (QUEUE_WORDS - 1)) + 1 : t;
 }
 
-/* The ring whose record was the last alloc the writer wrote (tr.lock):
- * the next record of that ring shares its first `same` codes with it, and
- * the writer need not compare them. NULL after any other alloc. */
-static ring *last_alloc_ring;
 
 /* Writes the alloc event queued at r's tail, whose record starts at t
  * (tr.lock held). Its cell gets the object's id, or DEAD when the session
@@ -225,13 +232,13 @@ static void write_one_alloc(ring *r, uint64_t t) {
   if (tr.active && tr.w && c->session == tr.session) {
     uint64_t got;
     if (mt__writer_alloc_known(tr.w, qword(r, t + 2), 0, qword(r, t + 3), qword(r, t + 4),
-                               (mt_source)(w0 >> 32), bt, n, last_alloc_ring == r ? same : 0,
+                               (mt_source)(w0 >> 32), bt, n, drain.last_alloc_ring == r ? same : 0,
                                &got) == MT_OK)
       id = got;
     else
       mt__tr_session_failed();
   }
-  last_alloc_ring = id == DEAD ? NULL : r;
+  drain.last_alloc_ring = id == DEAD ? NULL : r;
   c->id = id;
   STORE_REL(&r->tail, t + REC_HEAD + n);
 }
@@ -242,7 +249,7 @@ static void drain_allocs(ring *r) {
 }
 
 static void rings_drain_allocs(void) {
-  for (ring *r = rings; r; r = r->next) drain_allocs(r);
+  for (ring *r = drain.rings; r; r = r->next) drain_allocs(r);
 }
 
 /* Whether c's object has an id in this session's trace (tr.lock held),
@@ -279,7 +286,7 @@ static void ring_drain(ring *r) {
 }
 
 void mt__tr_flush_queues(void) {
-  for (ring *r = rings; r; r = r->next) ring_drain(r);
+  for (ring *r = drain.rings; r; r = r->next) ring_drain(r);
 }
 
 /* The owner's cell stack back to CELLS_LOCAL (tr.lock held). */
@@ -299,8 +306,8 @@ static void owner_flush(ring *r, uint64_t now) {
     ring_drain(r);
     cells_refill(r);
   }
-  if ((int64_t)(now - last_sweep) > SWEEP_US) { /* now may be a little behind */
-    last_sweep = now;
+  if ((int64_t)(now - drain.last_sweep) > SWEEP_US) { /* now may be a little behind */
+    drain.last_sweep = now;
     mt__tr_flush_queues();
   }
 }
@@ -320,14 +327,14 @@ static void ring_release(void *p) {
 static ring *ring_claim(void) {
   ring *r;
   pthread_mutex_lock(&tr.lock);
-  for (r = rings; r; r = r->next)
+  for (r = drain.rings; r; r = r->next)
     if (!LOAD(&r->owned)) break;
   if (!r) {
     void *m = mmap(NULL, sizeof *r, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m != MAP_FAILED) {
       r = m; /* zeroed */
-      r->next = rings;
-      rings = r;
+      r->next = drain.rings;
+      drain.rings = r;
     }
   }
   if (r) {
@@ -343,7 +350,7 @@ static ring *ring_claim(void) {
 void mt__tr_events_init(void) { pthread_key_create(&ring_key, ring_release); }
 
 void mt__tr_queues_after_fork(void) {
-  for (ring *r = rings; r; r = r->next) {
+  for (ring *r = drain.rings; r; r = r->next) {
     STORE(&r->tail, LOAD(&r->head));
     STORE(&r->done, LOAD(&r->n));
     if (r != my_ring) STORE(&r->owned, 0);
@@ -383,7 +390,7 @@ static void *alloc_locked(ring *r, uint64_t now, const mt_alloc_info *info, size
     goto out;
   }
   uint64_t id;
-  last_alloc_ring = NULL;
+  drain.last_alloc_ring = NULL;
   if (mt_writer_alloc(tr.w, now, 0, info->words, info->nsamples, info->source, codes, n, &id) !=
       MT_OK) {
     cell_free(c);

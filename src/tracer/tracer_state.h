@@ -21,7 +21,8 @@
 #define MT__MAX_DEPTH 4096
 
 typedef struct mt__tracer {
-  pthread_mutex_t lock; /* serializes the writer and everything below */
+  /* Read at every sample without the lock: apart from it, whose every
+   * taking would take this line away from the other cores. */
   int active;           /* a session is writing events (read unlocked as a hint) */
   uint32_t session;     /* bumped by each session (likewise) */
   uint64_t session_pid; /* the process whose trace w writes */
@@ -48,6 +49,7 @@ typedef struct mt__tracer {
   int wake[2];
   pthread_t listener;
   int hooks_installed;
+  _Alignas(64) pthread_mutex_t lock; /* serializes the writer and everything above */
 } mt__tracer;
 
 extern mt__tracer mt__tr __attribute__((visibility("hidden")));
