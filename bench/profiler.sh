@@ -8,7 +8,9 @@
 # whose functions set up their frame records after a first instruction (the
 # unwinder learns that they have them), 1 thread at 1e-3. The configurations run in turn, REPEAT rounds; the figure kept is
 # each one's median CPU time (user + sys; on a shared machine it is steadier
-# than wall time), reported as a ratio to plain measured in the same rounds.
+# than wall time), reported as a ratio to plain measured in the same rounds,
+# with a distribution-free 95% interval for that median ratio (REPEAT=9 or
+# more makes it narrower than the whole range).
 # Also:
 #   - instructions added to an unsampled malloc+free pair (callgrind, by
 #     difference between two run lengths, so start-up costs cancel out);
@@ -109,7 +111,18 @@ awk '
         x[a] = v[c, a]
         if ((base, a) in v && v[base, a] > 0) r[++nr] = v[c, a] / v[base, a]
       }
-      printf "%s %.4f %d %.4f\n", c, median(x, m), rss[c], nr ? median(r, nr) : 0
+      # the median ratio and a distribution-free 95% interval for it:
+      # the order statistics lo and nr+1-lo, lo the largest rank with
+      # P(Binomial(nr, 1/2) < lo) <= 2.5% (whole range when nr < 9)
+      med = nr ? median(r, nr) : 0
+      lo = 1; cum = 0; pb = 0.5 ^ nr
+      for (q = 0; q < nr; q++) {
+        cum += pb; if (cum > 0.025) break
+        lo = q + 1; pb = pb * (nr - q) / (q + 1)
+      }
+      if (lo > (nr + 1) / 2) lo = 1
+      printf "%s %.4f %d %.4f %.4f %.4f\n", c, median(x, m), rss[c], med,
+        nr ? r[lo] : 0, nr ? r[nr + 1 - lo] : 0
     }
   }' "$runs" > "$results"
 
@@ -163,8 +176,8 @@ fi
 {
   echo "# memtrace-c profiler benchmark ($(date -u +%Y-%m-%d), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
   echo "# workload: $millions M allocations per thread ($ht_millions M for the *-small rows), 16 B - 64 KiB, stacks 5-15 deep; median CPU time of $repeat rounds, configurations interleaved; x plain: median of the rounds' ratios"
-  printf "%-24s %10s %10s %12s\n" configuration "cpu s" "x plain" "peak RSS MB"
-  awk '{ printf "%-24s %10.3f %10.2f %12.1f\n", $1, $2, $4, $3 / 1024 }' "$results"
+  printf "%-24s %10s %10s %13s %12s\n" configuration "cpu s" "x plain" "95% interval" "peak RSS MB"
+  awk '{ printf "%-24s %10.3f %10.2f %6.2f-%-6.2f %12.1f\n", $1, $2, $4, $5, $6, $3 / 1024 }' "$results"
   echo
   echo "unsampled malloc+free pair: $plain_pair instructions plain, +$extra with the interposer (target <= 15)"
   echo "a sample at 1e-3: $per_sample_ir instructions (callgrind, symbolization excluded)"
