@@ -6,11 +6,12 @@
 # default rate (1e-5 per word) and at 1e-3, and under heaptrack when it is
 # installed. The *-late rows: the same workload built with -DLATE_FRAMES,
 # whose functions set up their frame records after a first instruction (the
-# unwinder learns that they have them), 1 thread at 1e-3. The configurations run in turn, REPEAT rounds; the figure kept is
-# each one's median CPU time (user + sys; on a shared machine it is steadier
-# than wall time), reported as a ratio to plain measured in the same rounds,
-# with a distribution-free 95% interval for that median ratio (REPEAT=9 or
-# more makes it narrower than the whole range).
+# unwinder learns that they have them), 1 thread at 1e-3. The configurations
+# run in turn, REPEAT rounds; the figure kept is each one's median CPU time
+# (user + sys; on a shared machine it is steadier than wall time), reported
+# as a ratio to plain measured in the same rounds, with a distribution-free
+# 95% interval for that median ratio (REPEAT=9 or more makes it narrower
+# than the whole range).
 # Also:
 #   - instructions added to an unsampled malloc+free pair (callgrind, by
 #     difference between two run lengths, so start-up costs cancel out);

@@ -136,7 +136,6 @@ typedef struct cell {
   uint32_t session;
 } cell;
 
-
 /* The writers' state (tr.lock held), written at every event written: on a
  * cache line of its own, away from what every sample reads without the
  * lock (it shared one with the dlclose counters, which took that line away
@@ -218,7 +217,6 @@ static inline uint64_t qword(const ring *r, uint64_t at) { return r->q[at & (QUE
 static inline uint64_t rec_start(const ring *r, uint64_t t) {
   return qword(r, t) == SKIP ? (t | (QUEUE_WORDS - 1)) + 1 : t;
 }
-
 
 /* Writes the alloc event queued at r's tail, whose record starts at t
  * (tr.lock held). Its cell gets the object's id, or DEAD when the session

@@ -129,11 +129,20 @@ static _Atomic uint64_t *verdict_slot(uintptr_t r) {
  * its 128 KiB of zero pages (a fault each, dear on a virtual machine). */
 static _Atomic int verdicts_used;
 
+/* r's cache entry for verdict v (see above). */
+static inline uint64_t verdict_entry(uintptr_t r, unsigned v) {
+  return v == V_RECORD ? (uint64_t)r : ((uint64_t)r & ADDR_MASK) | (uint64_t)v << 56;
+}
+
 static void verdict_put(uintptr_t r, unsigned v) {
   if (!atomic_load_explicit(&verdicts_used, memory_order_relaxed))
     atomic_store_explicit(&verdicts_used, 1, memory_order_relaxed);
-  uint64_t e = v == V_RECORD ? (uint64_t)r : ((uint64_t)r & ADDR_MASK) | (uint64_t)v << 56;
-  atomic_store_explicit(verdict_slot(r), e, memory_order_relaxed);
+  atomic_store_explicit(verdict_slot(r), verdict_entry(r, v), memory_order_relaxed);
+}
+
+/* Whether r's cached verdict is v. */
+static inline int has_verdict(uintptr_t r, unsigned v) {
+  return atomic_load_explicit(verdict_slot(r), memory_order_relaxed) == verdict_entry(r, v);
 }
 
 /* Whether the function around return address r starts by setting up a
@@ -231,8 +240,6 @@ static inline int goes_on(uintptr_t fp, uintptr_t next, uintptr_t top) {
   return climbs(fp, next, top) && ((uintptr_t *)next)[1] != 0;
 }
 
-#define ENTRY_TAG ((uint64_t)V_ENTRY << 56)
-
 /* Whether ret is known to lie in a function with a record of its own: the
  * walk's test at every frame, one load and one compare. */
 static inline int known_record(uintptr_t ret) {
@@ -247,8 +254,7 @@ static inline int known_record(uintptr_t ret) {
 static __attribute__((noinline)) int judge(uintptr_t fp, uintptr_t next, uintptr_t ret,
                                            uintptr_t top, int *trust) {
   int more = goes_on(fp, next, top);
-  if (!more && atomic_load_explicit(verdict_slot(ret), memory_order_relaxed) == (ret | ENTRY_TAG))
-    return 1;
+  if (!more && has_verdict(ret, V_ENTRY)) return 1;
   unsigned v = verdict(ret);
   if (v == V_RECORD || (v == V_ENTRY && !more)) return 1;
   *trust = more ? 0 : -1;
@@ -353,9 +359,7 @@ static __attribute__((noinline)) size_t fallback(uintptr_t fp, uint64_t *buf, si
   if (ended && nl - sl >= n && nl - sl - n <= OUTER_SLACK &&
       memcmp(buf, lu + sl, n * sizeof *buf) == 0)
     verdict_put(last, V_ENTRY);
-  else if (trust == 0 && n &&
-           atomic_load_explicit(verdict_slot(last), memory_order_relaxed) !=
-               (((uint64_t)last & ADDR_MASK) | (uint64_t)V_NOREC << 56))
+  else if (trust == 0 && n && !has_verdict(last, V_NOREC))
     learn_records(fp, buf, n, cap, lu + sl, nl - sl);
   return copy_out(lu, sl, nl, buf, cap);
 }
