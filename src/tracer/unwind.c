@@ -11,68 +11,91 @@
 #include <string.h>
 #include <libunwind.h>
 
-static mt__unwind_mode mode;
+/* Set at each session's start, while a thread of the last session may
+ * still be walking (a sample taken just before the stop): atomic. */
+static _Atomic int mode_now;
+
+static inline mt__unwind_mode unwind_mode(void) {
+  return (mt__unwind_mode)atomic_load_explicit(&mode_now, memory_order_relaxed);
+}
 
 /* Address ranges whose frames a sample hides: the profiler itself (its
  * shared object's text), and C++'s allocation functions, so that the
- * innermost frame is the code that asked for memory. */
+ * innermost frame is the code that asked for memory. Each session's start
+ * fills the set not in use and then publishes it: a walk still under way
+ * keeps reading the one it found. */
 #define MAX_HIDDEN 16
-static struct range {
-  uintptr_t lo, hi;
-} hidden[MAX_HIDDEN];
-static size_t nhidden;
+typedef struct hidden_set {
+  size_t n;
+  struct range {
+    uintptr_t lo, hi;
+  } r[MAX_HIDDEN];
+} hidden_set;
+static hidden_set hidden_sets[2];
+static _Atomic(hidden_set *) hidden_now = &hidden_sets[0];
 
-static void hide(uintptr_t lo, uintptr_t hi) {
-  if (nhidden < MAX_HIDDEN && lo < hi) hidden[nhidden++] = (struct range){lo, hi};
+static void hide(hidden_set *h, uintptr_t lo, uintptr_t hi) {
+  if (h->n < MAX_HIDDEN && lo < hi) h->r[h->n++] = (struct range){lo, hi};
 }
 
 static int is_hidden(uintptr_t pc) {
-  for (size_t i = 0; i < nhidden; i++)
-    if (pc - 1 >= hidden[i].lo && pc - 1 < hidden[i].hi) return 1;
+  const hidden_set *h = atomic_load_explicit(&hidden_now, memory_order_acquire);
+  for (size_t i = 0; i < h->n; i++)
+    if (pc - 1 >= h->r[i].lo && pc - 1 < h->r[i].hi) return 1;
   return 0;
 }
 
-/* The executable segment of the object containing `addr`. */
+/* The executable segment of the object containing `addr`, hidden in `h`. */
+typedef struct own_text {
+  uintptr_t addr;
+  hidden_set *h;
+} own_text;
+
 static int find_own_text(struct dl_phdr_info *info, size_t size, void *data) {
   (void)size;
-  uintptr_t addr = *(uintptr_t *)data;
+  own_text *o = data;
+  uintptr_t addr = o->addr;
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
     uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
     if (addr >= lo && addr < hi) {
-      hide(lo, hi);
+      hide(o->h, lo, hi);
       return 1;
     }
   }
   return 0;
 }
 
-static void hide_symbol(const char *name) {
+static void hide_symbol(hidden_set *h, const char *name) {
   void *p = dlsym(RTLD_DEFAULT, name);
   Dl_info info;
   const ElfW(Sym) *sym = NULL;
   if (p && dladdr1(p, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size)
-    hide((uintptr_t)p, (uintptr_t)p + sym->st_size);
+    hide(h, (uintptr_t)p, (uintptr_t)p + sym->st_size);
 }
 
 static size_t stepped_walk(uintptr_t *pcs, size_t want);
 
 void mt__unwind_init(mt__unwind_mode m) {
-  mode = m;
-  nhidden = 0;
-  uintptr_t self = (uintptr_t)&mt__unwind_init;
+  atomic_store_explicit(&mode_now, (int)m, memory_order_relaxed);
+  hidden_set *h = atomic_load_explicit(&hidden_now, memory_order_relaxed) == &hidden_sets[0]
+                      ? &hidden_sets[1]
+                      : &hidden_sets[0];
+  h->n = 0;
+  own_text self = {(uintptr_t)&mt__unwind_init, h};
   dl_iterate_phdr(find_own_text, &self);
   mt__unwind_forget();
   static const char *const cxx_new[] = {
       "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
       "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
       "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t"};
-  for (size_t i = 0; i < sizeof cxx_new / sizeof *cxx_new; i++) hide_symbol(cxx_new[i]);
-  if (mode != MT__UNWIND_FRAME_POINTERS) {
+  for (size_t i = 0; i < sizeof cxx_new / sizeof *cxx_new; i++) hide_symbol(h, cxx_new[i]);
+  atomic_store_explicit(&hidden_now, h, memory_order_release);
+  if (m != MT__UNWIND_FRAME_POINTERS) {
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     uintptr_t warm[64]; /* loads the tables of what is mapped now */
-    if (mode == MT__UNWIND_LIBUNWIND) unw_backtrace((void **)warm, 64);
+    if (m == MT__UNWIND_LIBUNWIND) unw_backtrace((void **)warm, 64);
     else stepped_walk(warm, 64);
   }
 }
@@ -209,7 +232,7 @@ static size_t stepped_walk(uintptr_t *pcs, size_t want) {
 static __thread unsigned stepped __attribute__((tls_model("initial-exec")));
 
 static size_t libunwind_walk(uintptr_t *pcs, size_t want) {
-  if (mode != MT__UNWIND_LIBUNWIND && stepped < STEPPED_FIRST) {
+  if (unwind_mode() != MT__UNWIND_LIBUNWIND && stepped < STEPPED_FIRST) {
     stepped++;
     return stepped_walk(pcs, want);
   }
@@ -366,13 +389,13 @@ static __attribute__((noinline)) size_t fallback(uintptr_t fp, uint64_t *buf, si
 
 size_t mt__unwind(void *ctx, uint64_t *buf, size_t cap) {
   (void)ctx;
-  if (mode == MT__UNWIND_LIBUNWIND) return by_libunwind(buf, cap);
+  if (unwind_mode() == MT__UNWIND_LIBUNWIND) return by_libunwind(buf, cap);
   if (!stack_hi) find_stack_bounds();
   /* The interposer names its own frame: the walk starts at the program's. */
   uintptr_t from = mt__unwind_from;
   uintptr_t fp = from ? from : (uintptr_t)__builtin_frame_address(0);
   int trust;
-  if (mode == MT__UNWIND_FRAME_POINTERS) return walk(fp, buf, cap, 0, &trust);
+  if (unwind_mode() == MT__UNWIND_FRAME_POINTERS) return walk(fp, buf, cap, 0, &trust);
   /* after a dlclose, other code may come to the same addresses */
   unsigned closes = atomic_load_explicit(&mt__dlclose_count, memory_order_relaxed);
   if (closes != verdicts_closes) {
