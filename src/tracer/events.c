@@ -222,15 +222,15 @@ static inline uint64_t rec_start(const ring *r, uint64_t t) {
  * (tr.lock held). Its cell gets the object's id, or DEAD when the session
  * is gone or another's. */
 static void write_one_alloc(ring *r, uint64_t t) {
-  uint64_t w0 = qword(r, t);
+  const uint64_t *rec = &r->q[t & (QUEUE_WORDS - 1)]; /* records do not wrap */
+  uint64_t w0 = rec[0];
   size_t n = (uint16_t)w0, same = (uint16_t)(w0 >> 16);
-  cell *c = (cell *)(uintptr_t)qword(r, t + 1);
-  const uint64_t *bt = &r->q[(t + REC_HEAD) & (QUEUE_WORDS - 1)];
+  cell *c = (cell *)(uintptr_t)rec[1];
   uint64_t id = DEAD;
   if (tr.active && tr.w && c->session == tr.session) {
     uint64_t got;
-    if (mt__writer_alloc_known(tr.w, qword(r, t + 2), 0, qword(r, t + 3), qword(r, t + 4),
-                               (mt_source)(w0 >> 32), bt, n, drain.last_alloc_ring == r ? same : 0,
+    if (mt__writer_alloc_known(tr.w, rec[2], 0, rec[3], rec[4], (mt_source)(w0 >> 32),
+                               rec + REC_HEAD, n, drain.last_alloc_ring == r ? same : 0,
                                &got) == MT_OK)
       id = got;
     else
@@ -418,7 +418,7 @@ void *mt__tr_on_alloc(void *ctx, const mt_alloc_info *info) {
     if (at + REC_HEAD + n - t <= QUEUE_WORDS &&
         (h == t || (int64_t)(now - r->first_time) <= MAX_AGE_US)) {
       uint64_t gen = __atomic_load_n(&tr.gen, __ATOMIC_RELAXED) << MT__GEN_SHIFT;
-      uint64_t *codes = &r->q[(at + REC_HEAD) & (QUEUE_WORDS - 1)];
+      uint64_t *rec = &r->q[at & (QUEUE_WORDS - 1)], *codes = rec + REC_HEAD; /* no wrap */
       /* The codes it shares with the last record, from the outermost
        * (usually most of them), were described then; the others are
        * looked up. (That record is still intact: only this thread writes
@@ -447,11 +447,11 @@ void *mt__tr_on_alloc(void *ctx, const mt_alloc_info *info) {
         c->id = PENDING;
         c->ring = r;
         c->session = __atomic_load_n(&tr.session, __ATOMIC_RELAXED);
-        r->q[at & (QUEUE_WORDS - 1)] = (uint64_t)info->source << 32 | (uint64_t)same << 16 | n;
-        r->q[(at + 1) & (QUEUE_WORDS - 1)] = (uint64_t)(uintptr_t)c;
-        r->q[(at + 2) & (QUEUE_WORDS - 1)] = now;
-        r->q[(at + 3) & (QUEUE_WORDS - 1)] = info->words;
-        r->q[(at + 4) & (QUEUE_WORDS - 1)] = info->nsamples;
+        rec[0] = (uint64_t)info->source << 32 | (uint64_t)same << 16 | n;
+        rec[1] = (uint64_t)(uintptr_t)c;
+        rec[2] = now;
+        rec[3] = info->words;
+        rec[4] = info->nsamples;
         r->prev = at + REC_HEAD;
         r->prev_n = n;
         STORE_REL(&r->head, at + REC_HEAD + n);
