@@ -333,7 +333,8 @@ int mt__writer_alloc_known(mt_writer *w, uint64_t time, uint32_t domain, uint64_
     count_at = b->p;
     mt__put16(b, 0);
   }
-  size_t nencoded = mt__bt_encode(&d->bt, b, id, bt, common, len, log_miss, d);
+  /* the same backtrace as the last (a loop allocating): no call */
+  size_t nencoded = common < len ? mt__bt_encode(&d->bt, b, id, bt, common, len, log_miss, d) : 0;
   /* At most MT__BT_MAX_LENGTH / 2 codewords fit: the 16-bit count can't
    * overflow, and a short event has < 256 frames to code. */
   if (is_short) *count_at = (uint8_t)nencoded;
