@@ -288,10 +288,10 @@ static __attribute__((noinline)) int judge(uintptr_t fp, uintptr_t next, uintptr
  * known cases inline, one load for both. A record-less frame known as an
  * entry point ends the chain of nearly every walk (clone3, _start); a call
  * to judge there cost a sample about 30 instructions. */
-static inline int may_go_on(uintptr_t fp, uintptr_t next, uintptr_t ret, uintptr_t top,
-                            int *trust) {
+static inline int may_go_on(uintptr_t fp, uintptr_t ret, uintptr_t top, int *trust) {
   uint64_t e = atomic_load_explicit(verdict_slot(ret), memory_order_relaxed);
   if (__builtin_expect(e == (uint64_t)ret, 1)) return 1;
+  uintptr_t next = ((uintptr_t *)fp)[0];
   if (e == verdict_entry(ret, V_ENTRY) && !goes_on(fp, next, top)) return 1;
   return judge(fp, next, ret, top, trust);
 }
@@ -318,7 +318,7 @@ static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t 
     next = ((uintptr_t *)fp)[0], ret = ((uintptr_t *)fp)[1];
     if (!ret) return 0;
     int hidden = is_hidden(ret);
-    if (check && !may_go_on(fp, next, ret, top, trust)) {
+    if (check && !may_go_on(fp, ret, top, trust)) {
       if (!hidden) buf[n++] = ret;
       return n;
     }
@@ -326,17 +326,20 @@ static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t 
     if (!climbs(fp, next, top)) return 0;
     fp = next;
   }
+  /* One record's address carried from frame to frame: the loop keeps few
+   * registers (its saved rbp is read again only off the usual path). */
   uint64_t *out = buf, *end = buf + cap;
   for (;;) {
     *out++ = ret;
     if (out == end || !climbs(fp, next, top)) break;
     fp = next;
-    next = ((uintptr_t *)fp)[0], ret = ((uintptr_t *)fp)[1];
+    ret = ((uintptr_t *)fp)[1];
     if (!ret) break;
-    if (check && !may_go_on(fp, next, ret, top, trust)) {
+    if (check && !may_go_on(fp, ret, top, trust)) {
       *out++ = ret;
       break;
     }
+    next = ((uintptr_t *)fp)[0];
   }
   return (size_t)(out - buf);
 }
