@@ -8,9 +8,9 @@
  * a backtrace if len, length and nsamples within INT64_MAX) and that knows
  * that the backtrace's first `known` codes equal those of the previous
  * alloc it wrote to this domain (the tracer's queues: consecutive samples
- * of one thread): they are not compared again. The writer still limits them to what it remembers of
- * that backtrace (none at a packet's start). A `known` larger than the
- * truth writes a wrong backtrace. */
+ * of one thread): they are not compared again. The writer still limits
+ * them to what it remembers of that backtrace (none at a packet's start).
+ * A `known` larger than the truth writes a wrong backtrace. */
 int mt__writer_alloc_known(mt_writer *w, uint64_t time, uint32_t domain, uint64_t length,
                            uint64_t nsamples, mt_source source, const uint64_t *bt, size_t len,
                            size_t known, uint64_t *obj_id);

@@ -272,12 +272,12 @@ static inline int known_record(uintptr_t ret) {
 /* Whether the walk may go on from the record at fp (or end there, if the
  * chain does), ret not being known to lie in a function with a record:
  * yes if ret is a known entry point (V_ENTRY) and the chain ends there (the
- * outermost frame of every walk: that answer comes first), or if examining
- * ret finds a record after all. If not, sets *trust (see walk). */
+ * outermost frame of every walk, which may_go_on answers before calling
+ * here), or if examining ret finds a record after all. If not, sets *trust
+ * (see walk). */
 static __attribute__((noinline)) int judge(uintptr_t fp, uintptr_t next, uintptr_t ret,
                                            uintptr_t top, int *trust) {
   int more = goes_on(fp, next, top);
-  if (!more && has_verdict(ret, V_ENTRY)) return 1;
   unsigned v = verdict(ret);
   if (v == V_RECORD || (v == V_ENTRY && !more)) return 1;
   *trust = more ? 0 : -1;
