@@ -390,24 +390,32 @@ int mt__sample_slow(int64_t words, uint64_t *nsamples) {
 /* The callbacks run inside the program's malloc and free: whatever they do
  * (a write to a trace, a failed socket call) must not show in its errno,
  * which a program may read after a successful allocation or a free.
- * Inlined into both callers (its stack array kept it out of line): a
+ * errno's address is the C library's to give (a call through the PLT at
+ * every callback); a thread's never changes, so it is asked once. */
+static inline int *thread_errno(void) {
+  mt__thread *th = &mt__tls;
+  if (__builtin_expect(!th->errp, 0)) th->errp = &errno;
+  return th->errp;
+}
+
+/* Inlined into both callers (its stack array kept it out of line): a
  * sample makes one call and one set of register saves fewer. */
 static inline __attribute__((always_inline)) void *run_alloc(uint64_t words, uint64_t bytes,
                                                              uint64_t nsamples, mt_source source) {
-  int saved = errno;
+  int *err = thread_errno(), saved = *err;
   uint64_t stack[eng.callstack_max]; /* at most MAX_CALLSTACK */
   size_t n = 0;
   if (eng.callstack) n = eng.callstack(eng.callstack_ctx, stack, eng.callstack_max);
   mt_alloc_info info = {words, bytes, nsamples, source, stack, n};
   void *h = eng.tracker.alloc ? eng.tracker.alloc(eng.tracker.ctx, &info) : NULL;
-  errno = saved;
+  *err = saved;
   return h;
 }
 
 static void run_dealloc(void *h) {
-  int saved = errno;
+  int *err = thread_errno(), saved = *err;
   eng.tracker.dealloc(eng.tracker.ctx, h);
-  errno = saved;
+  *err = saved;
 }
 
 void mt__track(uintptr_t key, uint64_t words, uint64_t bytes, uint64_t nsamples,

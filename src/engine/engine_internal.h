@@ -14,6 +14,7 @@ typedef struct mt__thread {
   uint32_t epoch;    /* the engine session this state was drawn for */
   int32_t busy;      /* > 0: inside the profiler; never sample */
   uint32_t slot;     /* this thread's rank in the session: its counters' shard */
+  int *errp;         /* this thread's errno, once asked (see thread_errno) */
 } mt__thread;
 
 extern __thread mt__thread mt__tls
