@@ -61,7 +61,7 @@ runs=$tmp/runs
 once() {
   local name=$1
   shift
-  "$cputime" "$tmp/t" "$@" > /dev/null 2> "$tmp/err" ||
+  $pin "$cputime" "$tmp/t" "$@" > /dev/null 2> "$tmp/err" ||
     { log "$name failed: $(tail -3 "$tmp/err")"; return 1; }
   read -r cpu m < "$tmp/t"
   echo "$name $cpu $m" >> "$runs"
@@ -70,11 +70,31 @@ once() {
 # The configurations run round-robin, REPEAT rounds: a change of the
 # machine's load during the benchmark then weighs on every configuration
 # alike, and the ratios compare runs made side by side.
+#
+# A round's 1-thread runs (but heaptrack's) run on one CPU, the rounds taking the CPUs
+# in turn. On this benchmark's VM one vCPU ran the same program at half
+# the speed of the other for minutes at a time (bench/pairs 2e7: 0.24 s
+# against 0.13 s; its host core busy with another tenant, presumably), so
+# unpinned, a round's plain and traced runs could run at speeds a factor 2
+# apart. Every CPU takes its share of rounds: none is picked for being
+# fast.
 have_ht=0
 command -v heaptrack > /dev/null && have_ht=1
+# the CPUs this script may run on (Cpus_allowed_list: "0-1", "0,2-3")
+cpus=()
+if command -v taskset > /dev/null; then
+  IFS=, read -ra parts <<< "$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)"
+  for p in "${parts[@]}"; do
+    if [[ $p == *-* ]]; then cpus+=($(seq "${p%-*}" "${p#*-}")); elif [ -n "$p" ]; then cpus+=("$p"); fi
+  done
+fi
+ncpu=${#cpus[@]}
+pin=
 for round in $(seq "$repeat"); do
   log "round $round of $repeat"
   for threads in 1 4; do
+    pin=
+    if [ "$threads" = 1 ] && [ "$ncpu" -gt 0 ]; then pin="taskset -c ${cpus[(round - 1) % ncpu]}"; fi
     args=("$work" "$threads" "$millions")
     once "plain-$threads" "${args[@]}"
     once "memtrace-1e-5-$threads" "$build/memtrace" run -q -o "$tmp/t5.ctf" -- "${args[@]}"
@@ -84,6 +104,7 @@ for round in $(seq "$repeat"); do
       once "memtrace-1e-3-late-1" "$build/memtrace" run -q --rate 1e-3 -o "$tmp/tl.ctf" -- "$late" 1 "$millions"
     fi
     if [ "$have_ht" = 1 ]; then
+      pin= # heaptrack's interpreter runs beside the program: on one CPU they take turns
       once "plain-small-$threads" "$work" "$threads" "$ht_millions"
       once "heaptrack-small-$threads" heaptrack -o "$tmp/ht" "$work" "$threads" "$ht_millions" ||
         log "heaptrack failed: its rows are missing"
@@ -91,6 +112,7 @@ for round in $(seq "$repeat"); do
     fi
   done
 done
+pin=
 # name, median CPU s, peak RSS KB, median ratio to plain (in the order first
 # run). The ratio is the median of each round's ratio to the plain run of
 # the same round and thread count: this machine's speed drifts by several
@@ -176,7 +198,7 @@ fi
 
 {
   echo "# memtrace-c profiler benchmark ($(date -u +%Y-%m-%d), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
-  echo "# workload: $millions M allocations per thread ($ht_millions M for the *-small rows), 16 B - 64 KiB, stacks 5-15 deep; median CPU time of $repeat rounds, configurations interleaved; x plain: median of the rounds' ratios"
+  echo "# workload: $millions M allocations per thread ($ht_millions M for the *-small rows), 16 B - 64 KiB, stacks 5-15 deep; median CPU time of $repeat rounds, configurations interleaved, a round's 1-thread runs on one CPU (CPUs in turn); x plain: median of the rounds' ratios"
   printf "%-24s %10s %10s %13s %12s\n" configuration "cpu s" "x plain" "95% interval" "peak RSS MB"
   awk '{ printf "%-24s %10.3f %10.2f %6.2f-%-6.2f %12.1f\n", $1, $2, $4, $5, $6, $3 / 1024 }' "$results"
   echo
