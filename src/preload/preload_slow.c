@@ -427,9 +427,11 @@ EXPORT void _exit(int status) {
 EXPORT void _Exit(int status) { _exit(status); }
 
 /* dlclose is counted, so that the tracer looks for unloaded libraries only
- * after one (see check_unloads in src/tracer/tracer.c). */
+ * after one (see check_unloads in src/tracer/events.c), and the tracer
+ * describes what it has queued before the library may go. */
 extern _Atomic unsigned mt__dlclose_count;
 extern int mt__dlclose_hooked;
+MT__HIDDEN void mt__tr_before_dlclose(void);
 
 EXPORT int dlclose(void *handle) {
   static int (*_Atomic real_dlclose)(void *);
@@ -439,7 +441,15 @@ EXPORT int dlclose(void *handle) {
     if (!real) return -1;
     real_dlclose = real;
   }
+  /* Not in a dlclose nested in a destructor the outer one runs: the loader
+   * holds its lock there, and the tracer's lock must not be taken under it
+   * (a lock holder may be waiting for the loader's). The outer call
+   * described what was queued. */
+  static __thread int nested __attribute__((tls_model("initial-exec")));
+  if (!nested) mt__tr_before_dlclose();
+  nested++;
   int rc = real(handle);
+  nested--;
   atomic_fetch_add(&mt__dlclose_count, 1); /* after: the library is gone */
   return rc;
 }

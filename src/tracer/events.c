@@ -20,12 +20,15 @@
  * holder that writes a collect pushes the cell onto a shared list, and a
  * thread refills its stack from that list whenever it holds the lock.
  *
- * Only samples whose every code was described already (the usual case:
- * a program's stacks repeat) are queued. A sample with a new code is
- * written at once, under the lock, so that its code is described while its
- * library is surely loaded; a dlclose since the last look also sends a
- * sample there, and check_unloads writes every queued event before codes
- * change their generation.
+ * A code must be described while its library is loaded. Under the
+ * interposer, which wraps dlclose, every sample is queued, and dlclose
+ * first writes what is queued and describes its codes
+ * (mt__tr_before_dlclose). Linked into a program, only samples whose every
+ * code was described already (the usual case: a program's stacks repeat)
+ * are queued; a sample with a new code is written at once, under the lock.
+ * Either way a dlclose since the last look sends a sample there, and
+ * check_unloads writes every queued event before codes change their
+ * generation.
  *
  * Times: a thread's allocs and collects are written merged in time order;
  * across threads the writer keeps times non-decreasing, so an event written
@@ -444,11 +447,14 @@ void *mt__tr_on_alloc(void *ctx, const mt_alloc_info *info) {
             codes[same] = prev[same], same++;
       }
       size_t i = same;
-      for (; i < n; i++) {
-        uint64_t code = (info->callstack[n - 1 - i] & MT__PC_MASK) | gen;
-        if (LOAD(&described[described_slot(code)]) != code) break;
-        codes[i] = code;
-      }
+      if (mt__dlclose_hooked) /* new codes are described before any dlclose */
+        for (; i < n; i++) codes[i] = (info->callstack[n - 1 - i] & MT__PC_MASK) | gen;
+      else
+        for (; i < n; i++) {
+          uint64_t code = (info->callstack[n - 1 - i] & MT__PC_MASK) | gen;
+          if (LOAD(&described[described_slot(code)]) != code) break;
+          codes[i] = code;
+        }
       if (i == n) {
         if (at != h) r->q[h & (QUEUE_WORDS - 1)] = SKIP;
         if (h == t) r->first_time = now;
@@ -469,6 +475,22 @@ void *mt__tr_on_alloc(void *ctx, const mt_alloc_info *info) {
     }
   }
   return alloc_locked(r, now, info, n);
+}
+
+/* The interposer's dlclose, before the library may go: queued samples
+ * were not checked for new codes, so every queued alloc is written and the
+ * writer's pending codes are described, now that they surely are loaded.
+ * Not from inside the profiler (busy), which may hold the lock. */
+void mt__tr_before_dlclose(void) {
+  if (mt__tls.busy || !__atomic_load_n(&tr.active, __ATOMIC_RELAXED)) return;
+  mt__tls.busy++;
+  pthread_mutex_lock(&tr.lock);
+  if (tr.active && tr.w) {
+    rings_drain_allocs();
+    if (mt_writer_flush(tr.w) != MT_OK) mt__tr_session_failed();
+  }
+  pthread_mutex_unlock(&tr.lock);
+  mt__tls.busy--;
 }
 
 /* A promotion (runtime blocks), written at once: promotions are rare. */

@@ -69,6 +69,8 @@ MT__HIDDEN_FN void *mt__tr_on_promote(void *ctx, void *handle);
 MT__HIDDEN_FN void mt__tr_on_dealloc(void *ctx, void *handle);
 /* events.c: writes every thread's queued events (tr.lock held). */
 MT__HIDDEN_FN void mt__tr_flush_queues(void);
+/* Called by the interposer's dlclose before the real one (see events.c). */
+MT__HIDDEN_FN void mt__tr_before_dlclose(void);
 /* events.c: once per process, before the first session (tr.lock held). */
 MT__HIDDEN_FN void mt__tr_events_init(void);
 /* events.c: at session start, the loaded libraries as they are now. */
