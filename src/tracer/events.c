@@ -323,14 +323,17 @@ static void owner_flush(ring *r, uint64_t now) {
 }
 
 /* At thread exit (the key's destructor): flush, and give the ring back
- * with its cells. */
+ * with its cells. Busy: writing may describe new codes, which allocates,
+ * and a sample taken here could want the lock this thread holds. */
 static void ring_release(void *p) {
   ring *r = p;
+  mt__tls.busy++;
   pthread_mutex_lock(&tr.lock);
   ring_drain(r);
   if (my_ring == r) my_ring = NULL;
   STORE_REL(&r->owned, 0);
   pthread_mutex_unlock(&tr.lock);
+  mt__tls.busy--;
 }
 
 /* This thread's ring: a free one of the pool or a new one (NULL: none). */
