@@ -159,7 +159,7 @@ static void cell_free(cell *c);
 /* A cell from the shared list, else the next never used one, mapping more
  * when the chunk is spent (tr.lock held). Never used cells are handed out
  * in order, not threaded onto the list when mapped: each page is touched
- * when its cells are first needed (a traced program's start-up: 15 page
+ * when its cells are first needed (a traced program's start-up: 12 page
  * faults fewer). Cells are never unmapped: a late callback may still read
  * one. */
 static cell *cell_take(void) {
