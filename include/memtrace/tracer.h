@@ -21,7 +21,9 @@
  * separate debug-info files), MEMTRACE_SEED (a number: the
  * same sampling decisions on every run, for tests), MEMTRACE_KEEP_ENV (1: let
  * exec'd children inherit MEMTRACE; by default it is removed when tracing
- * starts, so children are not traced into the same destination).
+ * starts, so children are not traced into the same destination, and so is
+ * this library's own entry in LD_PRELOAD, so that untraced children do not
+ * load it; other LD_PRELOAD entries stay).
  *
  * Failure never stops the program: a destination that cannot be opened, a
  * failed write or a dropped connection stops tracing with one message on

@@ -117,8 +117,18 @@ churn)
   ;;
 fork)
   # without %p: the forked child stops tracing, the exec'd child never starts
-  MEMTRACE=t.ctf MEMTRACE_RATE=1 traced "$bin/prog_fork" > out.txt || bad "program failed"
+  # and does not even load the interposer (another preloaded library stays)
+  MEMTRACE=t.ctf MEMTRACE_RATE=1 LD_PRELOAD="$preload libm.so.6" "$bin/prog_fork" > out.txt ||
+    bad "program failed"
   grep -q "exec-child MEMTRACE=(unset)" out.txt && ok || bad "MEMTRACE leaked into exec'd child: $(cat out.txt)"
+  grep -qx "exec-child LD_PRELOAD=libm.so.6" out.txt && ok ||
+    bad "the interposer leaked into exec'd child: $(cat out.txt)"
+  # MEMTRACE_KEEP_ENV=1: the exec'd child inherits both, and traces
+  MEMTRACE='k.%p.ctf' MEMTRACE_KEEP_ENV=1 MEMTRACE_RATE=1 traced "$bin/prog_fork" > keep.txt ||
+    bad "program failed"
+  grep -qx "exec-child MEMTRACE=k.%p.ctf" keep.txt && grep -qx "exec-child LD_PRELOAD=$preload" keep.txt &&
+    ok || bad "MEMTRACE_KEEP_ENV=1: $(cat keep.txt)"
+  rm -f k.*.ctf
   "$bin/check_trace" t.ctf sites > sites.txt || bad "trace unreadable"
   grep -q "^parent_site 1000 " sites.txt && ok || bad "parent sites: $(cat sites.txt)"
   grep -q "^child_site" sites.txt && bad "child events in the parent's trace" || ok

@@ -1,5 +1,6 @@
 /* fork without exec (the child allocates at its own site), then exec of a
- * child that allocates (env check: MEMTRACE is gone unless kept). */
+ * child that allocates (env check: MEMTRACE and the interposer's LD_PRELOAD
+ * entry are gone unless kept). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@ __attribute__((noinline)) static void child_site(void) {
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "exec-child") == 0) {
     printf("exec-child MEMTRACE=%s\n", getenv("MEMTRACE") ? getenv("MEMTRACE") : "(unset)");
+    printf("exec-child LD_PRELOAD=%s\n", getenv("LD_PRELOAD") ? getenv("LD_PRELOAD") : "(unset)");
     child_site();
     return 0;
   }
