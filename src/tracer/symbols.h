@@ -28,4 +28,9 @@ int mt__symbols_lookup(mt__symbols *s, uint64_t code, uint64_t pc,
  * was unloaded: its addresses may now mean something else). */
 void mt__symbols_reset(mt__symbols *s);
 
+/* Opens libdw, which the symbolizer loads only when tracing starts
+ * (dwlib.c); once per process. Its functions open it on first use
+ * otherwise. Call it without the tracer's lock. */
+void mt__dw_load(void);
+
 #endif

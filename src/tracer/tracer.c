@@ -366,6 +366,7 @@ static int start_locked(const mt_trace_options *o) {
 
 int mt_trace_start(const mt_trace_options *o) {
   if (!o || !o->destination) return MT_ERR_INVALID;
+  mt__dw_load(); /* not under the lock: dlopen takes the loader's */
   pthread_mutex_lock(&tr.lock);
   tr.err[0] = 0;
   int rc = start_locked(o);

@@ -1,0 +1,124 @@
+/* libdw, loaded when tracing starts rather than with the profiler.
+ *
+ * Symbolization is the only user of elfutils' libdw, and only a process
+ * that traces symbolizes. Linked, libdw (with libelf, libz, libbz2) was
+ * loaded by every process that loaded the profiler: a program linking
+ * libmemtrace that never traces, a process preloading the interposer
+ * without MEMTRACE. That cost 0.8 ms of CPU and 48 page faults per process
+ * here (a preloaded libdw under /bin/true).
+ *
+ * So the functions the tracer calls are defined here, under libdw's names
+ * and hidden: each calls libdw's own, looked up with dlsym once libdw.so.1
+ * is opened. mt_trace_start opens it (mt__dw_load) before it takes the
+ * tracer's lock: dlopen takes the loader's lock, which a sample taken in a
+ * library's constructor holds while it waits for the tracer's. Any other
+ * first use opens it then. Without libdw at run time every function here
+ * fails as libdw's would (NULL, -1), and codes are named "??". */
+#include <dlfcn.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <pthread.h>
+#include <stddef.h>
+
+#include "symbols.h"
+
+#define MT__DW_FUNCTIONS(X)                                                                  \
+  X(dwarf_attr) X(dwarf_attr_integrate) X(dwarf_filesrc) X(dwarf_formstring)                 \
+  X(dwarf_formudata) X(dwarf_getscopes) X(dwarf_getscopes_die) X(dwarf_getsrcfiles)          \
+  X(dwarf_tag) X(dwfl_addrmodule) X(dwfl_begin) X(dwfl_end) X(dwfl_lineinfo)                 \
+  X(dwfl_linux_proc_find_elf) X(dwfl_linux_proc_report) X(dwfl_module_addrdie)               \
+  X(dwfl_module_address_section) X(dwfl_module_addrname) X(dwfl_module_getsrc)               \
+  X(dwfl_module_getsym_info) X(dwfl_module_getsymtab) X(dwfl_module_getsymtab_first_global)  \
+  X(dwfl_module_info) X(dwfl_report_begin) X(dwfl_report_end) X(dwfl_standard_find_debuginfo)
+
+#define AS_INDEX(name) I_##name,
+enum { MT__DW_FUNCTIONS(AS_INDEX) NFUNCTIONS };
+#define AS_NAME(name) #name,
+static const char *const names[NFUNCTIONS] = {MT__DW_FUNCTIONS(AS_NAME)};
+static void *fn[NFUNCTIONS];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void load(void) {
+  void *h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) return;
+  for (int i = 0; i < NFUNCTIONS; i++) fn[i] = dlsym(h, names[i]);
+}
+
+void mt__dw_load(void) { pthread_once(&once, load); }
+
+/* libdw's function `name`, or NULL */
+#define REAL(name) (mt__dw_load(), (__typeof__(&name))fn[I_##name])
+
+/* A function returning `type`, `fail` without libdw. */
+#define FORWARD(type, fail, name, params, args)                                                \
+  type name params {                                                                           \
+    __typeof__(&name) f = REAL(name);                                                          \
+    return f ? f args : fail;                                                                  \
+  }
+#define FORWARD_VOID(name, params, args)                                                       \
+  void name params {                                                                           \
+    __typeof__(&name) f = REAL(name);                                                          \
+    if (f) f args;                                                                             \
+  }
+
+FORWARD(Dwarf_Attribute *, NULL, dwarf_attr,
+        (Dwarf_Die * die, unsigned int search_name, Dwarf_Attribute *result),
+        (die, search_name, result))
+FORWARD(Dwarf_Attribute *, NULL, dwarf_attr_integrate,
+        (Dwarf_Die * die, unsigned int search_name, Dwarf_Attribute *result),
+        (die, search_name, result))
+FORWARD(const char *, NULL, dwarf_filesrc,
+        (Dwarf_Files * file, size_t idx, Dwarf_Word *mtime, Dwarf_Word *length),
+        (file, idx, mtime, length))
+FORWARD(const char *, NULL, dwarf_formstring, (Dwarf_Attribute * attrp), (attrp))
+FORWARD(int, -1, dwarf_formudata, (Dwarf_Attribute * attr, Dwarf_Word *return_uval),
+        (attr, return_uval))
+FORWARD(int, -1, dwarf_getscopes, (Dwarf_Die * cudie, Dwarf_Addr pc, Dwarf_Die **scopes),
+        (cudie, pc, scopes))
+FORWARD(int, -1, dwarf_getscopes_die, (Dwarf_Die * die, Dwarf_Die **scopes), (die, scopes))
+FORWARD(int, -1, dwarf_getsrcfiles, (Dwarf_Die * cudie, Dwarf_Files **files, size_t *nfiles),
+        (cudie, files, nfiles))
+FORWARD(int, -1, dwarf_tag, (Dwarf_Die * die), (die))
+FORWARD(Dwfl_Module *, NULL, dwfl_addrmodule, (Dwfl * dwfl, Dwarf_Addr address),
+        (dwfl, address))
+FORWARD(Dwfl *, NULL, dwfl_begin, (const Dwfl_Callbacks *callbacks), (callbacks))
+FORWARD_VOID(dwfl_end, (Dwfl * dwfl), (dwfl))
+FORWARD(const char *, NULL, dwfl_lineinfo,
+        (Dwfl_Line * line, Dwarf_Addr *addr, int *linep, int *colp, Dwarf_Word *mtime,
+         Dwarf_Word *length),
+        (line, addr, linep, colp, mtime, length))
+FORWARD(int, -1, dwfl_linux_proc_find_elf,
+        (Dwfl_Module * mod, void **userdata, const char *module_name, Dwarf_Addr base,
+         char **file_name, Elf **elfp),
+        (mod, userdata, module_name, base, file_name, elfp))
+FORWARD(int, -1, dwfl_linux_proc_report, (Dwfl * dwfl, pid_t pid), (dwfl, pid))
+FORWARD(Dwarf_Die *, NULL, dwfl_module_addrdie,
+        (Dwfl_Module * mod, Dwarf_Addr addr, Dwarf_Addr *bias), (mod, addr, bias))
+FORWARD(Elf_Scn *, NULL, dwfl_module_address_section,
+        (Dwfl_Module * mod, Dwarf_Addr *address, Dwarf_Addr *bias), (mod, address, bias))
+FORWARD(const char *, NULL, dwfl_module_addrname, (Dwfl_Module * mod, GElf_Addr address),
+        (mod, address))
+FORWARD(Dwfl_Line *, NULL, dwfl_module_getsrc, (Dwfl_Module * mod, Dwarf_Addr addr),
+        (mod, addr))
+FORWARD(const char *, NULL, dwfl_module_getsym_info,
+        (Dwfl_Module * mod, int ndx, GElf_Sym *sym, GElf_Addr *addr, GElf_Word *shndxp,
+         Elf **elfp, Dwarf_Addr *bias),
+        (mod, ndx, sym, addr, shndxp, elfp, bias))
+FORWARD(int, -1, dwfl_module_getsymtab, (Dwfl_Module * mod), (mod))
+FORWARD(int, -1, dwfl_module_getsymtab_first_global, (Dwfl_Module * mod), (mod))
+FORWARD(const char *, NULL, dwfl_module_info,
+        (Dwfl_Module * mod, void ***userdata, Dwarf_Addr *start, Dwarf_Addr *end,
+         Dwarf_Addr *dwbias, Dwarf_Addr *symbias, const char **mainfile,
+         const char **debugfile),
+        (mod, userdata, start, end, dwbias, symbias, mainfile, debugfile))
+FORWARD_VOID(dwfl_report_begin, (Dwfl * dwfl), (dwfl))
+FORWARD(int, -1, dwfl_report_end,
+        (Dwfl * dwfl, int (*removed)(Dwfl_Module *, void *, const char *, Dwarf_Addr, void *arg),
+         void *arg),
+        (dwfl, removed, arg))
+FORWARD(int, -1, dwfl_standard_find_debuginfo,
+        (Dwfl_Module * mod, void **userdata, const char *modname, Dwarf_Addr base,
+         const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+         char **debuginfo_file_name),
+        (mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+         debuginfo_file_name))
