@@ -89,7 +89,6 @@ if command -v taskset > /dev/null; then
   done
 fi
 ncpu=${#cpus[@]}
-pin=
 for round in $(seq "$repeat"); do
   log "round $round of $repeat"
   for threads in 1 4; do
@@ -112,7 +111,6 @@ for round in $(seq "$repeat"); do
     fi
   done
 done
-pin=
 # name, median CPU s, peak RSS KB, median ratio to plain (in the order first
 # run). The ratio is the median of each round's ratio to the plain run of
 # the same round and thread count: this machine's speed drifts by several

@@ -102,6 +102,13 @@ void mt__tr_libraries_baseline(void) {
 struct ring;
 static void rings_drain_allocs(void);
 
+/* Writes every thread's queued allocs and flushes the writer, which
+ * describes their new codes now (tr.lock held); -1 if the write failed. */
+static int write_queued_allocs(void) {
+  rings_drain_allocs();
+  return tr.w && mt_writer_flush(tr.w) != MT_OK ? -1 : 0;
+}
+
 /* After a dlclose, an address may belong to a different function: codes
  * carry a generation in their top bits so that no code is ever described
  * twice differently. Events queued or buffered were described while their
@@ -117,8 +124,7 @@ static int check_unloads(void) {
   dl_iterate_phdr(first_object, &subs);
   if (subs == tr.dl_subs) return 0;
   tr.dl_subs = subs;
-  rings_drain_allocs();
-  if (tr.w && mt_writer_flush(tr.w) != MT_OK) return -1;
+  if (write_queued_allocs() != 0) return -1;
   __atomic_store_n(&tr.gen, (tr.gen + 1) & 0x7fff, __ATOMIC_RELAXED);
   mt__symbols_reset(tr.syms);
   for (size_t i = 0; i < sizeof described / sizeof *described; i++) STORE(&described[i], 0);
@@ -488,10 +494,7 @@ void mt__tr_before_dlclose(void) {
   if (mt__tls.busy || !__atomic_load_n(&tr.active, __ATOMIC_RELAXED)) return;
   mt__tls.busy++;
   pthread_mutex_lock(&tr.lock);
-  if (tr.active && tr.w) {
-    rings_drain_allocs();
-    if (mt_writer_flush(tr.w) != MT_OK) mt__tr_session_failed();
-  }
+  if (tr.active && tr.w && write_queued_allocs() != 0) mt__tr_session_failed();
   pthread_mutex_unlock(&tr.lock);
   mt__tls.busy--;
 }
