@@ -174,11 +174,20 @@ ir() {
 }
 extra="n/a"
 if command -v valgrind > /dev/null; then
-  pre=(env LD_PRELOAD="$build/libmemtrace_preload.so" MEMTRACE="$tmp/z.ctf" MEMTRACE_RATE=1e-9)
+  # MEMTRACE_KEEP_ENV: `env` runs under valgrind with the library preloaded
+  # and traces itself; without it, it would drop MEMTRACE and the library
+  # from the environment it execs pairs with.
+  pre=(env LD_PRELOAD="$build/libmemtrace_preload.so" MEMTRACE="$tmp/z.ctf" MEMTRACE_RATE=1e-9
+    MEMTRACE_KEEP_ENV=1)
   b1=$(ir "$pairs" 100000); b2=$(ir "$pairs" 200000)
   p1=$(ir "${pre[@]}" "$pairs" 100000); p2=$(ir "${pre[@]}" "$pairs" 200000)
   plain_pair=$(( (b2 - b1) / 100000 ))
   extra=$(( ((p2 - p1) - (b2 - b1)) / 100000 ))
+  # the last trace written must be pairs' own: else the interposer was not in it
+  if ! "$build/memtrace" info "$tmp/z.ctf" 2> /dev/null | grep -q "^executable: .*/pairs$"; then
+    log "the traced pairs run was not traced: no pair figure"
+    extra="n/a"
+  fi
 fi
 
 # Instructions per sample at 1e-3 (callgrind, 1 thread, 0.3M allocations,
