@@ -23,8 +23,12 @@
 # heaptrack records every allocation and its interpreter grows super-linearly
 # (2M allocations here: 280 s of CPU and 19 GB, then std::bad_alloc), so it
 # runs on HT_MILLIONS allocations per thread, beside a plain run of that size.
-# Environment: REPEAT (5), MILLIONS (allocations per thread, 4), HT_MILLIONS
-# (0.1), BUILD_DIR.
+# The *-long rows run 1 thread at the default rate on LONG_MILLIONS
+# allocations, where a traced process's fixed cost (loading libdw, starting
+# and ending the trace, naming the codes: ~10 ms) weighs a quarter as much;
+# the *-tiny rows (1,000 allocations) measure that fixed cost.
+# Environment: REPEAT (5), MILLIONS (allocations per thread, 4), LONG_MILLIONS
+# (4 x MILLIONS), HT_MILLIONS (0.1), BUILD_DIR.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,6 +37,7 @@ out=$here/out
 build=${BUILD_DIR:-$root/build}
 repeat=${REPEAT:-5}
 millions=${MILLIONS:-4}
+long_millions=${LONG_MILLIONS:-$(awk -v m="$millions" 'BEGIN { print 4 * m }')}
 ht_millions=${HT_MILLIONS:-0.1}
 report=$out/profiler-bench.txt
 mkdir -p "$out"
@@ -107,6 +112,10 @@ for round in $(seq "$repeat"); do
     if [ "$threads" = 1 ]; then
       once "plain-late-1" "$late" 1 "$millions"
       once "memtrace-1e-3-late-1" "$build/memtrace" run -q --rate 1e-3 -o "$tmp/tl.ctf" -- "$late" 1 "$millions"
+      once "plain-long-1" "$work" 1 "$long_millions"
+      once "memtrace-1e-5-long-1" "$build/memtrace" run -q -o "$tmp/t5.ctf" -- "$work" 1 "$long_millions"
+      once "plain-tiny-1" "$work" 1 0.001
+      once "memtrace-1e-5-tiny-1" "$build/memtrace" run -q -o "$tmp/t5.ctf" -- "$work" 1 0.001
     fi
     if [ "$have_ht" = 1 ]; then
       pin= # heaptrack's interpreter runs beside the program: on one CPU they take turns
@@ -132,11 +141,12 @@ awk '
   END {
     for (i = 1; i <= k; i++) {
       c = order[i]; m = n[c]; t = c; sub(/.*-/, "", t)
-      base = (c ~ /small/ ? "plain-small-" : c ~ /late/ ? "plain-late-" : "plain-") t
-      split("", x); split("", r); nr = 0
+      base = (c ~ /small/ ? "plain-small-" : c ~ /late/ ? "plain-late-" : c ~ /long/ ? "plain-long-" :
+              c ~ /tiny/ ? "plain-tiny-" : "plain-") t
+      split("", x); split("", r); split("", d); nr = 0
       for (a = 1; a <= m; a++) {
         x[a] = v[c, a]
-        if ((base, a) in v && v[base, a] > 0) r[++nr] = v[c, a] / v[base, a]
+        if ((base, a) in v && v[base, a] > 0) { r[++nr] = v[c, a] / v[base, a]; d[nr] = v[c, a] - v[base, a] }
       }
       # the median ratio and a distribution-free 95% interval for it:
       # the order statistics lo and nr+1-lo, lo the largest rank with
@@ -148,14 +158,14 @@ awk '
         lo = q + 1; pb = pb * (nr - q) / (q + 1)
       }
       if (lo > (nr + 1) / 2) lo = 1
-      printf "%s %.4f %d %.4f %.4f %.4f\n", c, median(x, m), rss[c], med,
-        nr ? r[lo] : 0, nr ? r[nr + 1 - lo] : 0
+      printf "%s %.4f %d %.4f %.4f %.4f %.4f\n", c, median(x, m), rss[c], med,
+        nr ? r[lo] : 0, nr ? r[nr + 1 - lo] : 0, nr ? median(d, nr) : 0
     }
   }' "$runs" > "$results"
 
 # Trace size per sample, at both rates (1 thread).
-"$build/memtrace" run -q -o "$tmp/s5.ctf" -- "$work" 1 "$millions"
-"$build/memtrace" run -q --rate 1e-3 -o "$tmp/s3.ctf" -- "$work" 1 "$millions"
+"$build/memtrace" run -q -o "$tmp/s5.ctf" -- "$work" 1 "$millions" > /dev/null
+"$build/memtrace" run -q --rate 1e-3 -o "$tmp/s3.ctf" -- "$work" 1 "$millions" > /dev/null
 per_sample() {
   local allocs
   allocs=$("$build/memtrace" dump --compact "$1" | awk '$3 ~ /^A?E?a?$|^AE$/ {n++} END {print n + 0}')
@@ -212,9 +222,11 @@ fi
 {
   echo "# memtrace-c profiler benchmark ($(date -u +%Y-%m-%d), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
   echo "# workload: $millions M allocations per thread ($ht_millions M for the *-small rows), 16 B - 64 KiB, stacks 5-15 deep; median CPU time of $repeat rounds, configurations interleaved, a round's 1-thread runs on one CPU (CPUs in turn); x plain: median of the rounds' ratios"
-  printf "%-24s %10s %10s %13s %12s\n" configuration "cpu s" "x plain" "95% interval" "peak RSS MB"
-  awk '{ printf "%-24s %10.3f %10.2f %6.2f-%-6.2f %12.1f\n", $1, $2, $4, $5, $6, $3 / 1024 }' "$results"
+  echo "# *-long rows: $long_millions M allocations; *-tiny rows: 1,000 (their difference is the fixed cost of a traced process)"
+  printf "%-24s %10s %10s %15s %12s\n" configuration "cpu s" "x plain" "95% interval" "peak RSS MB"
+  awk '$1 !~ /tiny/ { printf "%-24s %10.3f %10.3f %7.3f-%-7.3f %12.1f\n", $1, $2, $4, $5, $6, $3 / 1024 }' "$results"
   echo
+  awk '$1 == "memtrace-1e-5-tiny-1" { printf "fixed cost of a traced process (memtrace run, 1,000 allocations, traced - plain CPU): %.1f ms\n", $7 * 1000 }' "$results"
   echo "unsampled malloc+free pair: $plain_pair instructions plain, +$extra with the interposer (target <= 15)"
   echo "a sample at 1e-3: $per_sample_ir instructions (callgrind, symbolization excluded)"
   echo "trace bytes per sampled allocation: $b5 at 1e-5 ($n5 samples), $b3 at 1e-3 ($n3 samples)"
