@@ -4,7 +4,9 @@
 # Runs bench/alloc_workload.c (sizes 16 B to 64 KiB, stacks 5 to 15 deep, some
 # objects kept live) with 1 and 4 threads: plain, under `memtrace run` at the
 # default rate (1e-5 per word) and at 1e-3, and under heaptrack when it is
-# installed. The *-late rows: the same workload built with -DLATE_FRAMES,
+# installed. Twice: as it is (a program that allocates and does nothing
+# else: it writes one byte of each block), and touching every 64-byte line
+# of each block as a program initializing its memory would (*-touch rows). The *-late rows: the same workload built with -DLATE_FRAMES,
 # whose functions set up their frame records after a first instruction (the
 # unwinder learns that they have them), 1 thread at 1e-3. The configurations
 # run in turn, REPEAT rounds; the figure kept is each one's median CPU time
@@ -109,6 +111,10 @@ for round in $(seq "$repeat"); do
     once "plain-$threads" "${args[@]}"
     once "memtrace-1e-5-$threads" "$build/memtrace" run -q -o "$tmp/t5.ctf" -- "${args[@]}"
     once "memtrace-1e-3-$threads" "$build/memtrace" run -q --rate 1e-3 -o "$tmp/t3.ctf" -- "${args[@]}"
+    targs=("$work" "$threads" "$millions" 1)
+    once "plain-touch-$threads" "${targs[@]}"
+    once "memtrace-1e-5-touch-$threads" "$build/memtrace" run -q -o "$tmp/t5.ctf" -- "${targs[@]}"
+    once "memtrace-1e-3-touch-$threads" "$build/memtrace" run -q --rate 1e-3 -o "$tmp/t3.ctf" -- "${targs[@]}"
     if [ "$threads" = 1 ]; then
       once "plain-late-1" "$late" 1 "$millions"
       once "memtrace-1e-3-late-1" "$build/memtrace" run -q --rate 1e-3 -o "$tmp/tl.ctf" -- "$late" 1 "$millions"
@@ -121,6 +127,10 @@ for round in $(seq "$repeat"); do
       pin= # heaptrack's interpreter runs beside the program: on one CPU they take turns
       once "plain-small-$threads" "$work" "$threads" "$ht_millions"
       once "heaptrack-small-$threads" heaptrack -o "$tmp/ht" "$work" "$threads" "$ht_millions" ||
+        log "heaptrack failed: its rows are missing"
+      rm -f "$tmp"/ht*
+      once "plain-small-touch-$threads" "$work" "$threads" "$ht_millions" 1
+      once "heaptrack-small-touch-$threads" heaptrack -o "$tmp/ht" "$work" "$threads" "$ht_millions" 1 ||
         log "heaptrack failed: its rows are missing"
       rm -f "$tmp"/ht*
     fi
@@ -141,8 +151,8 @@ awk '
   END {
     for (i = 1; i <= k; i++) {
       c = order[i]; m = n[c]; t = c; sub(/.*-/, "", t)
-      base = (c ~ /small/ ? "plain-small-" : c ~ /late/ ? "plain-late-" : c ~ /long/ ? "plain-long-" :
-              c ~ /tiny/ ? "plain-tiny-" : "plain-") t
+      base = "plain-" (c ~ /small/ ? "small-" : "") (c ~ /touch/ ? "touch-" : "") \
+             (c ~ /late/ ? "late-" : c ~ /long/ ? "long-" : c ~ /tiny/ ? "tiny-" : "") t
       split("", x); split("", r); split("", d); nr = 0
       for (a = 1; a <= m; a++) {
         x[a] = v[c, a]
@@ -222,7 +232,7 @@ fi
 {
   echo "# memtrace-c profiler benchmark ($(date -u +%Y-%m-%d), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
   echo "# workload: $millions M allocations per thread ($ht_millions M for the *-small rows), 16 B - 64 KiB, stacks 5-15 deep; median CPU time of $repeat rounds, configurations interleaved, a round's 1-thread runs on one CPU (CPUs in turn); x plain: median of the rounds' ratios"
-  echo "# *-long rows: $long_millions M allocations; *-tiny rows: 1,000 (their difference is the fixed cost of a traced process)"
+  echo "# *-touch rows: the program writes every 64-byte line of each block it allocates (the others: its first byte); *-long rows: $long_millions M allocations; *-tiny rows: 1,000 (their difference is the fixed cost of a traced process)"
   printf "%-24s %10s %10s %15s %12s\n" configuration "cpu s" "x plain" "95% interval" "peak RSS MB"
   awk '$1 !~ /tiny/ { printf "%-24s %10.3f %10.3f %7.3f-%-7.3f %12.1f\n", $1, $2, $4, $5, $6, $3 / 1024 }' "$results"
   echo
