@@ -53,9 +53,11 @@ fi
 
 work=$out/alloc_workload
 late=$out/alloc_workload_late
+touchw=$out/alloc_workload_touch
 pairs=$out/pairs
 cc -O2 -g -fno-omit-frame-pointer "$here/alloc_workload.c" -o "$work" -lpthread
 cc -O2 -g -fno-omit-frame-pointer -DLATE_FRAMES "$here/alloc_workload.c" -o "$late" -lpthread
+cc -O2 -g -fno-omit-frame-pointer -DTOUCH "$here/alloc_workload.c" -o "$touchw" -lpthread
 cc -O2 "$here/pairs.c" -o "$pairs"
 cputime=$out/cputime # CPU time to the microsecond (GNU time: hundredths)
 cc -O2 "$here/cputime.c" -o "$cputime"
@@ -111,7 +113,7 @@ for round in $(seq "$repeat"); do
     once "plain-$threads" "${args[@]}"
     once "memtrace-1e-5-$threads" "$build/memtrace" run -q -o "$tmp/t5.ctf" -- "${args[@]}"
     once "memtrace-1e-3-$threads" "$build/memtrace" run -q --rate 1e-3 -o "$tmp/t3.ctf" -- "${args[@]}"
-    targs=("$work" "$threads" "$millions" 1)
+    targs=("$touchw" "$threads" "$millions")
     once "plain-touch-$threads" "${targs[@]}"
     once "memtrace-1e-5-touch-$threads" "$build/memtrace" run -q -o "$tmp/t5.ctf" -- "${targs[@]}"
     once "memtrace-1e-3-touch-$threads" "$build/memtrace" run -q --rate 1e-3 -o "$tmp/t3.ctf" -- "${targs[@]}"
@@ -129,8 +131,8 @@ for round in $(seq "$repeat"); do
       once "heaptrack-small-$threads" heaptrack -o "$tmp/ht" "$work" "$threads" "$ht_millions" ||
         log "heaptrack failed: its rows are missing"
       rm -f "$tmp"/ht*
-      once "plain-small-touch-$threads" "$work" "$threads" "$ht_millions" 1
-      once "heaptrack-small-touch-$threads" heaptrack -o "$tmp/ht" "$work" "$threads" "$ht_millions" 1 ||
+      once "plain-small-touch-$threads" "$touchw" "$threads" "$ht_millions"
+      once "heaptrack-small-touch-$threads" heaptrack -o "$tmp/ht" "$touchw" "$threads" "$ht_millions" ||
         log "heaptrack failed: its rows are missing"
       rm -f "$tmp"/ht*
     fi
