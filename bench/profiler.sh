@@ -5,9 +5,10 @@
 # objects kept live) with 1 and 4 threads: plain, under `memtrace run` at the
 # default rate (1e-5 per word) and at 1e-3, and under heaptrack when it is
 # installed. Twice: as it is (a program that allocates and does nothing
-# else: it writes one byte of each block), and touching every 64-byte line
-# of each block as a program initializing its memory would (*-touch rows). The *-late rows: the same workload built with -DLATE_FRAMES,
-# whose functions set up their frame records after a first instruction (the
+# else: it writes one byte of each block), and built with -DTOUCH, writing
+# every 64-byte line of each block as a program initializing its memory
+# would (*-touch rows). The *-late rows: the workload built with
+# -DLATE_FRAMES, whose functions set up their frame records after a first instruction (the
 # unwinder learns that they have them), 1 thread at 1e-3. The configurations
 # run in turn, REPEAT rounds; the figure kept is each one's median CPU time
 # (user + sys; on a shared machine it is steadier than wall time), reported
@@ -27,7 +28,7 @@
 # runs on HT_MILLIONS allocations per thread, beside a plain run of that size.
 # The *-long rows run 1 thread at the default rate on LONG_MILLIONS
 # allocations, where a traced process's fixed cost (loading libdw, starting
-# and ending the trace, naming the codes: ~10 ms) weighs a quarter as much;
+# and ending the trace, naming the codes: ~9 ms) weighs a quarter as much;
 # the *-tiny rows (1,000 allocations) measure that fixed cost.
 # Environment: REPEAT (5), MILLIONS (allocations per thread, 4), LONG_MILLIONS
 # (4 x MILLIONS), HT_MILLIONS (0.1), BUILD_DIR.
