@@ -8,8 +8,9 @@
 # else: it writes one byte of each block), and built with -DTOUCH, writing
 # every 64-byte line of each block as a program initializing its memory
 # would (*-touch rows). The *-late rows: the workload built with
-# -DLATE_FRAMES, whose functions set up their frame records after a first instruction (the
-# unwinder learns that they have them), 1 thread at 1e-3. The configurations
+# -DLATE_FRAMES, whose functions set up their frame records after a first
+# instruction (the unwinder learns that they have them), 1 thread at 1e-3.
+# The configurations
 # run in turn, REPEAT rounds; the figure kept is each one's median CPU time
 # (user + sys; on a shared machine it is steadier than wall time), reported
 # as a ratio to plain measured in the same rounds, with a distribution-free
