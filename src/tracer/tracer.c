@@ -420,7 +420,7 @@ static int same_file(const char *path, const struct stat *st) {
 /* With MEMTRACE gone, exec'd children would still load this library (and
  * libdw, libunwind...) through LD_PRELOAD and run every malloc and free
  * through it, untraced: about 1.4 ms of start-up each (a shell script
- * running 200 /bin/true: 1.8x its plain CPU time) and a few percent of a
+ * running 200 /bin/true: 1.98x its plain CPU time) and a few percent of a
  * malloc-bound program. So this library's own entries leave LD_PRELOAD
  * too; the others stay, in order. */
 static void drop_self_from_preload(void) {
