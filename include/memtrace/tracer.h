@@ -23,14 +23,22 @@
  * exec'd children inherit MEMTRACE; by default it is removed when tracing
  * starts, so children are not traced into the same destination, and so is
  * this library's own entry in LD_PRELOAD, so that untraced children do not
- * load it; other LD_PRELOAD entries stay).
+ * load it; other LD_PRELOAD entries stay), MEMTRACE_FOLLOW_EXEC (1, with
+ * the malloc interposer and a file destination: when the tracing process
+ * itself execs, without fork, as a wrapper script's `exec prog` does, the
+ * new program gets the settings back and traces into the same file,
+ * replacing the old trace; `memtrace run` sets it unless
+ * --no-follow-exec).
  *
  * Failure never stops the program: a destination that cannot be opened, a
  * failed write or a dropped connection stops tracing with one message on
  * standard error. After fork(), the child stops tracing unless the path
  * has %p (then it traces to its own file). At exit, buffered events are
  * written; packets are written whole, so a killed process leaves a trace
- * readable up to its last packet.
+ * readable up to its last packet. exec runs no exit handlers: the malloc
+ * interposer wraps the exec functions and writes buffered events first; a
+ * program that links this library and execs should call mt_trace_stop()
+ * before it does.
  */
 #ifndef MEMTRACE_TRACER_H
 #define MEMTRACE_TRACER_H

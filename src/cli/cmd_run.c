@@ -37,6 +37,11 @@ static const char usage[] =
     "  --context TEXT        free text stored in the trace\n"
     "  --debuginfo           also read separate debug-info files (-dbg packages) for\n"
     "                        line numbers inside system libraries (~0.1 s per process)\n"
+    "  --no-follow-exec      trace COMMAND's own program only: by default, when it\n"
+    "                        replaces itself with another program (exec without\n"
+    "                        fork: a wrapper script's `exec prog`, a version\n"
+    "                        manager's shim), that program is traced instead, into\n"
+    "                        the same file\n"
     "  -q, --quiet           print nothing after the run (memtrace execs the program\n"
     "                        instead of starting and waiting for it)\n"
     "\n"
@@ -139,7 +144,13 @@ static void report(const char *path, int top) {
   qsort(sites, nsites, sizeof *sites, by_bytes);
   char b1[32], b2[32], where[512];
   mt_estimate all = mt_estimate_bytes(a, &total);
-  fprintf(stderr, "memtrace: %s allocated in %llu sampled allocations; top sites:\n",
+  const char *exe = mt_analysis_info(a)->executable_name;
+  if (!exe || !*exe) exe = "the program";
+  if (!total.objects) {
+    fprintf(stderr, "memtrace: no allocation of %s was sampled\n", exe);
+    goto out;
+  }
+  fprintf(stderr, "memtrace: %s allocated %s in %llu sampled allocations; top sites:\n", exe,
           mt_cli_bytes(b1, sizeof b1, all.value), (unsigned long long)total.objects);
   for (size_t i = 0; i < nsites && i < (size_t)top; i++) {
     mt_estimate e = mt_estimate_bytes(a, &sites[i].t);
@@ -239,7 +250,7 @@ static int spawn(pid_t *pid, char **argv, char **envp, int dfl_int, int dfl_quit
 static int run(int argc, char **argv) {
   const char *output = NULL, *rate = NULL, *unwind = NULL, *depth = NULL, *format = NULL,
              *context = NULL;
-  int quiet = 0, debuginfo = 0, i = 1;
+  int quiet = 0, debuginfo = 0, follow = 1, i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--") == 0) {
@@ -255,6 +266,7 @@ static int run(int argc, char **argv) {
     else if (opt_is(a, "--context")) context = value(argc, argv, &i);
     else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) quiet = 1;
     else if (strcmp(a, "--debuginfo") == 0) debuginfo = 1;
+    else if (strcmp(a, "--no-follow-exec") == 0) follow = 0;
     else mt_cli_usage_error(&mt_cmd_run, "unknown option '%s'", a);
   }
   if (i >= argc) mt_cli_usage_error(&mt_cmd_run, "missing COMMAND");
@@ -296,7 +308,8 @@ static int run(int argc, char **argv) {
   const char *const sets[][2] = {
       {"LD_PRELOAD", ld},        {"MEMTRACE", pattern},         {"MEMTRACE_RATE", rate},
       {"MEMTRACE_UNWIND", unwind}, {"MEMTRACE_DEPTH", depth},     {"MEMTRACE_FORMAT", format},
-      {"MEMTRACE_CONTEXT", context}, {"MEMTRACE_DEBUGINFO", debuginfo ? "1" : NULL}};
+      {"MEMTRACE_CONTEXT", context}, {"MEMTRACE_DEBUGINFO", debuginfo ? "1" : NULL},
+      {"MEMTRACE_FOLLOW_EXEC", follow ? "1" : "0"}};
   size_t own;
   char **envp = child_env(sets, sizeof sets / sizeof *sets, &own);
   if (!envp) {

@@ -88,6 +88,9 @@ void mt__free_ours(void *p, size_t size, size_t align, int kind);
 void *mt__realloc_ours(void *p, size_t n);
 size_t mt__usable_size_ours(void *p);
 
+/* preload_exec.c: looks up the C library's exec functions (at load). */
+MT__HIDDEN void mt__exec_resolve(void);
+
 enum { MT__ALIGNED_ALLOC, MT__MEMALIGN, MT__VALLOC, MT__PVALLOC };
 enum { MT__FREE, MT__FREE_SIZED, MT__FREE_ALIGNED_SIZED };
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "engine_internal.h"
+#include "exec.h"
 #include "memtrace/tracer.h"
 #include "preload.h"
 #include "unwind.h"
@@ -414,7 +415,6 @@ size_t mt__usable_size_ours(void *p) {
 
 /* _exit skips atexit: a forked child ending with it would lose its last
  * events. Flush them first, then exit for real. */
-void mt__trace_before_exit(void);
 
 EXPORT void _exit(int status) {
   static void (*real_exit)(int);
@@ -459,6 +459,7 @@ extern const char *mt__tr_blocks;
 
 __attribute__((constructor)) static void preload_init(void) {
   resolve_real();
+  mt__exec_resolve();
   mt__dlclose_hooked = 1;
   mt__tr_blocks = mt__hdr_mode.on ? "header" : "header-off-page";
   mt_trace_if_requested(getenv("MEMTRACE_CONTEXT"), 0);

@@ -27,6 +27,7 @@
 #include "clock.h"
 #include "dest.h"
 #include "engine_internal.h"
+#include "exec.h"
 #include "memtrace/tracer.h"
 #include "symbols.h"
 #include "tracer_state.h"
@@ -159,6 +160,7 @@ static int session_begin(int fd) {
     tr.fd = -1;
     return rc;
   }
+  __atomic_store_n(&tr.tracing_pid, (uint64_t)getpid(), __ATOMIC_RELAXED);
   set_active(1);
   return MT_OK;
 }
@@ -255,7 +257,10 @@ static void fork_child(void) {
     tr.listening = 0;
     tr.client_fd = -1;
   } else if (tr.dest.kind == MT__DEST_FILE && tr.dest.per_process && w) {
-    if (engine_begin() == MT_OK) set_active(1); /* the file opens at the first sample */
+    if (engine_begin() == MT_OK) { /* the file opens at the first sample */
+      __atomic_store_n(&tr.tracing_pid, (uint64_t)getpid(), __ATOMIC_RELAXED);
+      set_active(1);
+    }
   }
   mt__tls.busy--;
 }
@@ -423,7 +428,7 @@ static int same_file(const char *path, const struct stat *st) {
  * running 200 /bin/true: 1.98x its plain CPU time) and a few percent of a
  * malloc-bound program. So this library's own entries leave LD_PRELOAD
  * too; the others stay, in order. */
-static void drop_self_from_preload(void) {
+static void drop_self_from_preload(char *entry, size_t entry_size) {
   const char *v = getenv("LD_PRELOAD");
   Dl_info self;
   struct stat st;
@@ -445,6 +450,7 @@ static void drop_self_from_preload(void) {
       memcpy(tok, p, k);
       tok[k] = 0;
       if (strcmp(tok, self.dli_fname) == 0 || same_file(tok, &st)) {
+        if (!dropped) snprintf(entry, entry_size, "%s", tok);
         dropped = 1;
       } else {
         if (n) out[n++] = ':';
@@ -508,11 +514,15 @@ int mt_trace_if_requested(const char *context, double rate) {
   snprintf(dest_copy, sizeof dest_copy, "%s", dest);
   o.destination = dest_copy;
   const char *keep = getenv("MEMTRACE_KEEP_ENV");
+  int follow = (v = getenv("MEMTRACE_FOLLOW_EXEC")) && strcmp(v, "1") == 0;
   if (!keep || strcmp(keep, "1") != 0) {
+    char entry[PATH_MAX] = "";
     unsetenv("MEMTRACE");
-    drop_self_from_preload();
+    drop_self_from_preload(entry, sizeof entry);
+    if (follow && entry[0]) mt__exec_follow_keep(dest_copy, entry);
   }
   int rc = mt_trace_start(&o);
+  mt__exec_follow_on(rc == MT_OK && tr.dest.kind == MT__DEST_FILE);
   if (rc != MT_OK) {
     mt__tr_say("memtrace: not tracing: %s", mt_trace_error());
     return rc;

@@ -26,6 +26,7 @@ typedef struct mt__tracer {
   int active;           /* a session is writing events (read unlocked as a hint) */
   uint32_t session;     /* bumped by each session (likewise) */
   uint64_t session_pid; /* the process whose trace w writes */
+  uint64_t tracing_pid; /* the process tracing: its own exec is followed (exec.c) */
   mt_writer *w;
   int fd;
   int fd_is_socket; /* send (no SIGPIPE) rather than write */

@@ -145,6 +145,62 @@ fork)
   done
   [ "$n" = 1 ] && ok || bad "expected 1 child trace, found $n"
   ;;
+exec)
+  # exec runs no exit handlers: what the program allocated before its exec
+  # is written first. MEMTRACE_FOLLOW_EXEC=1: the new image traces into the
+  # same file instead (it replaces the old trace). Every exec function.
+  export PATH="$bin:$PATH" # execvp and execlp search it for prog_exec
+  for v in execve execv execvp execvpe execl execlp execle fexecve execveat; do
+    MEMTRACE=t.ctf MEMTRACE_RATE=1 traced "$bin/prog_exec" "$v" > out.txt || bad "$v: program failed: $(cat out.txt)"
+    grep -qx "child MEMTRACE=(unset)" out.txt && ok || bad "$v: MEMTRACE reached the new image: $(cat out.txt)"
+    "$bin/check_trace" t.ctf sites > sites.txt || bad "$v: trace unreadable"
+    grep -q "^before_exec_site 300 " sites.txt && ok || bad "$v: events before the exec: $(cat sites.txt)"
+    grep -q "^after_exec_site" sites.txt && bad "$v: the untraced image's events in the trace" || ok
+    MEMTRACE=f.ctf MEMTRACE_FOLLOW_EXEC=1 MEMTRACE_RATE=1 traced "$bin/prog_exec" "$v" > out.txt ||
+      bad "$v (following): program failed: $(cat out.txt)"
+    "$bin/check_trace" f.ctf sites > sites.txt || bad "$v (following): trace unreadable"
+    # (the new image traced: its tracer took the settings out of its environment again)
+    grep -q "^after_exec_site 200 " sites.txt && ok || bad "$v (following): $(cat sites.txt)"
+    grep -q "^before_exec_site" sites.txt && bad "$v (following): the old image's events remain" || ok
+  done
+  # other preloaded libraries stay, after the interposer
+  MEMTRACE=m.ctf MEMTRACE_FOLLOW_EXEC=1 MEMTRACE_RATE=1 LD_PRELOAD="$preload libm.so.6" "$bin/prog_exec" execv > out.txt ||
+    bad "other preloads: program failed: $(cat out.txt)"
+  grep -qx "child LD_PRELOAD=libm.so.6" out.txt && "$bin/check_trace" m.ctf sites | grep -q "^after_exec_site 200 " &&
+    ok || bad "other preloads: $(cat out.txt)"
+  # an environment that names MEMTRACE itself is the caller's: a memtrace run
+  # inside a traced program traces its program into its own file
+  "$memtrace" run -q -o outer.ctf -- "$memtrace" run -q --rate 1 -o inner.ctf -- "$bin/prog_sites" > truth.txt ||
+    bad "nested run failed"
+  "$memtrace" info outer.ctf | grep -q "^executable: .*/memtrace$" && ok || bad "nested run: outer trace"
+  "$bin/check_trace" inner.ctf sites > sites.txt || bad "nested run: inner trace unreadable"
+  compare_exact truth.txt sites.txt
+  # a failed exec returns as it should, and tracing goes on
+  for follow in 0 1; do
+    MEMTRACE=x.ctf MEMTRACE_FOLLOW_EXEC=$follow MEMTRACE_RATE=1 traced "$bin/prog_exec" fail > out.txt ||
+      bad "failed execs (following: $follow): $(cat out.txt)"
+    "$bin/check_trace" x.ctf sites > sites.txt || bad "failed execs: trace unreadable"
+    grep -q "^before_exec_site 300 " sites.txt && grep -q "^after_return_site 100 " sites.txt && ok ||
+      bad "failed execs (following: $follow): $(cat sites.txt)"
+  done
+  # a vfork child's exec touches nothing of the parent's and is not followed
+  MEMTRACE=v.ctf MEMTRACE_FOLLOW_EXEC=1 MEMTRACE_RATE=1 traced "$bin/prog_exec" vfork > out.txt ||
+    bad "vfork: program failed: $(cat out.txt)"
+  grep -qx "child MEMTRACE=(unset)" out.txt && ok || bad "vfork: the child was followed: $(cat out.txt)"
+  "$bin/check_trace" v.ctf sites > sites.txt || bad "vfork: trace unreadable"
+  grep -q "^before_exec_site 300 " sites.txt && grep -q "^after_return_site 100 " sites.txt &&
+    ! grep -q "^after_exec_site" sites.txt && ok || bad "vfork: $(cat sites.txt)"
+  # memtrace run follows by default: a shell that execs the program
+  "$memtrace" run -q --rate 1 -o r.ctf -- sh -c "exec '$bin/prog_sites'" > truth.txt || bad "run: program failed"
+  "$memtrace" info r.ctf | grep -q "^executable: .*/prog_sites$" && ok ||
+    bad "run: not the exec'd program's trace: $("$memtrace" info r.ctf | grep executable)"
+  "$bin/check_trace" r.ctf sites > sites.txt || bad "run: trace unreadable"
+  compare_exact truth.txt sites.txt
+  "$memtrace" run -q --no-follow-exec --rate 1 -o n.ctf -- sh -c "exec '$bin/prog_sites'" > /dev/null ||
+    bad "run --no-follow-exec: program failed"
+  "$memtrace" info n.ctf | grep "^executable:" | grep -q "prog_sites" &&
+    bad "--no-follow-exec followed the exec" || ok
+  ;;
 dlopen)
   MEMTRACE=t.ctf MEMTRACE_RATE=1 traced "$bin/prog_dlopen" "$bin/libmt_dl_test.so" > out.txt || bad "program failed"
   "$bin/check_trace" t.ctf sites > sites.txt || bad "trace unreadable (a code described twice?)"
