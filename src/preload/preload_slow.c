@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "engine_internal.h"
+#include "environ.h"
 #include "exec.h"
 #include "memtrace/tracer.h"
 #include "preload.h"
@@ -462,5 +463,5 @@ __attribute__((constructor)) static void preload_init(void) {
   mt__exec_resolve();
   mt__dlclose_hooked = 1;
   mt__tr_blocks = mt__hdr_mode.on ? "header" : "header-off-page";
-  mt_trace_if_requested(getenv("MEMTRACE_CONTEXT"), 0);
+  mt_trace_if_requested(mt__env_get("MEMTRACE_CONTEXT"), 0);
 }

@@ -27,6 +27,7 @@
 #include "clock.h"
 #include "dest.h"
 #include "engine_internal.h"
+#include "environ.h"
 #include "exec.h"
 #include "memtrace/tracer.h"
 #include "symbols.h"
@@ -416,75 +417,21 @@ int mt_trace_is_tracing(void) {
 
 const char *mt_trace_error(void) { return tr.err; }
 
-/* Whether path names the file st describes. */
-static int same_file(const char *path, const struct stat *st) {
-  struct stat o;
-  return stat(path, &o) == 0 && o.st_dev == st->st_dev && o.st_ino == st->st_ino;
-}
-
-/* With MEMTRACE gone, exec'd children would still load this library (and
- * libdw, libunwind...) through LD_PRELOAD and run every malloc and free
- * through it, untraced: about 1.4 ms of start-up each (a shell script
- * running 200 /bin/true: 1.98x its plain CPU time) and a few percent of a
- * malloc-bound program. So this library's own entries leave LD_PRELOAD
- * too; the others stay, in order. */
-static void drop_self_from_preload(char *entry, size_t entry_size) {
-  const char *v = getenv("LD_PRELOAD");
-  Dl_info self;
-  struct stat st;
-  if (!v || !*v || !dladdr((void *)&drop_self_from_preload, &self) || !self.dli_fname ||
-      stat(self.dli_fname, &st) != 0)
-    return;
-  size_t len = strlen(v);
-  char *out = malloc(len + 1), *tok = malloc(len + 1);
-  if (!out || !tok) {
-    free(out);
-    free(tok);
-    return;
-  }
-  size_t n = 0;
-  int dropped = 0;
-  for (const char *p = v; *p;) {
-    size_t k = strcspn(p, ": "); /* the loader takes either separator */
-    if (k) {
-      memcpy(tok, p, k);
-      tok[k] = 0;
-      if (strcmp(tok, self.dli_fname) == 0 || same_file(tok, &st)) {
-        if (!dropped) snprintf(entry, entry_size, "%s", tok);
-        dropped = 1;
-      } else {
-        if (n) out[n++] = ':';
-        memcpy(out + n, tok, k);
-        n += k;
-      }
-    }
-    p += k;
-    if (*p) p++;
-  }
-  out[n] = 0;
-  if (dropped) {
-    if (n) setenv("LD_PRELOAD", out, 1);
-    else unsetenv("LD_PRELOAD");
-  }
-  free(out);
-  free(tok);
-}
-
 int mt_trace_if_requested(const char *context, double rate) {
-  const char *dest = getenv("MEMTRACE");
+  const char *dest = mt__env_get("MEMTRACE");
   if (!dest || !*dest) return 0;
   mt_trace_options o = {
       .destination = dest, .rate = rate, .context = context, .unwind = MT_UNWIND_AUTO};
   const char *v;
   char *end;
-  if ((v = getenv("MEMTRACE_RATE")) && *v) {
+  if ((v = mt__env_get("MEMTRACE_RATE")) && *v) {
     o.rate = strtod(v, &end);
     if (*end || !(o.rate > 0 && o.rate <= 1)) {
       mt__tr_say("memtrace: MEMTRACE_RATE=%s is not a sampling rate in (0, 1]; not tracing", v);
       return MT_ERR_INVALID;
     }
   }
-  if ((v = getenv("MEMTRACE_UNWIND")) && *v) {
+  if ((v = mt__env_get("MEMTRACE_UNWIND")) && *v) {
     if (strcmp(v, "fp") == 0) o.unwind = MT_UNWIND_FRAME_POINTERS;
     else if (strcmp(v, "libunwind") == 0) o.unwind = MT_UNWIND_LIBUNWIND;
     else if (strcmp(v, "auto") == 0) o.unwind = MT_UNWIND_AUTO;
@@ -493,7 +440,7 @@ int mt_trace_if_requested(const char *context, double rate) {
       return MT_ERR_INVALID;
     }
   }
-  if ((v = getenv("MEMTRACE_DEPTH")) && *v) {
+  if ((v = mt__env_get("MEMTRACE_DEPTH")) && *v) {
     long d = strtol(v, &end, 10);
     if (*end || d < 1 || d > MT__MAX_DEPTH) {
       mt__tr_say("memtrace: MEMTRACE_DEPTH=%s is not a depth from 1 to %d; not tracing", v, MT__MAX_DEPTH);
@@ -501,24 +448,23 @@ int mt_trace_if_requested(const char *context, double rate) {
     }
     o.max_depth = (size_t)d;
   }
-  if ((v = getenv("MEMTRACE_FORMAT")) && *v) {
+  if ((v = mt__env_get("MEMTRACE_FORMAT")) && *v) {
     if (strcmp(v, "2") && strcmp(v, "3")) {
       mt__tr_say("memtrace: MEMTRACE_FORMAT=%s is not 2 or 3; not tracing", v);
       return MT_ERR_INVALID;
     }
     o.format_version = v[0] - '0';
   }
-  if ((v = getenv("MEMTRACE_SEED")) && *v) tr.seed = strtoull(v, NULL, 10);
-  if ((v = getenv("MEMTRACE_DEBUGINFO")) && *v) o.separate_debuginfo = strcmp(v, "0") != 0;
+  if ((v = mt__env_get("MEMTRACE_SEED")) && *v) tr.seed = strtoull(v, NULL, 10);
+  if ((v = mt__env_get("MEMTRACE_DEBUGINFO")) && *v) o.separate_debuginfo = strcmp(v, "0") != 0;
   char dest_copy[PATH_MAX + 16];
   snprintf(dest_copy, sizeof dest_copy, "%s", dest);
   o.destination = dest_copy;
-  const char *keep = getenv("MEMTRACE_KEEP_ENV");
-  int follow = (v = getenv("MEMTRACE_FOLLOW_EXEC")) && strcmp(v, "1") == 0;
+  const char *keep = mt__env_get("MEMTRACE_KEEP_ENV");
+  int follow = (v = mt__env_get("MEMTRACE_FOLLOW_EXEC")) && strcmp(v, "1") == 0;
   if (!keep || strcmp(keep, "1") != 0) {
-    char entry[PATH_MAX] = "";
-    unsetenv("MEMTRACE");
-    drop_self_from_preload(entry, sizeof entry);
+    char entry[PATH_MAX];
+    mt__env_drop_tracing(entry, sizeof entry);
     if (follow && entry[0]) mt__exec_follow_keep(dest_copy, entry);
   }
   int rc = mt_trace_start(&o);

@@ -132,6 +132,16 @@ fork)
   "$bin/check_trace" t.ctf sites > sites.txt || bad "trace unreadable"
   grep -q "^parent_site 1000 " sites.txt && ok || bad "parent sites: $(cat sites.txt)"
   grep -q "^child_site" sites.txt && bad "child events in the parent's trace" || ok
+  # bash defines its own getenv/setenv/unsetenv, which the tracer must not
+  # go through (before bash's main they changed nothing, bash exported
+  # MEMTRACE to every child, and each truncated the trace)
+  if command -v bash > /dev/null; then
+    MEMTRACE=b.ctf MEMTRACE_RATE=1 traced bash -c \
+      'for i in $(seq 3); do x=$(echo $i); done; export -p | grep -c "MEMTRACE=\|LD_PRELOAD=" || true' > bash.txt
+    [ "$(cat bash.txt)" = 0 ] && ok || bad "bash exports the tracing settings: $(cat bash.txt)"
+    "$bin/check_trace" b.ctf summary > /dev/null && "$memtrace" info b.ctf | grep -q "^executable: .*/bash$" &&
+      ok || bad "bash's trace: $("$memtrace" info b.ctf 2>&1 | head -3)"
+  fi
   # with %p: the forked child traces to its own file
   MEMTRACE='t.%p.ctf' MEMTRACE_RATE=1 traced "$bin/prog_fork" > out2.txt || bad "program failed"
   ppid=$(awk '/^parent pid/ {print $3}' out2.txt)
