@@ -244,6 +244,7 @@ static void fork_child(void) {
   /* The parent's buffered events are the parent's: drop them unwritten
    * (the writer sees the new pid and writes nothing). */
   mt_writer *w = tr.w;
+  int was_tracing = w || tr.active; /* a %p child itself: active, its file not yet open */
   if (w) {
     set_writer(NULL); /* detached first: nothing may reach it while it closes */
     set_active(0);
@@ -257,8 +258,10 @@ static void fork_child(void) {
     tr.listen_fd = -1;
     tr.listening = 0;
     tr.client_fd = -1;
-  } else if (tr.dest.kind == MT__DEST_FILE && tr.dest.per_process && w) {
-    if (engine_begin() == MT_OK) { /* the file opens at the first sample */
+  } else if (tr.dest.kind == MT__DEST_FILE && tr.dest.per_process && was_tracing) {
+    /* The file opens at the first sample. Without a writer the engine was
+     * left running, and goes on. */
+    if (!w || engine_begin() == MT_OK) {
       __atomic_store_n(&tr.tracing_pid, (uint64_t)getpid(), __ATOMIC_RELAXED);
       set_active(1);
     }

@@ -206,6 +206,17 @@ exec)
     bad "run: not the exec'd program's trace: $("$memtrace" info r.ctf | grep executable)"
   "$bin/check_trace" r.ctf sites > sites.txt || bad "run: trace unreadable"
   compare_exact truth.txt sites.txt
+  # with %p every forked process of the tree traces to its own file: forked
+  # children, theirs (a command substitution's pipeline), and what they exec
+  # (bash: it forks where dash may vfork, whose children are not followed)
+  "$memtrace" run -q --rate 1 -o 'w.%p.ctf' -- bash -c "'$bin/prog_exec' child > /dev/null;
+    x=\$('$bin/prog_exec' child | cat); '$bin/prog_exec' child | cat > /dev/null" || bad "tree: program failed"
+  n=0
+  for f in w.*.ctf; do
+    "$memtrace" info "$f" | grep -q "^executable: .*/prog_exec$" || continue
+    "$bin/check_trace" "$f" sites | grep -q "^after_exec_site 200 " && n=$((n + 1))
+  done
+  [ "$n" = 3 ] && ok || bad "tree: $n of the 3 exec'd programs traced ($(ls w.*.ctf | wc -l) traces)"
   "$memtrace" run -q --no-follow-exec --rate 1 -o n.ctf -- sh -c "exec '$bin/prog_sites'" > /dev/null ||
     bad "run --no-follow-exec: program failed"
   "$memtrace" info n.ctf | grep "^executable:" | grep -q "prog_sites" &&
