@@ -133,7 +133,7 @@ static int writer_begin(int fd) {
   }
   set_writer(w);
   __atomic_store_n(&tr.session, tr.session + 1, __ATOMIC_RELAXED);
-  tr.session_pid = in.pid;
+  __atomic_store_n(&tr.session_pid, in.pid, __ATOMIC_RELAXED); /* read unlocked before _exit */
   return MT_OK;
 }
 
@@ -276,6 +276,9 @@ static void at_exit(void) { mt_trace_stop(); }
  * tracer), and nothing when the session is another process's (a vfork
  * child shares the parent's memory: it must not touch its writer). */
 void mt__trace_before_exit(void) {
+  /* another process's session: not even the lock (a vfork child would
+   * take it in the parent's memory, from under the parent's threads) */
+  if (__atomic_load_n(&tr.session_pid, __ATOMIC_RELAXED) != (uint64_t)getpid()) return;
   if (pthread_mutex_trylock(&tr.lock) != 0) return;
   if (tr.active && tr.w && tr.session_pid == (uint64_t)getpid()) {
     mt__tls.busy++;
