@@ -55,13 +55,13 @@ void mt__exec_follow_keep(const char *destination, const char *preload_entry) {
   extern char **environ;
   static const char name[] = "MEMTRACE=";
   size_t k = 1;
-  for (char **e = environ; *e; e++) k += strncmp(*e, "MEMTRACE_", 9) == 0;
+  for (char **e = environ; e && *e; e++) k += strncmp(*e, "MEMTRACE_", 9) == 0;
   char **vars = calloc(k + 1, sizeof *vars); /* NULL-terminated as it fills */
   char *pre = strdup(preload_entry);
   int ok = vars && pre && (vars[0] = malloc(sizeof name + strlen(destination)));
   if (ok) stpcpy(stpcpy(vars[0], name), destination);
   size_t i = 1;
-  for (char **e = environ; ok && *e && i < k; e++)
+  for (char **e = environ; ok && e && *e && i < k; e++)
     if (strncmp(*e, "MEMTRACE_", 9) == 0) ok = (vars[i++] = strdup(*e)) != NULL;
   if (!ok) {
     for (size_t j = 0; vars && j < k; j++) free(vars[j]);
