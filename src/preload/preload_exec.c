@@ -42,6 +42,11 @@ void mt__exec_resolve(void) {
   *(void **)&real.execveat = dlsym(RTLD_NEXT, "execveat"); /* glibc 2.34 on */
 }
 
+/* Whether the C library's `fn` is known: looked up now if this library's
+ * constructor has not run yet (another preloaded library's constructor,
+ * run before ours, may exec). */
+#define HAVE(fn) (real.fn || (mt__exec_resolve(), real.fn))
+
 /* A wrapper's end: the exec failed (errno kept), or there is no function
  * to call. */
 static int failed(char **env, int err) {
@@ -51,14 +56,14 @@ static int failed(char **env, int err) {
 }
 
 EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
-  if (!real.execve) return failed(NULL, ENOSYS);
+  if (!HAVE(execve)) return failed(NULL, ENOSYS);
   char **env = mt__before_exec(envp);
   real.execve(path, argv, env ? env : envp);
   return failed(env, 0);
 }
 
 EXPORT int execv(const char *path, char *const argv[]) {
-  if (!real.execve || !real.execv) return failed(NULL, ENOSYS);
+  if (!HAVE(execve) || !HAVE(execv)) return failed(NULL, ENOSYS);
   char **env = mt__before_exec(environ);
   if (env) real.execve(path, argv, env);
   else real.execv(path, argv);
@@ -66,14 +71,14 @@ EXPORT int execv(const char *path, char *const argv[]) {
 }
 
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
-  if (!real.execvpe) return failed(NULL, ENOSYS);
+  if (!HAVE(execvpe)) return failed(NULL, ENOSYS);
   char **env = mt__before_exec(envp);
   real.execvpe(file, argv, env ? env : envp);
   return failed(env, 0);
 }
 
 EXPORT int execvp(const char *file, char *const argv[]) {
-  if (!real.execvpe || !real.execvp) return failed(NULL, ENOSYS);
+  if (!HAVE(execvpe) || !HAVE(execvp)) return failed(NULL, ENOSYS);
   char **env = mt__before_exec(environ);
   if (env) real.execvpe(file, argv, env);
   else real.execvp(file, argv);
@@ -81,7 +86,7 @@ EXPORT int execvp(const char *file, char *const argv[]) {
 }
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
-  if (!real.fexecve) return failed(NULL, ENOSYS);
+  if (!HAVE(fexecve)) return failed(NULL, ENOSYS);
   char **env = mt__before_exec(envp);
   real.fexecve(fd, argv, env ? env : envp);
   return failed(env, 0);
@@ -89,7 +94,7 @@ EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
 
 EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
                     int flags) {
-  if (!real.execveat) return failed(NULL, ENOSYS);
+  if (!HAVE(execveat)) return failed(NULL, ENOSYS);
   char **env = mt__before_exec(envp);
   real.execveat(dirfd, path, argv, env ? env : envp, flags);
   return failed(env, 0);
