@@ -27,8 +27,9 @@
  * the malloc interposer and a file destination: when the tracing process
  * itself execs, without fork, as a wrapper script's `exec prog` does, the
  * new program gets the settings back and traces into the same file,
- * replacing the old trace; `memtrace run` sets it unless
- * --no-follow-exec).
+ * replacing the old trace; with %p, every child, started by fork, vfork or
+ * posix_spawn, traces what it execs to its own file; `memtrace run` sets
+ * it unless --no-follow-exec).
  *
  * Failure never stops the program: a destination that cannot be opened, a
  * failed write or a dropped connection stops tracing with one message on

@@ -8,11 +8,14 @@
  * an environment argument take `environ`; to hand over another one, they
  * become their e-variant (execv -> execve, execvp -> execvpe: the same
  * path search). The list forms build their argument vector on the stack,
- * since exec may be called from a signal handler or a vfork child. */
+ * since exec may be called from a signal handler or a vfork child.
+ * posix_spawn and posix_spawnp are wrapped too, for %p destinations. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #include "exec.h"
@@ -31,6 +34,10 @@ static struct {
   int (*execvpe)(const char *, char *const[], char *const[]);
   int (*fexecve)(int, char *const[], char *const[]);
   int (*execveat)(int, const char *, char *const[], char *const[], int);
+  int (*posix_spawn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                     const posix_spawnattr_t *, char *const[], char *const[]);
+  int (*posix_spawnp)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                      const posix_spawnattr_t *, char *const[], char *const[]);
 } real;
 
 void mt__exec_resolve(void) {
@@ -40,6 +47,8 @@ void mt__exec_resolve(void) {
   *(void **)&real.execvpe = dlsym(RTLD_NEXT, "execvpe");
   *(void **)&real.fexecve = dlsym(RTLD_NEXT, "fexecve");
   *(void **)&real.execveat = dlsym(RTLD_NEXT, "execveat"); /* glibc 2.34 on */
+  *(void **)&real.posix_spawn = dlsym(RTLD_NEXT, "posix_spawn");
+  *(void **)&real.posix_spawnp = dlsym(RTLD_NEXT, "posix_spawnp");
 }
 
 /* Whether the C library's `fn` is known: looked up now if this library's
@@ -47,24 +56,38 @@ void mt__exec_resolve(void) {
  * run before ours, may exec). */
 #define HAVE(fn) (real.fn || (mt__exec_resolve(), real.fn))
 
+/* The environment an exec hands over, in `env`: NULL (envp as it is) or
+ * envp plus the tracing settings, built in this frame (a vfork child may
+ * not allocate: the memory is its parent's), or in a mapping when larger
+ * than MAX_STACK_ENV and not in a vfork child. */
+#define MAX_STACK_ENV (64 * 1024)
+#define EXEC_ENV(env, need, envp)                                              \
+  int vfork_child_;                                                            \
+  size_t need_ = (need);                                                       \
+  uint64_t buf_[need_ && need_ <= MAX_STACK_ENV ? (need_ + 7) / 8 : 1];         \
+  char **env = !need_                     ? NULL                               \
+               : need_ <= MAX_STACK_ENV   ? mt__exec_env(buf_, need_, envp)    \
+               : vfork_child_             ? NULL                               \
+                                          : mt__exec_env(NULL, need_, envp)
+
 /* A wrapper's end: the exec failed (errno kept), or there is no function
  * to call. */
 static int failed(char **env, int err) {
-  mt__exec_failed(env);
+  mt__exec_done(env);
   if (err) errno = err;
   return -1;
 }
 
 EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
   if (!HAVE(execve)) return failed(NULL, ENOSYS);
-  char **env = mt__before_exec(envp);
+  EXEC_ENV(env, mt__before_exec(envp, &vfork_child_), envp);
   real.execve(path, argv, env ? env : envp);
   return failed(env, 0);
 }
 
 EXPORT int execv(const char *path, char *const argv[]) {
   if (!HAVE(execve) || !HAVE(execv)) return failed(NULL, ENOSYS);
-  char **env = mt__before_exec(environ);
+  EXEC_ENV(env, mt__before_exec(environ, &vfork_child_), environ);
   if (env) real.execve(path, argv, env);
   else real.execv(path, argv);
   return failed(env, 0);
@@ -72,14 +95,14 @@ EXPORT int execv(const char *path, char *const argv[]) {
 
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
   if (!HAVE(execvpe)) return failed(NULL, ENOSYS);
-  char **env = mt__before_exec(envp);
+  EXEC_ENV(env, mt__before_exec(envp, &vfork_child_), envp);
   real.execvpe(file, argv, env ? env : envp);
   return failed(env, 0);
 }
 
 EXPORT int execvp(const char *file, char *const argv[]) {
   if (!HAVE(execvpe) || !HAVE(execvp)) return failed(NULL, ENOSYS);
-  char **env = mt__before_exec(environ);
+  EXEC_ENV(env, mt__before_exec(environ, &vfork_child_), environ);
   if (env) real.execvpe(file, argv, env);
   else real.execvp(file, argv);
   return failed(env, 0);
@@ -87,7 +110,7 @@ EXPORT int execvp(const char *file, char *const argv[]) {
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
   if (!HAVE(fexecve)) return failed(NULL, ENOSYS);
-  char **env = mt__before_exec(envp);
+  EXEC_ENV(env, mt__before_exec(envp, &vfork_child_), envp);
   real.fexecve(fd, argv, env ? env : envp);
   return failed(env, 0);
 }
@@ -95,7 +118,7 @@ EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
 EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
                     int flags) {
   if (!HAVE(execveat)) return failed(NULL, ENOSYS);
-  char **env = mt__before_exec(envp);
+  EXEC_ENV(env, mt__before_exec(envp, &vfork_child_), envp);
   real.execveat(dirfd, path, argv, env ? env : envp, flags);
   return failed(env, 0);
 }
@@ -160,4 +183,25 @@ EXPORT int execle(const char *path, const char *arg, ...) {
   char **envp = fill_args(argv, n, arg, ap, 1);
   va_end(ap);
   return execve(path, argv, envp);
+}
+
+/* posix_spawn execs in the child inside the C library: with a %p
+ * destination the child gets the settings here (src/tracer/exec.c).
+ * posix_spawn returns once the child has exec'd or failed to. */
+EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                       const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+  if (!HAVE(posix_spawn)) return ENOSYS;
+  EXEC_ENV(env, (vfork_child_ = 0, mt__before_spawn(envp)), envp);
+  int rc = real.posix_spawn(pid, path, fa, attr, argv, env ? env : envp);
+  mt__exec_done(env);
+  return rc;
+}
+
+EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                        const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+  if (!HAVE(posix_spawnp)) return ENOSYS;
+  EXEC_ENV(env, (vfork_child_ = 0, mt__before_spawn(envp)), envp);
+  int rc = real.posix_spawnp(pid, file, fa, attr, argv, env ? env : envp);
+  mt__exec_done(env);
+  return rc;
 }

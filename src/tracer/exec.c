@@ -11,14 +11,18 @@
  * process's own exec is no child: a wrapper script's `exec prog` or a
  * version manager's shim hands its pid over to the program the user meant
  * to profile. Its new image gets the settings back and traces into the
- * same destination (the same pid: the same file, rewritten). Only the
- * tracing process's own exec follows: a forked child stops tracing at
- * fork (unless %p gives it a file of its own, which it then keeps across
- * its exec), and a vfork child, which shares the parent's memory, is
- * never touched.
+ * same destination (the same pid: the same file, rewritten). Without %p
+ * only the tracing process's own exec follows: a forked child stops
+ * tracing at fork. With %p every process traces to its own file: a
+ * forked child keeps tracing and follows its exec; a vfork child, which
+ * shares the parent's memory and must not touch its tracer, hands the
+ * settings to what it execs; so do the children of posix_spawn, which
+ * execs inside the C library.
  *
- * The new environment is built in a mapping of its own: mmap is
- * async-signal-safe (exec may be called from a signal handler), and a
+ * The new environment is built on the exec wrapper's stack: nothing is
+ * allocated (exec may be called from a signal handler, or a vfork child
+ * whose heap is its parent's). One too large for the stack is mapped,
+ * except in a vfork child (the mapping would stay in the parent), and a
  * failed exec unmaps it. */
 #include "exec.h"
 
@@ -87,43 +91,49 @@ static int preloads(const char *v, const char *entry) {
   return 0;
 }
 
-/* envp with the kept settings added, or NULL when envp names MEMTRACE
- * itself (the caller decided: a nested `memtrace run`) or no memory. */
-static char **follow_env(char *const envp[]) {
-  static const char pre_name[] = "LD_PRELOAD=";
-  size_t n = 0, k = 0;
-  const char *old = NULL;
-  for (; envp && envp[n]; n++) {
-    if (is_var(envp[n], "MEMTRACE")) return NULL;
-    if (is_var(envp[n], "LD_PRELOAD")) old = envp[n] + sizeof pre_name - 1;
+/* What envp says about the settings: its length, its LD_PRELOAD value
+ * (NULL: none), whether that already names this library. */
+typedef struct env_scan {
+  size_t n, k;     /* envp's entries, the kept settings */
+  const char *old; /* envp's LD_PRELOAD value */
+  int keep_old;    /* it names this library already */
+} env_scan;
+
+static const char pre_name[] = "LD_PRELOAD=";
+
+/* The bytes envp plus the kept settings take, or 0 when envp names
+ * MEMTRACE itself (the caller decided: a nested `memtrace run`). */
+static size_t env_size(char *const envp[], env_scan *sc) {
+  *sc = (env_scan){0};
+  for (; envp && envp[sc->n]; sc->n++) {
+    if (is_var(envp[sc->n], "MEMTRACE")) return 0;
+    if (is_var(envp[sc->n], "LD_PRELOAD")) sc->old = envp[sc->n] + sizeof pre_name - 1;
   }
-  while (follow.vars[k]) k++;
-  int keep_old = old && preloads(old, follow.preload);
-  size_t pre_len = keep_old ? 0
-                            : sizeof pre_name + strlen(follow.preload) +
-                                  (old && *old ? 1 + strlen(old) : 0);
-  size_t head = sizeof(size_t) * 2; /* the mapping's size, and alignment */
-  size_t size = head + (n + k + 2) * sizeof(char *) + pre_len;
-  char *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (base == MAP_FAILED) return NULL;
-  *(size_t *)base = size;
-  char **env = (char **)(base + head), *str = (char *)(env + n + k + 2);
+  while (follow.vars[sc->k]) sc->k++;
+  sc->keep_old = sc->old && preloads(sc->old, follow.preload);
+  size_t pre_len = sc->keep_old ? 0
+                                : sizeof pre_name + strlen(follow.preload) +
+                                      (sc->old && *sc->old ? 1 + strlen(sc->old) : 0);
+  return MT__EXEC_ENV_HEAD + (sc->n + sc->k + 2) * sizeof(char *) + pre_len;
+}
+
+/* Builds envp plus the kept settings at base (env_size bytes). */
+static char **env_fill(char *base, char *const envp[], const env_scan *sc) {
+  char **env = (char **)(base + MT__EXEC_ENV_HEAD), *str = (char *)(env + sc->n + sc->k + 2);
   size_t m = 0;
-  for (size_t i = 0; i < n; i++)
-    if (keep_old || !is_var(envp[i], "LD_PRELOAD")) env[m++] = envp[i];
-  for (size_t j = 0; j < k; j++) {
+  for (size_t i = 0; i < sc->n; i++)
+    if (sc->keep_old || !is_var(envp[i], "LD_PRELOAD")) env[m++] = envp[i];
+  for (size_t j = 0; j < sc->k; j++) {
     size_t i = 0;
-    while (i < n && !same_name(envp[i], follow.vars[j])) i++;
-    if (i == n) env[m++] = follow.vars[j]; /* the caller's own value wins */
+    while (i < sc->n && !same_name(envp[i], follow.vars[j])) i++;
+    if (i == sc->n) env[m++] = follow.vars[j]; /* the caller's own value wins */
   }
-  if (!keep_old) {
-    char *p = str;
-    memcpy(p, pre_name, sizeof pre_name - 1);
-    p += sizeof pre_name - 1;
+  if (!sc->keep_old) {
+    char *p = stpcpy(str, pre_name);
     p = stpcpy(p, follow.preload);
-    if (old && *old) {
+    if (sc->old && *sc->old) {
       *p++ = ':';
-      p = stpcpy(p, old);
+      stpcpy(p, sc->old);
     }
     env[m++] = str;
   }
@@ -131,18 +141,45 @@ static char **follow_env(char *const envp[]) {
   return env;
 }
 
-char **mt__before_exec(char *const envp[]) {
-  mt__trace_before_exit();
-  if (!follow.on || !__atomic_load_n(&tr.active, __ATOMIC_RELAXED) ||
-      __atomic_load_n(&tr.tracing_pid, __ATOMIC_RELAXED) != (uint64_t)getpid())
-    return NULL;
-  return follow_env(envp);
+/* Whether this process follows what it execs: it is the one tracing, or
+ * (with %p) a vfork child of it, which traces to a file of its own once it
+ * has exec'd. */
+static int following(int *vfork_child) {
+  uint64_t me = (uint64_t)getpid(), tracer = __atomic_load_n(&tr.tracing_pid, __ATOMIC_RELAXED);
+  *vfork_child = me != tracer;
+  return follow.on && __atomic_load_n(&tr.active, __ATOMIC_RELAXED) &&
+         (me == tracer || (tr.dest.per_process && (uint64_t)getppid() == tracer));
 }
 
-void mt__exec_failed(char **env) {
+size_t mt__before_exec(char *const envp[], int *vfork_child) {
+  mt__trace_before_exit();
+  env_scan sc;
+  return following(vfork_child) ? env_size(envp, &sc) : 0;
+}
+
+size_t mt__before_spawn(char *const envp[]) {
+  int child;
+  env_scan sc;
+  return following(&child) && !child && tr.dest.per_process ? env_size(envp, &sc) : 0;
+}
+
+char **mt__exec_env(void *buf, size_t size, char *const envp[]) {
+  env_scan sc;
+  if (env_size(envp, &sc) != size) return NULL; /* changed meanwhile */
+  char *base = buf;
+  if (!base) {
+    base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) return NULL;
+  }
+  *(size_t *)base = buf ? 0 : size; /* what mt__exec_done unmaps */
+  return env_fill(base, envp, &sc);
+}
+
+void mt__exec_done(char **env) {
   if (!env) return;
+  char *base = (char *)env - MT__EXEC_ENV_HEAD;
+  if (!*(size_t *)base) return;
   int saved = errno;
-  char *base = (char *)env - sizeof(size_t) * 2;
   munmap(base, *(size_t *)base);
   errno = saved;
 }

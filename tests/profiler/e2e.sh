@@ -196,13 +196,35 @@ exec)
     grep -q "^before_exec_site 300 " sites.txt && grep -q "^after_return_site 100 " sites.txt && ok ||
       bad "failed execs (following: $follow): $(cat sites.txt)"
   done
-  # a vfork child's exec touches nothing of the parent's and is not followed
+  # a vfork child's exec touches nothing of the parent's; without %p it is
+  # not followed, with %p the program it execs traces to its own file
   MEMTRACE=v.ctf MEMTRACE_FOLLOW_EXEC=1 MEMTRACE_RATE=1 traced "$bin/prog_exec" vfork > out.txt ||
     bad "vfork: program failed: $(cat out.txt)"
   grep -qx "child MEMTRACE=(unset)" out.txt && ok || bad "vfork: the child was followed: $(cat out.txt)"
   "$bin/check_trace" v.ctf sites > sites.txt || bad "vfork: trace unreadable"
   grep -q "^before_exec_site 300 " sites.txt && grep -q "^after_return_site 100 " sites.txt &&
     ! grep -q "^after_exec_site" sites.txt && ok || bad "vfork: $(cat sites.txt)"
+  # child_and_parent MODE: prog_exec MODE under memtrace run with %p leaves
+  # the child's trace (its site only) and the parent's (its two)
+  child_and_parent() {
+    "$memtrace" run -q --rate 1 -o "$1.%p.ctf" -- "$bin/prog_exec" "$1" > out.txt || bad "$1 %p: program failed"
+    local n=0 p=0 f
+    for f in "$1".*.ctf; do
+      "$bin/check_trace" "$f" sites > sites.txt || bad "$1 %p: $f unreadable"
+      grep -q "^after_exec_site 200 " sites.txt && n=$((n + 1))
+      grep -q "^before_exec_site 300 " sites.txt && grep -q "^after_return_site 100 " sites.txt && p=$((p + 1))
+    done
+    [ "$n:$p" = 1:1 ] && ok || bad "$1 with %p: $n child and $p parent traces"
+  }
+  child_and_parent vfork
+  # posix_spawn'd children: with %p each traces to its own file, without
+  # they run untraced (as forked children do)
+  child_and_parent spawn
+  "$memtrace" run -q --rate 1 -o s.ctf -- "$bin/prog_exec" spawn > out.txt || bad "spawn: program failed"
+  "$bin/check_trace" s.ctf sites > sites.txt || bad "spawn without %p: trace unreadable"
+  grep -q "^before_exec_site 300 " sites.txt && grep -q "^after_return_site 100 " sites.txt &&
+    ! grep -q "^after_exec_site" sites.txt && [ "$(ls s.*ctf)" = s.ctf ] && ok ||
+    bad "spawn without %p: $(cat sites.txt)"
   # memtrace run follows by default: a shell that execs the program
   "$memtrace" run -q --rate 1 -o r.ctf -- sh -c "exec '$bin/prog_sites'" > truth.txt || bad "run: program failed"
   "$memtrace" info r.ctf | grep -q "^executable: .*/prog_sites$" && ok ||

@@ -9,9 +9,11 @@
  *                              return -1 with ENOENT; then more allocations
  *   prog_exec vfork            a vfork child execs the child mode, the
  *                              parent waits and allocates more
+ *   prog_exec spawn            the same with posix_spawn
  *   prog_exec child            the child mode */
 #include <errno.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,10 +89,12 @@ int main(int argc, char **argv) {
     printf("failed execs returned\n");
     return 0;
   }
-  if (strcmp(argv[1], "vfork") == 0) {
-    pid_t pid = vfork();
-    if (pid == 0) {
-      char *cargv[] = {"prog_exec", "child", NULL};
+  if (strcmp(argv[1], "vfork") == 0 || strcmp(argv[1], "spawn") == 0) {
+    char *cargv[] = {"prog_exec", "child", NULL};
+    pid_t pid;
+    if (argv[1][0] == 's') {
+      if (posix_spawn(&pid, "/proc/self/exe", NULL, NULL, cargv, environ) != 0) return 1;
+    } else if ((pid = vfork()) == 0) {
       execv("/proc/self/exe", cargv);
       _exit(127);
     }
