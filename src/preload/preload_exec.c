@@ -57,18 +57,20 @@ void mt__exec_resolve(void) {
 #define HAVE(fn) (real.fn || (mt__exec_resolve(), real.fn))
 
 /* The environment an exec hands over, in `env`: NULL (envp as it is) or
- * envp plus the tracing settings, built in this frame (a vfork child may
- * not allocate: the memory is its parent's), or in a mapping when larger
- * than MAX_STACK_ENV and not in a vfork child. */
+ * envp plus the tracing settings, in a mapping of its own (mmap is
+ * async-signal-safe; exec may come from a signal handler, whose stack may
+ * be small), or in a vfork child, which may not map (the mapping would
+ * stay in its parent), on this frame's stack when small enough. */
 #define MAX_STACK_ENV (64 * 1024)
 #define EXEC_ENV(env, need, envp)                                              \
   int vfork_child_;                                                            \
   size_t need_ = (need);                                                       \
-  uint64_t buf_[need_ && need_ <= MAX_STACK_ENV ? (need_ + 7) / 8 : 1];         \
-  char **env = !need_                     ? NULL                               \
-               : need_ <= MAX_STACK_ENV   ? mt__exec_env(buf_, need_, envp)    \
-               : vfork_child_             ? NULL                               \
-                                          : mt__exec_env(NULL, need_, envp)
+  int on_stack_ = need_ && vfork_child_ && need_ <= MAX_STACK_ENV;            \
+  uint64_t buf_[on_stack_ ? (need_ + 7) / 8 : 1];                             \
+  char **env = !need_        ? NULL                                            \
+               : on_stack_   ? mt__exec_env(buf_, need_, envp)                 \
+               : vfork_child_ ? NULL                                           \
+                             : mt__exec_env(NULL, need_, envp)
 
 /* A wrapper's end: the exec failed (errno kept), or there is no function
  * to call. */

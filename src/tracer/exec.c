@@ -19,11 +19,10 @@
  * settings to what it execs; so do the children of posix_spawn, which
  * execs inside the C library.
  *
- * The new environment is built on the exec wrapper's stack: nothing is
- * allocated (exec may be called from a signal handler, or a vfork child
- * whose heap is its parent's). One too large for the stack is mapped,
- * except in a vfork child (the mapping would stay in the parent), and a
- * failed exec unmaps it. */
+ * The new environment is built in a mapping of its own (mmap is
+ * async-signal-safe: exec may be called from a signal handler), which a
+ * failed exec unmaps; in a vfork child, whose memory is its parent's (a
+ * mapping would stay there), on the exec wrapper's stack. */
 #include "exec.h"
 
 #include <errno.h>
