@@ -63,7 +63,7 @@ void mt__exec_resolve(void) {
  * stay in its parent), on this frame's stack when small enough. */
 #define MAX_STACK_ENV (64 * 1024)
 #define EXEC_ENV(env, need, envp)                                              \
-  int vfork_child_;                                                            \
+  int vfork_child_ = 0; /* set by mt__before_exec */                           \
   size_t need_ = (need);                                                       \
   int on_stack_ = need_ && vfork_child_ && need_ <= MAX_STACK_ENV;            \
   uint64_t buf_[on_stack_ ? (need_ + 7) / 8 : 1];                             \
@@ -154,37 +154,33 @@ static char **fill_args(char **argv, size_t n, const char *arg0, va_list ap, int
   return more ? va_arg(ap, char **) : NULL;
 }
 
+/* Declares argv, the vector of a list form's arguments from arg0 on, on
+ * this frame's stack, and argv_envp: what follows their terminating NULL
+ * when `more` (execle's envp), else NULL. */
+#define LIST_ARGV(argv, arg0, more)                                            \
+  size_t n_;                                                                   \
+  COUNT_ARGS(arg0, n_);                                                        \
+  char *argv[n_ + 1], **argv##_envp __attribute__((unused));                   \
+  do {                                                                         \
+    va_list ap_;                                                               \
+    va_start(ap_, arg0);                                                       \
+    argv##_envp = fill_args(argv, n_, arg0, ap_, more);                        \
+    va_end(ap_);                                                               \
+  } while (0)
+
 EXPORT int execl(const char *path, const char *arg, ...) {
-  size_t n;
-  COUNT_ARGS(arg, n);
-  char *argv[n + 1];
-  va_list ap;
-  va_start(ap, arg);
-  fill_args(argv, n, arg, ap, 0);
-  va_end(ap);
+  LIST_ARGV(argv, arg, 0);
   return execv(path, argv);
 }
 
 EXPORT int execlp(const char *file, const char *arg, ...) {
-  size_t n;
-  COUNT_ARGS(arg, n);
-  char *argv[n + 1];
-  va_list ap;
-  va_start(ap, arg);
-  fill_args(argv, n, arg, ap, 0);
-  va_end(ap);
+  LIST_ARGV(argv, arg, 0);
   return execvp(file, argv);
 }
 
 EXPORT int execle(const char *path, const char *arg, ...) {
-  size_t n;
-  COUNT_ARGS(arg, n);
-  char *argv[n + 1];
-  va_list ap;
-  va_start(ap, arg);
-  char **envp = fill_args(argv, n, arg, ap, 1);
-  va_end(ap);
-  return execve(path, argv, envp);
+  LIST_ARGV(argv, arg, 1);
+  return execve(path, argv, argv_envp);
 }
 
 /* posix_spawn execs in the child inside the C library: with a %p
@@ -193,7 +189,7 @@ EXPORT int execle(const char *path, const char *arg, ...) {
 EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
                        const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
   if (!HAVE(posix_spawn)) return ENOSYS;
-  EXEC_ENV(env, (vfork_child_ = 0, mt__before_spawn(envp)), envp);
+  EXEC_ENV(env, mt__before_spawn(envp), envp);
   int rc = real.posix_spawn(pid, path, fa, attr, argv, env ? env : envp);
   mt__exec_done(env);
   return rc;
@@ -202,7 +198,7 @@ EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_acti
 EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
                         const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
   if (!HAVE(posix_spawnp)) return ENOSYS;
-  EXEC_ENV(env, (vfork_child_ = 0, mt__before_spawn(envp)), envp);
+  EXEC_ENV(env, mt__before_spawn(envp), envp);
   int rc = real.posix_spawnp(pid, file, fa, attr, argv, env ? env : envp);
   mt__exec_done(env);
   return rc;

@@ -20,12 +20,31 @@
 
 extern char **environ;
 
+int mt__env_is(const char *entry, const char *name) {
+  size_t n = strlen(name);
+  return strncmp(entry, name, n) == 0 && entry[n] == '=';
+}
+
 /* The entry of `name`, or NULL. */
 static char **entry_of(const char *name) {
-  size_t n = strlen(name);
   for (char **e = environ; e && *e; e++)
-    if (strncmp(*e, name, n) == 0 && (*e)[n] == '=') return e;
+    if (mt__env_is(*e, name)) return e;
   return NULL;
+}
+
+/* The next entry of an LD_PRELOAD value from *p on (the loader takes ':'
+ * and ' ' as separators, and skips empty entries): its length, with *p at
+ * its start; 0 at the end. The caller moves *p past it. */
+static size_t next_preload(const char **p) {
+  *p += strspn(*p, ": ");
+  return strcspn(*p, ": ");
+}
+
+int mt__preload_has(const char *value, const char *entry) {
+  size_t n = strlen(entry);
+  for (size_t k; (k = next_preload(&value)); value += k)
+    if (k == n && strncmp(value, entry, n) == 0) return 1;
+  return 0;
 }
 
 const char *mt__env_get(const char *name) {
@@ -73,22 +92,17 @@ static void drop_self_from_preload(char *entry, size_t entry_size) {
   memcpy(out, name, sizeof name - 1);
   size_t n = sizeof name - 1;
   int dropped = 0;
-  for (const char *p = v; *p;) {
-    size_t k = strcspn(p, ": "); /* the loader takes either separator */
-    if (k) {
-      memcpy(tok, p, k);
-      tok[k] = 0;
-      if (strcmp(tok, self.dli_fname) == 0 || same_file(tok, &st)) {
-        if (!dropped) snprintf(entry, entry_size, "%s", tok);
-        dropped = 1;
-      } else {
-        if (n > sizeof name - 1) out[n++] = ':';
-        memcpy(out + n, tok, k);
-        n += k;
-      }
+  for (size_t k; (k = next_preload(&v)); v += k) {
+    memcpy(tok, v, k);
+    tok[k] = 0;
+    if (strcmp(tok, self.dli_fname) == 0 || same_file(tok, &st)) {
+      if (!dropped) snprintf(entry, entry_size, "%s", tok);
+      dropped = 1;
+    } else {
+      if (n > sizeof name - 1) out[n++] = ':';
+      memcpy(out + n, tok, k);
+      n += k;
     }
-    p += k;
-    if (*p) p++;
   }
   out[n] = 0;
   free(tok);

@@ -9,6 +9,11 @@
 
 #define MT__ENV_HIDDEN __attribute__((visibility("hidden")))
 
+/* Whether the environment entry `entry` ("NAME=value") is name's. */
+MT__ENV_HIDDEN int mt__env_is(const char *entry, const char *name);
+/* Whether the LD_PRELOAD value `value` names `entry`. */
+MT__ENV_HIDDEN int mt__preload_has(const char *value, const char *entry);
+
 /* The value of `name` in the environment, or NULL. */
 MT__ENV_HIDDEN const char *mt__env_get(const char *name);
 

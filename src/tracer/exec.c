@@ -31,6 +31,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "environ.h"
 #include "tracer_state.h"
 
 #define tr mt__tr
@@ -47,11 +48,6 @@ static size_t name_len(const char *entry) { return strcspn(entry, "="); }
 static int same_name(const char *a, const char *b) {
   size_t n = name_len(a);
   return n == name_len(b) && strncmp(a, b, n) == 0;
-}
-
-static int is_var(const char *entry, const char *name) {
-  size_t n = strlen(name);
-  return strncmp(entry, name, n) == 0 && entry[n] == '=';
 }
 
 void mt__exec_follow_keep(const char *destination, const char *preload_entry) {
@@ -78,18 +74,6 @@ void mt__exec_follow_keep(const char *destination, const char *preload_entry) {
 
 void mt__exec_follow_on(int on) { follow.on = on && follow.vars && follow.preload[0]; }
 
-/* Whether the LD_PRELOAD value v already names entry. */
-static int preloads(const char *v, const char *entry) {
-  size_t n = strlen(entry);
-  for (const char *p = v; *p;) {
-    size_t k = strcspn(p, ": ");
-    if (k == n && strncmp(p, entry, n) == 0) return 1;
-    p += k;
-    if (*p) p++;
-  }
-  return 0;
-}
-
 /* What envp says about the settings: its length, its LD_PRELOAD value
  * (NULL: none), whether that already names this library. */
 typedef struct env_scan {
@@ -105,11 +89,11 @@ static const char pre_name[] = "LD_PRELOAD=";
 static size_t env_size(char *const envp[], env_scan *sc) {
   *sc = (env_scan){0};
   for (; envp && envp[sc->n]; sc->n++) {
-    if (is_var(envp[sc->n], "MEMTRACE")) return 0;
-    if (is_var(envp[sc->n], "LD_PRELOAD")) sc->old = envp[sc->n] + sizeof pre_name - 1;
+    if (mt__env_is(envp[sc->n], "MEMTRACE")) return 0;
+    if (mt__env_is(envp[sc->n], "LD_PRELOAD")) sc->old = envp[sc->n] + sizeof pre_name - 1;
   }
   while (follow.vars[sc->k]) sc->k++;
-  sc->keep_old = sc->old && preloads(sc->old, follow.preload);
+  sc->keep_old = sc->old && mt__preload_has(sc->old, follow.preload);
   size_t pre_len = sc->keep_old ? 0
                                 : sizeof pre_name + strlen(follow.preload) +
                                       (sc->old && *sc->old ? 1 + strlen(sc->old) : 0);
@@ -121,7 +105,7 @@ static char **env_fill(char *base, char *const envp[], const env_scan *sc) {
   char **env = (char **)(base + MT__EXEC_ENV_HEAD), *str = (char *)(env + sc->n + sc->k + 2);
   size_t m = 0;
   for (size_t i = 0; i < sc->n; i++)
-    if (sc->keep_old || !is_var(envp[i], "LD_PRELOAD")) env[m++] = envp[i];
+    if (sc->keep_old || !mt__env_is(envp[i], "LD_PRELOAD")) env[m++] = envp[i];
   for (size_t j = 0; j < sc->k; j++) {
     size_t i = 0;
     while (i < sc->n && !same_name(envp[i], follow.vars[j])) i++;
