@@ -32,24 +32,39 @@
 
 #include <stdlib.h>
 
+/* 24 bytes a symbol: the C library's 3,000 take 72 KB. What the lookup
+ * needs of the few symbols it looks at (name, binding, section index) is
+ * read again from the module's table by index: a table of everything,
+ * with a temporary copy for the sort, came to 340 KB, 85 fresh pages, more
+ * than half of what naming the first code of a process cost (page faults
+ * dominate it on virtual machines). */
 typedef struct entry {
-  uint64_t start, size;
-  uint64_t reach;       /* max end (start + size) of this and all lower entries */
-  uint64_t reach_first; /* the same over the first group's entries only */
-  const char *name;
-  const void *scn;  /* section of start (Elf_Scn *), for sizeless entries */
-  uint32_t order;   /* position in elfutils' reading order */
-  uint8_t rank;     /* binding preference, higher wins */
-  uint8_t second;   /* in the second group (locals) */
-  uint8_t special;  /* special section: names only its own address */
+  uint64_t start;
+  uint64_t reach; /* max end (start + size) of this and all lower entries */
+  uint32_t sym;   /* index in the module's symbol table */
+  uint32_t size;  /* st_size; BIG_SIZE: read it from the table */
 } entry;
 
+#define BIG_SIZE UINT32_MAX
+
 struct mt__symtab {
-  Dwfl_Module *mod; /* for the section of a looked-up address */
+  Dwfl_Module *mod; /* for the symbols themselves and the section of an address */
   entry *e;
   size_t n;
-  int has_second; /* the table has a second group */
+  uint32_t nsyms;  /* dwfl_module_getsymtab */
+  uint32_t start0; /* first index of the first group */
+  int has_second;  /* the table has a second group */
 };
+
+/* What the rules compare, read for a symbol the lookup considers. */
+typedef struct symbol {
+  uint64_t start, size;
+  const char *name;
+  uint32_t order;  /* position in elfutils' reading order */
+  uint8_t rank;    /* binding preference, higher wins */
+  uint8_t second;  /* in the second group (locals) */
+  uint8_t special; /* special section: names only its own address */
+} symbol;
 
 /* Beyond these, a lookup asks elfutils (never seen in practice: that many
  * sized symbols would have to overlap one address). */
@@ -65,10 +80,63 @@ static int rank_of(unsigned char info) {
   }
 }
 
-static int by_start(const void *a, const void *b) {
-  const entry *x = a, *y = b;
-  if (x->start != y->start) return x->start < y->start ? -1 : 1;
-  return x->order < y->order ? -1 : x->order > y->order;
+static uint32_t order_of(const mt__symtab *t, uint32_t i) {
+  return i >= t->start0 ? i - t->start0 : (t->nsyms - t->start0) + (i - 1);
+}
+
+static int is_second(const mt__symtab *t, const entry *e) { return e->sym < t->start0; }
+
+static void read_symbol(const mt__symtab *t, const entry *e, symbol *out) {
+  GElf_Sym sym = {0};
+  GElf_Addr value;
+  GElf_Word shndx = 0;
+  out->name = dwfl_module_getsym_info(t->mod, (int)e->sym, &sym, &value, &shndx, NULL, NULL);
+  out->start = e->start;
+  out->size = sym.st_size;
+  out->order = order_of(t, e->sym);
+  out->rank = (uint8_t)rank_of(sym.st_info);
+  out->second = (uint8_t)is_second(t, e);
+  out->special = shndx >= SHN_LORESERVE; /* includes (GElf_Word)-1: not loaded */
+}
+
+static uint64_t size_of(const mt__symtab *t, const entry *e) {
+  if (e->size != BIG_SIZE) return e->size;
+  GElf_Sym sym = {0};
+  GElf_Addr value;
+  GElf_Word shndx;
+  dwfl_module_getsym_info(t->mod, (int)e->sym, &sym, &value, &shndx, NULL, NULL);
+  return sym.st_size;
+}
+
+/* by start, then reading order */
+static int before(const mt__symtab *t, const entry *x, const entry *y) {
+  if (x->start != y->start) return x->start < y->start;
+  return order_of(t, x->sym) < order_of(t, y->sym);
+}
+
+/* Heapsort: in place (glibc's qsort would copy the whole table to a
+ * temporary one), O(n log n) at worst. */
+static void sift_down(const mt__symtab *t, entry *e, size_t i, size_t n) {
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= n) return;
+    if (c + 1 < n && before(t, &e[c], &e[c + 1])) c++;
+    if (!before(t, &e[i], &e[c])) return;
+    entry tmp = e[i];
+    e[i] = e[c];
+    e[c] = tmp;
+    i = c;
+  }
+}
+
+static void sort_entries(const mt__symtab *t, entry *e, size_t n) {
+  for (size_t i = n / 2; i-- > 0;) sift_down(t, e, i, n);
+  for (size_t end = n; end > 1; end--) {
+    entry tmp = e[0];
+    e[0] = e[end - 1];
+    e[end - 1] = tmp;
+    sift_down(t, e, 0, end - 1);
+  }
 }
 
 static const void *section_of(Dwfl_Module *mod, uint64_t addr) {
@@ -88,7 +156,8 @@ mt__symtab *mt__symtab_build(Dwfl_Module *mod) {
     free(t);
     return NULL;
   }
-  int start0 = first_global > 1 ? first_global : 1;
+  t->nsyms = (uint32_t)n;
+  t->start0 = (uint32_t)(first_global > 1 ? first_global : 1);
   t->has_second = first_global > 1;
   for (int i = 1; i < n; i++) {
     GElf_Sym sym;
@@ -98,25 +167,17 @@ mt__symtab *mt__symtab_build(Dwfl_Module *mod) {
     if (!name || !name[0] || sym.st_shndx == SHN_UNDEF || value == 0) continue;
     int type = GELF_ST_TYPE(sym.st_info);
     if (type == STT_SECTION || type == STT_FILE || type == STT_TLS) continue;
-    entry *e = &t->e[t->n++];
-    e->start = value;
-    e->size = sym.st_size;
-    e->name = name;
-    e->rank = (uint8_t)rank_of(sym.st_info);
-    e->second = i < start0;
-    e->order = (uint32_t)(i >= start0 ? i - start0 : (n - start0) + (i - 1));
-    e->special = shndx >= SHN_LORESERVE; /* includes (GElf_Word)-1: not loaded */
-    e->scn = e->size == 0 && !e->special ? section_of(mod, value) : NULL;
+    t->e[t->n++] = (entry){.start = value,
+                           .sym = (uint32_t)i,
+                           .size = sym.st_size < BIG_SIZE ? (uint32_t)sym.st_size : BIG_SIZE};
   }
-  qsort(t->e, t->n, sizeof *t->e, by_start);
-  uint64_t reach = 0, reach_first = 0;
+  sort_entries(t, t->e, t->n);
+  uint64_t reach = 0;
   for (size_t i = 0; i < t->n; i++) {
     entry *e = &t->e[i];
-    uint64_t end = e->start + e->size;
+    uint64_t end = e->start + size_of(t, e);
     if (end > reach) reach = end;
-    if (!e->second && end > reach_first) reach_first = end;
     e->reach = reach;
-    e->reach_first = reach_first;
   }
   return t;
 }
@@ -130,16 +191,16 @@ void mt__symtab_free(mt__symtab *t) {
 size_t mt__symtab_count(const mt__symtab *t) { return t->n; }
 
 /* The pick among one group's containing symbols (cand[], any order). */
-static const entry *best_containing(const entry **cand, size_t n, int second) {
-  const entry *best = NULL;
+static const symbol *best_containing(const symbol *cand, size_t n, int second) {
+  const symbol *best = NULL;
   uint32_t last = 0;
   /* in reading order: repeatedly take the next higher order (n is tiny) */
   for (;;) {
-    const entry *next = NULL;
+    const symbol *next = NULL;
     for (size_t i = 0; i < n; i++)
-      if (cand[i]->second == second && (!best || cand[i]->order > last) &&
-          (!next || cand[i]->order < next->order))
-        next = cand[i];
+      if (cand[i].second == second && (!best || cand[i].order > last) &&
+          (!next || cand[i].order < next->order))
+        next = &cand[i];
     if (!next) return best;
     last = next->order;
     if (!best || best->start < next->start || best->rank < next->rank ||
@@ -148,10 +209,23 @@ static const entry *best_containing(const entry **cand, size_t n, int second) {
   }
 }
 
-/* The sizeless symbol naming addr, given the highest end `top` of the
- * symbols read (entries [0, k) are those at or below addr). */
-static const entry *best_sizeless(const mt__symtab *t, size_t k, uint64_t addr, uint64_t top,
-                                  int with_second) {
+/* The highest end of the first group's symbols among entries [0, k): only
+ * asked for an address no sized symbol names, so computed then. */
+static uint64_t reach_first(const mt__symtab *t, size_t k) {
+  uint64_t reach = 0;
+  for (size_t i = 0; i < k; i++) {
+    const entry *e = &t->e[i];
+    if (is_second(t, e)) continue;
+    uint64_t end = e->start + size_of(t, e);
+    if (end > reach) reach = end;
+  }
+  return reach;
+}
+
+/* The name of the sizeless symbol naming addr, given the highest end `top`
+ * of the symbols read (entries [0, k) are those at or below addr). */
+static const char *best_sizeless(const mt__symtab *t, size_t k, uint64_t addr, uint64_t top,
+                                 int with_second) {
   if (top == 0) return NULL;
   size_t lo = 0, hi = k; /* first entry starting at or above top */
   while (lo < hi) {
@@ -159,24 +233,26 @@ static const entry *best_sizeless(const mt__symtab *t, size_t k, uint64_t addr, 
     if (t->e[mid].start < top) lo = mid + 1;
     else hi = mid;
   }
-  const entry *best = NULL;
-  int have_scn = 0;
+  symbol best = {0}, s;
+  int found = 0, have_scn = 0;
   const void *addr_scn = NULL;
   for (size_t i = lo; i < k && t->e[i].start == top; i++) {
     const entry *e = &t->e[i];
-    if (e->size != 0 || (e->second && !with_second)) continue;
-    if (e->special) {
-      if (e->start != addr) continue;
+    if (e->size != 0 || (is_second(t, e) && !with_second)) continue;
+    read_symbol(t, e, &s);
+    if (s.special) {
+      if (s.start != addr) continue;
     } else {
       if (!have_scn) {
         addr_scn = section_of(t->mod, addr);
         have_scn = 1;
       }
-      if (e->scn != addr_scn) continue;
+      if (section_of(t->mod, s.start) != addr_scn) continue;
     }
-    if (!best || e->order > best->order) best = e;
+    if (!found || s.order > best.order) best = s;
+    found = 1;
   }
-  return best;
+  return found ? best.name : NULL;
 }
 
 const char *mt__symtab_name(const mt__symtab *t, uint64_t addr) {
@@ -189,55 +265,56 @@ const char *mt__symtab_name(const mt__symtab *t, uint64_t addr) {
   size_t k = lo;
   if (k == 0) return NULL;
 
-  const entry *cand[MAX_CONTAINING];
+  symbol cand[MAX_CONTAINING];
   size_t nc = 0, walked = 0;
   for (size_t i = k; i-- > 0 && t->e[i].reach > addr;) {
     const entry *e = &t->e[i];
-    if (e->size != 0 && addr - e->start < e->size) {
+    if (e->size != 0 && addr - e->start < size_of(t, e)) {
       if (nc == MAX_CONTAINING) return dwfl_module_addrname(t->mod, addr);
-      cand[nc++] = e;
+      read_symbol(t, e, &cand[nc++]);
     }
     if (++walked == MAX_WALK) return dwfl_module_addrname(t->mod, addr);
   }
 
-  const entry *e = best_containing(cand, nc, 0);
-  if (e) return e->name;
+  const symbol *c = best_containing(cand, nc, 0);
+  if (c) return c->name;
   /* a sizeless first-group symbol exactly at addr: the locals are not read */
   int exact = 0;
   for (size_t i = k; i-- > 0 && t->e[i].start == addr;)
-    if (t->e[i].size == 0 && !t->e[i].second) exact = 1;
-  if (!t->has_second || exact) {
-    e = best_sizeless(t, k, addr, t->e[k - 1].reach_first, 0);
-    return e ? e->name : NULL;
-  }
-  e = best_containing(cand, nc, 1);
-  if (e) return e->name;
-  e = best_sizeless(t, k, addr, t->e[k - 1].reach, 1);
-  return e ? e->name : NULL;
+    if (t->e[i].size == 0 && !is_second(t, &t->e[i])) exact = 1;
+  if (!t->has_second || exact)
+    return best_sizeless(t, k, addr, t->has_second ? reach_first(t, k) : t->e[k - 1].reach, 0);
+  c = best_containing(cand, nc, 1);
+  if (c) return c->name;
+  return best_sizeless(t, k, addr, t->e[k - 1].reach, 1);
 }
 
 const char *mt__symtabs_name(mt__symtabs *s, Dwfl_Module *mod, uint64_t addr) {
+  struct mt__symtabs_module *m;
   uint32_t *ix = mt__u64map_get(&s->index, (uint64_t)(uintptr_t)mod);
-  if (ix) return mt__symtab_name(s->tabs[*ix - 1], addr); /* stored + 1 */
-  if (s->n == s->cap) {
-    size_t nc = s->cap ? s->cap * 2 : 16;
-    mt__symtab **p = realloc(s->tabs, nc * sizeof *p);
-    if (!p) return dwfl_module_addrname(mod, addr);
-    s->tabs = p;
-    s->cap = nc;
+  if (ix) {
+    m = &s->tabs[*ix - 1]; /* stored + 1 */
+  } else {
+    if (s->n == s->cap) {
+      size_t nc = s->cap ? s->cap * 2 : 16;
+      struct mt__symtabs_module *p = realloc(s->tabs, nc * sizeof *p);
+      if (!p) return dwfl_module_addrname(mod, addr);
+      s->tabs = p;
+      s->cap = nc;
+    }
+    if (mt__u64map_put(&s->index, (uint64_t)(uintptr_t)mod, (uint32_t)s->n))
+      return dwfl_module_addrname(mod, addr);
+    m = &s->tabs[s->n++];
+    *m = (struct mt__symtabs_module){NULL, 0};
   }
-  mt__symtab *t = mt__symtab_build(mod);
-  if (!t) return dwfl_module_addrname(mod, addr);
-  if (mt__u64map_put(&s->index, (uint64_t)(uintptr_t)mod, (uint32_t)s->n)) {
-    mt__symtab_free(t);
+  if (m->table) return mt__symtab_name(m->table, addr);
+  if (++m->asked <= MT__SYMTAB_DIRECT || !(m->table = mt__symtab_build(mod)))
     return dwfl_module_addrname(mod, addr);
-  }
-  s->tabs[s->n++] = t;
-  return mt__symtab_name(t, addr);
+  return mt__symtab_name(m->table, addr);
 }
 
 void mt__symtabs_clear(mt__symtabs *s) {
-  for (size_t i = 0; i < s->n; i++) mt__symtab_free(s->tabs[i]);
+  for (size_t i = 0; i < s->n; i++) mt__symtab_free(s->tabs[i].table);
   free(s->tabs);
   mt__u64map_free(&s->index);
   *s = (mt__symtabs){0};

@@ -25,16 +25,25 @@ const char *mt__symtab_name(const mt__symtab *t, uint64_t addr);
 /* Entries kept (symbols that can name an address). */
 size_t mt__symtab_count(const mt__symtab *t);
 
-/* The tables of one Dwfl's modules, built on first use. Zero-initialize;
- * clear before dwfl_end and whenever the Dwfl is replaced. */
+/* The tables of one Dwfl's modules, built when a module has been asked
+ * about more than MT__SYMTAB_DIRECT times: until then elfutils answers by
+ * reading the symbols (50 us an address in the C library, where the table
+ * takes 0.5 ms to build; most processes name only a few codes in each
+ * stripped library: the C library's start-up frames). So a module costs
+ * at most twice what its table would. Zero-initialize; clear before
+ * dwfl_end and whenever the Dwfl is replaced. */
+#define MT__SYMTAB_DIRECT 8
 typedef struct mt__symtabs {
   mt__u64map index; /* Dwfl_Module pointer -> position in tabs */
-  mt__symtab **tabs;
+  struct mt__symtabs_module {
+    mt__symtab *table; /* NULL until built */
+    uint32_t asked;    /* lookups so far */
+  } *tabs;
   size_t n, cap;
 } mt__symtabs;
 
-/* mt__symtab_name through mod's table (dwfl_module_addrname itself if the
- * table cannot be built). */
+/* The same as dwfl_module_addrname(mod, addr): by mod's table once built
+ * (by elfutils if it cannot be). */
 const char *mt__symtabs_name(mt__symtabs *s, Dwfl_Module *mod, uint64_t addr);
 void mt__symtabs_clear(mt__symtabs *s);
 
