@@ -10,6 +10,10 @@
 # would (*-touch rows). The *-late rows: the workload built with
 # -DLATE_FRAMES, whose functions set up their frame records after a first
 # instruction (the unwinder learns that they have them), 1 thread at 1e-3.
+# Two rows take the default rate's cost apart (1 thread): interposer-idle,
+# the library preloaded without tracing (every malloc and free through its
+# wrappers: 13 instructions a pair), and memtrace-nosample, `memtrace run`
+# at rate 1e-12 (that, plus the CLI's exec and a trace's start and end).
 # The configurations
 # run in turn, REPEAT rounds; the figure kept is each one's median CPU time
 # (user + sys; on a shared machine it is steadier than wall time), reported
@@ -120,6 +124,9 @@ for round in $(seq "$repeat"); do
     once "memtrace-1e-5-touch-$threads" "$build/memtrace" run -q -o "$tmp/t5.ctf" -- "${targs[@]}"
     once "memtrace-1e-3-touch-$threads" "$build/memtrace" run -q --rate 1e-3 -o "$tmp/t3.ctf" -- "${targs[@]}"
     if [ "$threads" = 1 ]; then
+      # the default rate's cost taken apart (see the top of the file)
+      once "interposer-idle-1" LD_PRELOAD="$build/libmemtrace_preload.so" "${args[@]}"
+      once "memtrace-nosample-1" "$build/memtrace" run -q --rate 1e-12 -o "$tmp/t0.ctf" -- "${args[@]}"
       once "plain-late-1" "$late" 1 "$millions"
       once "memtrace-1e-3-late-1" "$build/memtrace" run -q --rate 1e-3 -o "$tmp/tl.ctf" -- "$late" 1 "$millions"
       once "plain-long-1" "$work" 1 "$long_millions"
@@ -237,6 +244,7 @@ fi
   echo "# memtrace-c profiler benchmark ($(date -u +%Y-%m-%d), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
   echo "# workload: $millions M allocations per thread ($ht_millions M for the *-small rows), 16 B - 64 KiB, stacks 5-15 deep; median CPU time of $repeat rounds, configurations interleaved, a round's 1-thread runs on one CPU (CPUs in turn); x plain: median of the rounds' ratios"
   echo "# *-touch rows: the program writes every 64-byte line of each block it allocates (the others: its first byte); *-long rows: $long_millions M allocations; *-tiny rows: 1,000 (their difference is the fixed cost of a traced process)"
+  echo "# interposer-idle-1: the interposer preloaded, not tracing; memtrace-nosample-1: memtrace run at rate 1e-12 (tracing, nothing sampled)"
   printf "%-24s %10s %10s %15s %12s\n" configuration "cpu s" "x plain" "95% interval" "peak RSS MB"
   awk '$1 !~ /tiny/ { printf "%-24s %10.3f %10.3f %7.3f-%-7.3f %12.1f\n", $1, $2, $4, $5, $6, $3 / 1024 }' "$results"
   echo
