@@ -27,12 +27,12 @@ size_t mt__symtab_count(const mt__symtab *t);
 
 /* The tables of one Dwfl's modules, built when a module has been asked
  * about more than MT__SYMTAB_DIRECT times: until then elfutils answers by
- * reading the symbols (50 us an address in the C library, where the table
- * takes 0.5 ms to build; most processes name only a few codes in each
- * stripped library: the C library's start-up frames). So a module costs
- * at most twice what its table would. Zero-initialize; clear before
- * dwfl_end and whenever the Dwfl is replaced. */
-#define MT__SYMTAB_DIRECT 8
+ * reading the symbols (50-100 us an address in the C library, where the
+ * table takes 0.5 ms to build; most processes name only a few codes in
+ * each stripped library: the C library's start-up frames). So a module
+ * costs at most about twice what its table would. Zero-initialize; clear
+ * before dwfl_end and whenever the Dwfl is replaced. */
+#define MT__SYMTAB_DIRECT 4
 typedef struct mt__symtabs {
   mt__u64map index; /* Dwfl_Module pointer -> position in tabs */
   struct mt__symtabs_module {
