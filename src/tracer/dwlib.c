@@ -23,7 +23,8 @@
 #include "symbols.h"
 
 #define MT__DW_FUNCTIONS(X)                                                                  \
-  X(dwarf_attr) X(dwarf_attr_integrate) X(dwarf_filesrc) X(dwarf_formstring)                 \
+  X(dwarf_attr) X(dwarf_attr_integrate) X(dwarf_child) X(dwarf_filesrc) X(dwarf_formstring)  \
+  X(dwarf_ranges) X(dwarf_siblingof)                                                         \
   X(dwarf_formudata) X(dwarf_getscopes) X(dwarf_getscopes_die) X(dwarf_getsrcfiles)          \
   X(dwarf_tag) X(dwfl_addrmodule) X(dwfl_begin) X(dwfl_end) X(dwfl_lineinfo)                 \
   X(dwfl_linux_proc_find_elf) X(dwfl_linux_proc_report) X(dwfl_module_addrdie)               \
@@ -67,6 +68,12 @@ FORWARD(Dwarf_Attribute *, NULL, dwarf_attr,
 FORWARD(Dwarf_Attribute *, NULL, dwarf_attr_integrate,
         (Dwarf_Die * die, unsigned int search_name, Dwarf_Attribute *result),
         (die, search_name, result))
+FORWARD(int, -1, dwarf_child, (Dwarf_Die * die, Dwarf_Die *result), (die, result))
+FORWARD(ptrdiff_t, -1, dwarf_ranges,
+        (Dwarf_Die * die, ptrdiff_t offset, Dwarf_Addr *basep, Dwarf_Addr *startp,
+         Dwarf_Addr *endp),
+        (die, offset, basep, startp, endp))
+FORWARD(int, -1, dwarf_siblingof, (Dwarf_Die * die, Dwarf_Die *result), (die, result))
 FORWARD(const char *, NULL, dwarf_filesrc,
         (Dwarf_Files * file, size_t idx, Dwarf_Word *mtime, Dwarf_Word *length),
         (file, idx, mtime, length))

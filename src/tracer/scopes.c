@@ -1,0 +1,181 @@
+/* Per-unit indexes of the functions with code (scopes.h).
+ *
+ * The walk descends where libdw's scope search does (its
+ * may_have_scopes, elfutils 0.188 libdw/libdw_visit_scopes.c, as a fact):
+ * units, lexical blocks and the like, subprograms, inlined subroutines,
+ * and namespaces, classes and structures, which hold no code but may hold
+ * DIEs that do. A subprogram or inlined subroutine with address ranges is
+ * a node; its parent is the nearest such DIE above it. The innermost
+ * function around an address is the deepest node whose ranges contain it
+ * (an inlined subroutine lies within the code it was inlined into). */
+#include "scopes.h"
+
+#include <dwarf.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+typedef struct node {
+  Dwarf_Die die;
+  int32_t parent; /* the enclosing node, -1: none */
+  int subprogram;
+} node;
+
+typedef struct range {
+  uint64_t lo, hi; /* [lo, hi) */
+  uint64_t reach;  /* the highest hi of this and every range before it */
+  int32_t node;
+  int32_t depth; /* of the node's DIE in the unit's tree */
+} range;
+
+struct mt__cu_scopes {
+  node *nodes;
+  size_t nnodes, nodes_cap;
+  range *ranges;
+  size_t nranges, ranges_cap;
+  int failed; /* out of memory, or a unit this index does not follow */
+};
+
+#define MAX_TREE_DEPTH 512 /* deeper DIEs are not visited (none seen past 40) */
+
+static int may_have_scopes(int tag) {
+  switch (tag) {
+  case DW_TAG_compile_unit:
+  case DW_TAG_module:
+  case DW_TAG_lexical_block:
+  case DW_TAG_with_stmt:
+  case DW_TAG_catch_block:
+  case DW_TAG_try_block:
+  case DW_TAG_entry_point:
+  case DW_TAG_inlined_subroutine:
+  case DW_TAG_subprogram:
+  case DW_TAG_namespace:
+  case DW_TAG_class_type:
+  case DW_TAG_structure_type:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* Room for one more of `size` bytes in *v (n used of *cap); 0 or -1. */
+static int reserve(void **v, size_t n, size_t *cap, size_t size) {
+  if (n < *cap) return 0;
+  size_t nc = *cap ? *cap * 2 : 64;
+  void *p = realloc(*v, nc * size);
+  if (!p) return -1;
+  *v = p;
+  *cap = nc;
+  return 0;
+}
+
+/* Indexes the children of `die` (and below), whose enclosing node is
+ * `parent`, at tree depth `depth`. */
+static void visit(mt__cu_scopes *c, Dwarf_Die *die, int32_t parent, int depth) {
+  Dwarf_Die child;
+  if (depth > MAX_TREE_DEPTH || dwarf_child(die, &child) != 0) return;
+  do {
+    int tag = dwarf_tag(&child);
+    if (tag == DW_TAG_imported_unit) { /* a partial unit's DIEs count here too */
+      c->failed = 1;
+      return;
+    }
+    if (!may_have_scopes(tag)) continue;
+    int32_t here = parent;
+    if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
+      Dwarf_Addr base, start, end;
+      ptrdiff_t off = 0;
+      int32_t id = (int32_t)c->nnodes;
+      while ((off = dwarf_ranges(&child, off, &base, &start, &end)) > 0) {
+        if (start >= end) continue;
+        if (here != id) {
+          if (reserve((void **)&c->nodes, c->nnodes, &c->nodes_cap, sizeof *c->nodes)) {
+            c->failed = 1;
+            return;
+          }
+          c->nodes[c->nnodes++] = (node){child, parent, tag == DW_TAG_subprogram};
+          here = id;
+        }
+        if (reserve((void **)&c->ranges, c->nranges, &c->ranges_cap, sizeof *c->ranges)) {
+          c->failed = 1;
+          return;
+        }
+        c->ranges[c->nranges++] = (range){start, end, 0, id, depth};
+      }
+    }
+    visit(c, &child, here, depth + 1);
+    if (c->failed) return;
+  } while (dwarf_siblingof(&child, &child) == 0);
+}
+
+static int by_lo(const void *a, const void *b) {
+  const range *x = a, *y = b;
+  if (x->lo != y->lo) return x->lo < y->lo ? -1 : 1;
+  return (x->depth > y->depth) - (x->depth < y->depth);
+}
+
+static mt__cu_scopes *build(Dwarf_Die *cu) {
+  mt__cu_scopes *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  visit(c, cu, -1, 1);
+  if (!c->failed) {
+    qsort(c->ranges, c->nranges, sizeof *c->ranges, by_lo);
+    uint64_t reach = 0;
+    for (size_t i = 0; i < c->nranges; i++) {
+      if (c->ranges[i].hi > reach) reach = c->ranges[i].hi;
+      c->ranges[i].reach = reach;
+    }
+  }
+  return c;
+}
+
+static void cu_free(mt__cu_scopes *c) {
+  if (!c) return;
+  free(c->nodes);
+  free(c->ranges);
+  free(c);
+}
+
+static int lookup(const mt__cu_scopes *c, uint64_t pc, Dwarf_Die *out, int max) {
+  size_t lo = 0, hi = c->nranges; /* ranges [0, lo) start at or below pc */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (c->ranges[mid].lo <= pc) lo = mid + 1;
+    else hi = mid;
+  }
+  int32_t best = -1, best_depth = -1;
+  for (size_t i = lo; i-- > 0 && c->ranges[i].reach > pc;) {
+    const range *r = &c->ranges[i];
+    if (pc < r->hi && r->depth > best_depth) best = r->node, best_depth = r->depth;
+  }
+  int n = 0;
+  for (int32_t k = best; k >= 0 && n < max; k = c->nodes[k].parent) {
+    out[n++] = c->nodes[k].die;
+    if (c->nodes[k].subprogram) break;
+  }
+  return n;
+}
+
+int mt__scopes_at(mt__scopes *s, Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *out, int max) {
+  uint64_t key = (uint64_t)(uintptr_t)cu->addr;
+  uint32_t *ix = mt__u64map_get(&s->index, key);
+  mt__cu_scopes *c;
+  if (ix) {
+    c = s->v[*ix - 1]; /* stored + 1 */
+  } else {
+    if (reserve((void **)&s->v, s->n, &s->cap, sizeof *s->v)) return -1;
+    if (!(c = build(cu))) return -1;
+    if (mt__u64map_put(&s->index, key, (uint32_t)s->n)) {
+      cu_free(c);
+      return -1;
+    }
+    s->v[s->n++] = c;
+  }
+  return c->failed ? -1 : lookup(c, pc, out, max);
+}
+
+void mt__scopes_clear(mt__scopes *s) {
+  for (size_t i = 0; i < s->n; i++) cu_free(s->v[i]);
+  free(s->v);
+  mt__u64map_free(&s->index);
+  *s = (mt__scopes){0};
+}
