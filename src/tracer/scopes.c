@@ -35,8 +35,6 @@ struct mt__cu_scopes {
   int failed; /* out of memory, or a unit this index does not follow */
 };
 
-#define MAX_TREE_DEPTH 512 /* deeper DIEs are not visited (none seen past 40) */
-
 static int may_have_scopes(int tag) {
   switch (tag) {
   case DW_TAG_compile_unit:
@@ -68,43 +66,63 @@ static int reserve(void **v, size_t n, size_t *cap, size_t size) {
   return 0;
 }
 
-/* Indexes the children of `die` (and below), whose enclosing node is
- * `parent`, at tree depth `depth`. */
-static void visit(mt__cu_scopes *c, Dwarf_Die *die, int32_t parent, int depth) {
-  Dwarf_Die child;
-  if (depth > MAX_TREE_DEPTH || dwarf_child(die, &child) != 0) return;
-  do {
-    int tag = dwarf_tag(&child);
+/* A level of the walk: the DIE it is at, and the node its DIEs lie in. */
+typedef struct level {
+  Dwarf_Die die;
+  int32_t parent;
+} level;
+
+/* Adds `die` (tag `tag`, at tree depth `depth`, in node `parent`) if it is
+ * a function with code; returns the node its children lie in. */
+static int32_t add(mt__cu_scopes *c, Dwarf_Die *die, int tag, int32_t parent, int depth) {
+  if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine) return parent;
+  Dwarf_Addr base, start, end;
+  ptrdiff_t off = 0;
+  int32_t id = (int32_t)c->nnodes, here = parent;
+  while ((off = dwarf_ranges(die, off, &base, &start, &end)) > 0) {
+    if (start >= end) continue;
+    if (here != id) {
+      if (reserve((void **)&c->nodes, c->nnodes, &c->nodes_cap, sizeof *c->nodes)) break;
+      c->nodes[c->nnodes++] = (node){*die, parent, tag == DW_TAG_subprogram};
+      here = id;
+    }
+    if (reserve((void **)&c->ranges, c->nranges, &c->ranges_cap, sizeof *c->ranges)) break;
+    c->ranges[c->nranges++] = (range){start, end, 0, id, depth};
+  }
+  if (off > 0) c->failed = 1; /* out of memory */
+  return here;
+}
+
+/* The unit's tree, depth first, on a stack of its own (not the thread's:
+ * this runs inside the program's malloc, maybe on a small thread stack). */
+static void visit(mt__cu_scopes *c, Dwarf_Die *cu) {
+  level *stack = NULL;
+  size_t n = 0, cap = 0;
+  Dwarf_Die first;
+  if (dwarf_child(cu, &first) == 0) {
+    if (reserve((void **)&stack, n, &cap, sizeof *stack)) c->failed = 1;
+    else stack[n++] = (level){first, -1};
+  }
+  while (n > 0 && !c->failed) {
+    level *l = &stack[n - 1];
+    Dwarf_Die die = l->die;
+    int32_t parent = l->parent;
+    int depth = (int)n;
+    if (dwarf_siblingof(&l->die, &l->die) != 0) n--; /* the level is done after this one */
+    int tag = dwarf_tag(&die);
     if (tag == DW_TAG_imported_unit) { /* a partial unit's DIEs count here too */
       c->failed = 1;
-      return;
+      break;
     }
     if (!may_have_scopes(tag)) continue;
-    int32_t here = parent;
-    if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
-      Dwarf_Addr base, start, end;
-      ptrdiff_t off = 0;
-      int32_t id = (int32_t)c->nnodes;
-      while ((off = dwarf_ranges(&child, off, &base, &start, &end)) > 0) {
-        if (start >= end) continue;
-        if (here != id) {
-          if (reserve((void **)&c->nodes, c->nnodes, &c->nodes_cap, sizeof *c->nodes)) {
-            c->failed = 1;
-            return;
-          }
-          c->nodes[c->nnodes++] = (node){child, parent, tag == DW_TAG_subprogram};
-          here = id;
-        }
-        if (reserve((void **)&c->ranges, c->nranges, &c->ranges_cap, sizeof *c->ranges)) {
-          c->failed = 1;
-          return;
-        }
-        c->ranges[c->nranges++] = (range){start, end, 0, id, depth};
-      }
+    int32_t here = add(c, &die, tag, parent, depth);
+    Dwarf_Die child;
+    if (!c->failed && dwarf_child(&die, &child) == 0) {
+      if (reserve((void **)&stack, n, &cap, sizeof *stack)) c->failed = 1;
+      else stack[n++] = (level){child, here};
     }
-    visit(c, &child, here, depth + 1);
-    if (c->failed) return;
-  } while (dwarf_siblingof(&child, &child) == 0);
+  }
+  free(stack);
 }
 
 static int by_lo(const void *a, const void *b) {
@@ -116,7 +134,7 @@ static int by_lo(const void *a, const void *b) {
 static mt__cu_scopes *build(Dwarf_Die *cu) {
   mt__cu_scopes *c = calloc(1, sizeof *c);
   if (!c) return NULL;
-  visit(c, cu, -1, 1);
+  visit(c, cu);
   if (!c->failed) {
     qsort(c->ranges, c->nranges, sizeof *c->ranges, by_lo);
     uint64_t reach = 0;
