@@ -191,6 +191,26 @@ int mt__scopes_at(mt__scopes *s, Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *out, i
   return c->failed ? -1 : lookup(c, pc, out, max);
 }
 
+int mt__scopes_by_libdw(Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *out, int max) {
+  Dwarf_Die *scopes = NULL;
+  int nscopes = dwarf_getscopes(cu, pc, &scopes);
+  if (nscopes > 0) {
+    Dwarf_Die inner = scopes[0];
+    free(scopes);
+    scopes = NULL;
+    nscopes = dwarf_getscopes_die(&inner, &scopes);
+  }
+  int n = 0;
+  for (int i = 0; i < nscopes && n < max; i++) {
+    int tag = dwarf_tag(&scopes[i]);
+    if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine) continue;
+    out[n++] = scopes[i];
+    if (tag == DW_TAG_subprogram) break;
+  }
+  free(scopes);
+  return n;
+}
+
 void mt__scopes_clear(mt__scopes *s) {
   for (size_t i = 0; i < s->n; i++) cu_free(s->v[i]);
   free(s->v);

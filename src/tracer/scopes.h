@@ -37,6 +37,14 @@ typedef struct mt__scopes {
  * libdw itself. */
 int mt__scopes_at(mt__scopes *s, Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *out, int max);
 
+/* The same by libdw's own search (dwarf_getscopes, then
+ * dwarf_getscopes_die on the innermost scope: dwarf_getscopes continues
+ * into an inlined function's abstract definition, the physical nesting is
+ * the innermost DIE's own ancestry), keeping the subprograms and inlined
+ * subroutines: for units the index does not take, and as the reference of
+ * the index's test. Never -1. */
+int mt__scopes_by_libdw(Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *out, int max);
+
 void mt__scopes_clear(mt__scopes *s);
 
 #endif

@@ -140,31 +140,6 @@ static const char *anonymous_name(Dwfl_Module *mod, const char *modname, uint64_
   return buf;
 }
 
-/* mt__scopes_at by libdw's own search, for a unit the index does not
- * take: dwarf_getscopes continues into an inlined function's abstract
- * definition; the physical nesting (inlined instance, then the code it
- * was inlined into, up to the real function) is the innermost DIE's own
- * ancestry. */
-static int scopes_by_libdw(Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *out, int max) {
-  Dwarf_Die *scopes = NULL;
-  int nscopes = dwarf_getscopes(cu, pc, &scopes);
-  if (nscopes > 0) {
-    Dwarf_Die inner = scopes[0];
-    free(scopes);
-    scopes = NULL;
-    nscopes = dwarf_getscopes_die(&inner, &scopes);
-  }
-  int n = 0;
-  for (int i = 0; i < nscopes && n < max; i++) {
-    int tag = dwarf_tag(&scopes[i]);
-    if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine) continue;
-    out[n++] = scopes[i];
-    if (tag == DW_TAG_subprogram) break;
-  }
-  free(scopes);
-  return n;
-}
-
 /* Fills out[] innermost first; returns the count. */
 static size_t describe(mt__symbols *s, uint64_t addr, mt_location *out) {
   if (!s->dwfl) open_dwfl(s); /* without it, every code gets "??" */
@@ -191,7 +166,7 @@ static size_t describe(mt__symbols *s, uint64_t addr, mt_location *out) {
   /* on the heap: this may run on a small thread stack, inside its malloc */
   Dwarf_Die *scopes = cu ? malloc(MAX_INLINE * sizeof *scopes) : NULL;
   int nscopes = scopes ? mt__scopes_at(&s->scopes, cu, addr - bias, scopes, MAX_INLINE) : 0;
-  if (nscopes < 0) nscopes = scopes_by_libdw(cu, addr - bias, scopes, MAX_INLINE);
+  if (nscopes < 0) nscopes = mt__scopes_by_libdw(cu, addr - bias, scopes, MAX_INLINE);
   size_t n = 0;
   Dwarf_Files *files = NULL;
   size_t nfiles = 0;

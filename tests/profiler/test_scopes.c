@@ -1,12 +1,11 @@
 /* The tracer's per-unit function index (src/tracer/scopes.c) against
- * libdw's own search (dwarf_getscopes, then dwarf_getscopes_die on the
- * innermost scope, keeping its subprograms and inlined subroutines up to
- * the first subprogram: what the tracer did before the index), at
+ * libdw's own search (mt__scopes_by_libdw: dwarf_getscopes, then
+ * dwarf_getscopes_die on the innermost scope, keeping its subprograms and
+ * inlined subroutines up to the first subprogram), at
  * addresses all over this program: its C units (this file and the
  * profiler's, built with -g) and scopes_cases.cpp (C++ at -O2 -g: deep
  * inlining, lexical blocks in inlined code, lambdas, namespaces). Every
  * address must give the same DIEs. Also times both (informational). */
-#include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <stdio.h>
@@ -25,26 +24,6 @@ static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int by_libdw(Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *out) {
-  Dwarf_Die *scopes = NULL;
-  int nscopes = dwarf_getscopes(cu, pc, &scopes);
-  if (nscopes > 0) {
-    Dwarf_Die inner = scopes[0];
-    free(scopes);
-    scopes = NULL;
-    nscopes = dwarf_getscopes_die(&inner, &scopes);
-  }
-  int n = 0;
-  for (int i = 0; i < nscopes && n < MAX; i++) {
-    int tag = dwarf_tag(&scopes[i]);
-    if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine) continue;
-    out[n++] = scopes[i];
-    if (tag == DW_TAG_subprogram) break;
-  }
-  free(scopes);
-  return n;
 }
 
 static char *debuginfo_path;
@@ -76,7 +55,7 @@ int main(void) {
     if (!cu) continue;
     Dwarf_Die want[MAX], got[MAX];
     double t0 = now();
-    int nw = by_libdw(cu, a - bias, want);
+    int nw = mt__scopes_by_libdw(cu, a - bias, want, MAX);
     double t1 = now();
     int ng = mt__scopes_at(&idx, cu, a - bias, got, MAX);
     double t2 = now();
