@@ -26,7 +26,9 @@
 #   - instructions per sample at 1e-3 (callgrind, by difference with a plain
 #     run, symbolization excluded);
 #   - trace bytes per sampled allocation, and the profiler's own memory
-#     (peak RSS traced minus plain).
+#     (peak RSS traced minus plain);
+#   - the CPU time of a C++ program with one big unit of DWARF, traced at
+#     rate 1 (bench/cxx_symbols.cpp): naming its codes.
 # Prints a table and writes bench/out/profiler-bench.txt.
 # heaptrack records every allocation and its interpreter grows super-linearly
 # (2M allocations here: 280 s of CPU and 19 GB, then std::bad_alloc), so it
@@ -240,6 +242,21 @@ if command -v valgrind > /dev/null && command -v callgrind_annotate > /dev/null;
     per_sample_ir=$(( (t - p - ${sym_ir:-0}) / nsamp ))
 fi
 
+# Naming codes in a big C++ unit (bench/cxx_symbols.cpp, ~1 MB of DWARF):
+# traced at rate 1, every allocation a sample, the run is mostly naming its
+# ~70 codes.
+cxx_line="n/a (no g++)"
+if command -v g++ > /dev/null; then
+  g++ -O1 -g "$here/cxx_symbols.cpp" -o "$out/cxx_symbols"
+  hex=$(readelf -SW "$out/cxx_symbols" | awk '{for (i = 1; i < NF; i++) if ($i == ".debug_info") print $(i + 4)}')
+  dwarf_kb=$(( 16#${hex:-0} / 1024 ))
+  "$cputime" "$tmp/xp" "$out/cxx_symbols" 2000 > /dev/null
+  "$cputime" "$tmp/xt" "$build/memtrace" run -q --rate 1 -o "$tmp/x.ctf" -- "$out/cxx_symbols" 2000 > /dev/null
+  xsamples=$("$build/memtrace" info "$tmp/x.ctf" | awk '$1 == "total" {print $2}')
+  cxx_line=$(awk -v p="$(cut -d' ' -f1 "$tmp/xp")" -v t="$(cut -d' ' -f1 "$tmp/xt")" -v kb="$dwarf_kb" -v n="$xsamples" \
+    'BEGIN { printf "%.3f s of CPU traced at rate 1 (%d samples), %.3f s plain (%d KB of DWARF in its unit)", t, n, p, kb }')
+fi
+
 {
   echo "# memtrace-c profiler benchmark ($(date -u +%Y-%m-%d), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
   echo "# workload: $millions M allocations per thread ($ht_millions M for the *-small rows), 16 B - 64 KiB, stacks 5-15 deep; median CPU time of $repeat rounds, configurations interleaved, a round's 1-thread runs on one CPU (CPUs in turn); x plain: median of the rounds' ratios"
@@ -252,6 +269,7 @@ fi
   echo "unsampled malloc+free pair: $plain_pair instructions plain, +$extra with the interposer (target <= 15)"
   echo "a sample at 1e-3: $per_sample_ir instructions (callgrind, symbolization excluded)"
   echo "trace bytes per sampled allocation: $b5 at 1e-5 ($n5 samples), $b3 at 1e-3 ($n3 samples)"
+  echo "naming codes in a big C++ unit (bench/cxx_symbols.cpp): $cxx_line"
   awk '{cpu[$1] = $2; rss[$1] = $3} END {
     printf "profiler memory (peak RSS traced - plain, 1 thread): %.1f MB at 1e-5, %.1f MB at 1e-3\n",
       (rss["memtrace-1e-5-1"] - rss["plain-1"]) / 1024, (rss["memtrace-1e-3-1"] - rss["plain-1"]) / 1024 }' "$results"
