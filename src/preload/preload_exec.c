@@ -5,9 +5,9 @@
  *
  * Every exec function of the C library is wrapped: they reach the kernel
  * through the library's internal execve, never through ours. Those without
- * an environment argument take `environ`; to hand over another one, they
- * become their e-variant (execv -> execve, execvp -> execvpe: the same
- * path search). The list forms build their argument vector on the stack,
+ * an environment argument are their e-variant with `environ`, as in the C
+ * library (execv -> execve, execvp -> execvpe: the same path search). The
+ * list forms build their argument vector on the stack,
  * since exec may be called from a signal handler or a vfork child.
  * posix_spawn and posix_spawnp are wrapped too, for %p destinations. */
 #include <dlfcn.h>
@@ -29,8 +29,6 @@ extern char **environ;
  * where dlsym's allocations would land in the parent's heap. */
 static struct {
   int (*execve)(const char *, char *const[], char *const[]);
-  int (*execv)(const char *, char *const[]);
-  int (*execvp)(const char *, char *const[]);
   int (*execvpe)(const char *, char *const[], char *const[]);
   int (*fexecve)(int, char *const[], char *const[]);
   int (*execveat)(int, const char *, char *const[], char *const[], int);
@@ -42,8 +40,6 @@ static struct {
 
 void mt__exec_resolve(void) {
   *(void **)&real.execve = dlsym(RTLD_NEXT, "execve");
-  *(void **)&real.execv = dlsym(RTLD_NEXT, "execv");
-  *(void **)&real.execvp = dlsym(RTLD_NEXT, "execvp");
   *(void **)&real.execvpe = dlsym(RTLD_NEXT, "execvpe");
   *(void **)&real.fexecve = dlsym(RTLD_NEXT, "fexecve");
   *(void **)&real.execveat = dlsym(RTLD_NEXT, "execveat"); /* glibc 2.34 on */
@@ -80,35 +76,34 @@ static int failed(char **env, int err) {
   return -1;
 }
 
-EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+/* Called directly by the forms without envp (not through the exported
+ * names, which the program could define for itself). */
+static int exec_path(const char *path, char *const argv[], char *const envp[]) {
   if (!HAVE(execve)) return failed(NULL, ENOSYS);
   EXEC_ENV(env, mt__before_exec(envp, &vfork_child_), envp);
   real.execve(path, argv, env ? env : envp);
   return failed(env, 0);
 }
 
-EXPORT int execv(const char *path, char *const argv[]) {
-  if (!HAVE(execve) || !HAVE(execv)) return failed(NULL, ENOSYS);
-  EXEC_ENV(env, mt__before_exec(environ, &vfork_child_), environ);
-  if (env) real.execve(path, argv, env);
-  else real.execv(path, argv);
-  return failed(env, 0);
-}
-
-EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
+static int exec_file(const char *file, char *const argv[], char *const envp[]) {
   if (!HAVE(execvpe)) return failed(NULL, ENOSYS);
   EXEC_ENV(env, mt__before_exec(envp, &vfork_child_), envp);
   real.execvpe(file, argv, env ? env : envp);
   return failed(env, 0);
 }
 
-EXPORT int execvp(const char *file, char *const argv[]) {
-  if (!HAVE(execvpe) || !HAVE(execvp)) return failed(NULL, ENOSYS);
-  EXEC_ENV(env, mt__before_exec(environ, &vfork_child_), environ);
-  if (env) real.execvpe(file, argv, env);
-  else real.execvp(file, argv);
-  return failed(env, 0);
+EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+  return exec_path(path, argv, envp);
 }
+
+/* As the C library defines them: the e-variant with `environ`. */
+EXPORT int execv(const char *path, char *const argv[]) { return exec_path(path, argv, environ); }
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
+  return exec_file(file, argv, envp);
+}
+
+EXPORT int execvp(const char *file, char *const argv[]) { return exec_file(file, argv, environ); }
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
   if (!HAVE(fexecve)) return failed(NULL, ENOSYS);
@@ -170,17 +165,17 @@ static char **fill_args(char **argv, size_t n, const char *arg0, va_list ap, int
 
 EXPORT int execl(const char *path, const char *arg, ...) {
   LIST_ARGV(argv, arg, 0);
-  return execv(path, argv);
+  return exec_path(path, argv, environ);
 }
 
 EXPORT int execlp(const char *file, const char *arg, ...) {
   LIST_ARGV(argv, arg, 0);
-  return execvp(file, argv);
+  return exec_file(file, argv, environ);
 }
 
 EXPORT int execle(const char *path, const char *arg, ...) {
   LIST_ARGV(argv, arg, 1);
-  return execve(path, argv, argv_envp);
+  return exec_path(path, argv, argv_envp);
 }
 
 /* posix_spawn execs in the child inside the C library: with a %p
