@@ -11,7 +11,6 @@
  * Page-aligned requests are kept in the engine's table instead. */
 #include <dlfcn.h>
 #include <errno.h>
-#include <link.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -148,30 +147,13 @@ size_t (*mt__real_usable_size)(void *) = boot_usable_size;
 
 static void *next_symbol(const char *name) { return dlsym(RTLD_NEXT, name); }
 
-/* The load address of the object holding code address `a` (0: none).
- * Not dladdr: it also looks for the nearest symbol, scanning the object's
- * symbol table (170,000 instructions for the C library's). */
-typedef struct object_of {
-  uintptr_t addr, base;
-} object_of;
-
-static int find_object(struct dl_phdr_info *info, size_t size, void *data) {
-  (void)size;
-  object_of *o = data;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-    if (ph->p_type == PT_LOAD && o->addr >= lo && o->addr - lo < ph->p_memsz) {
-      o->base = info->dlpi_addr;
-      return 1;
-    }
-  }
-  return 0;
-}
-
+/* Whether code addresses a and b lie in the same object. Not dladdr: it
+ * also looks for the nearest symbol, scanning the object's symbol table
+ * (170,000 instructions for the C library's). */
 static int same_object(const void *a, const void *b) {
-  object_of x = {(uintptr_t)a, 0}, y = {(uintptr_t)b, 0};
-  return dl_iterate_phdr(find_object, &x) && dl_iterate_phdr(find_object, &y) && x.base == y.base;
+  mt__segment x, y;
+  return mt__segment_of((uintptr_t)a, 0, &x) && mt__segment_of((uintptr_t)b, 0, &y) &&
+         x.base == y.base;
 }
 
 static void resolve_real(void) {

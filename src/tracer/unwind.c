@@ -45,26 +45,30 @@ static int is_hidden(uintptr_t pc) {
   return 0;
 }
 
-/* The executable segment of the object containing `addr`, hidden in `h`. */
-typedef struct own_text {
+typedef struct segment_query {
   uintptr_t addr;
-  hidden_set *h;
-} own_text;
+  int exec_only;
+  mt__segment *out;
+} segment_query;
 
-static int find_own_text(struct dl_phdr_info *info, size_t size, void *data) {
+static int find_segment(struct dl_phdr_info *info, size_t size, void *data) {
   (void)size;
-  own_text *o = data;
-  uintptr_t addr = o->addr;
+  segment_query *q = data;
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
-    uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-    if (addr >= lo && addr < hi) {
-      hide(o->h, lo, hi);
+    if (ph->p_type != PT_LOAD || (q->exec_only && !(ph->p_flags & PF_X))) continue;
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    if (q->addr >= lo && q->addr - lo < ph->p_memsz) {
+      *q->out = (mt__segment){info->dlpi_addr, lo, lo + ph->p_memsz};
       return 1;
     }
   }
   return 0;
+}
+
+int mt__segment_of(uintptr_t addr, int exec_only, mt__segment *out) {
+  segment_query q = {addr, exec_only, out};
+  return dl_iterate_phdr(find_segment, &q);
 }
 
 static void hide_symbol(hidden_set *h, const char *name) {
@@ -83,8 +87,8 @@ void mt__unwind_init(mt__unwind_mode m) {
                       ? &hidden_sets[1]
                       : &hidden_sets[0];
   h->n = 0;
-  own_text self = {(uintptr_t)&mt__unwind_init, h};
-  dl_iterate_phdr(find_own_text, &self);
+  mt__segment self; /* the profiler's own code */
+  if (mt__segment_of((uintptr_t)&mt__unwind_init, 1, &self)) hide(h, self.lo, self.hi);
   mt__unwind_forget();
   static const char *const cxx_new[] = {
       "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",

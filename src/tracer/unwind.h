@@ -21,6 +21,13 @@ typedef enum {
  * surprising work. Call with sampling suspended. */
 void mt__unwind_init(mt__unwind_mode mode);
 
+/* The loaded segment (PT_LOAD; executable ones only if exec_only) holding
+ * addr: its object's load address and the segment's bounds. 0 if none. */
+typedef struct mt__segment {
+  uintptr_t base, lo, hi;
+} mt__segment;
+int mt__segment_of(uintptr_t addr, int exec_only, mt__segment *out);
+
 /* Return addresses of the caller's stack, innermost first, without the
  * profiler's own frames nor operator new/new[] frames; returns the count.
  * Usable as an mt_callstack_fn (ctx unused). */
