@@ -170,9 +170,8 @@ static size_t describe(mt__symbols *s, uint64_t addr, mt_location *out) {
   size_t n = 0;
   Dwarf_Files *files = NULL;
   size_t nfiles = 0;
-  for (int i = 0; i < nscopes && n < MAX_INLINE; i++) {
+  for (int i = 0; i < nscopes && n < MAX_INLINE; i++) { /* innermost first */
     int tag = dwarf_tag(&scopes[i]);
-    if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine) continue;
     out[n++] = (mt_location){intern(s, file ? file : (modname ? modname : "??")),
                              intern(s, die_name(s, &scopes[i])), (uint32_t)(line > 0 ? line : 0),
                              (uint32_t)(col > 0 ? col : 0), (uint32_t)(col > 0 ? col : 0)};
