@@ -424,7 +424,6 @@ size_t mt__usable_size_ours(void *p) {
 
 /* _exit skips atexit: a forked child ending with it would lose its last
  * events. Flush them first, then exit for real. */
-
 EXPORT void _exit(int status) {
   static void (*real_exit)(int);
   mt__trace_before_exit();
