@@ -3,10 +3,11 @@
  * Each wrapper first spends the block's words from the thread's countdown;
  * while no sample point is reached (nearly always) it tail-calls the next
  * allocator: a thread-local subtraction, a branch and a jump. A free
- * consults the engine's filter (one load from a table indexed by address
- * bits) and jumps to the next free. Everything else is in preload_slow.c.
- * This file is compiled without frame pointers so the wrappers stay a few
- * instructions; the slow paths keep them for the frame-pointer unwinder. */
+ * compares the word before the block with a sampled block's magic word
+ * (preload.h) and jumps to the next free. Everything else is in
+ * preload_slow.c. This file is compiled without frame pointers so the
+ * wrappers stay a few instructions; the slow paths keep them for the
+ * frame-pointer unwinder. */
 #include <errno.h>
 #include <stdint.h>
 
@@ -16,6 +17,80 @@
 #define EXPORT __attribute__((visibility("default")))
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
+#ifdef MT__DIRECT_JUMPS
+/* malloc and free, the two calls of nearly every program's every block,
+ * are written out in assembly: the instructions the C versions below
+ * compile to, laid out so that each one's jump to the next allocator,
+ * `jmp *slot(%rip)`, sits alone in an aligned 8-byte word (mt__malloc_site,
+ * mt__free_site). The constructor rewrites both into direct jumps
+ * (jumps.c). Measured on this project's benchmark machine (AMD EPYC): the
+ * interposer, preloaded and not tracing, added 2.7% to the benchmark's
+ * CPU time with the jumps indirect, 1.6% with them direct (80 rounds
+ * side by side, 12M malloc+free pairs); `memtrace run` at the default rate,
+ * 5.1% and 4.3%. A free's slow paths are in C: a pointer on a page
+ * boundary (NULL too) takes mt__maybe_ours's slower test, one whose word
+ * before it holds the magic goes to the sampled block's free. */
+#if defined(__CET__) && (__CET__ & 1)
+#define MT__ENDBR "endbr64\n"
+#else
+#define MT__ENDBR ""
+#endif
+__asm__(".text\n"
+        ".p2align 4\n"
+        ".globl malloc\n"
+        ".type malloc, @function\n"
+        "malloc:\n" MT__ENDBR
+        /* {disp32}: 3 bytes longer, so that the site below needs no
+         * padding (a nop on the path) to be aligned */
+        "  {disp32} leaq 7(%rdi), %rdx\n"
+        "  shrq $3, %rdx\n" /* the block's words */
+        "  movq mt__tls@gottpoff(%rip), %rax\n"
+        "  subq %rdx, %fs:(%rax)\n" /* the countdown: mt__tls's first field */
+        "  jle 1f\n"
+        "  .p2align 3\n"
+        ".globl mt__malloc_site\n"
+        ".hidden mt__malloc_site\n"
+        "mt__malloc_site:\n"
+        "  jmp *mt__real_malloc(%rip)\n"
+        "  int3\n"
+        "  int3\n"
+        "1:\n"
+        "  jmp mt__malloc_sampled\n"
+        ".size malloc, .-malloc\n"
+        "\n"
+        ".p2align 4\n"
+        ".globl free\n"
+        ".type free, @function\n"
+        "free:\n" MT__ENDBR
+        "  testl $0xfff, %edi\n"
+        "  je 2f\n"
+        "  movq mt__hdr_mode(%rip), %rax\n" /* the secret: its first field */
+        "  xorq %rdi, %rax\n"
+        "  cmpq %rax, -8(%rdi)\n"
+        "  je 3f\n"
+        "  .p2align 3\n"
+        ".globl mt__free_site\n"
+        ".hidden mt__free_site\n"
+        "mt__free_site:\n"
+        "  jmp *mt__real_free(%rip)\n"
+        "  int3\n"
+        "  int3\n"
+        "2:\n"
+        "  jmp mt__free_on_page\n"
+        "3:\n"
+        "  jmp mt__free_headed\n"
+        ".size free, .-free\n");
+
+void mt__free_on_page(void *p) {
+  if (mt__maybe_ours(p)) {
+    mt__free_ours(p, 0, 0, MT__FREE);
+    return;
+  }
+  mt__real_free(p);
+}
+
+void mt__free_headed(void *p) { mt__free_ours(p, 0, 0, MT__FREE); }
+#else
 EXPORT void *malloc(size_t n) {
   MT__SPEND_OR_GOTO(n, sampled);
   return mt__real_malloc(n);
@@ -30,6 +105,7 @@ EXPORT void free(void *p) {
   }
   mt__real_free(p);
 }
+#endif
 
 EXPORT void *calloc(size_t n, size_t m) {
   size_t bytes;

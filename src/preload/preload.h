@@ -77,6 +77,24 @@ static inline int mt__maybe_ours(const void *p) {
   return p && ((mt__hdr_mode.on && mt__has_magic(p)) || mt__maybe_tracked((uintptr_t)p));
 }
 
+/* The forwarding jumps of malloc and free are made direct at start-up
+ * (preload.c, jumps.c) where the wrappers are written in assembly. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
+#define MT__DIRECT_JUMPS 1
+/* each an aligned 8-byte word holding `jmp *slot(%rip)` (preload.c) */
+extern MT__HIDDEN unsigned char mt__malloc_site[], mt__free_site[];
+/* free's slow paths: a pointer on a page boundary (NULL too), and a
+ * pointer whose word before it holds the magic */
+void mt__free_on_page(void *p);
+void mt__free_headed(void *p);
+#endif
+
+/* Rewrites the `jmp *slot(%rip)` at `site` (an aligned 8-byte word) into a
+ * direct jump to *slot, which must never change again. 0: done; -1: left
+ * as it was (not such a jump, *slot more than 2 GiB away, or the system
+ * refused to make the code writable). Safe while other threads run it. */
+int mt__jump_direct(void *site, void *const *slot);
+
 /* Slow paths: the countdown ran out (the block is allocated here, then
  * reported), or the filter says the block may be tracked. */
 void *mt__malloc_sampled(size_t n);

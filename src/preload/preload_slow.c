@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -463,12 +464,28 @@ EXPORT int dlclose(void *handle) {
 }
 
 /* src/tracer/tracer.c: named in the trace's runtime parameters */
-extern const char *mt__tr_blocks;
+extern const char *mt__tr_interposer;
+
+/* malloc's and free's jumps to the next allocator made direct (jumps.c):
+ * "direct", "indirect", or "mixed" if only one could be. */
+static const char *make_jumps_direct(void) {
+#ifdef MT__DIRECT_JUMPS
+  int n = (mt__jump_direct(mt__malloc_site, (void *const *)(void *)&mt__real_malloc) == 0) +
+          (mt__jump_direct(mt__free_site, (void *const *)(void *)&mt__real_free) == 0);
+  return n == 2 ? "direct" : n ? "mixed" : "indirect";
+#else
+  return "indirect";
+#endif
+}
 
 __attribute__((constructor)) static void preload_init(void) {
-  resolve_real();
+  resolve_real(); /* the slots' final values: before the jumps use them */
+  const char *jumps = make_jumps_direct();
   mt__exec_resolve();
   mt__dlclose_hooked = 1;
-  mt__tr_blocks = mt__hdr_mode.on ? "header" : "header-off-page";
+  static char settings[64];
+  snprintf(settings, sizeof settings, "blocks=%s, jumps=%s",
+           mt__hdr_mode.on ? "header" : "header-off-page", jumps);
+  mt__tr_interposer = settings;
   mt_trace_if_requested(mt__env_get("MEMTRACE_CONTEXT"), 0);
 }

@@ -293,11 +293,13 @@ void mt__trace_before_exit(void) {
 
 /* ---- public API ---- */
 
-/* Set by the malloc interposer before tracing starts: how it keeps the
- * sampled blocks' handles ("header", or "header-off-page" when another
- * allocator than the C library's is next), for the runtime parameters.
- * NULL: no interposer (an embedding program). */
-MT__HIDDEN_FN const char *mt__tr_blocks;
+/* Set by the malloc interposer before tracing starts, for the runtime
+ * parameters: how it keeps the sampled blocks' handles ("blocks=header",
+ * or "blocks=header-off-page" when another allocator than the C
+ * library's is next) and how malloc and free jump to the next allocator
+ * ("jumps=direct" or "jumps=indirect"). NULL: no interposer (an embedding
+ * program). */
+MT__HIDDEN_FN const char *mt__tr_interposer;
 
 static void describe_process(void) {
   ssize_t n = readlink("/proc/self/exe", tr.exe, sizeof tr.exe - 1);
@@ -312,9 +314,9 @@ static void describe_process(void) {
                                                  : "libunwind",
            tr.depth,
            tr.version, tr.separate_debuginfo ? "separate" : "embedded");
-  if (mt__tr_blocks) {
+  if (mt__tr_interposer) {
     size_t len = strlen(tr.params);
-    snprintf(tr.params + len, sizeof tr.params - len, ", blocks=%s", mt__tr_blocks);
+    snprintf(tr.params + len, sizeof tr.params - len, ", %s", mt__tr_interposer);
   }
 }
 
