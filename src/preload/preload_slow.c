@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -483,9 +482,13 @@ __attribute__((constructor)) static void preload_init(void) {
   const char *jumps = make_jumps_direct();
   mt__exec_resolve();
   mt__dlclose_hooked = 1;
-  static char settings[64];
-  snprintf(settings, sizeof settings, "blocks=%s, jumps=%s",
-           mt__hdr_mode.on ? "header" : "header-off-page", jumps);
+  static char settings[64]; /* no stdio here: it may allocate */
+  size_t len = 0;
+  const char *parts[] = {"blocks=", mt__hdr_mode.on ? "header" : "header-off-page", ", jumps=",
+                         jumps};
+  for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+    for (const char *c = parts[i]; *c && len + 1 < sizeof settings; c++) settings[len++] = *c;
+  settings[len] = 0;
   mt__tr_interposer = settings;
   mt_trace_if_requested(mt__env_get("MEMTRACE_CONTEXT"), 0);
 }
