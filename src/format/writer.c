@@ -430,15 +430,18 @@ int mt_writer_flush(mt_writer *w) {
 /* ---- opening and closing ---- */
 
 static int write_trace_info(mt_writer *w, const mt_trace_info *in, uint32_t domain) {
-  uint8_t buf[MT__PACKET_SIZE];
   const char *strs[4] = {in->executable_name ? in->executable_name : "",
                          in->host_name ? in->host_name : "",
                          in->runtime_params ? in->runtime_params : "",
                          in->context ? in->context : ""};
   size_t need = MT__HEADER_MAX + 4 + 8 + 1 + 8;
   for (int i = 0; i < 4; i++) need += strlen(strs[i]) + 1;
-  if (need > sizeof buf) return invalid(w, "trace_info strings longer than a packet");
-  mt__wr b = {buf, buf + sizeof buf, buf};
+  if (need > MT__PACKET_SIZE) return invalid(w, "trace_info strings longer than a packet");
+  /* on the heap: a packet (32 KiB) is too much for a small thread's stack,
+   * and a forked child's trace is opened by whichever thread samples first */
+  uint8_t *buf = malloc(need);
+  if (!buf) return fail(w, MT_ERR_NOMEM, "out of memory");
+  mt__wr b = {buf, buf + need, buf};
   put_header(w, &b, domain, NULL);
   put_event_header(&b, MT__EV_TRACE_INFO, in->start_time);
   uint64_t rate_bits;
@@ -449,7 +452,9 @@ static int write_trace_info(mt_writer *w, const mt_trace_info *in, uint32_t doma
   mt__put64(&b, in->pid);
   mt__putstr(&b, strs[3], strlen(strs[3]));
   finish_header(w, &b, in->start_time, in->start_time, 0, 0);
-  return emit(w, buf, mt__wr_pos(&b));
+  int rc = emit(w, buf, mt__wr_pos(&b));
+  free(buf);
+  return rc;
 }
 
 int mt_writer_open(mt_writer **out, const mt_trace_info *info,

@@ -380,7 +380,9 @@ void mt__tr_queues_after_fork(void) {
 
 /* The sample written at once, under the lock (see the top of the file). */
 static void *alloc_locked(ring *r, uint64_t now, const mt_alloc_info *info, size_t n) {
-  uint64_t codes[MT__MAX_DEPTH];
+  /* sized to the stack: MT__MAX_DEPTH codes (32 KiB) would overflow a small
+   * thread stack on their own */
+  uint64_t codes[n ? n : 1];
   cell *c = NULL;
   pthread_mutex_lock(&tr.lock);
   if (!tr.active) goto out;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bigstack.h"
 #include "scopes.h"
 #include "symtab.h"
 #include "tables.h"
@@ -163,7 +164,7 @@ static size_t describe(mt__symbols *s, uint64_t addr, mt_location *out) {
 
   Dwarf_Addr bias = 0;
   Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
-  /* on the heap: this may run on a small thread stack, inside its malloc */
+  /* on the heap: MAX_INLINE DIEs would take a large frame */
   Dwarf_Die *scopes = cu ? malloc(MAX_INLINE * sizeof *scopes) : NULL;
   int nscopes = scopes ? mt__scopes_at(&s->scopes, cu, addr - bias, scopes, MAX_INLINE) : 0;
   if (nscopes < 0) nscopes = mt__scopes_by_libdw(cu, addr - bias, scopes, MAX_INLINE);
@@ -206,6 +207,18 @@ static size_t describe(mt__symbols *s, uint64_t addr, mt_location *out) {
   return n;
 }
 
+struct describe_call {
+  mt__symbols *s;
+  uint64_t addr;
+  mt_location *out;
+  size_t n;
+};
+
+static void describe_on(void *arg) {
+  struct describe_call *c = arg;
+  c->n = describe(c->s, c->addr, c->out);
+}
+
 int mt__symbols_lookup(mt__symbols *s, uint64_t code, uint64_t pc, const mt_location **locs,
                        size_t *n) {
   uint32_t *ix = mt__u64map_get(&s->index, code);
@@ -215,8 +228,11 @@ int mt__symbols_lookup(mt__symbols *s, uint64_t code, uint64_t pc, const mt_loca
     return 0;
   }
   mt_location tmp[MAX_INLINE];
-  /* a return address points after the call: look at the call itself */
-  size_t k = describe(s, pc ? pc - 1 : 0, tmp);
+  /* a return address points after the call: look at the call itself; on
+   * the tracer's own stack, libdw needing more than a thread may have */
+  struct describe_call c = {s, pc ? pc - 1 : 0, tmp, 0};
+  mt__on_big_stack(describe_on, &c);
+  size_t k = c.n;
   mt_location *l = malloc(k * sizeof *l);
   if (!l) return -1;
   for (size_t i = 0; i < k; i++) l[i] = tmp[k - 1 - i]; /* outermost first */

@@ -104,6 +104,25 @@ threads)
   read -r objs live <<< "$(awk '$1 == "work" {print $2, $7}' sites1.txt)"
   [ "${objs:-0}" = 1616496 ] && [ "$live" = 0 ] && ok || bad "work at rate 1: $objs sampled, $live never freed"
   ;;
+small-stack)
+  # Threads with small stacks (32 KiB, and the least the system allows)
+  # taking samples, whose codes are named (libdw, ~150 KiB of stack) on
+  # that thread: the naming runs on the tracer's own stack. At rate 1 the
+  # counts are exact, in every unwinding mode; at the default rate the
+  # program just runs as it does plain.
+  for kib in 32 0; do
+    for unwind in auto fp libunwind; do
+      MEMTRACE=s.ctf MEMTRACE_RATE=1 MEMTRACE_UNWIND=$unwind traced "$bin/prog_small_stack" $kib \
+        > truth.txt 2> err.txt || { bad "program failed ($kib KiB, $unwind): $? $(head -3 err.txt)"; continue; }
+      "$bin/check_trace" s.ctf sites > sites.txt || { bad "trace unreadable ($kib KiB, $unwind)"; continue; }
+      compare_exact truth.txt sites.txt
+    done
+    MEMTRACE=d.ctf traced "$bin/prog_small_stack" $kib > out.txt 2> err.txt && ok ||
+      bad "program failed at the default rate ($kib KiB): $(head -3 err.txt)"
+  done
+  "$bin/prog_small_stack" 0 > plain.txt && cmp -s plain.txt truth.txt && ok ||
+    bad "output differs under the profiler"
+  ;;
 churn)
   # threads that exit and are replaced: at rate 1 every block is counted
   # once, and every one freed has its collection (the pool's last blocks

@@ -1,0 +1,90 @@
+/* The tracer's own stack for the calls that need a deep one.
+ *
+ * The tracer runs inside the program's malloc, on whatever thread called
+ * it, and programs give threads small stacks: thread pools, coroutine and
+ * green-thread runtimes ask for 16 to 64 KiB. Naming a new code calls
+ * libdw, whose line-table reader keeps up to 4096 rows on the stack: about
+ * 150 KiB measured (dwarf_getsrclines). A program whose 32 KiB thread took
+ * a sample ran into its guard page and died of SIGSEGV; plain, it ran
+ * fine. So symbolization switches to this stack, whichever thread does it.
+ *
+ * Mapped on first use, MT__BIG_STACK bytes reserved with MAP_NORESERVE
+ * (only the pages touched cost memory: those libdw would have touched on
+ * the thread's stack) and a guard page below. The switch is a dozen
+ * instructions (mt__call_on_stack, below), paid once per new code. One
+ * stack for the process: its callers hold the tracer's lock. */
+#include "bigstack.h"
+
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static char *lo, *hi; /* the usable stack: [lo, hi); NULL until mapped */
+static int failed;    /* the mapping was refused: callers use their own stacks */
+
+int mt__big_stack_mapped(void) { return hi != NULL; }
+
+#if defined(__x86_64__)
+#if defined(__CET__) && (__CET__ & 1)
+#define MT__ENDBR "endbr64\n"
+#else
+#define MT__ENDBR ""
+#endif
+/* mt__call_on_stack(fn, arg, top): fn(arg) with %rsp at top (16-byte
+ * aligned). The caller's stack pointer is kept in %rbp, which fn
+ * preserves; the CFI lets debuggers and unwinders walk back across. */
+void mt__call_on_stack(void (*fn)(void *), void *arg, void *top);
+__asm__(".text\n"
+        ".p2align 4\n"
+        ".globl mt__call_on_stack\n"
+        ".hidden mt__call_on_stack\n"
+        ".type mt__call_on_stack, @function\n"
+        "mt__call_on_stack:\n"
+        "  .cfi_startproc\n" MT__ENDBR
+        "  pushq %rbp\n"
+        "  .cfi_def_cfa_offset 16\n"
+        "  .cfi_offset %rbp, -16\n"
+        "  movq %rsp, %rbp\n"
+        "  .cfi_def_cfa_register %rbp\n"
+        "  movq %rdx, %rsp\n"
+        "  movq %rdi, %rax\n"
+        "  movq %rsi, %rdi\n"
+        "  call *%rax\n"
+        "  movq %rbp, %rsp\n"
+        "  popq %rbp\n"
+        "  .cfi_def_cfa %rsp, 8\n"
+        "  ret\n"
+        "  .cfi_endproc\n"
+        ".size mt__call_on_stack, .-mt__call_on_stack\n");
+
+static int map_stack(void) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  char *m = mmap(NULL, MT__BIG_STACK + page, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  if (m == MAP_FAILED) return -1;
+  if (mprotect(m, page, PROT_NONE) != 0) { /* the guard page */
+    munmap(m, MT__BIG_STACK + page);
+    return -1;
+  }
+  lo = m + page;
+  hi = lo + MT__BIG_STACK;
+  return 0;
+}
+
+void mt__on_big_stack(void (*fn)(void *), void *arg) {
+  char here;
+  int on_it = hi && &here >= lo && &here < hi;
+  if (on_it || failed || (!hi && map_stack() != 0)) {
+    failed = failed || !hi;
+    fn(arg);
+    return;
+  }
+  mt__call_on_stack(fn, arg, (void *)((uintptr_t)hi & ~(uintptr_t)15));
+}
+#else
+void mt__on_big_stack(void (*fn)(void *), void *arg) {
+  (void)lo;
+  (void)failed;
+  fn(arg);
+}
+#endif
