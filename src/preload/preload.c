@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdint.h>
 
+#include "endbr.h"
 #include "engine_internal.h"
 #include "preload.h"
 
@@ -30,11 +31,6 @@
  * 5.1% and 4.3%. A free's slow paths are in C: a pointer on a page
  * boundary (NULL too) takes mt__maybe_ours's slower test, one whose word
  * before it holds the magic goes to the sampled block's free. */
-#if defined(__CET__) && (__CET__ & 1)
-#define MT__ENDBR "endbr64\n"
-#else
-#define MT__ENDBR ""
-#endif
 __asm__(".text\n"
         ".p2align 4\n"
         ".globl malloc\n"

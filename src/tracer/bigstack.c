@@ -15,21 +15,16 @@
  * stack for the process: its callers hold the tracer's lock. */
 #include "bigstack.h"
 
+#if defined(__x86_64__)
 #include <stdint.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "endbr.h"
+
 static char *lo, *hi; /* the usable stack: [lo, hi); NULL until mapped */
 static int failed;    /* the mapping was refused: callers use their own stacks */
 
-int mt__big_stack_mapped(void) { return hi != NULL; }
-
-#if defined(__x86_64__)
-#if defined(__CET__) && (__CET__ & 1)
-#define MT__ENDBR "endbr64\n"
-#else
-#define MT__ENDBR ""
-#endif
 /* mt__call_on_stack(fn, arg, top): fn(arg) with %rsp at top (16-byte
  * aligned). The caller's stack pointer is kept in %rbp, which fn
  * preserves; the CFI lets debuggers and unwinders walk back across. */
@@ -73,18 +68,13 @@ static int map_stack(void) {
 
 void mt__on_big_stack(void (*fn)(void *), void *arg) {
   char here;
-  int on_it = hi && &here >= lo && &here < hi;
-  if (on_it || failed || (!hi && map_stack() != 0)) {
-    failed = failed || !hi;
+  if (!hi && !failed && map_stack() != 0) failed = 1;
+  if (!hi || (&here >= lo && &here < hi)) { /* none, or already on it */
     fn(arg);
     return;
   }
   mt__call_on_stack(fn, arg, (void *)((uintptr_t)hi & ~(uintptr_t)15));
 }
 #else
-void mt__on_big_stack(void (*fn)(void *), void *arg) {
-  (void)lo;
-  (void)failed;
-  fn(arg);
-}
+void mt__on_big_stack(void (*fn)(void *), void *arg) { fn(arg); }
 #endif

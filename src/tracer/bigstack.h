@@ -15,7 +15,4 @@
  * there is one big stack for the process. */
 void mt__on_big_stack(void (*fn)(void *), void *arg);
 
-/* Whether the big stack has been mapped (for tests). */
-int mt__big_stack_mapped(void);
-
 #endif
