@@ -12,18 +12,23 @@
  * (only the pages touched cost memory: those libdw would have touched on
  * the thread's stack) and a guard page below. The switch is a dozen
  * instructions (mt__call_on_stack, below), paid once per new code. One
- * stack for the process: its callers hold the tracer's lock. */
+ * stack for the process, taken under a lock of its own: symbolization
+ * takes it holding the tracer's lock, a libunwind walk from a thread short
+ * of stack (unwind.c) without; nothing waits for another lock holding it. */
 #include "bigstack.h"
 
 #if defined(__x86_64__)
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "endbr.h"
 
-static char *lo, *hi; /* the usable stack: [lo, hi); NULL until mapped */
-static int failed;    /* the mapping was refused: callers use their own stacks */
+/* the usable stack, [lo, hi): hi is NULL until mapped, published after lo */
+static char *lo, *_Atomic hi;
+static int failed; /* the mapping was refused: callers use their own stacks */
+static pthread_mutex_t big_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* mt__call_on_stack(fn, arg, top): fn(arg) with %rsp at top (16-byte
  * aligned). The caller's stack pointer is kept in %rbp, which fn
@@ -62,19 +67,29 @@ static int map_stack(void) {
     return -1;
   }
   lo = m + page;
-  hi = lo + MT__BIG_STACK;
+  __atomic_store_n(&hi, lo + MT__BIG_STACK, __ATOMIC_RELEASE);
   return 0;
 }
 
 void mt__on_big_stack(void (*fn)(void *), void *arg) {
-  char here;
-  if (!hi && !failed && map_stack() != 0) failed = 1;
-  if (!hi || (&here >= lo && &here < hi)) { /* none, or already on it */
+  char here, *top = __atomic_load_n(&hi, __ATOMIC_ACQUIRE);
+  if (top && &here >= lo && &here < top) { /* already on it: its lock is ours */
     fn(arg);
     return;
   }
-  mt__call_on_stack(fn, arg, (void *)((uintptr_t)hi & ~(uintptr_t)15));
+  pthread_mutex_lock(&big_lock);
+  if (!hi && !failed && map_stack() != 0) failed = 1;
+  top = __atomic_load_n(&hi, __ATOMIC_RELAXED);
+  if (top) mt__call_on_stack(fn, arg, (void *)((uintptr_t)top & ~(uintptr_t)15));
+  pthread_mutex_unlock(&big_lock);
+  if (!top) fn(arg); /* no big stack: on the caller's */
+}
+
+void mt__big_stack_fork(int phase) {
+  if (phase == 0) pthread_mutex_lock(&big_lock);
+  else pthread_mutex_unlock(&big_lock);
 }
 #else
 void mt__on_big_stack(void (*fn)(void *), void *arg) { fn(arg); }
+void mt__big_stack_fork(int phase) { (void)phase; }
 #endif

@@ -378,11 +378,13 @@ void mt__tr_queues_after_fork(void) {
 
 /* ---- the tracker ---- */
 
+/* alloc_locked's codes, under tr.lock: not on the sampling thread's stack,
+ * which may be a 16 KiB one (only the pages used are ever touched). */
+static uint64_t locked_codes[MT__MAX_DEPTH];
+
 /* The sample written at once, under the lock (see the top of the file). */
 static void *alloc_locked(ring *r, uint64_t now, const mt_alloc_info *info, size_t n) {
-  /* sized to the stack: MT__MAX_DEPTH codes (32 KiB) would overflow a small
-   * thread stack on their own */
-  uint64_t codes[n ? n : 1];
+  uint64_t *codes = locked_codes;
   cell *c = NULL;
   pthread_mutex_lock(&tr.lock);
   if (!tr.active) goto out;

@@ -210,13 +210,19 @@ static size_t describe(mt__symbols *s, uint64_t addr, mt_location *out) {
 struct describe_call {
   mt__symbols *s;
   uint64_t addr;
-  mt_location *out;
+  mt_location *locs; /* malloc'd, outermost first; NULL if that failed */
   size_t n;
 };
 
+/* On the big stack: libdw's calls, and the frames' buffer (2 KiB). */
 static void describe_on(void *arg) {
   struct describe_call *c = arg;
-  c->n = describe(c->s, c->addr, c->out);
+  mt_location tmp[MAX_INLINE];
+  size_t k = describe(c->s, c->addr, tmp);
+  c->locs = malloc(k * sizeof *c->locs);
+  c->n = k;
+  if (c->locs)
+    for (size_t i = 0; i < k; i++) c->locs[i] = tmp[k - 1 - i]; /* outermost first */
 }
 
 int mt__symbols_lookup(mt__symbols *s, uint64_t code, uint64_t pc, const mt_location **locs,
@@ -227,15 +233,13 @@ int mt__symbols_lookup(mt__symbols *s, uint64_t code, uint64_t pc, const mt_loca
     *n = s->entries[*ix - 1].n;
     return 0;
   }
-  mt_location tmp[MAX_INLINE];
   /* a return address points after the call: look at the call itself; on
    * the tracer's own stack, libdw needing more than a thread may have */
-  struct describe_call c = {s, pc ? pc - 1 : 0, tmp, 0};
+  struct describe_call c = {s, pc ? pc - 1 : 0, NULL, 0};
   mt__on_big_stack(describe_on, &c);
   size_t k = c.n;
-  mt_location *l = malloc(k * sizeof *l);
+  mt_location *l = c.locs;
   if (!l) return -1;
-  for (size_t i = 0; i < k; i++) l[i] = tmp[k - 1 - i]; /* outermost first */
   if (s->nentries == s->cap) {
     size_t nc = s->cap ? s->cap * 2 : 256;
     entry *e = realloc(s->entries, nc * sizeof *e);

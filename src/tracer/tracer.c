@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bigstack.h"
 #include "clock.h"
 #include "dest.h"
 #include "engine_internal.h"
@@ -236,10 +237,20 @@ static void *listener_main(void *arg) {
 
 /* ---- fork and exit ---- */
 
-static void fork_prepare(void) { pthread_mutex_lock(&tr.lock); }
-static void fork_parent(void) { pthread_mutex_unlock(&tr.lock); }
+/* A thread may be on the big stack (symbolizing, or walking a short
+ * stack) when another forks: its lock is taken too, after the tracer's. */
+static void fork_prepare(void) {
+  pthread_mutex_lock(&tr.lock);
+  mt__big_stack_fork(0);
+}
+
+static void fork_parent(void) {
+  mt__big_stack_fork(1);
+  pthread_mutex_unlock(&tr.lock);
+}
 
 static void fork_child(void) {
+  mt__big_stack_fork(1);
   mt__tr_queues_after_fork();
   pthread_mutex_unlock(&tr.lock);
   mt__tls.busy++; /* what follows allocates on the profiler's behalf */

@@ -4,6 +4,8 @@
 #define UNW_LOCAL_ONLY
 #include "unwind.h"
 
+#include "bigstack.h"
+
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <link.h>
@@ -216,10 +218,9 @@ static size_t copy_out(const uintptr_t *pcs, size_t from, size_t n, uint64_t *bu
 /* libunwind's walk one unw_step at a time: unw_backtrace's fast path
  * first maps and clears a trace cache of 256 KiB in each thread that calls
  * it (64 page faults, about 0.8 ms on a virtual machine). */
-static size_t stepped_walk(uintptr_t *pcs, size_t want) {
-  unw_context_t uc;
+static size_t stepped_from(unw_context_t *uc, uintptr_t *pcs, size_t want) {
   unw_cursor_t c;
-  if (!want || unw_getcontext(&uc) != 0 || unw_init_local(&c, &uc) != 0) return 0;
+  if (!want || unw_init_local(&c, uc) != 0) return 0;
   size_t n = 0;
   do {
     unw_word_t ip;
@@ -227,6 +228,11 @@ static size_t stepped_walk(uintptr_t *pcs, size_t want) {
     pcs[n++] = (uintptr_t)ip;
   } while (n < want && unw_step(&c) > 0);
   return n;
+}
+
+static size_t stepped_walk(uintptr_t *pcs, size_t want) {
+  unw_context_t uc;
+  return unw_getcontext(&uc) == 0 ? stepped_from(&uc, pcs, want) : 0;
 }
 
 /* Stepped walks a thread takes before unw_backtrace's: in AUTO mode most
@@ -246,12 +252,75 @@ static size_t libunwind_walk(uintptr_t *pcs, size_t want) {
 
 enum { EXTRA = 32, MAX_WALK = 4096 + EXTRA }; /* room for the frames we drop */
 
+/* ---- libunwind's walks, on a short stack ----
+ *
+ * A thread may have little stack left: thread pools and coroutine runtimes
+ * give 16 to 64 KiB. libunwind's walk needs several KiB of its own, more
+ * the first time a thread or the process takes a path (the loader's lazy
+ * binding saves the vector registers: ~3 KiB on AVX-512), and the walk's
+ * frame buffer is sized by the depth asked (2 KiB at 256). A program whose
+ * 16 KiB threads called malloc from the C library's stdio died of SIGSEGV
+ * in the loader under libunwind, at its 17th walk (the first through
+ * unw_backtrace). So when less than SHORT_STACK is left below the sample's
+ * frame, or the thread's stack is not known (a coroutine's), the thread's
+ * registers are captured here and the walk runs from them on the tracer's
+ * big stack (bigstack.c), one step at a time: libunwind reads the thread's
+ * stack through the captured frame, which stays live below. */
+#define SHORT_STACK (32u << 10)
+
+/* A libunwind walk and what is made of it, to run on either stack. */
+typedef struct lu_job {
+  void (*run)(struct lu_job *);
+  unw_context_t *uc; /* the thread's registers, captured on its stack; NULL:
+                        the walk starts where it runs */
+  uintptr_t fp;      /* fallback: where AUTO's walk started */
+  uint64_t *buf;
+  size_t cap, n;
+  int trust;
+  size_t out; /* frames left in buf */
+} lu_job;
+
+static size_t lu_walk(lu_job *j, uintptr_t *pcs, size_t want) {
+  return j->uc ? stepped_from(j->uc, pcs, want) : libunwind_walk(pcs, want);
+}
+
+static int stack_short(void) {
+  if (!stack_hi) find_stack_bounds();
+  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+  return !(sp >= stack_lo + SHORT_STACK && sp < stack_hi);
+}
+
+static void run_job(void *j) { ((lu_job *)j)->run(j); }
+
+/* The job on the big stack, from registers captured in this frame, which
+ * stays live while it runs. */
+static __attribute__((noinline)) void run_far(lu_job *j) {
+  unw_context_t uc;
+  if (unw_getcontext(&uc) != 0) {
+    j->run(j);
+    return;
+  }
+  j->uc = &uc;
+  mt__on_big_stack(run_job, j);
+}
+
+static size_t run_walk(lu_job *j) {
+  if (__builtin_expect(stack_short(), 0)) run_far(j);
+  else j->run(j);
+  return j->out;
+}
+
 /* libunwind's backtrace, without the hidden frames. */
+static void by_libunwind_job(lu_job *j) {
+  size_t want = j->cap + EXTRA < MAX_WALK ? j->cap + EXTRA : MAX_WALK;
+  uintptr_t pcs[want]; /* sized to the depth asked */
+  size_t n = lu_walk(j, pcs, want);
+  j->out = copy_out(pcs, skip_hidden(pcs, n), n, j->buf, j->cap);
+}
+
 static size_t by_libunwind(uint64_t *buf, size_t cap) {
-  size_t want = cap + EXTRA < MAX_WALK ? cap + EXTRA : MAX_WALK;
-  uintptr_t pcs[want]; /* sized to the depth asked: threads may have small stacks */
-  size_t n = libunwind_walk(pcs, want);
-  return copy_out(pcs, skip_hidden(pcs, n), n, buf, cap);
+  lu_job j = {.run = by_libunwind_job, .buf = buf, .cap = cap};
+  return run_walk(&j);
 }
 
 /* Whether the record at fp continues the chain with the one at next: higher
@@ -387,23 +456,30 @@ _Atomic unsigned long mt__unwind_fallbacks;
 
 /* The AUTO walk stopped at buf[n-1] (trust as walk sets it): this sample
  * is libunwind's. Out of line: the walk's loop keeps its registers. */
-static __attribute__((noinline)) size_t fallback(uintptr_t fp, uint64_t *buf, size_t cap, size_t n,
-                                                 int trust) {
-  atomic_fetch_add_explicit(&mt__unwind_fallbacks, 1, memory_order_relaxed);
+static void fallback_job(lu_job *j) {
   /* A frame without a record (the last of buf): libunwind for this sample.
    * If that frame ended the chain and libunwind agrees up to it, with only
    * a few frames beyond, it is an entry point: later walks may end there. */
+  uint64_t *buf = j->buf;
+  size_t n = j->n, cap = j->cap;
   uintptr_t last = n ? buf[n - 1] : 0;
-  int ended = trust < 0 && n && n < cap;
+  int ended = j->trust < 0 && n && n < cap;
   size_t want = cap + EXTRA < MAX_WALK ? cap + EXTRA : MAX_WALK;
   uintptr_t lu[want];
-  size_t nl = libunwind_walk(lu, want), sl = skip_hidden(lu, nl);
+  size_t nl = lu_walk(j, lu, want), sl = skip_hidden(lu, nl);
   if (ended && nl - sl >= n && nl - sl - n <= OUTER_SLACK &&
       memcmp(buf, lu + sl, n * sizeof *buf) == 0)
     verdict_put(last, V_ENTRY);
-  else if (trust == 0 && n && !has_verdict(last, V_NOREC))
-    learn_records(fp, buf, n, cap, lu + sl, nl - sl);
-  return copy_out(lu, sl, nl, buf, cap);
+  else if (j->trust == 0 && n && !has_verdict(last, V_NOREC))
+    learn_records(j->fp, buf, n, cap, lu + sl, nl - sl);
+  j->out = copy_out(lu, sl, nl, buf, cap);
+}
+
+static __attribute__((noinline)) size_t fallback(uintptr_t fp, uint64_t *buf, size_t cap, size_t n,
+                                                 int trust) {
+  atomic_fetch_add_explicit(&mt__unwind_fallbacks, 1, memory_order_relaxed);
+  lu_job j = {.run = fallback_job, .fp = fp, .buf = buf, .cap = cap, .n = n, .trust = trust};
+  return run_walk(&j);
 }
 
 size_t mt__unwind(void *ctx, uint64_t *buf, size_t cap) {
