@@ -252,6 +252,9 @@ static size_t libunwind_walk(uintptr_t *pcs, size_t want) {
 
 enum { EXTRA = 32, MAX_WALK = 4096 + EXTRA }; /* room for the frames we drop */
 
+/* Frames to ask libunwind for, to keep cap past the hidden ones. */
+static size_t walk_want(size_t cap) { return cap + EXTRA < MAX_WALK ? cap + EXTRA : MAX_WALK; }
+
 /* ---- libunwind's walks, on a short stack ----
  *
  * A thread may have little stack left: thread pools and coroutine runtimes
@@ -312,7 +315,7 @@ static size_t run_walk(lu_job *j) {
 
 /* libunwind's backtrace, without the hidden frames. */
 static void by_libunwind_job(lu_job *j) {
-  size_t want = j->cap + EXTRA < MAX_WALK ? j->cap + EXTRA : MAX_WALK;
+  size_t want = walk_want(j->cap);
   uintptr_t pcs[want]; /* sized to the depth asked */
   size_t n = lu_walk(j, pcs, want);
   j->out = copy_out(pcs, skip_hidden(pcs, n), n, j->buf, j->cap);
@@ -464,7 +467,7 @@ static void fallback_job(lu_job *j) {
   size_t n = j->n, cap = j->cap;
   uintptr_t last = n ? buf[n - 1] : 0;
   int ended = j->trust < 0 && n && n < cap;
-  size_t want = cap + EXTRA < MAX_WALK ? cap + EXTRA : MAX_WALK;
+  size_t want = walk_want(cap);
   uintptr_t lu[want];
   size_t nl = lu_walk(j, lu, want), sl = skip_hidden(lu, nl);
   if (ended && nl - sl >= n && nl - sl - n <= OUTER_SLACK &&
