@@ -14,6 +14,7 @@
 
 #include "analysis_cli.h"
 #include "tables.h"
+#include "untraceable.h"
 
 static const char usage[] =
     "usage: memtrace run [OPTIONS] [--] COMMAND [ARGS...]\n"
@@ -294,6 +295,9 @@ static int run(int argc, char **argv) {
                     "memtrace binary; set MEMTRACE_PRELOAD)\n");
     return 1;
   }
+  char why[2 * PATH_MAX];
+  if (mt_cli_untraceable(argv[i], why, sizeof why))
+    fprintf(stderr, "memtrace run: warning: %s\n", why);
   char pattern[PATH_MAX];
   if (output) snprintf(pattern, sizeof pattern, "%s", output);
   else {

@@ -407,6 +407,29 @@ run)
   printf 'echo script ran "$@"\n' > noshebang && chmod +x noshebang
   [ "$("$memtrace" run -q -o s.ctf ./noshebang a b 2> err.txt)" = "script ran a b" ] && ok ||
     bad "script without #!: $(cat err.txt)"
+  # programs the interposer cannot reach: a warning before they run, which
+  # run all the same (exit status passed through), and nothing traced
+  "$memtrace" run -o st.ctf "$bin/prog_slow" 0.01 > /dev/null 2> err.txt
+  ! grep -q "warning" err.txt && [ -s st.ctf ] && ok || bad "warning for a dynamic program: $(cat err.txt)"
+  for p in prog_static prog_static_pie; do
+    rm -f st.ctf
+    out=$("$memtrace" run -o st.ctf "$bin/$p" 0.01 2> err.txt)
+    [ $? = 0 ] && [ "${out%% *}" = slow ] && ok || bad "$p did not run: $out $(cat err.txt)"
+    grep -q "warning: $bin/$p is statically linked: LD_PRELOAD cannot replace its malloc" err.txt &&
+      grep -q "no trace was written to st.ctf" err.txt && [ ! -s st.ctf ] && ok ||
+      bad "$p: no warning: $(cat err.txt)"
+  done
+  # found in PATH as the exec will find it; and with -q too
+  PATH="$bin:$PATH" "$memtrace" run -q -o st.ctf prog_static 0.01 > /dev/null 2> err.txt
+  grep -q "warning: $bin/prog_static is statically linked" err.txt && ok ||
+    bad "static program from PATH: $(cat err.txt)"
+  # a set-user-ID program of another user: the loader ignores LD_PRELOAD
+  if [ "$(id -u)" = 0 ] && id nobody > /dev/null 2>&1; then
+    cp "$bin/prog_slow" suid && chown nobody suid && chmod u+s suid
+    "$memtrace" run -q -o su.ctf ./suid 0.01 > /dev/null 2> err.txt
+    grep -q "warning: ./suid is set-user-ID or set-group-ID" err.txt && ok ||
+      bad "set-user-ID program: $(cat err.txt)"
+  fi
   # memtrace ignores SIGINT and SIGQUIT while it waits; the program gets them
   # as it would without memtrace (bits 1 and 2 of the SigIgn mask)
   sigign='m=$(grep SigIgn /proc/self/status | cut -f2); echo $(( 0x$m & 6 ))'
