@@ -40,7 +40,9 @@ typedef struct mt_alloc_info {
   uint64_t bytes;          /* size as requested (words x 8 for runtimes)      */
   uint64_t nsamples;       /* sample points in the block, >= 1               */
   mt_source source;
-  const uint64_t *callstack; /* return addresses, innermost first           */
+  const uint64_t *callstack; /* return addresses, innermost first; valid
+                                during the callback only; NULL when
+                                callstack_len is 0                         */
   size_t callstack_len;
 } mt_alloc_info;
 
@@ -58,7 +60,10 @@ typedef struct mt_tracker {
 } mt_tracker;
 
 /* Fills buf with up to `cap` return addresses of the current thread,
- * innermost first, and returns how many. Called with sampling suspended. */
+ * innermost first, and returns how many. Called with sampling suspended.
+ * buf is the engine's, one per thread, mapped at the thread's first sample
+ * (not on its stack, which may be a small one) and unmapped at its exit;
+ * if it cannot be mapped, the sample carries no callstack. */
 typedef size_t (*mt_callstack_fn)(void *ctx, uint64_t *buf, size_t cap);
 
 typedef struct mt_engine_params {

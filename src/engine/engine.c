@@ -398,14 +398,59 @@ static inline int *thread_errno(void) {
   return th->errp;
 }
 
-/* Inlined into both callers (its stack array kept it out of line): a
- * sample makes one call and one set of register saves fewer. */
+/* The callstack buffer: one per sampling thread, mapped at its first
+ * sample and unmapped at its exit, not on the thread's stack. As an array
+ * on the stack it took 2 KiB there at the default depth (32 KiB at the
+ * deepest), below the program's deepest frame: on a 16 KiB thread (a
+ * thread pool's, a coroutine's) that was the difference between a program
+ * that ran and one that overflowed its stack under the profiler. Mapped,
+ * not malloc'd: no allocation of the profiler's own moves the program's
+ * countdown. */
+static pthread_key_t cs_key;
+static pthread_once_t cs_once = PTHREAD_ONCE_INIT;
+static int cs_key_ok;
+
+static size_t cs_bytes(size_t frames) {
+  size_t page = 4096;
+  return (frames * sizeof(uint64_t) + page - 1) & ~(page - 1);
+}
+
+/* At the thread's exit (the key's destructor). A sample taken by a later
+ * destructor maps a new one, which the next round of destructors frees. */
+static void cs_release(void *p) {
+  mt__thread *th = &mt__tls;
+  if (th->cs != p) return; /* not this thread's: a fork's leftover */
+  munmap(p, cs_bytes(th->cs_cap));
+  th->cs = NULL;
+  th->cs_cap = 0;
+}
+
+static void cs_key_init(void) { cs_key_ok = pthread_key_create(&cs_key, cs_release) == 0; }
+
+/* This thread's buffer, of `frames` at least (NULL if it cannot be had). */
+static uint64_t *callstack_buffer(mt__thread *th, size_t frames) {
+  if (__builtin_expect(th->cs_cap >= frames, 1)) return th->cs;
+  pthread_once(&cs_once, cs_key_init);
+  if (!cs_key_ok) return NULL;
+  size_t bytes = cs_bytes(frames);
+  void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return NULL;
+  if (th->cs) munmap(th->cs, cs_bytes(th->cs_cap)); /* a session asking for more */
+  th->cs = m;
+  th->cs_cap = bytes / sizeof(uint64_t);
+  pthread_setspecific(cs_key, m);
+  return m;
+}
+
+/* Inlined into both callers: a sample makes one call and one set of
+ * register saves fewer. */
 static inline __attribute__((always_inline)) void *run_alloc(uint64_t words, uint64_t bytes,
                                                              uint64_t nsamples, mt_source source) {
   int *err = thread_errno(), saved = *err;
-  uint64_t stack[eng.callstack_max]; /* at most MAX_CALLSTACK */
   size_t n = 0;
-  if (eng.callstack) n = eng.callstack(eng.callstack_ctx, stack, eng.callstack_max);
+  uint64_t *stack = eng.callstack ? callstack_buffer(&mt__tls, eng.callstack_max) : NULL;
+  /* without a buffer (no memory to map one), the sample has no frames */
+  if (stack) n = eng.callstack(eng.callstack_ctx, stack, eng.callstack_max);
   mt_alloc_info info = {words, bytes, nsamples, source, stack, n};
   void *h = eng.tracker.alloc ? eng.tracker.alloc(eng.tracker.ctx, &info) : NULL;
   *err = saved;

@@ -15,6 +15,8 @@ typedef struct mt__thread {
   int32_t busy;      /* > 0: inside the profiler; never sample */
   uint32_t slot;     /* this thread's rank in the session: its counters' shard */
   int *errp;         /* this thread's errno, once asked (see thread_errno) */
+  uint64_t *cs;      /* the callstack buffer, mapped at the first sample */
+  size_t cs_cap;     /* its frames (NULL, 0: none yet) */
 } mt__thread;
 
 extern __thread mt__thread mt__tls

@@ -132,6 +132,23 @@ small-stack)
   done
   "$bin/prog_small_stack" 0 > plain.txt && cmp -s plain.txt truth.txt && ok ||
     bad "output differs under the profiler"
+  # The most of a 16 KiB thread's stack the program can use before the
+  # qsort whose callback allocates, plain; traced at rate 1 it must run as
+  # well in every mode (the profiler's buffers are off the thread's stack).
+  most=0
+  for used in 4 5 6 7 8 9 10 11 12; do
+    ("$bin/prog_small_stack" 16 $used > /dev/null; exit $?) 2> /dev/null || break # (hides the crash message)
+    most=$used
+  done
+  if [ "$most" -ge 4 ]; then
+    for unwind in auto fp libunwind; do
+      MEMTRACE=u.ctf MEMTRACE_RATE=1 MEMTRACE_UNWIND=$unwind traced "$bin/prog_small_stack" 16 $most \
+        > /dev/null 2> err.txt && ok ||
+        bad "16 KiB thread with $most KiB used (plain runs): $unwind traced failed: $? $(head -3 err.txt)"
+    done
+  else
+    bad "prog_small_stack fails plain with 4 KiB of a 16 KiB stack used"
+  fi
   ;;
 churn)
   # threads that exit and are replaced: at rate 1 every block is counted

@@ -402,6 +402,149 @@ static void test_threads(void **state) {
   assert_int_equal(mt_deallocs, mt_allocs); /* every sampled block's free was seen */
 }
 
+/* ---- the callstack ---- */
+
+/* The callstack function's view: the buffer it was given, its room, and
+ * where the calling thread's stack lies. It writes cs_fill frames
+ * (capped by the room): frame k is 0x1000 + k. */
+static struct {
+  uintptr_t buf, stack_lo, stack_hi;
+  size_t cap, fill, seen_len, calls;
+  int frames_ok;
+} CS;
+
+static void stack_bounds(uintptr_t *lo, uintptr_t *hi) {
+  pthread_attr_t a;
+  void *addr;
+  size_t size;
+  *lo = *hi = 0;
+  if (pthread_getattr_np(pthread_self(), &a) == 0) {
+    if (pthread_attr_getstack(&a, &addr, &size) == 0) {
+      *lo = (uintptr_t)addr;
+      *hi = (uintptr_t)addr + size;
+    }
+    pthread_attr_destroy(&a);
+  }
+}
+
+static size_t cs_walk(void *ctx, uint64_t *buf, size_t cap) {
+  (void)ctx;
+  CS.calls++;
+  CS.buf = (uintptr_t)buf;
+  CS.cap = cap;
+  stack_bounds(&CS.stack_lo, &CS.stack_hi);
+  size_t n = CS.fill < cap ? CS.fill : cap;
+  for (size_t k = 0; k < n; k++) buf[k] = 0x1000 + k; /* the whole room is writable */
+  for (size_t k = n; k < cap; k++) buf[k] = 0;
+  return n;
+}
+
+static void *cs_alloc(void *ctx, const mt_alloc_info *i) {
+  (void)ctx;
+  CS.seen_len = i->callstack_len;
+  CS.frames_ok = 1;
+  for (size_t k = 0; k < i->callstack_len; k++)
+    if (i->callstack[k] != 0x1000 + k) CS.frames_ok = 0;
+  return (void *)1;
+}
+
+static mt_engine_params cs_params(size_t max) {
+  mt_engine_params p = {.rate = 1, .tracker = {cs_alloc, NULL, NULL, NULL},
+                        .callstack = cs_walk, .callstack_max = max, .seed = 3};
+  return p;
+}
+
+/* The tracker gets the frames the callstack function wrote, as many as
+ * callstack_max allows (256 by default); without a callstack function, none. */
+static void test_callstack_contract(void **state) {
+  (void)state;
+  static const size_t maxes[] = {0, 1, 10, 4096};
+  for (size_t m = 0; m < 4; m++) {
+    memset(&CS, 0, sizeof CS);
+    CS.fill = 300;
+    mt_engine_params p = cs_params(maxes[m]);
+    assert_int_equal(mt_engine_start(&p), MT_OK);
+    mt_runtime_alloc(0x5000, 4, MT_SOURCE_MINOR);
+    assert_int_equal(mt_engine_stop(), MT_OK);
+    size_t cap = maxes[m] ? maxes[m] : 256;
+    assert_int_equal(CS.calls, 1);
+    assert_int_equal(CS.cap, cap);
+    assert_int_equal(CS.seen_len, CS.fill < cap ? CS.fill : cap);
+    assert_true(CS.frames_ok);
+  }
+  mt_engine_params p = cs_params(0);
+  p.callstack = NULL;
+  memset(&CS, 0, sizeof CS);
+  CS.seen_len = 99;
+  assert_int_equal(mt_engine_start(&p), MT_OK);
+  mt_runtime_alloc(0x5000, 4, MT_SOURCE_MINOR);
+  assert_int_equal(mt_engine_stop(), MT_OK);
+  assert_int_equal(CS.calls, 0);
+  assert_int_equal(CS.seen_len, 0);
+}
+
+static void *small_thread(void *arg) {
+  (void)arg;
+  for (uintptr_t k = 0; k < 4; k++) mt_runtime_alloc(0x9000 + 16 * k, 4, MT_SOURCE_MINOR);
+  return NULL;
+}
+
+/* The buffer is not on the sampling thread's stack: a thread with the
+ * smallest stack the system allows samples at the deepest callstack_max
+ * (32 KiB of frames: as an array on its stack, that overflowed it). */
+static void test_callstack_off_the_stack(void **state) {
+  (void)state;
+  memset(&CS, 0, sizeof CS);
+  CS.fill = 5000;
+  mt_engine_params p = cs_params(4096);
+  assert_int_equal(mt_engine_start(&p), MT_OK);
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  assert_int_equal(pthread_attr_setstacksize(&a, 16384), 0);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, &a, small_thread, NULL), 0);
+  pthread_join(t, NULL);
+  pthread_attr_destroy(&a);
+  assert_int_equal(mt_engine_stop(), MT_OK);
+  assert_int_equal(CS.calls, 4);
+  assert_int_equal(CS.seen_len, 4096);
+  assert_true(CS.frames_ok);
+  assert_true(CS.stack_hi > CS.stack_lo);
+  assert_true(CS.buf + 4096 * 8 <= CS.stack_lo || CS.buf >= CS.stack_hi);
+}
+
+static size_t maps_lines(void) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  size_t n = 0;
+  for (int ch; f && (ch = fgetc(f)) != EOF;) n += ch == '\n';
+  if (f) fclose(f);
+  return n;
+}
+
+/* Each sampling thread's buffer goes at its exit: 200 threads that each
+ * sampled leave the process's mappings as they were (give or take the
+ * C library's own). */
+static void test_callstack_buffer_freed(void **state) {
+  (void)state;
+  memset(&CS, 0, sizeof CS);
+  CS.fill = 3;
+  mt_engine_params p = cs_params(0);
+  assert_int_equal(mt_engine_start(&p), MT_OK);
+  pthread_t t;
+  pthread_create(&t, NULL, small_thread, NULL); /* the C library's thread caches, once */
+  pthread_join(t, NULL);
+  size_t before = maps_lines();
+  for (int k = 0; k < 200; k++) {
+    assert_int_equal(pthread_create(&t, NULL, small_thread, NULL), 0);
+    pthread_join(t, NULL);
+  }
+  size_t after = maps_lines();
+  assert_int_equal(mt_engine_stop(), MT_OK);
+  assert_int_equal(CS.calls, 4 * 201);
+  printf("mappings: %zu before 200 sampling threads, %zu after\n", before, after);
+  assert_true(after < before + 20);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_api_misuse),
@@ -416,6 +559,9 @@ int main(void) {
       cmocka_unit_test(test_external_tokens),
       cmocka_unit_test(test_table_churn),
       cmocka_unit_test(test_threads),
+      cmocka_unit_test(test_callstack_contract),
+      cmocka_unit_test(test_callstack_off_the_stack),
+      cmocka_unit_test(test_callstack_buffer_freed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
