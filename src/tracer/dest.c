@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -169,4 +170,37 @@ int mt__dest_write(int fd, int is_socket, const void *buf, size_t len) {
     len -= (size_t)n;
   }
   return 0;
+}
+
+/* The lowest number the trace's descriptor is moved to. */
+#define PARK_FLOOR 512
+
+int mt__dest_park(int fd) {
+  struct rlimit rl;
+  long floor = PARK_FLOOR;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      (long)rl.rlim_cur < 2 * PARK_FLOOR)
+    floor = (long)rl.rlim_cur / 2;
+  if (fd < 0 || fd >= floor) return fd;
+  int hi = fcntl(fd, F_DUPFD_CLOEXEC, (int)floor);
+  if (hi < 0) return fd; /* every number above taken, or none allowed: keep it */
+  close(fd);
+  return hi;
+}
+
+int mt__dest_identify(int fd, mt__fd_id *id) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return -1;
+  id->dev = st.st_dev;
+  id->ino = st.st_ino;
+  return 0;
+}
+
+int mt__dest_same(int fd, const mt__fd_id *id) {
+  struct stat st;
+  return fstat(fd, &st) == 0 && st.st_dev == id->dev && st.st_ino == id->ino;
+}
+
+void mt__dest_close(int fd, const mt__fd_id *id) {
+  if (fd >= 0 && mt__dest_same(fd, id)) close(fd);
 }

@@ -5,6 +5,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 typedef enum { MT__DEST_FILE, MT__DEST_TCP, MT__DEST_LISTEN } mt__dest_kind;
@@ -27,6 +28,26 @@ int mt__dest_open(const mt__dest *d, char *err, size_t errlen);
 /* Whether fd is a socket (for mt__dest_write; checked once per fd, not at
  * every write: a failed send per packet costs a system call). */
 int mt__dest_is_socket(int fd);
+/* The profiler's descriptors and the program's. A program may close every
+ * descriptor it did not open (daemons do, before or after forking), or
+ * dup2 onto any number: the number of the trace's descriptor may then name
+ * one of the program's files. So the trace's descriptor is moved above
+ * the numbers a program's own opens take (its first open still returns 3,
+ * as without the profiler), and before each write, and before closing it,
+ * the tracer checks that the number still names the file it opened. */
+typedef struct mt__fd_id {
+  dev_t dev;
+  ino_t ino;
+} mt__fd_id;
+/* fd moved to a high number (512, or half the descriptor limit if that is
+ * lower), close-on-exec; fd itself if it cannot be moved. */
+int mt__dest_park(int fd);
+/* Records what fd names now; -1 if fstat fails. */
+int mt__dest_identify(int fd, mt__fd_id *id);
+/* Whether fd still names the file recorded in id. */
+int mt__dest_same(int fd, const mt__fd_id *id);
+/* Closes fd if it still names that file (else it is the program's now). */
+void mt__dest_close(int fd, const mt__fd_id *id);
 /* Writes all of buf to fd: with send and MSG_NOSIGNAL for a socket, so a
  * closed connection is an error, never a SIGPIPE. Returns 0 or -errno. */
 int mt__dest_write(int fd, int is_socket, const void *buf, size_t len);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "bigstack.h"
+#include "dest.h"
 #include "scopes.h"
 #include "symtab.h"
 #include "tables.h"
@@ -59,11 +60,29 @@ static void close_dwfl(mt__symbols *s) {
   s->dwfl = NULL;
 }
 
+/* The files libdwfl opens for the modules stay open as long as the Dwfl:
+ * moved to high numbers, as the trace's own descriptor is (dest.h), so
+ * that the program's opens get the numbers they get plain. (elfutils'
+ * finders open a file and return its descriptor, no Elf made from it yet.) */
+static int find_elf_parked(Dwfl_Module *mod, void **user, const char *name, Dwarf_Addr base,
+                           char **file, Elf **elfp) {
+  int fd = dwfl_linux_proc_find_elf(mod, user, name, base, file, elfp);
+  return fd >= 0 && !*elfp ? mt__dest_park(fd) : fd;
+}
+
+static int find_debuginfo_parked(Dwfl_Module *mod, void **user, const char *name,
+                                 Dwarf_Addr base, const char *file, const char *debuglink,
+                                 GElf_Word crc, char **debuginfo_file) {
+  int fd = dwfl_standard_find_debuginfo(mod, user, name, base, file, debuglink, crc,
+                                        debuginfo_file);
+  return fd >= 0 ? mt__dest_park(fd) : fd;
+}
+
 mt__symbols *mt__symbols_new(int separate_debuginfo) {
   mt__symbols *s = calloc(1, sizeof *s);
   if (!s) return NULL;
-  s->callbacks.find_elf = dwfl_linux_proc_find_elf;
-  s->callbacks.find_debuginfo = separate_debuginfo ? dwfl_standard_find_debuginfo
+  s->callbacks.find_elf = find_elf_parked;
+  s->callbacks.find_debuginfo = separate_debuginfo ? find_debuginfo_parked
                                                     : mt__dwfl_embedded_only;
   s->callbacks.debuginfo_path = &s->debuginfo_path;
   /* the modules are listed at the first lookup: a process that never

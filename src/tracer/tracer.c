@@ -69,8 +69,33 @@ static uint64_t now_us(void) {
 
 /* ---- sessions ---- */
 
+/* Writes a packet (tr.lock held), if the descriptor is still the trace's
+ * (dest.h): never into a file of the program's. */
 static int sink(void *ctx, const void *buf, size_t len) {
-  return mt__dest_write(*(int *)ctx, tr.fd_is_socket, buf, len);
+  int fd = *(int *)ctx;
+  if (!mt__dest_same(fd, &tr.fd_id)) {
+    tr.fd_lost = 1;
+    return -EBADF;
+  }
+  return mt__dest_write(fd, tr.fd_is_socket, buf, len);
+}
+
+/* Why the writer stopped, for a message. */
+static const char *write_error(void) {
+  static char lost[128];
+  if (!tr.fd_lost) return mt_writer_error(tr.w);
+  snprintf(lost, sizeof lost,
+           "the program closed the trace's file descriptor %d, or put another file at "
+           "its number",
+           tr.fd);
+  return lost;
+}
+
+/* Closes the trace's descriptor, unless the program put a file of its own
+ * at its number. */
+static void close_trace_fd(void) {
+  mt__dest_close(tr.fd, &tr.fd_id);
+  tr.fd = -1;
 }
 
 static int resolve(void *ctx, uint64_t code, const mt_location **locs, size_t *n) {
@@ -94,15 +119,14 @@ static void session_end(int flush) {
   mt_engine_stop();
   if (flush) mt_writer_flush(w);
   mt_writer_close(w); /* after a failure or a fork this writes nothing */
-  if (tr.fd >= 0) close(tr.fd);
   if (tr.client_fd == tr.fd) tr.client_fd = -1;
-  tr.fd = -1;
+  close_trace_fd();
   mt__tls.busy--;
 }
 
 void mt__tr_session_failed(void) {
-  mt__tr_say("memtrace: tracing stopped: %s", mt_writer_error(tr.w));
-  snprintf(tr.err, sizeof tr.err, "%s", mt_writer_error(tr.w));
+  mt__tr_say("memtrace: tracing stopped: %s", write_error());
+  snprintf(tr.err, sizeof tr.err, "%s", write_error());
   session_end(0);
 }
 
@@ -117,8 +141,9 @@ static int writer_begin(int fd) {
                       .pid = (uint64_t)getpid(),
                       .start_time = now_us(),
                       .context = tr.context};
-  tr.fd = fd;
+  tr.fd = fd = mt__dest_park(fd);
   tr.fd_is_socket = mt__dest_is_socket(fd);
+  tr.fd_lost = mt__dest_identify(fd, &tr.fd_id) != 0;
   mt_writer_options wo = {.version = tr.version,
                           .sink = sink,
                           .sink_ctx = &tr.fd,
@@ -129,8 +154,7 @@ static int writer_begin(int fd) {
   if (rc != MT_OK) {
     snprintf(tr.err, sizeof tr.err, "%s", w ? mt_writer_error(w) : "out of memory");
     mt_writer_close(w);
-    close(fd);
-    tr.fd = -1;
+    close_trace_fd();
     return rc;
   }
   mt__writer_place_by_address(w); /* codes are addresses here */
@@ -160,8 +184,7 @@ static int session_begin(int fd) {
   if ((rc = engine_begin()) != MT_OK) {
     mt_writer_close(tr.w);
     set_writer(NULL);
-    close(fd);
-    tr.fd = -1;
+    close_trace_fd();
     return rc;
   }
   __atomic_store_n(&tr.tracing_pid, (uint64_t)getpid(), __ATOMIC_RELAXED);
@@ -198,6 +221,12 @@ static void *listener_main(void *arg) {
     int rc = poll(p, client >= 0 ? 3 : 2, LIVE_FLUSH_MS);
     if (rc < 0 && errno != EINTR) break;
     if (p[1].revents) break; /* mt_trace_stop */
+    if (p[0].revents & POLLNVAL) { /* the program closed the listening socket */
+      mt__tr_say("memtrace: stopped listening: the program closed the listening socket's "
+                 "file descriptor %d",
+                 tr.listen_fd);
+      break;
+    }
     if (p[0].revents & POLLIN) {
       int fd = accept4(tr.listen_fd, NULL, NULL, SOCK_CLOEXEC);
       if (fd >= 0) {
@@ -207,7 +236,7 @@ static void *listener_main(void *arg) {
           mt__dest_write(fd, 1, busy, sizeof busy - 1);
           close(fd);
         } else if (session_begin(fd) == MT_OK) {
-          tr.client_fd = fd;
+          tr.client_fd = tr.fd; /* moved (dest.h) */
         } else {
           mt__tr_say("memtrace: cannot start tracing for a client: %s", tr.err);
         }
@@ -263,11 +292,10 @@ static void fork_child(void) {
     set_active(0);
     mt_engine_stop();
     mt_writer_close(w);
-    if (tr.fd >= 0) close(tr.fd);
-    tr.fd = -1;
+    close_trace_fd();
   }
   if (tr.listening) { /* the listener thread stayed in the parent */
-    close(tr.listen_fd);
+    mt__dest_close(tr.listen_fd, &tr.listen_id);
     tr.listen_fd = -1;
     tr.listening = 0;
     tr.client_fd = -1;
@@ -374,10 +402,16 @@ static int start_locked(const mt_trace_options *o) {
     snprintf(tr.err, sizeof tr.err, "%s", err);
     rc = MT_ERR_IO;
   } else if (tr.dest.kind == MT__DEST_LISTEN) {
-    tr.listen_fd = fd;
-    if (pipe2(tr.wake, O_CLOEXEC) != 0 ||
-        pthread_create(&tr.listener, NULL, listener_main, NULL) != 0) {
+    tr.listen_fd = fd = mt__dest_park(fd);
+    mt__dest_identify(fd, &tr.listen_id);
+    int piped = pipe2(tr.wake, O_CLOEXEC) == 0;
+    for (int k = 0; piped && k < 2; k++) {
+      tr.wake[k] = mt__dest_park(tr.wake[k]);
+      mt__dest_identify(tr.wake[k], &tr.wake_id[k]);
+    }
+    if (!piped || pthread_create(&tr.listener, NULL, listener_main, NULL) != 0) {
       snprintf(tr.err, sizeof tr.err, "cannot start the listener thread");
+      if (piped) close(tr.wake[0]), close(tr.wake[1]);
       close(fd);
       tr.listen_fd = -1;
       rc = MT_ERR_IO;
@@ -408,20 +442,23 @@ int mt_trace_stop(void) {
   tr.listening = 0;
   pthread_mutex_unlock(&tr.lock);
   if (listening) {
-    ssize_t ignored = write(tr.wake[1], "x", 1);
-    (void)ignored;
+    /* (a wake pipe the program closed: the listener saw it, and left) */
+    if (mt__dest_same(tr.wake[1], &tr.wake_id[1])) {
+      ssize_t ignored = write(tr.wake[1], "x", 1);
+      (void)ignored;
+    }
     pthread_join(tr.listener, NULL);
-    close(tr.wake[0]);
-    close(tr.wake[1]);
+    mt__dest_close(tr.wake[0], &tr.wake_id[0]);
+    mt__dest_close(tr.wake[1], &tr.wake_id[1]);
     tr.wake[0] = tr.wake[1] = -1;
-    close(tr.listen_fd);
+    mt__dest_close(tr.listen_fd, &tr.listen_id);
     tr.listen_fd = -1;
   }
   pthread_mutex_lock(&tr.lock);
   mt__tls.busy++;
   mt__tr_flush_queues();
   if (tr.w && tr.active && mt_writer_flush(tr.w) != MT_OK && tr.dest.kind != MT__DEST_LISTEN)
-    mt__tr_say("memtrace: writing the end of the trace failed: %s", mt_writer_error(tr.w));
+    mt__tr_say("memtrace: writing the end of the trace failed: %s", write_error());
   session_end(0);
   tr.client_fd = -1;
   mt__tls.busy--;

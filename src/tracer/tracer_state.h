@@ -30,6 +30,8 @@ typedef struct mt__tracer {
   mt_writer *w;
   int fd;
   int fd_is_socket; /* send (no SIGPIPE) rather than write */
+  mt__fd_id fd_id;  /* what fd named when opened (dest.h) */
+  int fd_lost;      /* the program closed fd or put another file there */
   mt__dest dest;
   double rate;
   uint64_t seed; /* MEMTRACE_SEED: reproducible sampling, for tests */
@@ -47,7 +49,9 @@ typedef struct mt__tracer {
   /* listen mode */
   int listening;
   int listen_fd, client_fd;
+  mt__fd_id listen_id;
   int wake[2];
+  mt__fd_id wake_id[2];
   pthread_t listener;
   int hooks_installed;
   _Alignas(64) pthread_mutex_t lock; /* serializes the writer and everything above */

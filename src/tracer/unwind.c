@@ -7,6 +7,8 @@
 #include "bigstack.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <link.h>
 #include <pthread.h>
@@ -83,6 +85,43 @@ static void hide_symbol(hidden_set *h, const char *name) {
 
 static size_t stepped_walk(uintptr_t *pcs, size_t want);
 
+/* libunwind opens a pipe at its first use and keeps it for the life of the
+ * process (it validates addresses by writing a byte from them). Left to
+ * itself it takes the lowest free numbers, 3 and 4 in most programs: the
+ * program's own first open would no longer get 3, and a program that
+ * closes every descriptor and opens files of its own would give libunwind
+ * one of them to read from and write to. So the numbers below LOW_FDS are
+ * held (dups of a descriptor of ours) while libunwind starts, and let go
+ * after: 0.12 ms once per process, against 1.1 ms to hold the 512 below
+ * where the trace's own descriptor goes (dest.h). */
+#define LOW_FDS 64
+
+static void first_use_above_low_fds(void (*use)(void *), void *arg) {
+  int held[LOW_FDS], n = 0, fd, open_one = 2;
+  while (open_one > 0 && fcntl(open_one, F_GETFD) < 0) open_one--; /* stderr closed? */
+  while (n < LOW_FDS && (fd = fcntl(open_one, F_DUPFD_CLOEXEC, 0)) >= 0) {
+    if (fd >= LOW_FDS) {
+      close(fd);
+      break;
+    }
+    held[n++] = fd;
+  }
+  use(arg);
+  while (n > 0) close(held[--n]);
+}
+
+struct warm_up {
+  mt__unwind_mode m;
+};
+
+static void warm_up(void *arg) {
+  const struct warm_up *w = arg;
+  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+  uintptr_t warm[64]; /* loads the tables of what is mapped now */
+  if (w->m == MT__UNWIND_LIBUNWIND) unw_backtrace((void **)warm, 64);
+  else stepped_walk(warm, 64);
+}
+
 void mt__unwind_init(mt__unwind_mode m) {
   atomic_store_explicit(&mode_now, (int)m, memory_order_relaxed);
   hidden_set *h = atomic_load_explicit(&hidden_now, memory_order_relaxed) == &hidden_sets[0]
@@ -99,10 +138,14 @@ void mt__unwind_init(mt__unwind_mode m) {
   for (size_t i = 0; i < sizeof cxx_new / sizeof *cxx_new; i++) hide_symbol(h, cxx_new[i]);
   atomic_store_explicit(&hidden_now, h, memory_order_release);
   if (m != MT__UNWIND_FRAME_POINTERS) {
-    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-    uintptr_t warm[64]; /* loads the tables of what is mapped now */
-    if (m == MT__UNWIND_LIBUNWIND) unw_backtrace((void **)warm, 64);
-    else stepped_walk(warm, 64);
+    static int started; /* libunwind, once per process */
+    struct warm_up w = {m};
+    if (!started) {
+      started = 1;
+      first_use_above_low_fds(warm_up, &w);
+    } else {
+      warm_up(&w);
+    }
   }
 }
 

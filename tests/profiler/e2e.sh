@@ -454,6 +454,28 @@ run)
   under=$("$memtrace" run -q -o i.ctf -- sh -c "$sigign")
   [ -n "$mine" ] && [ "$mine" = "$under" ] && ok || bad "ignored signals: $mine without, $under under memtrace"
   ;;
+fds)
+  # The program's descriptors are its own: its first open gets the number
+  # it gets plain, and whatever it does to the descriptors it did not open
+  # (close them all, dup2 its file onto them), its file holds what it wrote
+  # and its descriptors stay open. Tracing stops with one message, and the
+  # trace up to then is readable.
+  plain=$("$bin/prog_fds" first-fd)
+  under=$(MEMTRACE=f.ctf traced "$bin/prog_fds" first-fd)
+  [ -n "$plain" ] && [ "$under" = "$plain" ] && ok || bad "first open: $plain plain, $under traced"
+  seq 0 99 | sed 's/^/line /' > want.txt
+  for mode in close-all dup-over; do
+    MEMTRACE=$mode.ctf MEMTRACE_RATE=1 traced "$bin/prog_fds" $mode $mode.out > out.txt 2> err.txt
+    [ $? = 0 ] && ! grep -q ERROR out.txt && ok || bad "$mode: program failed: $(cat out.txt err.txt | head -5)"
+    cmp -s want.txt $mode.out && ok || bad "$mode: the program's file is not what it wrote: $(head -c 300 $mode.out | od -c | head -5)"
+    [ "$(grep -c "tracing stopped: the program closed the trace's file descriptor [0-9]*, or put another file at its number" err.txt)" = 1 ] &&
+      [ "$(wc -l < err.txt)" = 1 ] && ok || bad "$mode: messages: $(cat err.txt)"
+    "$bin/check_trace" $mode.ctf summary > sum.txt 2>&1 &&
+      [ "$(awk '/^allocations/ {print $2}' sum.txt)" -gt 1000 ] && ok ||
+      bad "$mode: trace up to the stop unreadable: $(head -3 sum.txt)"
+  done
+  grep -q "replaced [1-9]" out.txt && ok || bad "dup-over replaced nothing: $(cat out.txt)"
+  ;;
 babeltrace)
   MEMTRACE=stream MEMTRACE_RATE=1e-3 traced "$bin/prog_threads" > /dev/null
   ref=$3
