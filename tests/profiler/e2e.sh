@@ -475,6 +475,11 @@ fds)
       bad "$mode: trace up to the stop unreadable: $(head -3 sum.txt)"
   done
   grep -q "replaced [1-9]" out.txt && ok || bad "dup-over replaced nothing: $(cat out.txt)"
+  # listening for a client: the program closes the listening socket and
+  # the listener's wake pipe; it runs to its end all the same (no hang)
+  port=$(free_port)
+  MEMTRACE=listen:$port timeout 60 env LD_PRELOAD="$preload" "$bin/prog_fds" close-all l.out > out.txt 2> err.txt
+  [ $? = 0 ] && cmp -s want.txt l.out && ok || bad "listen mode, close-all: $? $(cat out.txt err.txt | head -3)"
   ;;
 babeltrace)
   MEMTRACE=stream MEMTRACE_RATE=1e-3 traced "$bin/prog_threads" > /dev/null
