@@ -188,12 +188,11 @@ int mt__dest_park(int fd) {
   return hi;
 }
 
-int mt__dest_identify(int fd, mt__fd_id *id) {
+int mt__dest_adopt(int fd, mt__fd_id *id) {
+  fd = mt__dest_park(fd);
   struct stat st;
-  if (fstat(fd, &st) != 0) return -1;
-  id->dev = st.st_dev;
-  id->ino = st.st_ino;
-  return 0;
+  *id = fstat(fd, &st) == 0 ? (mt__fd_id){st.st_dev, st.st_ino} : (mt__fd_id){0, 0};
+  return fd;
 }
 
 int mt__dest_same(int fd, const mt__fd_id *id) {

@@ -42,8 +42,10 @@ typedef struct mt__fd_id {
 /* fd moved to a high number (512, or half the descriptor limit if that is
  * lower), close-on-exec; fd itself if it cannot be moved. */
 int mt__dest_park(int fd);
-/* Records what fd names now; -1 if fstat fails. */
-int mt__dest_identify(int fd, mt__fd_id *id);
+/* A descriptor of the profiler's own: fd parked, and what it names
+ * recorded in id (zeros if fstat fails: then no number ever matches, and
+ * nothing is written to or closed at it). Returns the descriptor to use. */
+int mt__dest_adopt(int fd, mt__fd_id *id);
 /* Whether fd still names the file recorded in id. */
 int mt__dest_same(int fd, const mt__fd_id *id);
 /* Closes fd if it still names that file (else it is the program's now). */

@@ -141,9 +141,9 @@ static int writer_begin(int fd) {
                       .pid = (uint64_t)getpid(),
                       .start_time = now_us(),
                       .context = tr.context};
-  tr.fd = fd = mt__dest_park(fd);
+  tr.fd = fd = mt__dest_adopt(fd, &tr.fd_id);
   tr.fd_is_socket = mt__dest_is_socket(fd);
-  tr.fd_lost = mt__dest_identify(fd, &tr.fd_id) != 0;
+  tr.fd_lost = 0;
   mt_writer_options wo = {.version = tr.version,
                           .sink = sink,
                           .sink_ctx = &tr.fd,
@@ -402,13 +402,9 @@ static int start_locked(const mt_trace_options *o) {
     snprintf(tr.err, sizeof tr.err, "%s", err);
     rc = MT_ERR_IO;
   } else if (tr.dest.kind == MT__DEST_LISTEN) {
-    tr.listen_fd = fd = mt__dest_park(fd);
-    mt__dest_identify(fd, &tr.listen_id);
+    tr.listen_fd = fd = mt__dest_adopt(fd, &tr.listen_id);
     int piped = pipe2(tr.wake, O_CLOEXEC) == 0;
-    for (int k = 0; piped && k < 2; k++) {
-      tr.wake[k] = mt__dest_park(tr.wake[k]);
-      mt__dest_identify(tr.wake[k], &tr.wake_id[k]);
-    }
+    for (int k = 0; piped && k < 2; k++) tr.wake[k] = mt__dest_adopt(tr.wake[k], &tr.wake_id[k]);
     if (!piped || pthread_create(&tr.listener, NULL, listener_main, NULL) != 0) {
       snprintf(tr.err, sizeof tr.err, "cannot start the listener thread");
       if (piped) close(tr.wake[0]), close(tr.wake[1]);

@@ -96,8 +96,9 @@ static size_t stepped_walk(uintptr_t *pcs, size_t want);
  * where the trace's own descriptor goes (dest.h). */
 #define LOW_FDS 64
 
-static void first_use_above_low_fds(void (*use)(void *), void *arg) {
-  int held[LOW_FDS], n = 0, fd, open_one = 2;
+/* Holds the free numbers below LOW_FDS (into held[]); returns how many. */
+static int hold_low_fds(int held[LOW_FDS]) {
+  int n = 0, fd, open_one = 2;
   while (open_one > 0 && fcntl(open_one, F_GETFD) < 0) open_one--; /* stderr closed? */
   while (n < LOW_FDS && (fd = fcntl(open_one, F_DUPFD_CLOEXEC, 0)) >= 0) {
     if (fd >= LOW_FDS) {
@@ -106,20 +107,7 @@ static void first_use_above_low_fds(void (*use)(void *), void *arg) {
     }
     held[n++] = fd;
   }
-  use(arg);
-  while (n > 0) close(held[--n]);
-}
-
-struct warm_up {
-  mt__unwind_mode m;
-};
-
-static void warm_up(void *arg) {
-  const struct warm_up *w = arg;
-  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-  uintptr_t warm[64]; /* loads the tables of what is mapped now */
-  if (w->m == MT__UNWIND_LIBUNWIND) unw_backtrace((void **)warm, 64);
-  else stepped_walk(warm, 64);
+  return n;
 }
 
 void mt__unwind_init(mt__unwind_mode m) {
@@ -139,13 +127,13 @@ void mt__unwind_init(mt__unwind_mode m) {
   atomic_store_explicit(&hidden_now, h, memory_order_release);
   if (m != MT__UNWIND_FRAME_POINTERS) {
     static int started; /* libunwind, once per process */
-    struct warm_up w = {m};
-    if (!started) {
-      started = 1;
-      first_use_above_low_fds(warm_up, &w);
-    } else {
-      warm_up(&w);
-    }
+    int held[LOW_FDS], n = started ? 0 : hold_low_fds(held);
+    started = 1;
+    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    uintptr_t warm[64]; /* loads the tables of what is mapped now */
+    if (m == MT__UNWIND_LIBUNWIND) unw_backtrace((void **)warm, 64);
+    else stepped_walk(warm, 64);
+    while (n > 0) close(held[--n]);
   }
 }
 

@@ -448,10 +448,14 @@ static void *cs_alloc(void *ctx, const mt_alloc_info *i) {
   return (void *)1;
 }
 
-static mt_engine_params cs_params(size_t max) {
+/* Starts the engine at rate 1 with cs_walk (or none) writing `fill`
+ * frames, at most `max` (0: the default), the record cleared. */
+static void cs_start(size_t fill, size_t max, int walk) {
+  memset(&CS, 0, sizeof CS);
+  CS.fill = fill;
   mt_engine_params p = {.rate = 1, .tracker = {cs_alloc, NULL, NULL, NULL},
-                        .callstack = cs_walk, .callstack_max = max, .seed = 3};
-  return p;
+                        .callstack = walk ? cs_walk : NULL, .callstack_max = max, .seed = 3};
+  assert_int_equal(mt_engine_start(&p), MT_OK);
 }
 
 /* The tracker gets the frames the callstack function wrote, as many as
@@ -460,10 +464,7 @@ static void test_callstack_contract(void **state) {
   (void)state;
   static const size_t maxes[] = {0, 1, 10, 4096};
   for (size_t m = 0; m < 4; m++) {
-    memset(&CS, 0, sizeof CS);
-    CS.fill = 300;
-    mt_engine_params p = cs_params(maxes[m]);
-    assert_int_equal(mt_engine_start(&p), MT_OK);
+    cs_start(300, maxes[m], 1);
     mt_runtime_alloc(0x5000, 4, MT_SOURCE_MINOR);
     assert_int_equal(mt_engine_stop(), MT_OK);
     size_t cap = maxes[m] ? maxes[m] : 256;
@@ -472,11 +473,8 @@ static void test_callstack_contract(void **state) {
     assert_int_equal(CS.seen_len, CS.fill < cap ? CS.fill : cap);
     assert_true(CS.frames_ok);
   }
-  mt_engine_params p = cs_params(0);
-  p.callstack = NULL;
-  memset(&CS, 0, sizeof CS);
+  cs_start(300, 0, 0);
   CS.seen_len = 99;
-  assert_int_equal(mt_engine_start(&p), MT_OK);
   mt_runtime_alloc(0x5000, 4, MT_SOURCE_MINOR);
   assert_int_equal(mt_engine_stop(), MT_OK);
   assert_int_equal(CS.calls, 0);
@@ -494,10 +492,7 @@ static void *small_thread(void *arg) {
  * (32 KiB of frames: as an array on its stack, that overflowed it). */
 static void test_callstack_off_the_stack(void **state) {
   (void)state;
-  memset(&CS, 0, sizeof CS);
-  CS.fill = 5000;
-  mt_engine_params p = cs_params(4096);
-  assert_int_equal(mt_engine_start(&p), MT_OK);
+  cs_start(5000, 4096, 1);
   pthread_attr_t a;
   pthread_attr_init(&a);
   assert_int_equal(pthread_attr_setstacksize(&a, 16384), 0);
@@ -529,10 +524,7 @@ static long vm_kib(void) {
  * sampled (a page each) leave the process's address space as it was. */
 static void test_callstack_buffer_freed(void **state) {
   (void)state;
-  memset(&CS, 0, sizeof CS);
-  CS.fill = 3;
-  mt_engine_params p = cs_params(0);
-  assert_int_equal(mt_engine_start(&p), MT_OK);
+  cs_start(3, 0, 1);
   pthread_t t;
   pthread_create(&t, NULL, small_thread, NULL); /* the C library's thread caches, once */
   pthread_join(t, NULL);
