@@ -102,13 +102,145 @@ typedef struct site {
   mt_tally t;
 } site;
 
+/* ---- A site's main callers ----
+ *
+ * The innermost frame is often an allocator's wrapper (xmalloc, a
+ * language runtime's, a library's: Perl_safesysmalloc, _PyObject_Malloc),
+ * which says little on its own. So under each site the summary follows the
+ * heaviest caller, then that caller's heaviest caller, CALLERS levels out,
+ * with the share of the site's samples that came that way. */
+#define CALLERS 3
+#define UNDESCRIBED (UINT64_C(1) << 63) /* a key's flag: a code id, not a function */
+
+/* The functions calling out from stack s's site, innermost first, as keys
+ * (a function id, or UNDESCRIBED | code id for code the trace never named):
+ * up to `max` of them, a function repeated next to itself counted once.
+ * The site is found as mt_analysis_stack_site finds it: the innermost
+ * location of the last code that has one, past at most two undescribed
+ * codes. */
+static size_t callers_of(const mt_analysis *a, uint32_t s, uint64_t *out, size_t max) {
+  size_t n = 0, undescribed = 0;
+  uint64_t last = UINT64_MAX; /* the site's function, then the last caller's */
+  for (; s != 0 && n < max; s = mt_analysis_stack_parent(a, s)) {
+    uint32_t code = mt_analysis_stack_code(a, s);
+    size_t nf;
+    const mt_frame *fr = mt_analysis_code_frames(a, code, &nf);
+    if (last == UINT64_MAX) {
+      if (nf == 0) {
+        if (++undescribed > 2) return 0;
+        continue;
+      }
+      last = fr[--nf].function;
+    } else if (nf == 0) {
+      out[n++] = last = UNDESCRIBED | code;
+      continue;
+    }
+    /* a function calling itself, or inlined into a function of its name,
+     * shows once */
+    for (; nf > 0 && n < max; nf--)
+      if (fr[nf - 1].function != last) out[n++] = last = fr[nf - 1].function;
+  }
+  return n;
+}
+
+typedef struct caller_path {
+  uint64_t key[CALLERS];
+  double share[CALLERS]; /* of the site's samples */
+  size_t n;
+} caller_path;
+
+typedef struct way {
+  uint64_t key[CALLERS]; /* callers_of */
+  size_t n;
+  double samples;
+} way;
+
+/* Site's heaviest caller path, from its stacks (ns of them): at each level,
+ * among the stacks that came the way chosen so far, the caller with the
+ * most samples. */
+static caller_path main_callers(const mt_analysis *a, const mt_tally *per, const uint32_t *stacks,
+                                size_t ns) {
+  caller_path p = {.n = 0};
+  way *w = malloc(ns * sizeof *w);
+  double *sums = malloc(ns * sizeof *sums), site = 0;
+  if (!w || !sums) goto out;
+  for (size_t i = 0; i < ns; i++) {
+    w[i].n = callers_of(a, stacks[i], w[i].key, CALLERS);
+    site += w[i].samples = (double)per[stacks[i]].samples;
+  }
+  size_t live = ns; /* w[0..live): the stacks on the path so far */
+  for (size_t level = 0; level < CALLERS && site > 0; level++) {
+    mt__u64map index = {0};
+    uint64_t best = 0;
+    double best_w = 0;
+    size_t nsums = 0;
+    for (size_t i = 0; i < live; i++) {
+      if (w[i].n <= level) continue;
+      int fresh;
+      uint32_t ix = mt__u64map_intern(&index, w[i].key[level], (uint32_t)nsums, &fresh);
+      if (ix == UINT32_MAX) break;
+      if (fresh) sums[nsums++] = 0;
+      double sum = sums[ix] += w[i].samples;
+      if (sum > best_w || (sum == best_w && w[i].key[level] < best))
+        best = w[i].key[level], best_w = sum;
+    }
+    mt__u64map_free(&index);
+    if (best_w <= 0) break;
+    size_t kept = 0; /* the stacks through `best` move to the front */
+    for (size_t i = 0; i < live; i++)
+      if (w[i].n > level && w[i].key[level] == best) {
+        way t = w[i];
+        w[i] = w[kept];
+        w[kept++] = t;
+      }
+    live = kept;
+    p.key[p.n] = best;
+    p.share[p.n++] = best_w / site;
+  }
+out:
+  free(w);
+  free(sums);
+  return p;
+}
+
+/* A caller's name, shortened to `room` characters (C++ names run long). */
+static void print_caller(const mt_analysis *a, uint64_t key, size_t room) {
+  if (key & UNDESCRIBED) { /* as mt_cli_site names it */
+    fprintf(stderr, "#%llx", (unsigned long long)mt_analysis_code_value(a, (uint32_t)key));
+    return;
+  }
+  const char *name = mt_analysis_function_name(a, (uint32_t)key);
+  if (!name || !*name) name = "??";
+  size_t len = strlen(name);
+  if (len <= room) fputs(name, stderr);
+  else fprintf(stderr, "%.*s...", (int)(room - 3), name);
+}
+
+static void print_callers(const mt_analysis *a, const caller_path *p) {
+  if (!p->n) return;
+  fprintf(stderr, "              from ");
+  for (size_t i = 0; i < p->n; i++) {
+    if (i) fputs(" <- ", stderr);
+    print_caller(a, p->key[i], 48);
+    if (p->share[i] < 0.995) fprintf(stderr, " (%.0f%%)", 100 * p->share[i]);
+  }
+  fputc('\n', stderr);
+}
+
 static int by_bytes(const void *x, const void *y) {
   const site *a = x, *b = y;
   if (a->t.samples != b->t.samples) return a->t.samples < b->t.samples ? 1 : -1;
   return a->key < b->key ? -1 : a->key > b->key;
 }
 
-/* The trace's largest allocation sites, by estimated bytes. */
+static uint64_t site_key(const mt_analysis *a, uint32_t s) {
+  mt_frame fr;
+  return mt_analysis_stack_site(a, s, &fr) == 0 ? (uint64_t)fr.function << 32 | fr.line
+                                                : UINT64_MAX - s; /* no location: its own site */
+}
+
+/* The trace's largest allocation sites, by estimated bytes, each with its
+ * main callers. */
 static void report(const char *path, int top) {
   mt_analysis *a;
   if (mt_analysis_load(&a, path, NULL, NULL) != MT_OK) {
@@ -119,9 +251,10 @@ static void report(const char *path, int top) {
   size_t ns = mt_analysis_stack_count(a);
   mt_tally *per = malloc(ns * sizeof *per), total;
   site *sites = calloc(ns, sizeof *sites);
+  uint32_t *stacks = malloc(ns * sizeof *stacks);
   mt_filter f;
   mt_filter_init(&f);
-  if (!per || !sites || mt_analysis_tally_stacks(a, &f, per, &total) != MT_OK) {
+  if (!per || !sites || !stacks || mt_analysis_tally_stacks(a, &f, per, &total) != MT_OK) {
     fprintf(stderr, "memtrace: out of memory\n");
     goto out;
   }
@@ -129,10 +262,7 @@ static void report(const char *path, int top) {
   size_t nsites = 0;
   for (uint32_t s = 0; s < ns; s++) {
     if (!per[s].objects) continue;
-    mt_frame fr;
-    uint64_t key = mt_analysis_stack_site(a, s, &fr) == 0
-                       ? (uint64_t)fr.function << 32 | fr.line
-                       : UINT64_MAX - s; /* no location: its own site */
+    uint64_t key = site_key(a, s);
     uint32_t *ix = mt__u64map_get(&index, key);
     if (!ix) {
       if (mt__u64map_put(&index, key, (uint32_t)nsites)) break;
@@ -160,10 +290,18 @@ static void report(const char *path, int top) {
             all.value > 0 ? 100 * e.value / all.value : 0,
             mt_cli_bytes(b2, sizeof b2, (e.hi - e.lo) / 2),
             mt_cli_site(a, sites[i].stack, where, sizeof where));
+    size_t n = 0; /* the site's stacks, into `stacks` */
+    for (uint32_t s = 0; s < ns; s++)
+      if (per[s].objects && site_key(a, s) == sites[i].key) stacks[n++] = s;
+    caller_path p = main_callers(a, per, stacks, n);
+    print_callers(a, &p);
   }
+  fprintf(stderr, "memtrace: explore it with: memtrace view %s (or hotspots, flamegraph, top)\n",
+          path);
 out:
   free(per);
   free(sites);
+  free(stacks);
   mt_analysis_free(a);
 }
 

@@ -389,6 +389,15 @@ run)
   [ "$(grep -c '%  (+-' err.txt)" = 5 ] && ok || bad "top 5 sites: $(cat err.txt)"
   grep -q "site_reallocarray" err.txt && ok || bad "largest site missing: $(cat err.txt)"
   "$bin/check_trace" r.ctf sites > sites.txt && compare_exact out.txt sites.txt
+  grep -q "explore it with: memtrace view r.ctf" err.txt && ok || bad "no hint: $(cat err.txt)"
+  # under each site its heaviest callers, with their shares of the site
+  # (prog_callers.c gives the truth), recursion shown once, in every mode
+  for mode in auto libunwind fp; do
+    "$memtrace" run -o c.ctf --rate 1 --unwind $mode "$bin/prog_callers" 2> err.txt
+    sed -n '/xmalloc (/{n;p}' err.txt | grep -qx ' *from leaf_a (75%) <- mid_1 (60%) <- main (60%)' &&
+      sed -n '/site_deep (/{n;p}' err.txt | grep -qx ' *from rec <- main <- .*' && ok ||
+      bad "callers ($mode): $(cat err.txt)"
+  done
   # code in no symbol (libc's local functions) is named by module and offset
   "$memtrace" dump r.ctf > dump.txt
   grep -q 'libc\.so\.6+0x[0-9a-f]*@' dump.txt && ! grep -q ' ??@' dump.txt && ok ||
