@@ -233,6 +233,22 @@ static int by_bytes(const void *x, const void *y) {
   return a->key < b->key ? -1 : a->key > b->key;
 }
 
+/* The live heap's peak, and what was never freed (a C program need not
+ * free at exit, so not all of it is a leak). `per` is scratch space. */
+static void heap_line(const mt_analysis *a, mt_tally *per, const char *path) {
+  uint64_t time, samples;
+  mt_analysis_peak(a, &time, &samples);
+  mt_tally peak = {.samples = samples}, left;
+  mt_filter f;
+  mt_filter_init(&f);
+  f.live = MT_LIVE_AT_END;
+  if (mt_analysis_tally_stacks(a, &f, per, &left) != MT_OK) return;
+  char b1[32], b2[32];
+  fprintf(stderr, "memtrace: live heap at its peak %s (%.2f s in); never freed %s (memtrace leaks %s)\n",
+          mt_cli_bytes(b1, sizeof b1, mt_estimate_bytes(a, &peak).value), (double)time / 1e6,
+          mt_cli_bytes(b2, sizeof b2, mt_estimate_bytes(a, &left).value), path);
+}
+
 static uint64_t site_key(const mt_analysis *a, uint32_t s) {
   mt_frame fr;
   return mt_analysis_stack_site(a, s, &fr) == 0 ? (uint64_t)fr.function << 32 | fr.line
@@ -296,6 +312,7 @@ static void report(const char *path, int top) {
     caller_path p = main_callers(a, per, stacks, n);
     print_callers(a, &p);
   }
+  heap_line(a, per, path);
   fprintf(stderr, "memtrace: explore it with: memtrace view %s (or hotspots, flamegraph, top)\n",
           path);
 out:

@@ -488,6 +488,22 @@ static __attribute__((noinline, cold)) void learn_records(uintptr_t fp, uint64_t
 
 _Atomic unsigned long mt__unwind_fallbacks;
 
+/* The return address in the outermost record of the chain from fp, where
+ * a frame-record walk would end; 0 if there is none. */
+static uintptr_t chain_end(uintptr_t fp) {
+  const uintptr_t top = stack_hi - 16;
+  uintptr_t last = 0;
+  if (fp < stack_lo || fp > top || (fp & 7)) return 0;
+  for (size_t k = 0; k < MAX_WALK; k++) {
+    uintptr_t next = ((uintptr_t *)fp)[0], ret = ((uintptr_t *)fp)[1];
+    if (!ret) break;
+    last = ret;
+    if (!climbs(fp, next, top)) break;
+    fp = next;
+  }
+  return last;
+}
+
 /* The AUTO walk stopped at buf[n-1] (trust as walk sets it): this sample
  * is libunwind's. Out of line: the walk's loop keeps its registers. */
 static void fallback_job(lu_job *j) {
@@ -507,6 +523,20 @@ static void fallback_job(lu_job *j) {
   else if (j->trust == 0 && n && !has_verdict(last, V_NOREC))
     learn_records(j->fp, buf, n, cap, lu + sl, nl - sl);
   j->out = copy_out(lu, sl, nl, buf, cap);
+  /* The frame-record walks end where the chain of records does: in the C
+   * library's frame that calls main, or a thread's start. This one ends
+   * there too, else the stacks that took libunwind's walk would have
+   * roots the others lack (_start, __libc_start_main, clone3), and a flame
+   * graph two trees. Only the outermost few frames are ever dropped. (Where
+   * a function without a record used rbp for data, the chain is broken:
+   * only an entry point learnt before ends the stack then, so a thread's
+   * first such samples may keep their roots.) */
+  uintptr_t end = chain_end(j->fp);
+  for (size_t i = 0; i + 1 < j->out; i++)
+    if (buf[i] == end || has_verdict(buf[i], V_ENTRY)) {
+      if (j->out - i - 1 <= OUTER_SLACK) j->out = i + 1;
+      break;
+    }
 }
 
 static __attribute__((noinline)) size_t fallback(uintptr_t fp, uint64_t *buf, size_t cap, size_t n,

@@ -397,6 +397,12 @@ run)
     sed -n '/xmalloc (/{n;p}' err.txt | grep -qx ' *from leaf_a (75%) <- mid_1 (60%) <- main (60%)' &&
       sed -n '/site_deep (/{n;p}' err.txt | grep -qx ' *from rec <- main <- .*' && ok ||
       bad "callers ($mode): $(cat err.txt)"
+    grep -qx 'memtrace: live heap at its peak 42.0 KiB (.* s in); never freed 40.0 KiB (memtrace leaks c.ctf)' \
+      err.txt && ok || bad "heap line ($mode): $(cat err.txt)"
+    # every stack has the same outermost frame (AUTO's first walks, libunwind's,
+    # end where its frame-record walks do)
+    roots=$("$memtrace" dump c.ctf | grep ' alloc' | sed 's/^.*len=[0-9]* *[0-9]*: //' | cut -d' ' -f1 | sort -u)
+    [ "$(echo "$roots" | wc -l)" = 1 ] && ok || bad "roots ($mode): $roots"
   done
   # code in no symbol (libc's local functions) is named by module and offset
   "$memtrace" dump r.ctf > dump.txt

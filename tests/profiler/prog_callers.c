@@ -2,8 +2,10 @@
  * summary (which names each site's heaviest callers):
  *   xmalloc, 1,000 blocks of 1 KiB: 600 from leaf_a <- mid_1 <- main,
  *     150 from leaf_a <- mid_2 <- main, 250 from leaf_b <- main;
- *   site_deep, 100 blocks of 2 KiB from rec <- rec <- rec <- rec <- main.
- * Every block is freed. Built at -O1: no call below is a tail call. */
+ *   site_deep, 100 blocks of 2 KiB from rec <- rec <- rec <- rec <- main;
+ *   site_kept, 10 blocks of 4 KiB, allocated first and never freed.
+ * Every other block is freed at once: the live heap peaks at 42 KiB.
+ * Built at -O1: no call below is a tail call. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -49,7 +51,15 @@ NOINLINE void rec(int k) {
   keep = NULL;
 }
 
+NOINLINE void *site_kept(void) {
+  void *p = malloc(4096);
+  keep = p;
+  return p;
+}
+static void *volatile kept[10];
+
 int main(void) {
+  for (int i = 0; i < 10; i++) kept[i] = site_kept();
   mid_1();
   mid_2();
   for (int i = 0; i < 250; i++)
