@@ -99,13 +99,11 @@ void mt__tr_libraries_baseline(void) {
   tr.dl_subs = subs;
 }
 
-struct ring;
-static void rings_drain_allocs(void);
-
-/* Writes every thread's queued allocs and flushes the writer, which
- * describes their new codes now (tr.lock held); -1 if the write failed. */
-static int write_queued_allocs(void) {
-  rings_drain_allocs();
+/* Writes every thread's queued events and flushes the writer, which
+ * describes their allocs' new codes now (tr.lock held); -1 if the write
+ * failed. The collects too: each after the allocs queued before it. */
+static int write_queued_events(void) {
+  mt__tr_flush_queues();
   return tr.w && mt_writer_flush(tr.w) != MT_OK ? -1 : 0;
 }
 
@@ -124,7 +122,7 @@ static int check_unloads(void) {
   dl_iterate_phdr(first_object, &subs);
   if (subs == tr.dl_subs) return 0;
   tr.dl_subs = subs;
-  if (write_queued_allocs() != 0) return -1;
+  if (write_queued_events() != 0) return -1;
   __atomic_store_n(&tr.gen, (tr.gen + 1) & 0x7fff, __ATOMIC_RELAXED);
   mt__symbols_reset(tr.syms);
   for (size_t i = 0; i < sizeof described / sizeof *described; i++) STORE(&described[i], 0);
@@ -263,10 +261,6 @@ static void write_one_alloc(ring *r, uint64_t t) {
 static void drain_allocs(ring *r) {
   uint64_t h = LOAD_ACQ(&r->head);
   for (uint64_t t; (t = LOAD(&r->tail)) < h;) write_one_alloc(r, rec_start(r, t));
-}
-
-static void rings_drain_allocs(void) {
-  for (ring *r = drain.rings; r; r = r->next) drain_allocs(r);
 }
 
 /* Whether c's object has an id in this session's trace (tr.lock held),
@@ -496,14 +490,14 @@ void *mt__tr_on_alloc(void *ctx, const mt_alloc_info *info) {
 }
 
 /* The interposer's dlclose, before the library may go: queued samples
- * were not checked for new codes, so every queued alloc is written and the
+ * were not checked for new codes, so every queued event is written and the
  * writer's pending codes are described, now that they surely are loaded.
  * Not from inside the profiler (busy), which may hold the lock. */
 void mt__tr_before_dlclose(void) {
   if (mt__tls.busy || !__atomic_load_n(&tr.active, __ATOMIC_RELAXED)) return;
   mt__tls.busy++;
   pthread_mutex_lock(&tr.lock);
-  if (tr.active && tr.w && write_queued_allocs() != 0) mt__tr_session_failed();
+  if (tr.active && tr.w && write_queued_events() != 0) mt__tr_session_failed();
   pthread_mutex_unlock(&tr.lock);
   mt__tls.busy--;
 }

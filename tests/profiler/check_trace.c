@@ -4,7 +4,9 @@
  *                             estimated bytes, its 99.99% band (lo hi),
  *                             estimated objects, objects never collected
  *   check_trace TRACE summary allocations, collections, pid, max depth
- *   check_trace TRACE frames  every function name in any stack */
+ *   check_trace TRACE frames  every function name in any stack
+ *   check_trace TRACE peak    live samples at the trace's peak, and at its
+ *                             end (objects never collected) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +16,7 @@
 
 int main(int argc, char **argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: check_trace TRACE sites|summary|frames\n");
+    fprintf(stderr, "usage: check_trace TRACE sites|summary|frames|peak\n");
     return 2;
   }
   mt_analysis *a;
@@ -36,6 +38,14 @@ int main(int argc, char **argv) {
     }
     printf("allocations %zu\ncollections %zu\npid %llu\nmaxdepth %zu\nrate %g\nexe %s\n", nobj,
            freed, (unsigned long long)in->pid, depth, in->sample_rate, in->executable_name);
+  } else if (strcmp(argv[2], "peak") == 0) {
+    uint64_t t, peak, end = 0;
+    mt_analysis_peak(a, &t, &peak);
+    for (size_t i = 0; i < nobj; i++) {
+      mt_object o = mt_analysis_object(a, i);
+      if (o.free_time == MT_NEVER) end += o.nsamples;
+    }
+    printf("peak %llu end %llu\n", (unsigned long long)peak, (unsigned long long)end);
   } else if (strcmp(argv[2], "frames") == 0) {
     for (size_t f = 0; f < nfn; f++) printf("%s\n", mt_analysis_function_name(a, (uint32_t)f));
   } else if (strcmp(argv[2], "sites") == 0) {
