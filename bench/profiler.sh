@@ -90,6 +90,18 @@ once() {
   echo "$name $cpu $m" >> "$runs"
 }
 
+# Everyday programs at the default rate, 1 thread, where installed: each
+# row a command line (eval'd into words); their plain rows are named
+# plain-NAME. Perl building a hash of arrays and sorting its keys, SQLite
+# filling and indexing a table in memory, CPython building a dict and going
+# through JSON, sort(1) on 2M numbers.
+declare -A real=()
+seq 1 2000000 | shuf --random-source=<(yes) > "$tmp/nums.txt"
+command -v perl > /dev/null && real[perl]="perl -e 'my %h; for my \$i (1..300000) { \$h{\"k\$i\"} = [\$i, \"x\" x (\$i % 100)] } my @s = sort keys %h'"
+command -v sqlite3 > /dev/null && real[sqlite3]="sqlite3 :memory: 'create table t(a,b); with recursive c(x) as (select 1 union all select x+1 from c limit 300000) insert into t select x, hex(randomblob(50)) from c; create index i on t(b); select count(*) from t group by a % 7;'"
+command -v python3 > /dev/null && real[python3]="python3 -c 'import json; d = {str(i): [i, str(i) * 3, {\"k\": i}] for i in range(200000)}; json.loads(json.dumps(d))'"
+command -v sort > /dev/null && real[sort]="sort -n -o $tmp/sorted.txt $tmp/nums.txt"
+
 # The configurations run round-robin, REPEAT rounds: a change of the
 # machine's load during the benchmark then weighs on every configuration
 # alike, and the ratios compare runs made side by side.
@@ -135,6 +147,12 @@ for round in $(seq "$repeat"); do
       once "memtrace-1e-5-long-1" "$build/memtrace" run -q -o "$tmp/t5.ctf" -- "$work" 1 "$long_millions"
       once "plain-tiny-1" "$work" 1 0.001
       once "memtrace-1e-5-tiny-1" "$build/memtrace" run -q -o "$tmp/t5.ctf" -- "$work" 1 0.001
+      # programs that do more than allocate, those installed (see real[])
+      for prog in "${!real[@]}"; do
+        eval "cmd=(${real[$prog]})"
+        once "plain-$prog" "${cmd[@]}"
+        once "memtrace-1e-5-$prog" "$build/memtrace" run -q -o "$tmp/t5.ctf" -- "${cmd[@]}"
+      done
     fi
     if [ "$have_ht" = 1 ]; then
       pin= # heaptrack's interpreter runs beside the program: on one CPU they take turns
