@@ -268,9 +268,10 @@ static void report(const char *path, int top) {
   mt_tally *per = malloc(ns * sizeof *per), total;
   site *sites = calloc(ns, sizeof *sites);
   uint32_t *stacks = malloc(ns * sizeof *stacks);
+  uint64_t *keys = malloc(ns * sizeof *keys); /* each stack's site_key */
   mt_filter f;
   mt_filter_init(&f);
-  if (!per || !sites || !stacks || mt_analysis_tally_stacks(a, &f, per, &total) != MT_OK) {
+  if (!per || !sites || !stacks || !keys || mt_analysis_tally_stacks(a, &f, per, &total) != MT_OK) {
     fprintf(stderr, "memtrace: out of memory\n");
     goto out;
   }
@@ -278,7 +279,7 @@ static void report(const char *path, int top) {
   size_t nsites = 0;
   for (uint32_t s = 0; s < ns; s++) {
     if (!per[s].objects) continue;
-    uint64_t key = site_key(a, s);
+    uint64_t key = keys[s] = site_key(a, s);
     uint32_t *ix = mt__u64map_get(&index, key);
     if (!ix) {
       if (mt__u64map_put(&index, key, (uint32_t)nsites)) break;
@@ -308,7 +309,7 @@ static void report(const char *path, int top) {
             mt_cli_site(a, sites[i].stack, where, sizeof where));
     size_t n = 0; /* the site's stacks, into `stacks` */
     for (uint32_t s = 0; s < ns; s++)
-      if (per[s].objects && site_key(a, s) == sites[i].key) stacks[n++] = s;
+      if (per[s].objects && keys[s] == sites[i].key) stacks[n++] = s;
     caller_path p = main_callers(a, per, stacks, n);
     print_callers(a, &p);
   }
@@ -319,6 +320,7 @@ out:
   free(per);
   free(sites);
   free(stacks);
+  free(keys);
   mt_analysis_free(a);
 }
 

@@ -31,9 +31,9 @@
  * generation.
  *
  * Order: a thread's allocs and collects are written in the order it
- * queued them; across threads the writer keeps times non-decreasing, so an event written
- * late takes the time of the last event before it (at most about
- * MAX_AGE_US late). */
+ * queued them; across threads the writer keeps times non-decreasing, so an
+ * event written late takes the time of the last event before it (at most
+ * about MAX_AGE_US late). */
 #include <link.h>
 #include <stdatomic.h>
 #include <stddef.h>

@@ -125,8 +125,8 @@ static void session_end(int flush) {
 }
 
 void mt__tr_session_failed(void) {
-  mt__tr_say("memtrace: tracing stopped: %s", write_error());
   snprintf(tr.err, sizeof tr.err, "%s", write_error());
+  mt__tr_say("memtrace: tracing stopped: %s", tr.err);
   session_end(0);
 }
 
