@@ -30,7 +30,8 @@
   X(dwfl_linux_proc_find_elf) X(dwfl_linux_proc_report) X(dwfl_module_addrdie)               \
   X(dwfl_module_address_section) X(dwfl_module_addrname) X(dwfl_module_getsrc)               \
   X(dwfl_module_getsym_info) X(dwfl_module_getsymtab) X(dwfl_module_getsymtab_first_global)  \
-  X(dwfl_module_info) X(dwfl_report_begin) X(dwfl_report_end) X(dwfl_standard_find_debuginfo)
+  X(dwfl_module_info) X(dwfl_report_begin) X(dwfl_report_begin_add) X(dwfl_report_end)      \
+  X(dwfl_report_module) X(dwfl_standard_find_debuginfo)
 
 #define AS_INDEX(name) I_##name,
 enum { MT__DW_FUNCTIONS(AS_INDEX) NFUNCTIONS };
@@ -119,6 +120,10 @@ FORWARD(const char *, NULL, dwfl_module_info,
          const char **debugfile),
         (mod, userdata, start, end, dwbias, symbias, mainfile, debugfile))
 FORWARD_VOID(dwfl_report_begin, (Dwfl * dwfl), (dwfl))
+FORWARD_VOID(dwfl_report_begin_add, (Dwfl * dwfl), (dwfl))
+FORWARD(Dwfl_Module *, NULL, dwfl_report_module,
+        (Dwfl * dwfl, const char *name, Dwarf_Addr start, Dwarf_Addr end),
+        (dwfl, name, start, end))
 FORWARD(int, -1, dwfl_report_end,
         (Dwfl * dwfl, int (*removed)(Dwfl_Module *, void *, const char *, Dwarf_Addr, void *arg),
          void *arg),

@@ -4,6 +4,8 @@
 #include "symbols.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
@@ -39,11 +41,33 @@ struct mt__symbols {
   int demangle_looked;
 };
 
+/* The module tables name into the Dwfl's ELF data: they go first. */
+static void close_dwfl(mt__symbols *s) {
+  mt__symtabs_clear(&s->symtabs);
+  mt__scopes_clear(&s->scopes);
+  if (s->dwfl) dwfl_end(s->dwfl);
+  s->dwfl = NULL;
+}
+
+/* Modules are reported to libdwfl one at a time, when a code first falls
+ * in one: the loader's own record of the object holding the address
+ * (_dl_find_object: no lock, no system call) gives its range and path.
+ * Listing them all from /proc/self/maps at the first lookup cost 0.3 ms of
+ * a traced process's CPU (the kernel formats every mapping, then each line
+ * is parsed), and a library loaded later meant listing them all again,
+ * with every module's ELF and DWARF state dropped and read anew. Before
+ * glibc 2.35 the maps are read, as they were. */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+#define MODULES_ONE_BY_ONE 1
+#else
+#define MODULES_ONE_BY_ONE 0
+#endif
+
 static int open_dwfl(mt__symbols *s) {
   s->dwfl = dwfl_begin(&s->callbacks);
   if (!s->dwfl) return -1;
   dwfl_report_begin(s->dwfl);
-  if (dwfl_linux_proc_report(s->dwfl, getpid()) != 0 ||
+  if ((!MODULES_ONE_BY_ONE && dwfl_linux_proc_report(s->dwfl, getpid()) != 0) ||
       dwfl_report_end(s->dwfl, NULL, NULL) != 0) {
     dwfl_end(s->dwfl);
     s->dwfl = NULL;
@@ -52,12 +76,62 @@ static int open_dwfl(mt__symbols *s) {
   return 0;
 }
 
-/* The module tables name into the Dwfl's ELF data: they go first. */
-static void close_dwfl(mt__symbols *s) {
-  mt__symtabs_clear(&s->symtabs);
-  mt__scopes_clear(&s->scopes);
-  if (s->dwfl) dwfl_end(s->dwfl);
-  s->dwfl = NULL;
+/* dwfl's module at addr if its range holds addr. (With the modules listed
+ * from the maps, dwfl_addrmodule answered some addresses past a module's
+ * end with that module: in a CPython run importing extension modules,
+ * codes came out as "libcrypto.so.3+0x6711b4", its segments ending at
+ * 0x4875b0, and no listing again found the library they were in.) */
+static Dwfl_Module *listed_module(mt__symbols *s, uint64_t addr) {
+  Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, addr);
+  Dwarf_Addr low = 0, high = 0;
+  if (mod) dwfl_module_info(mod, NULL, &low, &high, NULL, NULL, NULL, NULL);
+  return mod && addr >= low && addr < high ? mod : NULL;
+}
+
+#if MODULES_ONE_BY_ONE
+/* The path the maps would show: the main program's from /proc/self/exe
+ * (the loader names it ""), a library's with its symbolic links resolved
+ * (the loader keeps the name it opened: /lib/... for /usr/lib/...). A
+ * name that is no file (the vDSO's) stays as it is. buf: PATH_MAX bytes. */
+static const char *object_path(const char *name, char *buf) {
+  if (!name || !name[0]) {
+    ssize_t k = readlink("/proc/self/exe", buf, PATH_MAX - 1);
+    if (k <= 0) return "/proc/self/exe";
+    buf[k] = 0;
+    return buf;
+  }
+  return realpath(name, buf) ? buf : name;
+}
+
+/* Reports the loaded object holding addr; NULL if none does (code the
+ * loader did not map: a JIT's). */
+static Dwfl_Module *report_module_at(mt__symbols *s, uint64_t addr) {
+  struct dl_find_object fo;
+  if (_dl_find_object((void *)(uintptr_t)addr, &fo) != 0 || !fo.dlfo_link_map) return NULL;
+  char path[PATH_MAX];
+  const char *name = object_path(fo.dlfo_link_map->l_name, path);
+  dwfl_report_begin_add(s->dwfl);
+  Dwfl_Module *mod = dwfl_report_module(s->dwfl, name, (Dwarf_Addr)(uintptr_t)fo.dlfo_map_start,
+                                        (Dwarf_Addr)(uintptr_t)fo.dlfo_map_end);
+  if (dwfl_report_end(s->dwfl, NULL, NULL) != 0) return NULL;
+  return mod ? listed_module(s, addr) : NULL;
+}
+#endif
+
+/* The module holding addr, reported now if need be; NULL if none. */
+static Dwfl_Module *module_at(mt__symbols *s, uint64_t addr) {
+  if (!s->dwfl) open_dwfl(s); /* without it, every code gets "??" */
+  Dwfl_Module *mod = s->dwfl ? listed_module(s, addr) : NULL;
+  if (mod || !s->dwfl) return mod;
+#if MODULES_ONE_BY_ONE
+  return report_module_at(s, addr);
+#else
+  /* A library loaded since the modules were listed: list them again (the
+   * cache stays: codes already described keep their answer). */
+  close_dwfl(s);
+  open_dwfl(s);
+  return s->dwfl ? listed_module(s, addr) : NULL;
+#endif
 }
 
 /* The files libdwfl opens for the modules stay open as long as the Dwfl:
@@ -85,8 +159,8 @@ mt__symbols *mt__symbols_new(int separate_debuginfo) {
   s->callbacks.find_debuginfo = separate_debuginfo ? find_debuginfo_parked
                                                     : mt__dwfl_embedded_only;
   s->callbacks.debuginfo_path = &s->debuginfo_path;
-  /* the modules are listed at the first lookup: a process that never
-   * samples does not read /proc/self/maps (half a million instructions) */
+  /* libdwfl starts at the first lookup, and learns of a module when a
+   * code first falls in it (module_at) */
   return s;
 }
 
@@ -162,15 +236,7 @@ static const char *anonymous_name(Dwfl_Module *mod, const char *modname, uint64_
 
 /* Fills out[] innermost first; returns the count. */
 static size_t describe(mt__symbols *s, uint64_t addr, mt_location *out) {
-  if (!s->dwfl) open_dwfl(s); /* without it, every code gets "??" */
-  Dwfl_Module *mod = s->dwfl ? dwfl_addrmodule(s->dwfl, addr) : NULL;
-  if (!mod) {
-    /* A library loaded since the modules were listed: list them again
-     * (the cache stays: codes already described keep their answer). */
-    close_dwfl(s);
-    open_dwfl(s);
-    mod = s->dwfl ? dwfl_addrmodule(s->dwfl, addr) : NULL;
-  }
+  Dwfl_Module *mod = module_at(s, addr);
   if (!mod) {
     out[0] = (mt_location){"??", "??", 0, 0, 0};
     return 1;
