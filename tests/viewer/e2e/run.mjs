@@ -488,6 +488,10 @@ async function testLive() {
     prog = run(args['live-prog'], ['6'], { LD_PRELOAD: path.resolve(args.preload), MEMTRACE: 'tcp:127.0.0.1:' + lport, MEMTRACE_RATE: '1e-3' });
     await waitText(page, '#status', 't === "live"', 'live: #status becomes live');
     await page.waitForSelector('#flame .frame', { timeout: TIMEOUT }).catch(() => check(false, 'live: the flame graph appears'));
+    /* the view and the summary load side by side: a flame graph on screen
+     * says nothing of the summary (CI once read "–" there) */
+    await page.waitForFunction(() => (document.querySelector('#summary-bytes').dataset.tip || '') !== '',
+                               null, { timeout: TIMEOUT }).catch(() => check(false, 'live: the summary appears'));
     const bytesOf = async () => page.$eval('#summary-bytes', e => e.dataset.tip || '');
     const first = await text(page, '#summary-bytes');
     const tip1 = await bytesOf();
