@@ -4,11 +4,11 @@
 #include "symbols.h"
 
 #include <dlfcn.h>
-#include <limits.h>
-#include <link.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -311,9 +311,9 @@ modules)
   # A program that loads libraries as it goes (CPython importing extension
   # modules): each code is named in the module that holds it. A name made
   # of a module and an offset ("libsqlite3.so.0.8.6+0x1234": code without a
-  # symbol) must point inside that module's file. When the modules were
-  # listed from /proc/self/maps, some codes were named after another
-  # module, at offsets past its end (with pyenv's CPython, 1 to 23 names
+  # symbol) must point inside that module's file. With the modules listed
+  # from /proc/self/maps alone (and listed again for a library loaded
+  # since), some codes were named after another module, past its end (with pyenv's CPython, 1 to 23 names
   # of 80-100 with seeds 1 to 5, 7 and 8; with Debian's, 52 of 444 with
   # seed 2).
   command -v python3 > /dev/null || { echo "no python3"; exit 77; }
