@@ -41,14 +41,6 @@ struct mt__symbols {
   int demangle_looked;
 };
 
-/* The module tables name into the Dwfl's ELF data: they go first. */
-static void close_dwfl(mt__symbols *s) {
-  mt__symtabs_clear(&s->symtabs);
-  mt__scopes_clear(&s->scopes);
-  if (s->dwfl) dwfl_end(s->dwfl);
-  s->dwfl = NULL;
-}
-
 /* The modules are listed from /proc/self/maps at the first lookup. A
  * library loaded since is reported alone when a code first falls in it:
  * the loader's own record of the object holding the address
@@ -77,6 +69,14 @@ static int open_dwfl(mt__symbols *s) {
   return 0;
 }
 
+/* The module tables name into the Dwfl's ELF data: they go first. */
+static void close_dwfl(mt__symbols *s) {
+  mt__symtabs_clear(&s->symtabs);
+  mt__scopes_clear(&s->scopes);
+  if (s->dwfl) dwfl_end(s->dwfl);
+  s->dwfl = NULL;
+}
+
 /* dwfl's module at addr if its range holds addr. (With the modules listed
  * from the maps, dwfl_addrmodule answered some addresses past a module's
  * end with that module: in a CPython run importing extension modules,
@@ -90,27 +90,19 @@ static Dwfl_Module *listed_module(mt__symbols *s, uint64_t addr) {
 }
 
 #if MODULES_ONE_BY_ONE
-/* The path the maps would show: the main program's from /proc/self/exe
- * (the loader names it ""), a library's with its symbolic links resolved
- * (the loader keeps the name it opened: /lib/... for /usr/lib/...). A
- * name that is no file (the vDSO's) stays as it is. buf: PATH_MAX bytes. */
-static const char *object_path(const char *name, char *buf) {
-  if (!name || !name[0]) {
-    ssize_t k = readlink("/proc/self/exe", buf, PATH_MAX - 1);
-    if (k <= 0) return "/proc/self/exe";
-    buf[k] = 0;
-    return buf;
-  }
-  return realpath(name, buf) ? buf : name;
-}
-
 /* Reports the loaded object holding addr, a library loaded since the
- * listing; NULL if none does (code the loader did not map: a JIT's). */
+ * listing; NULL if none does (code the loader did not map: a JIT's). The
+ * main program, named "" by the loader, was in the listing. The name is the
+ * one the maps would show: the loader keeps the one it opened (/lib/...
+ * for /usr/lib/...), so symbolic links are resolved; a name that is no
+ * file stays as it is. */
 static Dwfl_Module *report_module_at(mt__symbols *s, uint64_t addr) {
   struct dl_find_object fo;
-  if (_dl_find_object((void *)(uintptr_t)addr, &fo) != 0 || !fo.dlfo_link_map) return NULL;
+  if (_dl_find_object((void *)(uintptr_t)addr, &fo) != 0 || !fo.dlfo_link_map ||
+      !fo.dlfo_link_map->l_name || !fo.dlfo_link_map->l_name[0])
+    return NULL;
   char path[PATH_MAX];
-  const char *name = object_path(fo.dlfo_link_map->l_name, path);
+  const char *name = realpath(fo.dlfo_link_map->l_name, path) ? path : fo.dlfo_link_map->l_name;
   dwfl_report_begin_add(s->dwfl);
   Dwfl_Module *mod = dwfl_report_module(s->dwfl, name, (Dwarf_Addr)(uintptr_t)fo.dlfo_map_start,
                                         (Dwarf_Addr)(uintptr_t)fo.dlfo_map_end);
