@@ -276,13 +276,16 @@ static void report(const char *path, int top) {
     goto out;
   }
   mt__u64map index = {0};
-  size_t nsites = 0;
+  size_t nsites = 0, keyed = ns; /* keys[0..keyed) are set */
   for (uint32_t s = 0; s < ns; s++) {
     if (!per[s].objects) continue;
     uint64_t key = keys[s] = site_key(a, s);
     uint32_t *ix = mt__u64map_get(&index, key);
     if (!ix) {
-      if (mt__u64map_put(&index, key, (uint32_t)nsites)) break;
+      if (mt__u64map_put(&index, key, (uint32_t)nsites)) {
+        keyed = s; /* out of memory: the sites so far */
+        break;
+      }
       sites[nsites] = (site){key, s, {0}};
       ix = mt__u64map_get(&index, key);
       nsites++;
@@ -308,7 +311,7 @@ static void report(const char *path, int top) {
             mt_cli_bytes(b2, sizeof b2, (e.hi - e.lo) / 2),
             mt_cli_site(a, sites[i].stack, where, sizeof where));
     size_t n = 0; /* the site's stacks, into `stacks` */
-    for (uint32_t s = 0; s < ns; s++)
+    for (uint32_t s = 0; s < keyed; s++)
       if (per[s].objects && keys[s] == sites[i].key) stacks[n++] = s;
     caller_path p = main_callers(a, per, stacks, n);
     print_callers(a, &p);
