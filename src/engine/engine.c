@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "engine_internal.h"
+#include "mathlib.h"
 #include "rng.h"
 #include "ziggurat.h"
 
@@ -324,7 +325,7 @@ static uint64_t draw_binomial(mt__thread *th, uint64_t n) {
      * about `mean` logarithms (large blocks at high rates: most of the
      * draws). Exact but for double rounding, as the gaps are. */
     double u = uniform_open0(th), cdf;
-    double pk = cdf = n < 65536 ? eng.p0_lo[n & 255] * eng.p0_hi[n >> 8] : exp(log_p0);
+    double pk = cdf = n < 65536 ? eng.p0_lo[n & 255] * eng.p0_hi[n >> 8] : mt__exp(log_p0);
     uint64_t k = 0;
     while (cdf < u && k < n) {
       pk *= (double)(n - k) * (k < INVERSION_TABLE ? eng.odds_over[k]
@@ -340,9 +341,10 @@ static uint64_t draw_binomial(mt__thread *th, uint64_t n) {
     return walk_points(th, n, &beyond);
   }
   double u1 = uniform_open0(th), u2 = uniform_open0(th);
-  double z = sqrt(-2.0 * log(u1)) * cos(2 * M_PI * u2);
-  double k = round(mean + z * sqrt(mean * (1.0 - eng.rate)));
-  return k < 0 ? 0 : k > (double)n ? n : (uint64_t)k;
+  double z = sqrt(-2.0 * mt__log(u1)) * mt__cos_2pi(u2);
+  double k = mean + z * sqrt(mean * (1.0 - eng.rate));
+  /* rounded to the nearest count (halves up), within [0, n] */
+  return !(k >= 0.5) ? 0 : k >= (double)n ? n : (uint64_t)(k + 0.5);
 }
 
 /* ---- sampling ---- */
@@ -547,13 +549,13 @@ int mt_engine_start(const mt_engine_params *p) {
     return MT_ERR_INVALID;
   }
   eng.rate = p->rate;
-  eng.log1m_rate = log1p(-p->rate);
+  eng.log1m_rate = mt__log1p(-p->rate);
   eng.gap_scale = p->rate < 1 ? -1.0 / eng.log1m_rate : 0;
   mt__zig_init();
   eng.odds = p->rate < 1 ? p->rate / (1 - p->rate) : 0;
   for (int i = 0; i < 256; i++) {
-    eng.p0_lo[i] = exp(i * eng.log1m_rate);
-    eng.p0_hi[i] = exp(i * 256.0 * eng.log1m_rate);
+    eng.p0_lo[i] = mt__exp(i * eng.log1m_rate);
+    eng.p0_hi[i] = mt__exp(i * 256.0 * eng.log1m_rate);
   }
   for (int k = 0; k < INVERSION_TABLE; k++) eng.odds_over[k] = eng.odds / (k + 1);
   eng.tracker = p->tracker;
