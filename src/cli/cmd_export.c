@@ -310,6 +310,11 @@ static int run(int argc, char **argv) {
     fi.live = MT_LIVE_AT_END;
   }
 
+  char why[512];
+  if (pprof_load_zlib(why, sizeof why) != 0) {
+    fprintf(stderr, "memtrace export: %s\n", why);
+    return 1;
+  }
   exporter e = {0};
   e.a = a;
   size_t nstacks = mt_analysis_stack_count(a);

@@ -1,11 +1,69 @@
 /* pprof profiles: protobuf encoding by hand, streamed through zlib. */
 #include "pprof.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
+
+/* ---- zlib, opened by the first profile ----
+ *
+ * Not linked: only this export needs it, and every other command paid to
+ * load it, `memtrace run` among them (0.2 ms of CPU per traced program,
+ * which the profiler's overhead budget counts; see also mhd_load.c). */
+
+#define ZLIB_SONAME "libz.so.1"
+
+static struct {
+  int (*deflate_init2_)(z_streamp, int, int, int, int, int, const char *, int);
+  int (*deflate)(z_streamp, int);
+  int (*deflate_end)(z_streamp);
+} zl;
+static pthread_once_t zl_once = PTHREAD_ONCE_INIT;
+static char zl_failure[512]; /* empty once loaded */
+
+static void zl_load(void) {
+  void *h = dlopen(ZLIB_SONAME, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    snprintf(zl_failure, sizeof zl_failure,
+             "cannot load %s (%s); pprof profiles are gzip-compressed with zlib: install it "
+             "(Debian/Ubuntu: apt-get install zlib1g)",
+             ZLIB_SONAME, dlerror());
+    return;
+  }
+  struct {
+    const char *name;
+    void *slot; /* a function pointer in zl */
+  } const fns[] = {{"deflateInit2_", &zl.deflate_init2_},
+                   {"deflate", &zl.deflate},
+                   {"deflateEnd", &zl.deflate_end}};
+  for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
+    void *f = dlsym(h, fns[i].name);
+    memcpy(fns[i].slot, &f, sizeof f); /* POSIX: an object pointer converts to a function's */
+    if (!f) {
+      snprintf(zl_failure, sizeof zl_failure, "%s has no %s: not a zlib", ZLIB_SONAME,
+               fns[i].name);
+      memset(&zl, 0, sizeof zl);
+      dlclose(h);
+      return;
+    }
+  }
+}
+
+static int zl_ready(void) {
+  pthread_once(&zl_once, zl_load);
+  return !zl_failure[0];
+}
+
+int pprof_load_zlib(char *err, size_t n) {
+  if (zl_ready()) return 0;
+  snprintf(err, n, "%s", zl_failure);
+  return -1;
+}
 
 /* ---- protobuf ---- */
 
@@ -146,7 +204,7 @@ static void deflate_bytes(pprof *p, const uint8_t *data, size_t len, int flush) 
   for (;;) {
     p->z.next_out = p->out;
     p->z.avail_out = sizeof p->out;
-    int rc = deflate(&p->z, flush);
+    int rc = zl.deflate(&p->z, flush);
     if (rc == Z_STREAM_ERROR) {
       fail(p, EIO);
       return;
@@ -182,11 +240,13 @@ static void emit_sub(pprof *p, uint32_t field) {
 }
 
 pprof *pprof_open(int fd, int level) {
+  if (!zl_ready()) return NULL;
   pprof *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   p->fd = fd;
   /* windowBits 15 + 16: a gzip header and trailer rather than zlib's. */
-  if (deflateInit2(&p->z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+  if (zl.deflate_init2_(&p->z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
+                        (int)sizeof(z_stream)) != Z_OK) {
     free(p);
     return NULL;
   }
@@ -200,7 +260,7 @@ pprof *pprof_open(int fd, int level) {
 
 void pprof_free(pprof *p) {
   if (!p) return;
-  if (p->z_live) deflateEnd(&p->z);
+  if (p->z_live) zl.deflate_end(&p->z);
   pb_free(&p->body);
   pb_free(&p->sub);
   pb_free(&p->sub2);

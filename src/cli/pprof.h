@@ -58,8 +58,12 @@ typedef struct pprof_mapping {
   int has_functions, has_filenames, has_line_numbers, has_inline_frames;
 } pprof_mapping;
 
+/* Opens zlib (libz.so.1), once; pprof_open needs it. 0, or -1 with why in
+ * err (n bytes). */
+int pprof_load_zlib(char *err, size_t n);
 /* Starts a profile written, gzip-compressed at zlib `level` (-1 for the
- * default), to `fd` (not closed). NULL when out of memory. */
+ * default), to `fd` (not closed). NULL when out of memory, or when zlib
+ * cannot be loaded (pprof_load_zlib says why). */
 pprof *pprof_open(int fd, int level);
 /* Releases the writer (after pprof_finish, or to abandon the profile). */
 void pprof_free(pprof *p);
