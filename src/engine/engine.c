@@ -6,7 +6,6 @@
  * only on sampled allocations and on frees that pass the filter; callbacks
  * run with no engine lock held. */
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -341,8 +340,8 @@ static uint64_t draw_binomial(mt__thread *th, uint64_t n) {
     return walk_points(th, n, &beyond);
   }
   double u1 = uniform_open0(th), u2 = uniform_open0(th);
-  double z = sqrt(-2.0 * mt__log(u1)) * mt__cos_2pi(u2);
-  double k = mean + z * sqrt(mean * (1.0 - eng.rate));
+  double z = mt__sqrt(-2.0 * mt__log(u1)) * mt__cos_2pi(u2);
+  double k = mean + z * mt__sqrt(mean * (1.0 - eng.rate));
   /* rounded to the nearest count (halves up), within [0, n] */
   return !(k >= 0.5) ? 0 : k >= (double)n ? n : (uint64_t)(k + 0.5);
 }

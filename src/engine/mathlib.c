@@ -148,3 +148,18 @@ double mt__cos_2pi(double u) {
   }
   return a > 0.125 ? sign * sin_reduced(TWO_PI * (0.25 - a)) : sign * cos_reduced(TWO_PI * a);
 }
+
+/* ---- sqrt ---- */
+
+double mt__sqrt(double x) {
+#if defined(__x86_64__)
+  __asm__("sqrtsd %1, %0" : "=x"(x) : "x"(x));
+  return x;
+#else
+  if (!(x > 0) || x == __builtin_inf()) return x < 0 ? (x - x) / (x - x) : x; /* 0, NaN, inf */
+  /* Newton's iteration from the halved exponent: quadratic convergence */
+  double y = double_of((bits_of(x) >> 1) + (UINT64_C(1023) << 51));
+  for (int i = 0; i < 8; i++) y = 0.5 * (y + x / y);
+  return y;
+#endif
+}

@@ -129,12 +129,24 @@ static void test_cos_2pi(void **state) {
   assert_true(isnan(mt__cos_2pi(NAN)) && isnan(mt__cos_2pi(INFINITY)));
 }
 
+static void test_sqrt(void **state) {
+  (void)state;
+  for (int i = 0; i < DRAWS; i++) {
+    double x = exp((uniform() * 2 - 1) * 700);
+    assert_true(mt__sqrt(x) == sqrt(x)); /* correctly rounded, as C's */
+  }
+  assert_true(mt__sqrt(0) == 0 && signbit(mt__sqrt(-0.0)) && mt__sqrt(4) == 2);
+  assert_true(mt__sqrt(4.9406564584124654e-324) == sqrt(4.9406564584124654e-324));
+  assert_true(isinf(mt__sqrt(INFINITY)) && isnan(mt__sqrt(-1)) && isnan(mt__sqrt(NAN)));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exp),
       cmocka_unit_test(test_log),
       cmocka_unit_test(test_log1p),
       cmocka_unit_test(test_cos_2pi),
+      cmocka_unit_test(test_sqrt),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
