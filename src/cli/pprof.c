@@ -13,7 +13,7 @@
 /* ---- zlib, opened by the first profile ----
  *
  * Not linked: only this export needs it, and every other command paid to
- * load it, `memtrace run` among them (0.2 ms of CPU per traced program,
+ * load it, `memtrace run` among them (0.3 ms of CPU per traced program,
  * which the profiler's overhead budget counts; see also mhd_load.c). */
 
 #define ZLIB_SONAME "libz.so.1"
