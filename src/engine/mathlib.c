@@ -4,6 +4,7 @@
  * exact or carry their rounding separately. */
 #include "mathlib.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -37,16 +38,22 @@ static inline double pow2(int k) { return double_of((uint64_t)(k + 1023) << 52);
 
 /* ---- exp ---- */
 
+/* The polynomial with coefficients c[0..n), highest degree first, at x
+ * (Horner's rule). */
+static double horner(double x, const double *c, size_t n) {
+  double p = c[0];
+  for (size_t i = 1; i < n; i++) p = p * x + c[i];
+  return p;
+}
+
 /* e^r for |r| <= ln(2)/2: the series to r^13/13!, whose first term left out
  * is below 2^-58 there. */
 static double exp_reduced(double r) {
   static const double inv_fact[14] = {
-      1.0,          1.0,           1.0 / 2,         1.0 / 6,          1.0 / 24,
-      1.0 / 120,    1.0 / 720,     1.0 / 5040,      1.0 / 40320,      1.0 / 362880,
-      1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600, 1.0 / 6227020800.0};
-  double p = inv_fact[13];
-  for (int n = 12; n >= 0; n--) p = p * r + inv_fact[n];
-  return p;
+      1.0 / 6227020800.0, 1.0 / 479001600, 1.0 / 39916800, 1.0 / 3628800, 1.0 / 362880,
+      1.0 / 40320,        1.0 / 5040,      1.0 / 720,      1.0 / 120,     1.0 / 24,
+      1.0 / 6,            1.0 / 2,         1.0,            1.0};
+  return horner(r, inv_fact, 14);
 }
 
 double mt__exp(double x) {
@@ -88,10 +95,10 @@ double mt__log(double x) {
    * to 2z^10/21 (the next term is below 2^-60 of the sum). Since 2s = f - sf
    * and sf = h - sh (h = f^2/2), the sum is f - (h - s (h + R)): f is exact
    * and the terms after it small, so s's rounding hardly shows. */
+  static const double odd_inv2[10] = {2.0 / 21, 2.0 / 19, 2.0 / 17, 2.0 / 15, 2.0 / 13,
+                                      2.0 / 11, 2.0 / 9,  2.0 / 7,  2.0 / 5,  2.0 / 3};
   double f = m - 1, s = f / (2 + f), z = s * s;
-  double R = 2.0 / 21;
-  for (int k = 9; k >= 1; k--) R = R * z + 2.0 / (2 * k + 1);
-  R *= z;
+  double R = z * horner(z, odd_inv2, 10);
   double h = 0.5 * f * f;
   double log_m = f - (h - s * (h + R));
   return e * LN2_HI + (log_m + e * LN2_LO);
@@ -115,21 +122,19 @@ double mt__log1p(double x) {
 /* cos t and sin t for 0 <= t <= pi/4: their series to t^16/16! and
  * t^17/17! (the next terms are below 2^-58). */
 static double cos_reduced(double t) {
-  double z = t * t, p = 1.0 / 20922789888000.0; /* 1/16! */
-  static const double c[8] = {-1.0 / 87178291200.0, 1.0 / 479001600, -1.0 / 3628800,
-                              1.0 / 40320,          -1.0 / 720,       1.0 / 24,
-                              -1.0 / 2,             1.0};
-  for (int i = 0; i < 8; i++) p = p * z + c[i];
-  return p;
+  static const double c[9] = {1.0 / 20922789888000.0, -1.0 / 87178291200.0, 1.0 / 479001600,
+                              -1.0 / 3628800,         1.0 / 40320,          -1.0 / 720,
+                              1.0 / 24,               -1.0 / 2,             1.0};
+  return horner(t * t, c, 9);
 }
 
 static double sin_reduced(double t) {
-  double z = t * t, p = 1.0 / 355687428096000.0; /* 1/17! */
-  static const double c[8] = {-1.0 / 1307674368000.0, 1.0 / 6227020800.0, -1.0 / 39916800,
-                              1.0 / 362880,           -1.0 / 5040,        1.0 / 120,
-                              -1.0 / 6,               1.0};
-  for (int i = 0; i < 8; i++) p = p * z + c[i];
-  return p * t;
+  static const double c[9] = {1.0 / 355687428096000.0, -1.0 / 1307674368000.0,
+                              1.0 / 6227020800.0,      -1.0 / 39916800,
+                              1.0 / 362880,            -1.0 / 5040,
+                              1.0 / 120,               -1.0 / 6,
+                              1.0};
+  return horner(t * t, c, 9) * t;
 }
 
 double mt__cos_2pi(double u) {
