@@ -1,7 +1,8 @@
 /* pprof profiles: protobuf encoding by hand, streamed through zlib. */
 #include "pprof.h"
 
-#include <dlfcn.h>
+#include "../viewer/dlbind.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -27,31 +28,13 @@ static pthread_once_t zl_once = PTHREAD_ONCE_INIT;
 static char zl_failure[512]; /* empty once loaded */
 
 static void zl_load(void) {
-  void *h = dlopen(ZLIB_SONAME, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    snprintf(zl_failure, sizeof zl_failure,
-             "cannot load %s (%s); pprof profiles are gzip-compressed with zlib: install it "
-             "(Debian/Ubuntu: apt-get install zlib1g)",
-             ZLIB_SONAME, dlerror());
-    return;
-  }
-  struct {
-    const char *name;
-    void *slot; /* a function pointer in zl */
-  } const fns[] = {{"deflateInit2_", &zl.deflate_init2_},
-                   {"deflate", &zl.deflate},
-                   {"deflateEnd", &zl.deflate_end}};
-  for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
-    void *f = dlsym(h, fns[i].name);
-    memcpy(fns[i].slot, &f, sizeof f); /* POSIX: an object pointer converts to a function's */
-    if (!f) {
-      snprintf(zl_failure, sizeof zl_failure, "%s has no %s: not a zlib", ZLIB_SONAME,
-               fns[i].name);
-      memset(&zl, 0, sizeof zl);
-      dlclose(h);
-      return;
-    }
-  }
+  const mt_dl_fn fns[] = {{"deflateInit2_", &zl.deflate_init2_},
+                          {"deflate", &zl.deflate},
+                          {"deflateEnd", &zl.deflate_end}};
+  mt_dl_bind(ZLIB_SONAME, fns, sizeof fns / sizeof *fns,
+             "pprof profiles are gzip-compressed with zlib: install it (Debian/Ubuntu: apt-get "
+             "install zlib1g)",
+             "not a zlib", zl_failure, sizeof zl_failure);
 }
 
 static int zl_ready(void) {

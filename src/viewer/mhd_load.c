@@ -7,10 +7,10 @@
  * Only `memtrace view` needs HTTP, so only it loads the library. */
 #include "mhd_load.h"
 
-#include <dlfcn.h>
+#include "dlbind.h"
+
 #include <pthread.h>
 #include <stdio.h>
-#include <string.h>
 
 mt_mhd_api mt_mhd;
 
@@ -18,18 +18,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static char failure[512]; /* empty once loaded */
 
 static void load(void) {
-  void *h = dlopen(MT_MHD_SONAME, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    snprintf(failure, sizeof failure,
-             "cannot load %s (%s); memtrace view needs GNU libmicrohttpd: install it "
-             "(Debian/Ubuntu: apt-get install libmicrohttpd12)",
-             MT_MHD_SONAME, dlerror());
-    return;
-  }
-  struct {
-    const char *name;
-    void *slot; /* a function pointer in mt_mhd */
-  } const fns[] = {
+  const mt_dl_fn fns[] = {
       {"MHD_start_daemon", &mt_mhd.start_daemon},
       {"MHD_stop_daemon", &mt_mhd.stop_daemon},
       {"MHD_queue_response", &mt_mhd.queue_response},
@@ -38,20 +27,12 @@ static void load(void) {
       {"MHD_add_response_header", &mt_mhd.add_response_header},
       {"MHD_get_connection_values", &mt_mhd.get_connection_values},
   };
-  for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
-    void *f = dlsym(h, fns[i].name);
-    memcpy(fns[i].slot, &f, sizeof f); /* POSIX: an object pointer converts to a function's */
-    if (!f) {
-      snprintf(failure, sizeof failure,
-               "%s has no %s: not the libmicrohttpd memtrace was built for; install "
-               "libmicrohttpd12",
-               MT_MHD_SONAME, fns[i].name);
-      dlclose(h);
-      memset(&mt_mhd, 0, sizeof mt_mhd);
-      return;
-    }
-  }
-  /* kept loaded: the server's threads run in it until exit */
+  /* kept loaded on success: the server's threads run in it until exit */
+  mt_dl_bind(MT_MHD_SONAME, fns, sizeof fns / sizeof *fns,
+             "memtrace view needs GNU libmicrohttpd: install it (Debian/Ubuntu: apt-get install "
+             "libmicrohttpd12)",
+             "not the libmicrohttpd memtrace was built for; install libmicrohttpd12", failure,
+             sizeof failure);
 }
 
 int mt_mhd_load(char *err, size_t n) {
