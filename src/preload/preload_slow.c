@@ -440,6 +440,7 @@ EXPORT void _Exit(int status) { _exit(status); }
 extern _Atomic unsigned mt__dlclose_count;
 extern int mt__dlclose_hooked;
 MT__HIDDEN void mt__tr_before_dlclose(void);
+MT__HIDDEN void mt__cxxrt_pin(void);
 
 EXPORT int dlclose(void *handle) {
   static int (*_Atomic real_dlclose)(void *);
@@ -454,7 +455,12 @@ EXPORT int dlclose(void *handle) {
    * (a lock holder may be waiting for the loader's). The outer call
    * described what was queued. */
   static __thread int nested __attribute__((tls_model("initial-exec")));
-  if (!nested) mt__tr_before_dlclose();
+  if (!nested) {
+    mt__tr_before_dlclose();
+    /* after: describing what was queued may have found a C++ runtime,
+     * which this dlclose could otherwise unload (src/tracer/cxxrt.h) */
+    mt__cxxrt_pin();
+  }
   nested++;
   int rc = real(handle);
   nested--;

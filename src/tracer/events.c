@@ -41,6 +41,7 @@
 #include <sys/mman.h>
 
 #include "clock.h"
+#include "cxxrt.h"
 #include "engine_internal.h"
 #include "tracer_state.h"
 #include "unwind.h"
@@ -235,6 +236,26 @@ static inline uint64_t rec_start(const ring *r, uint64_t t) {
   return qword(r, t) == SKIP ? (t | (QUEUE_WORDS - 1)) + 1 : t;
 }
 
+/* Describes code now if it is new (tr.lock held). */
+static void describe_code(uint64_t code) {
+  _Atomic uint64_t *seen = &described[described_slot(code)];
+  if (LOAD(seen) == code) return;
+  const mt_location *l;
+  size_t k;
+  if (mt__symbols_lookup(tr.syms, code, code & MT__PC_MASK, &l, &k) == 0) STORE(seen, code);
+}
+
+/* The frames of codes[0..n) (outermost first) a sample keeps. Naming the
+ * innermost code may find a C++ runtime loaded since the session started
+ * (cxxrt.h), so it is named first: samples unwound before then may hold
+ * frames of its allocation functions, dropped here. */
+static size_t kept_frames(const uint64_t *codes, size_t n) {
+  if (n) describe_code(codes[n - 1]);
+  if (__builtin_expect(atomic_load_explicit(&mt__cxxrt_late, memory_order_relaxed), 0))
+    while (n > 1 && mt__unwind_is_hidden(codes[n - 1] & MT__PC_MASK)) describe_code(codes[--n - 1]);
+  return n;
+}
+
 /* Writes the alloc event queued at r's tail, whose record starts at t
  * (tr.lock held). Its cell gets the object's id, or DEAD when the session
  * is gone or another's. */
@@ -244,16 +265,19 @@ static void write_one_alloc(ring *r, uint64_t t) {
   size_t n = (uint16_t)w0, same = (uint16_t)(w0 >> 16);
   cell *c = (cell *)(uintptr_t)rec[1];
   uint64_t id = DEAD;
+  size_t kept = n;
   if (tr.active && tr.w && c->session == tr.session) {
     uint64_t got;
+    kept = kept_frames(rec + REC_HEAD, n);
+    /* `same` counts codes shared with the record before, as queued */
+    size_t known = drain.last_alloc_ring == r && same <= kept ? same : 0;
     if (mt__writer_alloc_known(tr.w, rec[2], 0, rec[3], rec[4], (mt_source)(w0 >> 32),
-                               rec + REC_HEAD, n, drain.last_alloc_ring == r ? same : 0,
-                               &got) == MT_OK)
+                               rec + REC_HEAD, kept, known, &got) == MT_OK)
       id = got;
     else
       mt__tr_session_failed();
   }
-  drain.last_alloc_ring = id == DEAD ? NULL : r;
+  drain.last_alloc_ring = id == DEAD || kept != n ? NULL : r;
   c->id = id;
   STORE_REL(&r->tail, t + REC_HEAD + n);
 }
@@ -406,6 +430,7 @@ static void *alloc_locked(ring *r, uint64_t now, const mt_alloc_info *info, size
     size_t k;
     if (mt__symbols_lookup(tr.syms, code, pc & MT__PC_MASK, &l, &k) == 0) STORE(seen, code);
   }
+  n = kept_frames(codes, n);
   if (r && r->ncells) {
     c = r->cellv[--r->ncells];
   } else if (!(c = cell_take())) {

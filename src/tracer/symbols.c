@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "bigstack.h"
+#include "cxxrt.h"
 #include "dest.h"
 #include "scopes.h"
 #include "symtab.h"
@@ -37,8 +38,8 @@ struct mt__symbols {
   entry *entries;
   size_t nentries, cap;
   mt__strtab strings;
-  char *(*demangle)(const char *, char *, size_t *, int *);
-  int demangle_looked;
+  unsigned reported, scanned_at; /* module reports so far; at the last look
+                                   for a C++ runtime in the maps */
 };
 
 /* The modules are listed from /proc/self/maps at the first lookup. A
@@ -66,6 +67,7 @@ static int open_dwfl(mt__symbols *s) {
     s->dwfl = NULL;
     return -1;
   }
+  s->reported++;
   return 0;
 }
 
@@ -107,6 +109,7 @@ static Dwfl_Module *report_module_at(mt__symbols *s, uint64_t addr) {
   Dwfl_Module *mod = dwfl_report_module(s->dwfl, name, (Dwarf_Addr)(uintptr_t)fo.dlfo_map_start,
                                         (Dwarf_Addr)(uintptr_t)fo.dlfo_map_end);
   if (dwfl_report_end(s->dwfl, NULL, NULL) != 0) return NULL;
+  s->reported++;
   return mod ? listed_module(s, addr) : NULL;
 }
 #endif
@@ -178,17 +181,14 @@ void mt__symbols_reset(mt__symbols *s) {
   drop_entries(s);
 }
 
-/* C++ names through libstdc++'s demangler when the process has it. */
+/* C++ names through the C++ runtime's demangler when the process has one
+ * (cxxrt.h). Mangled code while none is known: a runtime mapped since the
+ * last look (a library loaded with one, none of whose code was named) is
+ * looked for, once per module reported since. */
 static const char *demangled(mt__symbols *s, const char *name) {
   if (!name || name[0] != '_' || name[1] != 'Z') return name;
-  if (!s->demangle_looked) {
-    s->demangle_looked = 1;
-    *(void **)&s->demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
-  }
-  if (!s->demangle) return name;
-  int status = 0;
-  char *d = s->demangle(name, NULL, NULL, &status);
-  if (status != 0 || !d) return name;
+  char *d = mt__cxxrt_demangle(name);
+  if (!d) return name;
   const char *r = mt__strtab_intern(&s->strings, d, strlen(d));
   free(d);
   return r ? r : name;
@@ -235,6 +235,7 @@ static size_t describe(mt__symbols *s, uint64_t addr, mt_location *out) {
     return 1;
   }
   const char *modname = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+  mt__cxxrt_learn(mod, modname); /* before naming: its demangler, its frames hidden */
   const char *file = NULL;
   int line = 0, col = 0;
   Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cxxrt.h"
 #include "bigstack.h"
 #include "clock.h"
 #include "dest.h"
@@ -389,6 +390,7 @@ static int start_locked(const mt_trace_options *o) {
   mt__unwind_init(tr.unwind == MT_UNWIND_FRAME_POINTERS ? MT__UNWIND_FRAME_POINTERS
                    : tr.unwind == MT_UNWIND_AUTO         ? MT__UNWIND_AUTO
                                                          : MT__UNWIND_LIBUNWIND);
+  mt__cxxrt_probe();
   mt__tr_libraries_baseline();
   if (!tr.hooks_installed) {
     tr.hooks_installed = 1;

@@ -28,9 +28,9 @@ static inline mt__unwind_mode unwind_mode(void) {
  * innermost frame is the code that asked for memory. Each session's start
  * fills the set not in use and then publishes it: a walk still under way
  * keeps reading the one it found. */
-#define MAX_HIDDEN 16
+#define MAX_HIDDEN 32
 typedef struct hidden_set {
-  size_t n;
+  _Atomic size_t n; /* entries below it are written: appends publish it */
   struct range {
     uintptr_t lo, hi;
   } r[MAX_HIDDEN];
@@ -38,16 +38,31 @@ typedef struct hidden_set {
 static hidden_set hidden_sets[2];
 static _Atomic(hidden_set *) hidden_now = &hidden_sets[0];
 
+/* Writers (a session's start, the naming of codes) hold the tracer's lock. */
 static void hide(hidden_set *h, uintptr_t lo, uintptr_t hi) {
-  if (h->n < MAX_HIDDEN && lo < hi) h->r[h->n++] = (struct range){lo, hi};
+  size_t n = atomic_load_explicit(&h->n, memory_order_relaxed);
+  if (n >= MAX_HIDDEN || lo >= hi) return;
+  for (size_t i = 0; i < n; i++)
+    if (h->r[i].lo == lo && h->r[i].hi == hi) return;
+  h->r[n] = (struct range){lo, hi};
+  atomic_store_explicit(&h->n, n + 1, memory_order_release);
+}
+
+int mt__unwind_is_hidden(uintptr_t pc);
+
+void mt__unwind_hide(uintptr_t lo, uintptr_t hi) {
+  hide(atomic_load_explicit(&hidden_now, memory_order_relaxed), lo, hi);
 }
 
 static int is_hidden(uintptr_t pc) {
   const hidden_set *h = atomic_load_explicit(&hidden_now, memory_order_acquire);
-  for (size_t i = 0; i < h->n; i++)
+  size_t n = atomic_load_explicit(&h->n, memory_order_acquire);
+  for (size_t i = 0; i < n; i++)
     if (pc - 1 >= h->r[i].lo && pc - 1 < h->r[i].hi) return 1;
   return 0;
 }
+
+int mt__unwind_is_hidden(uintptr_t pc) { return is_hidden(pc); }
 
 typedef struct segment_query {
   uintptr_t addr;
@@ -73,14 +88,6 @@ static int find_segment(struct dl_phdr_info *info, size_t size, void *data) {
 int mt__segment_of(uintptr_t addr, int exec_only, mt__segment *out) {
   segment_query q = {addr, exec_only, out};
   return dl_iterate_phdr(find_segment, &q);
-}
-
-static void hide_symbol(hidden_set *h, const char *name) {
-  void *p = dlsym(RTLD_DEFAULT, name);
-  Dl_info info;
-  const ElfW(Sym) *sym = NULL;
-  if (p && dladdr1(p, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size)
-    hide(h, (uintptr_t)p, (uintptr_t)p + sym->st_size);
 }
 
 static size_t stepped_walk(uintptr_t *pcs, size_t want);
@@ -115,16 +122,11 @@ void mt__unwind_init(mt__unwind_mode m) {
   hidden_set *h = atomic_load_explicit(&hidden_now, memory_order_relaxed) == &hidden_sets[0]
                       ? &hidden_sets[1]
                       : &hidden_sets[0];
-  h->n = 0;
+  atomic_store_explicit(&h->n, 0, memory_order_relaxed);
   mt__segment self; /* the profiler's own code */
   if (mt__segment_of((uintptr_t)&mt__unwind_init, 1, &self)) hide(h, self.lo, self.hi);
   mt__unwind_forget();
-  static const char *const cxx_new[] = {
-      "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
-      "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
-      "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t"};
-  for (size_t i = 0; i < sizeof cxx_new / sizeof *cxx_new; i++) hide_symbol(h, cxx_new[i]);
-  atomic_store_explicit(&hidden_now, h, memory_order_release);
+  atomic_store_explicit(&hidden_now, h, memory_order_release); /* C++'s: mt__cxxrt_probe */
   if (m != MT__UNWIND_FRAME_POINTERS) {
     static int started; /* libunwind, once per process */
     int held[LOW_FDS], n = started ? 0 : hold_low_fds(held);

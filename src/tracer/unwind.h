@@ -17,9 +17,17 @@ typedef enum {
 } mt__unwind_mode;
 
 /* Prepares unwinding (loads unwind tables, finds the profiler's own code
- * and the C++ allocation functions to hide) so the first sample does no
- * surprising work. Call with sampling suspended. */
+ * to hide) so the first sample does no surprising work. Call with sampling
+ * suspended. */
 void mt__unwind_init(mt__unwind_mode mode);
+
+/* Hides the frames of code in [lo, hi) from samples from now on (C++'s
+ * allocation functions: cxxrt.h), until the next mt__unwind_init. Callers
+ * hold the tracer's lock; walks under way read the ranges without it. */
+void mt__unwind_hide(uintptr_t lo, uintptr_t hi);
+
+/* Whether a sample hides the frame of return address pc. */
+int mt__unwind_is_hidden(uintptr_t pc);
 
 /* The loaded segment (PT_LOAD; executable ones only if exec_only) holding
  * addr: its object's load address and the segment's bounds. 0 if none. */

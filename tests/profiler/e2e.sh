@@ -99,6 +99,22 @@ cxx)
   "$bin/check_trace" t.ctf frames | grep -qF "site_vector(std::vector<long, std::allocator<long> >&)" &&
     ok || bad "the caller site_vector is not in the stacks"
   ;;
+cxx-plugin)
+  # the C++ runtime loaded after tracing started, out of the global scope:
+  # every allocation's site is the library's function, demangled (none is
+  # operator new, in any unwinder), and no name stays mangled
+  for unwind in auto libunwind; do
+    MEMTRACE=p.ctf MEMTRACE_RATE=1 MEMTRACE_UNWIND=$unwind traced "$bin/prog_cxx_plugin" \
+      "$bin/libmt_cxx_plugin.so" > out.txt || bad "program failed ($unwind)"
+    grep -q "plugin done" out.txt || bad "program output ($unwind)"
+    "$bin/check_trace" p.ctf sites > sites.txt || bad "trace unreadable ($unwind)"
+    line=$(grep -F "plugin::site(int) " sites.txt | head -1)
+    got=$(awk '{print $(NF-5), $(NF-4)}' <<< "$line")
+    [ "$got" = "300 240000" ] && ok || bad "$unwind: plugin::site(int): got '$got', want '300 240000' in: $(cat sites.txt)"
+    grep -q "^operator new" sites.txt && bad "$unwind: operator new is a site: $(grep '^operator new' sites.txt)" || ok
+    "$bin/check_trace" p.ctf frames | grep -q "^_Z" && bad "$unwind: mangled names: $("$bin/check_trace" p.ctf frames | grep '^_Z' | head -3)" || ok
+  done
+  ;;
 threads)
   MEMTRACE=t.ctf MEMTRACE_RATE=1e-2 traced "$bin/prog_threads" > out.txt || bad "program failed"
   grep -q "threads done" out.txt && ok || bad "program output"

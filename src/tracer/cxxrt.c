@@ -1,0 +1,176 @@
+/* The C++ runtime: its allocation functions hidden, its demangler (cxxrt.h). */
+#include "cxxrt.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "unwind.h"
+
+extern int mt__dlclose_hooked; /* events.c: the interposer's dlclose is in place */
+
+/* operator new and new[], plain, nothrow, aligned, aligned nothrow */
+static const char *const alloc_names[] = {
+    "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
+    "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
+    "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t"};
+#define NALLOC (sizeof alloc_names / sizeof *alloc_names)
+
+typedef char *demangler(const char *, char *, size_t *, int *);
+static _Atomic(demangler *) demangle;
+
+/* The runtimes known (an address range in each), so that each is searched
+ * once; written under the tracer's lock. */
+#define MAX_RUNTIMES 4
+static struct {
+  uintptr_t lo, hi;
+} known[MAX_RUNTIMES];
+static size_t nknown;
+
+_Atomic int mt__cxxrt_late;
+
+/* An address in a runtime learned from its symbol table, not yet pinned */
+static _Atomic uintptr_t to_pin;
+
+static void use_demangler(demangler *d) {
+  demangler *none = NULL;
+  if (d) atomic_compare_exchange_strong(&demangle, &none, d);
+}
+
+static int is_known(uintptr_t lo, uintptr_t hi) {
+  for (size_t i = 0; i < nknown; i++)
+    if (known[i].lo < hi && lo < known[i].hi) return 1;
+  return 0;
+}
+
+static void add_known(uintptr_t lo, uintptr_t hi) {
+  if (nknown < MAX_RUNTIMES && !is_known(lo, hi)) {
+    known[nknown].lo = lo;
+    known[nknown++].hi = hi;
+  }
+}
+
+/* The allocation functions and the demangler that `scope` (RTLD_DEFAULT or
+ * a handle) gives. */
+static void probe_scope(void *scope) {
+  uintptr_t any = 0;
+  for (size_t i = 0; i < NALLOC; i++) {
+    void *p = dlsym(scope, alloc_names[i]);
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (p && dladdr1(p, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
+      mt__unwind_hide((uintptr_t)p, (uintptr_t)p + sym->st_size);
+      any = (uintptr_t)p;
+    }
+  }
+  void *d = dlsym(scope, "__cxa_demangle");
+  use_demangler((demangler *)d);
+  if (!any) any = (uintptr_t)d;
+  if (any) add_known(any, any + 1);
+}
+
+void mt__cxxrt_probe(void) {
+  probe_scope(RTLD_DEFAULT);
+  /* Loaded, perhaps out of the global scope. The handles stay open: the
+   * ranges and the demangler must stay the runtime's. */
+  static const char *const sonames[] = {"libstdc++.so.6", "libc++.so.1", "libc++abi.so.1"};
+  for (size_t i = 0; i < sizeof sonames / sizeof *sonames; i++) {
+    void *h = dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD);
+    if (h) probe_scope(h);
+  }
+}
+
+int mt__cxxrt_is_runtime(const char *path) {
+  if (!path) return 0;
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  return strncmp(base, "libstdc++.so", 12) == 0 || strncmp(base, "libc++.so", 9) == 0 ||
+         strncmp(base, "libc++abi.so", 12) == 0;
+}
+
+void mt__cxxrt_learn(Dwfl_Module *mod, const char *path) {
+  if (!mt__dlclose_hooked || !mt__cxxrt_is_runtime(path)) return;
+  Dwarf_Addr lo = 0, hi = 0;
+  dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL);
+  if (lo >= hi || is_known(lo, hi) || nknown == MAX_RUNTIMES) return;
+  add_known(lo, hi); /* searched: not again, whatever it holds */
+  uintptr_t any = 0;
+  demangler *d = NULL;
+  int n = dwfl_module_getsymtab(mod);
+  for (int i = 1; i < n; i++) {
+    GElf_Sym sym;
+    GElf_Addr addr;
+    GElf_Word shndx;
+    const char *name = dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, NULL, NULL);
+    if (!name || name[0] != '_' || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+        sym.st_shndx == SHN_UNDEF || addr < lo || addr >= hi)
+      continue;
+    if (strcmp(name, "__cxa_demangle") == 0) {
+      d = (demangler *)(uintptr_t)addr;
+      any = addr;
+      continue;
+    }
+    for (size_t k = 0; k < NALLOC; k++)
+      if (sym.st_size && strcmp(name, alloc_names[k]) == 0) {
+        mt__unwind_hide(addr, addr + sym.st_size);
+        any = addr;
+      }
+  }
+  if (!any) return;
+  atomic_store(&mt__cxxrt_late, 1);
+  atomic_store(&to_pin, any);
+  use_demangler(d);
+}
+
+void mt__cxxrt_pin(void) {
+  uintptr_t a = atomic_exchange(&to_pin, 0);
+  if (!a) return;
+  Dl_info info, dinfo;
+  int loaded = dladdr((void *)a, &info) != 0;
+  if (loaded && info.dli_fname && dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD)) return;
+  /* Not kept: its demangler may go, and is no longer called. (Its ranges
+   * stay hidden until the next session: at worst, frames of code loaded
+   * there later are hidden.) */
+  demangler *d = atomic_load(&demangle);
+  int d_loaded = d && dladdr((void *)(uintptr_t)d, &dinfo);
+  if (d && (!d_loaded || (loaded && dinfo.dli_fbase == info.dli_fbase)))
+    atomic_store(&demangle, NULL);
+}
+
+int mt__cxxrt_has_demangler(void) { return atomic_load_explicit(&demangle, memory_order_relaxed) != NULL; }
+
+uintptr_t mt__cxxrt_mapped(void) {
+  if (!mt__dlclose_hooked) return 0; /* mt__cxxrt_learn would not take it */
+  FILE *f = fopen("/proc/self/maps", "re");
+  if (!f) return 0;
+  char line[4096 + 128];
+  uintptr_t found = 0;
+  while (!found && fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    char perms[8];
+    int at = 0;
+    if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &at) < 3 || !at) continue;
+    char *path = line + at;
+    path[strcspn(path, "\n")] = 0;
+    if (perms[2] == 'x' && mt__cxxrt_is_runtime(path) && !is_known(lo, hi)) found = lo;
+  }
+  fclose(f);
+  return found;
+}
+
+char *mt__cxxrt_demangle(const char *name) {
+  if (!name || name[0] != '_' || name[1] != 'Z') return NULL;
+  demangler *d = atomic_load_explicit(&demangle, memory_order_acquire);
+  if (!d) return NULL;
+  int status = 0;
+  char *r = d(name, NULL, NULL, &status);
+  if (status != 0) {
+    free(r);
+    return NULL;
+  }
+  return r;
+}

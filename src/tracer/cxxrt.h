@@ -1,0 +1,58 @@
+/* The C++ runtime in a traced process (libstdc++, or LLVM's libc++ and
+ * libc++abi): its allocation functions, whose frames a sample hides so that
+ * the innermost frame is the code that asked for memory, and its demangler,
+ * which names C++ functions. Internal (mt__ prefix).
+ *
+ * A runtime is found two ways, neither taking the dynamic loader's lock
+ * while the tracer's is held (a thread in a library's constructor may hold
+ * the loader's lock and wait for the tracer's):
+ *   - at a session's start (no sample is taken yet): by name, in the
+ *     global scope and among the loaded objects (RTLD_NOLOAD: a runtime
+ *     loaded by a library opened with RTLD_LOCAL, as Python opens its
+ *     extension modules);
+ *   - when a code in a runtime loaded since is first named: in its symbol
+ *     table, through libdw (a C program that dlopens a C++ library, or
+ *     Java's launcher loading libjvm). Only with the interposer's dlclose,
+ *     which keeps such a runtime loaded (mt__cxxrt_pin) before any library
+ *     can be closed: its addresses stay the runtime's for the process's
+ *     life. Samples taken before then keep the allocation functions'
+ *     frames: the sample whose code was being named, in practice. */
+#ifndef MT_TRACER_CXXRT_H
+#define MT_TRACER_CXXRT_H
+
+#include <elfutils/libdwfl.h>
+#include <stdint.h>
+
+/* Set once a runtime was learned from its symbol table: samples queued
+ * before may hold frames of its allocation functions, which the writer
+ * drops (mt__unwind_is_hidden). */
+extern _Atomic int mt__cxxrt_late;
+
+/* At a session's start, after mt__unwind_init, outside any sample. */
+void mt__cxxrt_probe(void);
+
+/* From the naming of a code in `mod`, whose file is `path`: learns the
+ * runtime if `path` is one not yet known. */
+void mt__cxxrt_learn(Dwfl_Module *mod, const char *path);
+
+/* Whether `path` names a C++ runtime's shared object. */
+int mt__cxxrt_is_runtime(const char *path);
+
+/* The start of an executable mapping of a runtime not known yet (read from
+ * /proc/self/maps, without the loader's lock), or 0: for naming mangled
+ * code when no code was named in the runtime itself. */
+uintptr_t mt__cxxrt_mapped(void);
+
+/* Whether a demangler is known. */
+int mt__cxxrt_has_demangler(void);
+
+/* Keeps a runtime learned by mt__cxxrt_learn loaded for good. The
+ * interposer's dlclose calls it before the real dlclose, outside the
+ * loader's lock and the tracer's. */
+void mt__cxxrt_pin(void);
+
+/* `name` demangled (malloc'd: the caller frees it), or NULL when it is not
+ * a C++ name or no demangler is known. */
+char *mt__cxxrt_demangle(const char *name);
+
+#endif
