@@ -5,7 +5,6 @@
 #include <link.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,27 +138,6 @@ void mt__cxxrt_pin(void) {
   int d_loaded = d && dladdr((void *)(uintptr_t)d, &dinfo);
   if (d && (!d_loaded || (loaded && dinfo.dli_fbase == info.dli_fbase)))
     atomic_store(&demangle, NULL);
-}
-
-int mt__cxxrt_has_demangler(void) { return atomic_load_explicit(&demangle, memory_order_relaxed) != NULL; }
-
-uintptr_t mt__cxxrt_mapped(void) {
-  if (!mt__dlclose_hooked) return 0; /* mt__cxxrt_learn would not take it */
-  FILE *f = fopen("/proc/self/maps", "re");
-  if (!f) return 0;
-  char line[4096 + 128];
-  uintptr_t found = 0;
-  while (!found && fgets(line, sizeof line, f)) {
-    unsigned long lo, hi;
-    char perms[8];
-    int at = 0;
-    if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &at) < 3 || !at) continue;
-    char *path = line + at;
-    path[strcspn(path, "\n")] = 0;
-    if (perms[2] == 'x' && mt__cxxrt_is_runtime(path) && !is_known(lo, hi)) found = lo;
-  }
-  fclose(f);
-  return found;
 }
 
 char *mt__cxxrt_demangle(const char *name) {

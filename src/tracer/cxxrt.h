@@ -15,8 +15,10 @@
  *     Java's launcher loading libjvm). Only with the interposer's dlclose,
  *     which keeps such a runtime loaded (mt__cxxrt_pin) before any library
  *     can be closed: its addresses stay the runtime's for the process's
- *     life. Samples taken before then keep the allocation functions'
- *     frames: the sample whose code was being named, in practice. */
+ *     life. Samples queued before then lose those frames when written
+ *     (events.c names a sample's innermost code first). A library whose
+ *     code calls malloc itself, never through the runtime's, gets its
+ *     names demangled only once some code of the runtime was named. */
 #ifndef MT_TRACER_CXXRT_H
 #define MT_TRACER_CXXRT_H
 
@@ -37,14 +39,6 @@ void mt__cxxrt_learn(Dwfl_Module *mod, const char *path);
 
 /* Whether `path` names a C++ runtime's shared object. */
 int mt__cxxrt_is_runtime(const char *path);
-
-/* The start of an executable mapping of a runtime not known yet (read from
- * /proc/self/maps, without the loader's lock), or 0: for naming mangled
- * code when no code was named in the runtime itself. */
-uintptr_t mt__cxxrt_mapped(void);
-
-/* Whether a demangler is known. */
-int mt__cxxrt_has_demangler(void);
 
 /* Keeps a runtime learned by mt__cxxrt_learn loaded for good. The
  * interposer's dlclose calls it before the real dlclose, outside the

@@ -38,8 +38,6 @@ struct mt__symbols {
   entry *entries;
   size_t nentries, cap;
   mt__strtab strings;
-  unsigned reported, scanned_at; /* module reports so far; at the last look
-                                   for a C++ runtime in the maps */
 };
 
 /* The modules are listed from /proc/self/maps at the first lookup. A
@@ -67,7 +65,6 @@ static int open_dwfl(mt__symbols *s) {
     s->dwfl = NULL;
     return -1;
   }
-  s->reported++;
   return 0;
 }
 
@@ -109,7 +106,6 @@ static Dwfl_Module *report_module_at(mt__symbols *s, uint64_t addr) {
   Dwfl_Module *mod = dwfl_report_module(s->dwfl, name, (Dwarf_Addr)(uintptr_t)fo.dlfo_map_start,
                                         (Dwarf_Addr)(uintptr_t)fo.dlfo_map_end);
   if (dwfl_report_end(s->dwfl, NULL, NULL) != 0) return NULL;
-  s->reported++;
   return mod ? listed_module(s, addr) : NULL;
 }
 #endif
@@ -182,9 +178,7 @@ void mt__symbols_reset(mt__symbols *s) {
 }
 
 /* C++ names through the C++ runtime's demangler when the process has one
- * (cxxrt.h). Mangled code while none is known: a runtime mapped since the
- * last look (a library loaded with one, none of whose code was named) is
- * looked for, once per module reported since. */
+ * (cxxrt.h). */
 static const char *demangled(mt__symbols *s, const char *name) {
   if (!name || name[0] != '_' || name[1] != 'Z') return name;
   char *d = mt__cxxrt_demangle(name);
