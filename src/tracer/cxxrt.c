@@ -83,7 +83,8 @@ void mt__cxxrt_probe(void) {
   }
 }
 
-int mt__cxxrt_is_runtime(const char *path) {
+/* Whether `path` names a C++ runtime's shared object. */
+static int is_runtime(const char *path) {
   if (!path) return 0;
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
@@ -92,7 +93,7 @@ int mt__cxxrt_is_runtime(const char *path) {
 }
 
 void mt__cxxrt_learn(Dwfl_Module *mod, const char *path) {
-  if (!mt__dlclose_hooked || !mt__cxxrt_is_runtime(path)) return;
+  if (!mt__dlclose_hooked || !is_runtime(path)) return;
   Dwarf_Addr lo = 0, hi = 0;
   dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL);
   if (lo >= hi || is_known(lo, hi) || nknown == MAX_RUNTIMES) return;

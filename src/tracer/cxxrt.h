@@ -3,13 +3,13 @@
  * the innermost frame is the code that asked for memory, and its demangler,
  * which names C++ functions. Internal (mt__ prefix).
  *
- * A runtime is found two ways, neither taking the dynamic loader's lock
- * while the tracer's is held (a thread in a library's constructor may hold
- * the loader's lock and wait for the tracer's):
- *   - at a session's start (no sample is taken yet): by name, in the
- *     global scope and among the loaded objects (RTLD_NOLOAD: a runtime
- *     loaded by a library opened with RTLD_LOCAL, as Python opens its
- *     extension modules);
+ * A runtime is found two ways. Only the first takes the dynamic loader's
+ * lock, and no sample is taken then; a sample must not wait for it under
+ * the tracer's lock (a thread in a library's constructor may hold the
+ * loader's lock and wait for the tracer's):
+ *   - at a session's start: by name, in the global scope and among the
+ *     loaded objects (RTLD_NOLOAD: a runtime loaded by a library opened
+ *     with RTLD_LOCAL, as Python opens its extension modules);
  *   - when a code in a runtime loaded since is first named: in its symbol
  *     table, through libdw (a C program that dlopens a C++ library, or
  *     Java's launcher loading libjvm). Only with the interposer's dlclose,
@@ -36,9 +36,6 @@ void mt__cxxrt_probe(void);
 /* From the naming of a code in `mod`, whose file is `path`: learns the
  * runtime if `path` is one not yet known. */
 void mt__cxxrt_learn(Dwfl_Module *mod, const char *path);
-
-/* Whether `path` names a C++ runtime's shared object. */
-int mt__cxxrt_is_runtime(const char *path);
 
 /* Keeps a runtime learned by mt__cxxrt_learn loaded for good. The
  * interposer's dlclose calls it before the real dlclose, outside the

@@ -424,11 +424,7 @@ static void *alloc_locked(ring *r, uint64_t now, const mt_alloc_info *info, size
     codes[n - 1 - i] = code; /* the writer wants the outermost frame first */
     /* Describe new codes now, while their library is surely loaded; the
      * writer asks again at flush time and finds the cached answer. */
-    _Atomic uint64_t *seen = &described[described_slot(code)];
-    if (LOAD(seen) == code) continue;
-    const mt_location *l;
-    size_t k;
-    if (mt__symbols_lookup(tr.syms, code, pc & MT__PC_MASK, &l, &k) == 0) STORE(seen, code);
+    describe_code(code);
   }
   n = kept_frames(codes, n);
   if (r && r->ncells) {

@@ -3,7 +3,6 @@
  * call's DW_AT_call_{file,line,column} is the position in its caller. */
 #include "symbols.h"
 
-#include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>

@@ -24,9 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cxxrt.h"
 #include "bigstack.h"
 #include "clock.h"
+#include "cxxrt.h"
 #include "dest.h"
 #include "engine_internal.h"
 #include "environ.h"

@@ -6,7 +6,6 @@
 
 #include "bigstack.h"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
 #include <stdatomic.h>
@@ -27,7 +26,8 @@ static inline mt__unwind_mode unwind_mode(void) {
  * shared object's text), and C++'s allocation functions, so that the
  * innermost frame is the code that asked for memory. Each session's start
  * fills the set not in use and then publishes it: a walk still under way
- * keeps reading the one it found. */
+ * keeps reading the one it found. Ranges found later (cxxrt.h) are
+ * appended to the published set, each written before the count. */
 #define MAX_HIDDEN 32
 typedef struct hidden_set {
   _Atomic size_t n; /* entries below it are written: appends publish it */
@@ -47,8 +47,6 @@ static void hide(hidden_set *h, uintptr_t lo, uintptr_t hi) {
   h->r[n] = (struct range){lo, hi};
   atomic_store_explicit(&h->n, n + 1, memory_order_release);
 }
-
-int mt__unwind_is_hidden(uintptr_t pc);
 
 void mt__unwind_hide(uintptr_t lo, uintptr_t hi) {
   hide(atomic_load_explicit(&hidden_now, memory_order_relaxed), lo, hi);
