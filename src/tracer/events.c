@@ -236,20 +236,24 @@ static inline uint64_t rec_start(const ring *r, uint64_t t) {
   return qword(r, t) == SKIP ? (t | (QUEUE_WORDS - 1)) + 1 : t;
 }
 
-/* Describes code now if it is new (tr.lock held). */
-static void describe_code(uint64_t code) {
-  _Atomic uint64_t *seen = &described[described_slot(code)];
-  if (LOAD(seen) == code) return;
+static __attribute__((noinline)) void describe_new(_Atomic uint64_t *seen, uint64_t code) {
   const mt_location *l;
   size_t k;
   if (mt__symbols_lookup(tr.syms, code, code & MT__PC_MASK, &l, &k) == 0) STORE(seen, code);
+}
+
+/* Describes code now if it is new (tr.lock held): inline, as the writer
+ * checks every sample's innermost code. */
+static inline void describe_code(uint64_t code) {
+  _Atomic uint64_t *seen = &described[described_slot(code)];
+  if (LOAD(seen) != code) describe_new(seen, code);
 }
 
 /* The frames of codes[0..n) (outermost first) a sample keeps. Naming the
  * innermost code may find a C++ runtime loaded since the session started
  * (cxxrt.h), so it is named first: samples unwound before then may hold
  * frames of its allocation functions, dropped here. */
-static size_t kept_frames(const uint64_t *codes, size_t n) {
+static inline size_t kept_frames(const uint64_t *codes, size_t n) {
   if (n) describe_code(codes[n - 1]);
   if (__builtin_expect(atomic_load_explicit(&mt__cxxrt_late, memory_order_relaxed), 0))
     while (n > 1 && mt__unwind_is_hidden(codes[n - 1] & MT__PC_MASK)) describe_code(codes[--n - 1]);

@@ -52,7 +52,7 @@ void mt__unwind_hide(uintptr_t lo, uintptr_t hi) {
   hide(atomic_load_explicit(&hidden_now, memory_order_relaxed), lo, hi);
 }
 
-static int is_hidden(uintptr_t pc) {
+static inline int is_hidden(uintptr_t pc) {
   const hidden_set *h = atomic_load_explicit(&hidden_now, memory_order_acquire);
   size_t n = atomic_load_explicit(&h->n, memory_order_acquire);
   for (size_t i = 0; i < n; i++)
