@@ -5,12 +5,12 @@
 #include "unwind.h"
 
 #include "bigstack.h"
+#include "stackmap.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 #include <stdatomic.h>
 #include <link.h>
-#include <pthread.h>
 #include <string.h>
 #include <libunwind.h>
 
@@ -137,26 +137,46 @@ void mt__unwind_init(mt__unwind_mode m) {
   }
 }
 
-/* The current thread's stack bounds, found once per thread. Initial-exec:
- * in a preloaded object the default model calls __tls_get_addr at every
+/* The interposer's frame, where the walk starts. Initial-exec: in a
+ * preloaded object the default model calls __tls_get_addr at every
  * access. */
 __thread uintptr_t mt__unwind_from __attribute__((tls_model("initial-exec")));
 
+/* The stack the thread runs on: the mapping that holds it (stackmap.h),
+ * asked of the kernel at the thread's first sample, not of the C library
+ * (pthread_getattr_np can wait for itself when the sample is taken inside
+ * it). Every step of a walk stays in [stack_lo, stack_hi). Below
+ * stack_floor the stack may end without a guard (a stack the program
+ * allocated itself, in a mapping with other data): no room is known there,
+ * and libunwind runs on the tracer's stack. The mapping is asked again
+ * when a sample's stack pointer lies outside it (the main thread's stack
+ * has grown, a coroutine runs on a stack of its own), at most MAX_ASKS
+ * times per thread: a program that switches stacks all the time then
+ * walks from the last one found (and from the others, through libunwind
+ * as before, in the modes that have it). */
 static __thread uintptr_t stack_lo __attribute__((tls_model("initial-exec")));
 static __thread uintptr_t stack_hi __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t stack_floor __attribute__((tls_model("initial-exec")));
+static __thread unsigned stack_asks __attribute__((tls_model("initial-exec")));
+#define MAX_ASKS 16
+/* Bounds no frame record passes (the walks check fp <= stack_hi - 16). */
+#define NO_STACK 16
 
-static void find_stack_bounds(void) {
-  pthread_attr_t attr;
-  void *addr;
-  size_t size;
-  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-    if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-      stack_lo = (uintptr_t)addr;
-      stack_hi = (uintptr_t)addr + size;
-    }
-    pthread_attr_destroy(&attr);
+static __attribute__((noinline, cold)) void find_stack(uintptr_t sp) {
+  if (stack_asks >= MAX_ASKS) return;
+  stack_asks++;
+  mt__mapping m;
+  if (mt__mapping_of(sp, &m)) {
+    stack_lo = m.lo, stack_hi = m.hi;
+    stack_floor = m.guarded ? m.lo : m.hi;
+  } else if (stack_hi <= NO_STACK) { /* nothing known yet */
+    stack_lo = stack_hi = stack_floor = NO_STACK;
   }
-  if (!stack_hi) stack_hi = 1; /* unknown: the walk stops at once */
+}
+
+/* Makes the bounds those of the stack sp is on. */
+static inline void know_stack(uintptr_t sp) {
+  if (__builtin_expect(sp - stack_lo >= stack_hi - stack_lo, 0)) find_stack(sp);
 }
 
 /* ---- AUTO: which return addresses lie in functions with frame records ---- */
@@ -319,9 +339,9 @@ static size_t lu_walk(lu_job *j, uintptr_t *pcs, size_t want) {
 }
 
 static int stack_short(void) {
-  if (!stack_hi) find_stack_bounds();
   uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-  return !(sp >= stack_lo + SHORT_STACK && sp < stack_hi);
+  know_stack(sp);
+  return !(sp >= stack_floor + SHORT_STACK && sp < stack_hi);
 }
 
 static void run_job(void *j) { ((lu_job *)j)->run(j); }
@@ -412,7 +432,9 @@ static inline int may_go_on(uintptr_t fp, uintptr_t ret, uintptr_t top, int *tru
  * *trust: 1 if every one does (or the one that does not is the chain's
  * last, known as an entry point); else the walk stops there, with that
  * address last in buf, and *trust is 0, or -1 if the chain ended at it (it
- * may be an entry point). The second loop is most of a sample's
+ * may be an entry point). *trust is 0 too, with nothing walked, when fp is
+ * not on the stack known (a coroutine's, once the thread has asked
+ * MAX_ASKS times). The second loop is most of a sample's
  * unwinding: about twenty instructions per frame. */
 static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t *buf, size_t cap,
                                                          const int check, int *trust) {
@@ -420,7 +442,10 @@ static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t 
   uintptr_t next, ret;
   size_t n = 0;
   *trust = 1;
-  if (fp < stack_lo || fp > top || (fp & 7) || !cap) return 0;
+  if (fp < stack_lo || fp > top || (fp & 7) || !cap) {
+    *trust = 0; /* not on the stack known (AUTO: libunwind's walk) */
+    return 0;
+  }
   for (;;) { /* the leading hidden frames */
     next = ((uintptr_t *)fp)[0], ret = ((uintptr_t *)fp)[1];
     if (!ret) return 0;
@@ -549,7 +574,7 @@ static __attribute__((noinline)) size_t fallback(uintptr_t fp, uint64_t *buf, si
 size_t mt__unwind(void *ctx, uint64_t *buf, size_t cap) {
   (void)ctx;
   if (unwind_mode() == MT__UNWIND_LIBUNWIND) return by_libunwind(buf, cap);
-  if (!stack_hi) find_stack_bounds();
+  know_stack((uintptr_t)__builtin_frame_address(0));
   /* The interposer names its own frame: the walk starts at the program's. */
   uintptr_t from = mt__unwind_from;
   uintptr_t fp = from ? from : (uintptr_t)__builtin_frame_address(0);

@@ -177,6 +177,38 @@ small-stack)
     bad "prog_small_stack fails plain with 4 KiB of a 16 KiB stack used"
   fi
   ;;
+stacks)
+  # Stacks the profiler finds from the kernel's map, not the C library
+  # (prog_stacks.c). At rate 1 every allocation is a sample: the thread
+  # that asks pthread_getattr_np for its stack takes its first sample in
+  # there, holding its own lock, and must not hang. In every mode the
+  # counts are exact; the main thread's deep stacks (its stack grew after
+  # its first sample) reach main, and the qsort callback's, on the stack
+  # the program allocated itself, reach the thread's function (no guard
+  # under that stack: libunwind runs on the tracer's).
+  for unwind in auto fp libunwind; do
+    MEMTRACE=s.ctf MEMTRACE_RATE=1 MEMTRACE_UNWIND=$unwind timeout 60 env LD_PRELOAD="$preload" \
+      "$bin/prog_stacks" > truth.txt 2> err.txt
+    rc=$?
+    [ $rc = 124 ] && { bad "$unwind: hung (60 s)"; continue; }
+    [ $rc = 0 ] || { bad "program failed ($unwind): $rc $(head -3 err.txt)"; continue; }
+    "$bin/check_trace" s.ctf sites > sites.txt || { bad "trace unreadable ($unwind)"; continue; }
+    # fp: the walks from the stack not known last find nothing
+    [ $unwind = fp ] && grep -v "^stacks_coroutine \|^stacks_switch " truth.txt > t.txt && mv t.txt truth.txt
+    compare_exact truth.txt sites.txt
+    "$memtrace" dump s.ctf > dump.txt 2>&1 || { bad "dump failed ($unwind)"; continue; }
+    read -r deep whole <<< "$(awk '/stacks_deep@/ {n++; if (/ main@/) w++} END {print n + 0, w + 0}' dump.txt)"
+    [ "$deep" -gt 0 ] && [ "$deep" = "$whole" ] && ok ||
+      bad "$unwind: $whole of $deep stacks from deep in the main thread reach main"
+    [ $unwind = fp ] && continue # frame records only: qsort's frames end the walk
+    read -r calls whole <<< "$(awk '/stacks_sorted@/ {n++; if (/qsort/ && / own@/) w++}
+      END {print n + 0, w + 0}' dump.txt)"
+    [ "$calls" -gt 0 ] && [ "$calls" = "$whole" ] && ok ||
+      bad "$unwind: $whole of $calls stacks from qsort's callback reach the thread's function"
+  done
+  "$bin/prog_stacks" > plain.txt && MEMTRACE=d.ctf traced "$bin/prog_stacks" > out.txt && cmp -s plain.txt out.txt && ok ||
+    bad "output differs under the profiler"
+  ;;
 churn)
   # threads that exit and are replaced: at rate 1 every block is counted
   # once, and every one freed has its collection (the pool's last blocks

@@ -1,0 +1,184 @@
+/* The mapping that holds an address, asked of the kernel: PROCMAP_QUERY
+ * (an ioctl on /proc/self/maps, Linux 6.11) where it exists, else a read
+ * of the map's text through a small buffer on the stack. Raw system calls
+ * only: this runs inside malloc, on any thread, at any point of the C
+ * library (stackmap.h). */
+#include "stackmap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* The kernel's interface (linux/fs.h from 6.11; older headers lack it). */
+struct procmap_query {
+  uint64_t size, query_flags, query_addr;                      /* in */
+  uint64_t vma_start, vma_end, vma_flags, vma_page_size;       /* out */
+  uint64_t vma_offset, inode;                                  /* out */
+  uint32_t dev_major, dev_minor, vma_name_size, build_id_size; /* in/out */
+  uint64_t vma_name_addr, build_id_addr;                       /* in */
+};
+#define PROCMAP_QUERY_CMD _IOWR('f', 17, struct procmap_query)
+#define Q_READABLE 0x1u
+#define Q_WRITABLE 0x2u
+#define Q_EXECUTABLE 0x4u
+
+/* Where the main thread's stack began (the dynamic loader's): the mapping
+ * that holds it is the main stack, which the kernel keeps a gap under. */
+extern void *__libc_stack_end __attribute__((weak));
+
+/* Adjacent writable mappings are one region: the kernel does not always
+ * merge them (a part madvised or mlocked differently). A few at most. */
+#define MAX_JOINED 8
+
+static long raw_open(const char *path) {
+  return syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+}
+
+static void raw_close(long fd) { syscall(SYS_close, (int)fd); }
+
+/* The mapping holding addr: 1, -1 if none, 0 if the kernel has no
+ * PROCMAP_QUERY (the caller reads the text instead). */
+static int query(long fd, uintptr_t addr, uintptr_t *lo, uintptr_t *hi, unsigned *flags) {
+  struct procmap_query q = {.size = sizeof q, .query_addr = addr};
+  if (syscall(SYS_ioctl, (int)fd, (unsigned long)PROCMAP_QUERY_CMD, &q) != 0)
+    return errno == ENOENT ? -1 : 0;
+  *lo = (uintptr_t)q.vma_start, *hi = (uintptr_t)q.vma_end, *flags = (unsigned)q.vma_flags;
+  return 1;
+}
+
+static int by_query(long fd, uintptr_t addr, mt__mapping *out) {
+  uintptr_t lo, hi, nlo, nhi;
+  unsigned f, nf;
+  int r = query(fd, addr, &lo, &hi, &f);
+  if (r <= 0) return r;
+  if ((f & (Q_READABLE | Q_WRITABLE)) != (Q_READABLE | Q_WRITABLE)) return -1;
+  for (int k = 0; k < MAX_JOINED && query(fd, hi, &nlo, &nhi, &nf) > 0 && nlo == hi &&
+                  (nf & (Q_READABLE | Q_WRITABLE)) == (Q_READABLE | Q_WRITABLE);
+       k++)
+    hi = nhi;
+  /* guarded: a mapping without access right below */
+  out->lo = lo, out->hi = hi;
+  out->guarded = lo && query(fd, lo - 1, &nlo, &nhi, &nf) > 0 && nhi == lo &&
+                 !(nf & (Q_READABLE | Q_WRITABLE | Q_EXECUTABLE));
+  return 1;
+}
+
+/* The text: "lo-hi rwxp offset dev inode path\n" per mapping, in address
+ * order. Read through a small buffer, one character at a time: only the
+ * addresses and the permissions matter, and a line may straddle reads. */
+typedef struct map_line {
+  uintptr_t lo, hi;
+  char perms[4];
+} map_line;
+
+typedef struct text_scan {
+  uintptr_t addr;
+  map_line cur, prev;
+  int state, nperm, found;
+  mt__mapping *out;
+} text_scan;
+
+enum { T_LO, T_HI, T_PERMS, T_REST };
+
+static int hexval(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+static int rw(const map_line *l) { return l->perms[0] == 'r' && l->perms[1] == 'w'; }
+
+/* One whole line's fields: 1 when the scan is over (found or passed). */
+static int take_line(text_scan *s) {
+  const map_line *l = &s->cur;
+  if (!s->found) {
+    if (s->addr < l->lo) return 1; /* passed it: not mapped */
+    if (s->addr < l->hi) {
+      if (!rw(l)) return 1;
+      s->found = 1;
+      s->out->lo = l->lo, s->out->hi = l->hi;
+      s->out->guarded = s->prev.hi == l->lo && s->prev.perms[0] == '-' && s->prev.perms[1] == '-' &&
+                        s->prev.perms[2] == '-';
+      return 0;
+    }
+    s->prev = *l;
+    return 0;
+  }
+  if (l->lo != s->out->hi || !rw(l) || s->found > MAX_JOINED) return 1;
+  s->out->hi = l->hi, s->found++;
+  return 0;
+}
+
+/* Feeds n characters: 1 when the scan is over. */
+static int scan(text_scan *s, const char *p, long n) {
+  for (long i = 0; i < n; i++) {
+    char c = p[i];
+    int v;
+    switch (s->state) {
+    case T_LO:
+      if ((v = hexval(c)) >= 0) s->cur.lo = s->cur.lo << 4 | (uintptr_t)v;
+      else s->state = c == '-' ? T_HI : T_REST;
+      break;
+    case T_HI:
+      if ((v = hexval(c)) >= 0) {
+        s->cur.hi = s->cur.hi << 4 | (uintptr_t)v;
+      } else {
+        s->state = c == ' ' ? T_PERMS : T_REST;
+        s->nperm = 0;
+      }
+      break;
+    case T_PERMS:
+      s->cur.perms[s->nperm++] = c;
+      if (s->nperm == 4) {
+        if (take_line(s)) return 1;
+        s->state = T_REST;
+      }
+      break;
+    }
+    if (c == '\n') { /* a line ends (early too, if malformed) */
+      s->state = T_LO;
+      s->cur = (map_line){0};
+    }
+  }
+  return 0;
+}
+
+static int by_text(long fd, uintptr_t addr, mt__mapping *out) {
+  text_scan s = {.addr = addr, .out = out};
+  char buf[512]; /* on the thread's stack, which may be small */
+  long n;
+  while ((n = syscall(SYS_read, (int)fd, buf, sizeof buf)) > 0)
+    if (scan(&s, buf, n)) break;
+  return s.found ? 1 : -1;
+}
+
+/* 0 until known whether the kernel answers PROCMAP_QUERY, then 1 or -1 */
+static _Atomic int has_query;
+
+static int mapping_of(uintptr_t addr, mt__mapping *out, int text_only) {
+  int saved = errno; /* the program's, whatever happens here */
+  long fd = raw_open("/proc/self/maps");
+  int r = -1;
+  if (fd >= 0) {
+    r = 0;
+    if (!text_only && atomic_load_explicit(&has_query, memory_order_relaxed) >= 0) {
+      r = by_query(fd, addr, out);
+      atomic_store_explicit(&has_query, r == 0 ? -1 : 1, memory_order_relaxed);
+    }
+    if (r == 0) r = by_text(fd, addr, out);
+    raw_close(fd);
+  }
+  if (r > 0 && &__libc_stack_end && __libc_stack_end) {
+    uintptr_t main_start = (uintptr_t)__libc_stack_end;
+    if (main_start >= out->lo && main_start < out->hi) out->guarded = 1;
+  }
+  errno = saved;
+  return r > 0;
+}
+
+int mt__mapping_of(uintptr_t addr, mt__mapping *out) { return mapping_of(addr, out, 0); }
+
+int mt__mapping_of_text(uintptr_t addr, mt__mapping *out) { return mapping_of(addr, out, 1); }

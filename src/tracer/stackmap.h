@@ -1,0 +1,33 @@
+/* The mapping that holds an address, as the kernel has it (stackmap.c):
+ * how a sample finds the stack its thread runs on. */
+#ifndef MT_TRACER_STACKMAP_H
+#define MT_TRACER_STACKMAP_H
+
+#include <stdint.h>
+
+typedef struct mt__mapping {
+  uintptr_t lo, hi; /* [lo, hi): every byte readable and writable */
+  /* 1 if a stack here ends at lo and faults past it: a mapping without
+   * access lies right below (the guard the C library puts under a
+   * thread's stack), or this is the main thread's stack (the kernel keeps
+   * a gap under it). 0: lo may be far below the stack's end (a stack the
+   * program allocated itself, among other data). */
+  int guarded;
+} mt__mapping;
+
+/* The writable mapping holding addr: 1 and *out, or 0 (not mapped, not
+ * writable, or /proc/self/maps unreadable: no descriptor left, no procfs).
+ *
+ * Safe anywhere a sample can be taken: it takes no lock of the C library,
+ * allocates nothing, and makes raw system calls (no cancellation point, no
+ * interposed wrapper). It does not ask the C library for the thread's
+ * stack: pthread_getattr_np holds the thread's own lock while it allocates,
+ * and a sample taken in there would wait for itself (the JVM asks it as
+ * each thread starts). Costs about four system calls on Linux 6.11 and
+ * later (PROCMAP_QUERY), else a read of the whole map. */
+int mt__mapping_of(uintptr_t addr, mt__mapping *out);
+
+/* The same from the map's text alone, as before Linux 6.11 (for tests). */
+int mt__mapping_of_text(uintptr_t addr, mt__mapping *out);
+
+#endif

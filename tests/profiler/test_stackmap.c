@@ -1,0 +1,157 @@
+/* The mapping that holds an address (stackmap.h), by PROCMAP_QUERY and by
+ * the map's text, on mappings made to measure: the two must agree with
+ * each other and with what was mapped. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "stackmap.h"
+
+typedef int (*finder)(uintptr_t, mt__mapping *);
+static const finder finders[] = {mt__mapping_of, mt__mapping_of_text};
+#define EACH_FINDER for (size_t f = 0; f < sizeof finders / sizeof *finders; f++)
+#define FIND(addr, m) finders[f]((uintptr_t)(addr), m)
+
+static size_t page;
+
+/* Pages [0, n) of a fresh mapping, all without access, at a place free
+ * of neighbours: a whole reserved span, the caller's pages carved out of
+ * its middle (the span's edges stay unmapped or without access). */
+static char *reserve(size_t n) {
+  char *p = mmap(NULL, (n + 4) * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(p != MAP_FAILED);
+  munmap(p, page);                     /* a gap below the first guard page... */
+  munmap(p + (n + 3) * page, page);    /* ...and above the last */
+  return p + 2 * page;
+}
+
+static void release(char *p, size_t n) { munmap(p - page, (n + 2) * page); }
+
+/* rw pages over a guard page: a thread stack as the C library makes it */
+static void test_guarded(void **state) {
+  (void)state;
+  char *p = reserve(4);
+  assert_int_equal(mprotect(p, 4 * page, PROT_READ | PROT_WRITE), 0);
+  EACH_FINDER {
+    mt__mapping m = {0};
+    assert_true(FIND(p + 3 * page + 100, &m));
+    assert_ptr_equal(m.lo, p);
+    assert_ptr_equal(m.hi, p + 4 * page);
+    assert_int_equal(m.guarded, 1);
+  }
+  release(p, 4);
+}
+
+/* rw pages over a gap, and over a readable page: no guard */
+static void test_unguarded(void **state) {
+  (void)state;
+  char *p = reserve(4);
+  assert_int_equal(mprotect(p, page, PROT_READ), 0);
+  assert_int_equal(mprotect(p + page, 3 * page, PROT_READ | PROT_WRITE), 0);
+  EACH_FINDER {
+    mt__mapping m = {0};
+    assert_true(FIND(p + page, &m));
+    assert_ptr_equal(m.lo, p + page);
+    assert_ptr_equal(m.hi, p + 4 * page);
+    assert_int_equal(m.guarded, 0);
+    assert_false(FIND(p + 10, &m)); /* read-only: not a stack */
+  }
+  munmap(p - page, page); /* the guard under it: now a gap */
+  EACH_FINDER {
+    mt__mapping m = {0};
+    assert_true(FIND(p + 2 * page, &m));
+    assert_ptr_equal(m.lo, p + page);
+    assert_int_equal(m.guarded, 0);
+  }
+  release(p, 4);
+}
+
+/* Writable neighbours the kernel keeps apart (one has other flags, one
+ * is also executable) are one region, upwards: a walk is not cut there. */
+static void test_joined(void **state) {
+  (void)state;
+  char *p = reserve(6);
+  assert_int_equal(mprotect(p, 6 * page, PROT_READ | PROT_WRITE), 0);
+  assert_int_equal(madvise(p + 2 * page, page, MADV_DONTDUMP), 0);
+  assert_int_equal(mprotect(p + 4 * page, page, PROT_READ | PROT_WRITE | PROT_EXEC), 0);
+  EACH_FINDER {
+    mt__mapping m = {0};
+    assert_true(FIND(p + page, &m));
+    assert_ptr_equal(m.lo, p);
+    assert_ptr_equal(m.hi, p + 6 * page);
+    assert_true(FIND(p + 5 * page, &m));
+    assert_ptr_equal(m.lo, p + 5 * page); /* not downwards */
+    assert_ptr_equal(m.hi, p + 6 * page);
+    assert_int_equal(m.guarded, 0);
+  }
+  release(p, 6);
+}
+
+static void test_unmapped(void **state) {
+  (void)state;
+  char *p = reserve(1);
+  EACH_FINDER {
+    mt__mapping m = {0};
+    assert_false(FIND(p - 2 * page + 8, &m)); /* the gap */
+    assert_false(FIND(p, &m));                /* no access */
+    assert_false(FIND(0, &m));
+    assert_false(FIND(UINTPTR_MAX - 7, &m));
+  }
+  release(p, 1);
+}
+
+/* The main thread's stack: guarded (the kernel's gap under it). */
+static void test_main_stack(void **state) {
+  (void)state;
+  char here;
+  EACH_FINDER {
+    mt__mapping m = {0};
+    assert_true(FIND(&here, &m));
+    assert_true(m.lo <= (uintptr_t)&here && (uintptr_t)&here < m.hi);
+    assert_int_equal(m.guarded, 1);
+  }
+}
+
+/* A thread's stack: what the C library says it is, from the kernel. */
+static void *thread_stack(void *arg) {
+  (void)arg;
+  char here;
+  pthread_attr_t a;
+  void *lo;
+  size_t size;
+  assert_int_equal(pthread_getattr_np(pthread_self(), &a), 0);
+  assert_int_equal(pthread_attr_getstack(&a, &lo, &size), 0);
+  pthread_attr_destroy(&a);
+  EACH_FINDER {
+    mt__mapping m = {0};
+    assert_true(FIND(&here, &m));
+    assert_ptr_equal(m.lo, lo); /* the guard is below the stack glibc reports */
+    assert_true(m.hi >= (uintptr_t)lo + size);
+    assert_int_equal(m.guarded, 1);
+  }
+  return NULL;
+}
+
+static void test_thread_stack(void **state) {
+  (void)state;
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, thread_stack, NULL), 0);
+  assert_int_equal(pthread_join(t, NULL), 0);
+}
+
+int main(void) {
+  page = (size_t)sysconf(_SC_PAGESIZE);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_guarded),     cmocka_unit_test(test_unguarded),
+      cmocka_unit_test(test_joined),      cmocka_unit_test(test_unmapped),
+      cmocka_unit_test(test_main_stack),  cmocka_unit_test(test_thread_stack),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
