@@ -19,7 +19,7 @@ build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 
 # The tests are left out: the fuzz targets need nothing of them (nor cmocka).
 CC=${CC:-clang} cmake -S "$root" -B "$build" -DMT_FUZZ=ON -DMT_SANITIZE=ON -DMT_TESTS=OFF
-cmake --build "$build" -j"$(nproc)" --target fuzz_reader fuzz_roundtrip
+cmake --build "$build" -j"$(nproc)" --target fuzz_reader fuzz_roundtrip fuzz_rustdemangle
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/memtrace-fuzz.XXXXXX")
 failed=0
@@ -48,6 +48,7 @@ run() {
 
 run fuzz_reader "$root/tests/fuzz/corpus" -dict="$root/tests/fuzz/fuzz_reader.dict"
 run fuzz_roundtrip "$root/tests/fuzz/corpus_roundtrip"
+run fuzz_rustdemangle "$root/tests/fuzz/corpus_rustdemangle"
 
 if [ "$failed" -ne 0 ]; then
   echo "fuzzing found failures; inputs and logs kept in $work"

@@ -2,6 +2,7 @@
  * give the inlined subroutines around it (innermost first); each inlined
  * call's DW_AT_call_{file,line,column} is the position in its caller. */
 #include "symbols.h"
+#include "rustdemangle.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -176,11 +177,18 @@ void mt__symbols_reset(mt__symbols *s) {
   drop_entries(s);
 }
 
-/* C++ names through the C++ runtime's demangler when the process has one
- * (cxxrt.h). */
+/* Readable names: Rust's here (rustdemangle.h), C++'s through the C++
+ * runtime's demangler when the process has one (cxxrt.h). Once per code:
+ * the buffer is the heap's. */
+#define RUST_NAME_MAX 4096
 static const char *demangled(mt__symbols *s, const char *name) {
-  if (!name || name[0] != '_' || name[1] != 'Z') return name;
-  char *d = mt__cxxrt_demangle(name);
+  if (!name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R')) return name;
+  char *d = malloc(RUST_NAME_MAX);
+  if (d && mt__rust_demangle(name, d, RUST_NAME_MAX) < 0) {
+    free(d);
+    d = NULL;
+  }
+  if (!d && name[1] == 'Z') d = mt__cxxrt_demangle(name);
   if (!d) return name;
   const char *r = mt__strtab_intern(&s->strings, d, strlen(d));
   free(d);
