@@ -30,8 +30,6 @@ static struct {
 } known[MAX_RUNTIMES];
 static size_t nknown;
 
-_Atomic int mt__cxxrt_late;
-
 /* An address in a runtime learned from its symbol table, not yet pinned */
 static _Atomic uintptr_t to_pin;
 
@@ -116,12 +114,11 @@ void mt__cxxrt_learn(Dwfl_Module *mod, const char *path) {
     }
     for (size_t k = 0; k < NALLOC; k++)
       if (sym.st_size && strcmp(name, alloc_names[k]) == 0) {
-        mt__unwind_hide(addr, addr + sym.st_size);
+        mt__unwind_hide_late(addr, addr + sym.st_size);
         any = addr;
       }
   }
   if (!any) return;
-  atomic_store(&mt__cxxrt_late, 1);
   atomic_store(&to_pin, any);
   use_demangler(d);
 }

@@ -25,11 +25,6 @@
 #include <elfutils/libdwfl.h>
 #include <stdint.h>
 
-/* Set once a runtime was learned from its symbol table: samples queued
- * before may hold frames of its allocation functions, which the writer
- * drops (mt__unwind_is_hidden). */
-extern _Atomic int mt__cxxrt_late;
-
 /* At a session's start, after mt__unwind_init, outside any sample. */
 void mt__cxxrt_probe(void);
 

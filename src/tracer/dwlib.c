@@ -28,7 +28,8 @@
   X(dwarf_formudata) X(dwarf_getscopes) X(dwarf_getscopes_die) X(dwarf_getsrcfiles)          \
   X(dwarf_tag) X(dwfl_addrmodule) X(dwfl_begin) X(dwfl_end) X(dwfl_lineinfo)                 \
   X(dwfl_linux_proc_find_elf) X(dwfl_linux_proc_report) X(dwfl_module_addrdie)               \
-  X(dwfl_module_address_section) X(dwfl_module_addrname) X(dwfl_module_getsrc)               \
+  X(dwfl_module_address_section) X(dwfl_module_addrinfo) X(dwfl_module_addrname)             \
+  X(dwfl_module_getsrc)                                                                      \
   X(dwfl_module_getsym_info) X(dwfl_module_getsymtab) X(dwfl_module_getsymtab_first_global)  \
   X(dwfl_module_info) X(dwfl_report_begin) X(dwfl_report_begin_add) X(dwfl_report_end)      \
   X(dwfl_report_module) X(dwfl_standard_find_debuginfo)
@@ -104,6 +105,10 @@ FORWARD(Dwarf_Die *, NULL, dwfl_module_addrdie,
         (Dwfl_Module * mod, Dwarf_Addr addr, Dwarf_Addr *bias), (mod, addr, bias))
 FORWARD(Elf_Scn *, NULL, dwfl_module_address_section,
         (Dwfl_Module * mod, Dwarf_Addr *address, Dwarf_Addr *bias), (mod, address, bias))
+FORWARD(const char *, NULL, dwfl_module_addrinfo,
+        (Dwfl_Module * mod, GElf_Addr address, GElf_Off *offset, GElf_Sym *sym,
+         GElf_Word *shndxp, Elf **elfp, Dwarf_Addr *bias),
+        (mod, address, offset, sym, shndxp, elfp, bias))
 FORWARD(const char *, NULL, dwfl_module_addrname, (Dwfl_Module * mod, GElf_Addr address),
         (mod, address))
 FORWARD(Dwfl_Line *, NULL, dwfl_module_getsrc, (Dwfl_Module * mod, Dwarf_Addr addr),

@@ -250,12 +250,13 @@ static inline void describe_code(uint64_t code) {
 }
 
 /* The frames of codes[0..n) (outermost first) a sample keeps. Naming the
- * innermost code may find a C++ runtime loaded since the session started
- * (cxxrt.h), so it is named first: samples unwound before then may hold
- * frames of its allocation functions, dropped here. */
+ * innermost code may find code to hide (mt__unwind_hide_late): a C++
+ * runtime loaded since the session started (cxxrt.h), a function of
+ * Rust's allocation layer (symbols.c). So it is named first: samples
+ * unwound before then may hold such frames, dropped here. */
 static inline size_t kept_frames(const uint64_t *codes, size_t n) {
   if (n) describe_code(codes[n - 1]);
-  if (__builtin_expect(atomic_load_explicit(&mt__cxxrt_late, memory_order_relaxed), 0))
+  if (__builtin_expect(atomic_load_explicit(&mt__unwind_late, memory_order_relaxed), 0))
     while (n > 1 && mt__unwind_is_hidden(codes[n - 1] & MT__PC_MASK)) describe_code(codes[--n - 1]);
   return n;
 }

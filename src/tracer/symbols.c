@@ -3,6 +3,7 @@
  * call's DW_AT_call_{file,line,column} is the position in its caller. */
 #include "symbols.h"
 #include "rustdemangle.h"
+#include "rustrt.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -284,7 +285,7 @@ static size_t describe(mt__symbols *s, uint64_t addr, mt_location *out) {
                            (uint32_t)(line > 0 ? line : 0), 0, 0};
     n = 1;
   }
-  return n;
+  return mt__rustrt_trim(mod, addr, out, n);
 }
 
 struct describe_call {

@@ -27,6 +27,7 @@
 #include "bigstack.h"
 #include "clock.h"
 #include "cxxrt.h"
+#include "rustrt.h"
 #include "dest.h"
 #include "engine_internal.h"
 #include "environ.h"
@@ -391,6 +392,7 @@ static int start_locked(const mt_trace_options *o) {
                    : tr.unwind == MT_UNWIND_AUTO         ? MT__UNWIND_AUTO
                                                          : MT__UNWIND_LIBUNWIND);
   mt__cxxrt_probe();
+  mt__rustrt_probe();
   mt__tr_libraries_baseline();
   if (!tr.hooks_installed) {
     tr.hooks_installed = 1;

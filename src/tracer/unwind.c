@@ -28,7 +28,7 @@ static inline mt__unwind_mode unwind_mode(void) {
  * fills the set not in use and then publishes it: a walk still under way
  * keeps reading the one it found. Ranges found later (cxxrt.h) are
  * appended to the published set, each written before the count. */
-#define MAX_HIDDEN 32
+#define MAX_HIDDEN 64
 typedef struct hidden_set {
   _Atomic size_t n; /* entries below it are written: appends publish it */
   struct range {
@@ -50,6 +50,13 @@ static void hide(hidden_set *h, uintptr_t lo, uintptr_t hi) {
 
 void mt__unwind_hide(uintptr_t lo, uintptr_t hi) {
   hide(atomic_load_explicit(&hidden_now, memory_order_relaxed), lo, hi);
+}
+
+_Atomic int mt__unwind_late;
+
+void mt__unwind_hide_late(uintptr_t lo, uintptr_t hi) {
+  mt__unwind_hide(lo, hi);
+  atomic_store(&mt__unwind_late, 1);
 }
 
 static inline int is_hidden(uintptr_t pc) {

@@ -26,6 +26,14 @@ void mt__unwind_init(mt__unwind_mode mode);
  * hold the tracer's lock; walks under way read the ranges without it. */
 void mt__unwind_hide(uintptr_t lo, uintptr_t hi);
 
+/* The same for code learnt while samples may be queued (when a code is
+ * named: a C++ runtime loaded since the session started, Rust's allocation
+ * layer): those samples may hold frames of it, which the writer drops
+ * from their inner end when mt__unwind_late is set (events.c). Only for
+ * code that stays loaded for the process's life. */
+void mt__unwind_hide_late(uintptr_t lo, uintptr_t hi);
+extern _Atomic int mt__unwind_late;
+
 /* Whether a sample hides the frame of return address pc. */
 int mt__unwind_is_hidden(uintptr_t pc);
 
