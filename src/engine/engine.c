@@ -364,7 +364,7 @@ int mt__sample_slow(int64_t words, uint64_t *nsamples) {
     th->epoch = ep;
     before = draw_gap(th);
   }
-  if (th->busy) {
+  if (th->busy || th->unsampled) {
     th->countdown = draw_gap(th); /* memoryless: the profiler's own words skip */
     return 0;
   }

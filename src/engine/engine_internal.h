@@ -13,6 +13,9 @@ typedef struct mt__thread {
   uint64_t rng[2];   /* xoroshiro128+ state */
   uint32_t epoch;    /* the engine session this state was drawn for */
   int32_t busy;      /* > 0: inside the profiler; never sample */
+  int32_t unsampled; /* > 0: where a sample could deadlock (the dynamic
+                        loader's lock held: src/preload/preload_loader.c):
+                        no sample; frees are still reported */
   uint32_t slot;     /* this thread's rank in the session: its counters' shard */
   int *errp;         /* this thread's errno, once asked (see thread_errno) */
   uint64_t *cs;      /* the callstack buffer, mapped at the first sample */

@@ -109,6 +109,9 @@ size_t mt__usable_size_ours(void *p);
 /* preload_exec.c: looks up the C library's exec functions (at load). */
 MT__HIDDEN void mt__exec_resolve(void);
 
+/* preload_loader.c: looks up the C library's dl_iterate_phdr (at load). */
+MT__HIDDEN void mt__loader_resolve(void);
+
 enum { MT__ALIGNED_ALLOC, MT__MEMALIGN, MT__VALLOC, MT__PVALLOC };
 enum { MT__FREE, MT__FREE_SIZED, MT__FREE_ALIGNED_SIZED };
 

@@ -487,6 +487,7 @@ __attribute__((constructor)) static void preload_init(void) {
   resolve_real(); /* the slots' final values: before the jumps use them */
   const char *jumps = make_jumps_direct();
   mt__exec_resolve();
+  mt__loader_resolve();
   mt__dlclose_hooked = 1;
   static char settings[64]; /* no stdio here: it may allocate */
   size_t len = 0;

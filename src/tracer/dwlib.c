@@ -19,6 +19,7 @@
 #include <elfutils/libdwfl.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "symbols.h"
 
@@ -41,10 +42,27 @@ static const char *const names[NFUNCTIONS] = {MT__DW_FUNCTIONS(AS_NAME)};
 static void *fn[NFUNCTIONS];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+/* libdw and libelf keep their error state in thread-local variables. The
+ * first access to a dlopened object's in the process decides where they
+ * live, under the loader's TLS lock (glibc's tls_get_addr_tail), and the
+ * naming of codes runs under the tracer's lock, which a thread holding
+ * the loader's locks (in dlopen, in pthread_create) may be waiting for:
+ * the first naming would wait for it, and it for the naming. So they are
+ * touched here, when the library is opened, outside the tracer's lock;
+ * later threads' first accesses take no lock. */
+static void touch_thread_locals(void *h) {
+  static const char *const errnos[] = {"dwarf_errno", "dwfl_errno", "elf_errno"};
+  for (size_t i = 0; i < sizeof errnos / sizeof *errnos; i++) {
+    int (*get)(void) = (int (*)(void))(uintptr_t)dlsym(h, errnos[i]);
+    if (get) get();
+  }
+}
+
 static void load(void) {
   void *h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!h) return;
   for (int i = 0; i < NFUNCTIONS; i++) fn[i] = dlsym(h, names[i]);
+  touch_thread_locals(h);
 }
 
 void mt__dw_load(void) { pthread_once(&once, load); }

@@ -108,20 +108,43 @@ static int write_queued_events(void) {
   return tr.w && mt_writer_flush(tr.w) != MT_OK ? -1 : 0;
 }
 
+/* What the loader says of unloads, asked before tr.lock is taken: its
+ * dl_iterate_phdr takes the loader's lock, which another thread may hold
+ * while it waits for tr.lock (a free in a dl_iterate_phdr callback, its
+ * queue full). With the interposer's dlclose, only after a dlclose; the
+ * sample's own codes were live when it was unwound, before this look, so
+ * a later unload cannot concern them. Linked into a program, looked at
+ * under the lock (its allocations are not sampled there). */
+typedef struct unloads {
+  int look;          /* 1: a dlclose since the last look (or no hook) */
+  unsigned closes;   /* mt__dlclose_count when asked */
+  unsigned long long subs; /* the loader's count of unloads */
+} unloads;
+
+static void unloads_ask(unloads *u) {
+  u->closes = LOAD_ACQ(&mt__dlclose_count);
+  u->look = !mt__dlclose_hooked || u->closes != LOAD(&dlclose_seen);
+  u->subs = 0;
+  if (u->look && mt__dlclose_hooked) dl_iterate_phdr(first_object, &u->subs);
+}
+
 /* After a dlclose, an address may belong to a different function: codes
  * carry a generation in their top bits so that no code is ever described
  * twice differently. Events queued or buffered were described while their
  * library was loaded: they are written before the descriptions are
  * forgotten. Called with tr.lock held; returns -1 if that write failed. */
-static int check_unloads(void) {
+static int check_unloads(const unloads *u) {
+  if (!u->look) return 0;
+  unsigned long long subs = u->subs;
   if (mt__dlclose_hooked) {
-    unsigned n = LOAD_ACQ(&mt__dlclose_count);
-    if (n == LOAD(&dlclose_seen)) return 0;
-    STORE(&dlclose_seen, n);
+    /* another thread may have looked later, under the lock, first */
+    if ((int)(u->closes - LOAD(&dlclose_seen)) <= 0) return 0;
+    STORE(&dlclose_seen, u->closes);
+    if (subs <= tr.dl_subs) return 0;
+  } else {
+    dl_iterate_phdr(first_object, &subs);
+    if (subs == tr.dl_subs) return 0;
   }
-  unsigned long long subs = 0;
-  dl_iterate_phdr(first_object, &subs);
-  if (subs == tr.dl_subs) return 0;
   tr.dl_subs = subs;
   if (write_queued_events() != 0) return -1;
   __atomic_store_n(&tr.gen, (tr.gen + 1) & 0x7fff, __ATOMIC_RELAXED);
@@ -414,10 +437,12 @@ static uint64_t locked_codes[MT__MAX_DEPTH];
 static void *alloc_locked(ring *r, uint64_t now, const mt_alloc_info *info, size_t n) {
   uint64_t *codes = locked_codes;
   cell *c = NULL;
+  unloads u;
+  unloads_ask(&u);
   pthread_mutex_lock(&tr.lock);
   if (!tr.active) goto out;
   if (!tr.w && mt__tr_open_child_trace() != 0) goto out;
-  if (check_unloads() != 0) {
+  if (check_unloads(&u) != 0) {
     mt__tr_session_failed();
     goto out;
   }

@@ -1,7 +1,8 @@
-/* Rust v0 symbol names (rustdemangle.h), read from their grammar (RFC
+/* Rust's symbol names (rustdemangle.h). v0 read from its grammar (RFC
  * 2603, "Rust Symbol Name Mangling v0"): a recursive reader that prints as
- * it goes. A back-reference ("B" and a base-62 offset from after "_R")
- * re-reads an earlier part of the name in place. */
+ * it goes; a back-reference ("B" and a base-62 offset from after "_R")
+ * re-reads an earlier part of the name in place. The older scheme at the
+ * end of the file. */
 #include "rustdemangle.h"
 
 #include <stdint.h>
@@ -36,7 +37,7 @@ static void put(rd *r, const char *p, size_t k) {
   r->len += k;
 }
 
-static void puts_(rd *r, const char *p) { put(r, p, strlen(p)); }
+static void put_str(rd *r, const char *p) { put(r, p, strlen(p)); }
 
 static void putu(rd *r, uint64_t v) {
   char b[24];
@@ -137,7 +138,7 @@ static void type_arg(rd *r, int unused) {
 /* A lifetime bound by an enclosing binder: 'a for the innermost... */
 static void lifetime(rd *r, uint64_t i) {
   if (i == 0) {
-    puts_(r, "'_");
+    put_str(r, "'_");
     return;
   }
   if (i > r->lifetimes) {
@@ -149,7 +150,7 @@ static void lifetime(rd *r, uint64_t i) {
     char b[2] = {'\'', (char)('a' + depth)};
     put(r, b, 2);
   } else {
-    puts_(r, "'_");
+    put_str(r, "'_");
     putu(r, depth);
   }
 }
@@ -159,13 +160,13 @@ static unsigned binder(rd *r) {
   if (!eat(r, 'G')) return 0;
   uint64_t k = base62(r) + 1;
   if (r->bad || k > 64 || r->lifetimes + k > 1024) return (unsigned)fail(r);
-  puts_(r, "for<");
+  put_str(r, "for<");
   for (uint64_t i = 0; i < k; i++) {
-    if (i) puts_(r, ", ");
+    if (i) put_str(r, ", ");
     r->lifetimes++;
     lifetime(r, 1);
   }
-  puts_(r, "> ");
+  put_str(r, "> ");
   return (unsigned)k;
 }
 
@@ -205,7 +206,7 @@ static void constant(rd *r, int unused) {
   if (!c) {
     fail(r);
   } else if (eat(r, 'p')) {
-    puts_(r, "_");
+    put_str(r, "_");
   } else if (eat(r, 'B')) {
     backref(r, constant, 0);
   } else {
@@ -230,21 +231,21 @@ static void constant(rd *r, int unused) {
     if (!r->bad && !eat(r, '_')) fail(r);
     if (digits > 16) { /* beyond 64 bits: in hex, as written */
       if (c == 'b' || c == 'c') fail(r);
-      if (neg) puts_(r, "-");
-      puts_(r, "0x");
+      if (neg) put_str(r, "-");
+      put_str(r, "0x");
       put(r, r->s + from, digits);
       leave(r);
       return;
     }
     if (c == 'b') {
       if (v > 1) fail(r);
-      puts_(r, v ? "true" : "false");
+      put_str(r, v ? "true" : "false");
     } else if (c == 'c') {
       if (v < 0x20 || v > 0x7e || v == '\'' || v == '\\') fail(r); /* plain ASCII only */
       char b[3] = {'\'', (char)v, '\''};
       put(r, b, 3);
     } else {
-      if (neg) puts_(r, "-");
+      if (neg) put_str(r, "-");
       putu(r, v);
     }
   }
@@ -258,7 +259,7 @@ static void generic_args(rd *r) {
       fail(r);
       return;
     }
-    if (i) puts_(r, ", ");
+    if (i) put_str(r, ", ");
     if (eat(r, 'L')) lifetime(r, base62(r));
     else if (eat(r, 'K')) constant(r, 0);
     else type(r);
@@ -272,7 +273,7 @@ static int path_open(rd *r) {
   int open = 0;
   if (eat(r, 'I')) {
     path(r, 0);
-    puts_(r, "<");
+    put_str(r, "<");
     generic_args(r);
     open = 1;
   } else if (eat(r, 'B')) {
@@ -302,19 +303,19 @@ static void dyn_bounds(rd *r) {
       fail(r);
       break;
     }
-    if (i) puts_(r, " + ");
+    if (i) put_str(r, " + ");
     int open = path_open(r);
     while (!r->bad && eat(r, 'p')) {
       const char *p;
       size_t k;
       if (!ident(r, &p, &k)) break;
-      puts_(r, open ? ", " : "<");
+      put_str(r, open ? ", " : "<");
       open = 1;
       put(r, p, k);
-      puts_(r, " = ");
+      put_str(r, " = ");
       type(r);
     }
-    if (open) puts_(r, ">");
+    if (open) put_str(r, ">");
   }
   r->lifetimes -= bound;
 }
@@ -322,32 +323,32 @@ static void dyn_bounds(rd *r) {
 /* <fn-sig> = [<binder>] ["U"] ["K" <abi>] {<type>} "E" <type> */
 static void fn_sig(rd *r) {
   unsigned bound = binder(r);
-  if (eat(r, 'U')) puts_(r, "unsafe ");
+  if (eat(r, 'U')) put_str(r, "unsafe ");
   if (eat(r, 'K')) {
-    puts_(r, "extern \"");
+    put_str(r, "extern \"");
     if (eat(r, 'C')) {
-      puts_(r, "C");
+      put_str(r, "C");
     } else {
       const char *p;
       size_t k;
       if (ident(r, &p, &k)) /* '_' stands for '-' in an ABI's name */
         for (size_t i = 0; i < k; i++) put(r, p[i] == '_' ? "-" : p + i, 1);
     }
-    puts_(r, "\" ");
+    put_str(r, "\" ");
   }
-  puts_(r, "fn(");
+  put_str(r, "fn(");
   for (int i = 0; !r->bad && !eat(r, 'E'); i++) {
     if (r->pos >= r->n) {
       fail(r);
       break;
     }
-    if (i) puts_(r, ", ");
+    if (i) put_str(r, ", ");
     type(r);
   }
-  puts_(r, ")");
+  put_str(r, ")");
   if (eat(r, 'u')) { /* returns (): nothing shown */
   } else {
-    puts_(r, " -> ");
+    put_str(r, " -> ");
     type(r);
   }
   r->lifetimes -= bound;
@@ -364,7 +365,7 @@ static void type(rd *r) {
   const char *basic = basic_type(c);
   if (basic) {
     r->pos++;
-    puts_(r, basic);
+    put_str(r, basic);
     leave(r);
     return;
   }
@@ -372,54 +373,54 @@ static void type(rd *r) {
   switch (c) {
   case 'A':
   case 'S':
-    puts_(r, "[");
+    put_str(r, "[");
     type(r);
     if (c == 'A') {
-      puts_(r, "; ");
+      put_str(r, "; ");
       constant(r, 0);
     }
-    puts_(r, "]");
+    put_str(r, "]");
     break;
   case 'T': {
-    puts_(r, "(");
+    put_str(r, "(");
     int i = 0;
     for (; !r->bad && !eat(r, 'E'); i++) {
       if (r->pos >= r->n) {
         fail(r);
         break;
       }
-      if (i) puts_(r, ", ");
+      if (i) put_str(r, ", ");
       type(r);
     }
-    puts_(r, i == 1 ? ",)" : ")");
+    put_str(r, i == 1 ? ",)" : ")");
     break;
   }
   case 'R':
   case 'Q':
-    puts_(r, "&");
+    put_str(r, "&");
     if (eat(r, 'L')) {
       uint64_t l = base62(r);
       if (l) {
         lifetime(r, l);
-        puts_(r, " ");
+        put_str(r, " ");
       }
     }
-    if (c == 'Q') puts_(r, "mut ");
+    if (c == 'Q') put_str(r, "mut ");
     type(r);
     break;
   case 'P':
-    puts_(r, "*const ");
+    put_str(r, "*const ");
     type(r);
     break;
   case 'O':
-    puts_(r, "*mut ");
+    put_str(r, "*mut ");
     type(r);
     break;
   case 'F':
     fn_sig(r);
     break;
   case 'D':
-    puts_(r, "dyn ");
+    put_str(r, "dyn ");
     dyn_bounds(r);
     if (!eat(r, 'L')) {
       fail(r);
@@ -427,7 +428,7 @@ static void type(rd *r) {
     }
     uint64_t l = base62(r);
     if (l) {
-      puts_(r, " + ");
+      put_str(r, " + ");
       lifetime(r, l);
     }
     break;
@@ -474,21 +475,21 @@ static void path(rd *r, int in_value) {
     if (!ident(r, &p, &k)) break;
     if (ns >= 'a' && ns <= 'z') { /* a name of the source */
       if (k) {
-        puts_(r, "::");
+        put_str(r, "::");
         put(r, p, k);
       }
     } else { /* something the compiler made: a closure, a shim */
-      puts_(r, "::{");
-      if (ns == 'C') puts_(r, "closure");
-      else if (ns == 'S') puts_(r, "shim");
-      else put(r, (const char *)&(char){(char)ns}, 1);
+      put_str(r, "::{");
+      if (ns == 'C') put_str(r, "closure");
+      else if (ns == 'S') put_str(r, "shim");
+      else put(r, &(char){(char)ns}, 1);
       if (k) {
-        puts_(r, ":");
+        put_str(r, ":");
         put(r, p, k);
       }
-      puts_(r, "#");
+      put_str(r, "#");
       putu(r, dis);
-      puts_(r, "}");
+      put_str(r, "}");
     }
     break;
   }
@@ -501,19 +502,19 @@ static void path(rd *r, int in_value) {
       path(r, 0);
       r->quiet--;
     }
-    puts_(r, "<");
+    put_str(r, "<");
     type(r);
     if (c != 'M') {
-      puts_(r, " as ");
+      put_str(r, " as ");
       path(r, 0);
     }
-    puts_(r, ">");
+    put_str(r, ">");
     break;
   case 'I':
     path(r, in_value);
-    puts_(r, in_value ? "::<" : "<");
+    put_str(r, in_value ? "::<" : "<");
     generic_args(r);
-    puts_(r, ">");
+    put_str(r, ">");
     break;
   case 'B':
     backref(r, path_arg, in_value);
@@ -548,10 +549,10 @@ static int legacy_element(rd *r, const char *p, size_t k) {
   while (i < k && !r->bad) {
     if (p[i] == '.') {
       if (i + 1 < k && p[i + 1] == '.') {
-        puts_(r, "::");
+        put_str(r, "::");
         i += 2;
       } else {
-        puts_(r, ".");
+        put_str(r, ".");
         i++;
       }
       continue;
@@ -610,7 +611,7 @@ static long legacy(const char *sym, char *out, size_t cap) {
   r.pos = at;
   for (size_t i = 0; i + 1 < count; i++) {
     size_t len = decimal(&r);
-    if (i) puts_(&r, "::");
+    if (i) put_str(&r, "::");
     if (!legacy_element(&r, r.s + r.pos, len)) return -1;
     r.pos += len;
   }

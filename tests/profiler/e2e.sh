@@ -232,6 +232,30 @@ rust-names)
     done
   done
   ;;
+loader)
+  # Allocating and freeing in dl_iterate_phdr callbacks, under the loader's
+  # lock, while another thread dlopens and dlcloses (prog_loader.c): at
+  # rate 1, no hang, the callbacks' own allocations unsampled, the blocks
+  # they free seen freed, the other thread's counts exact. Without the
+  # interposed dl_iterate_phdr, the libunwind runs hung about one in two
+  # (a sample in a callback waiting for libunwind's lock, whose holder
+  # waited for the loader's); without libdw's thread-locals touched at
+  # load, the first run (a thread in dlopen waiting for the first naming,
+  # which waited for the loader's TLS lock).
+  for run in 1 2 3; do
+    for unwind in auto libunwind; do
+      MEMTRACE=l.ctf MEMTRACE_RATE=1 MEMTRACE_UNWIND=$unwind timeout 60 env LD_PRELOAD="$preload" \
+        "$bin/prog_loader" "$bin/libmt_dl_test.so" > truth.txt 2> err.txt
+      rc=$?
+      [ $rc = 124 ] && { bad "run $run, $unwind: hung (60 s)"; continue; }
+      [ $rc = 0 ] ||
+        { bad "run $run, $unwind: failed: $rc $(head -3 err.txt) $(grep ERROR truth.txt)"; continue; }
+      "$bin/check_trace" l.ctf sites > sites.txt || { bad "trace unreadable (run $run, $unwind)"; continue; }
+      compare_exact truth.txt sites.txt
+      grep -q "^loader_listed " sites.txt && bad "run $run, $unwind: a callback's allocation was sampled" || ok
+    done
+  done
+  ;;
 churn)
   # threads that exit and are replaced: at rate 1 every block is counted
   # once, and every one freed has its collection (the pool's last blocks
