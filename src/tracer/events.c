@@ -396,7 +396,7 @@ static void ring_release(void *p) {
 /* This thread's ring: a free one of the pool or a new one (NULL: none). */
 static ring *ring_claim(void) {
   ring *r;
-  pthread_mutex_lock(&tr.lock);
+  int cancel = mt__tr_lock();
   for (r = drain.rings; r; r = r->next)
     if (!LOAD(&r->owned)) break;
   if (!r) {
@@ -413,7 +413,7 @@ static ring *ring_claim(void) {
     pthread_setspecific(ring_key, r);
     cells_refill(r);
   }
-  pthread_mutex_unlock(&tr.lock);
+  mt__tr_unlock(cancel);
   return r;
 }
 
@@ -439,7 +439,7 @@ static void *alloc_locked(ring *r, uint64_t now, const mt_alloc_info *info, size
   cell *c = NULL;
   unloads u;
   unloads_ask(&u);
-  pthread_mutex_lock(&tr.lock);
+  int cancel = mt__tr_lock();
   if (!tr.active) goto out;
   if (!tr.w && mt__tr_open_child_trace() != 0) goto out;
   if (check_unloads(&u) != 0) {
@@ -473,7 +473,7 @@ static void *alloc_locked(ring *r, uint64_t now, const mt_alloc_info *info, size
   }
   *c = (cell){.id = id, .ring = r, .session = tr.session};
 out:
-  pthread_mutex_unlock(&tr.lock);
+  mt__tr_unlock(cancel);
   return c;
 }
 
@@ -547,9 +547,9 @@ void *mt__tr_on_alloc(void *ctx, const mt_alloc_info *info) {
 void mt__tr_before_dlclose(void) {
   if (mt__tls.busy || !__atomic_load_n(&tr.active, __ATOMIC_RELAXED)) return;
   mt__tls.busy++;
-  pthread_mutex_lock(&tr.lock);
+  int cancel = mt__tr_lock();
   if (tr.active && tr.w && write_queued_events() != 0) mt__tr_session_failed();
-  pthread_mutex_unlock(&tr.lock);
+  mt__tr_unlock(cancel);
   mt__tls.busy--;
 }
 
@@ -558,12 +558,12 @@ void *mt__tr_on_promote(void *ctx, void *handle) {
   (void)ctx;
   cell *c = handle;
   uint64_t now = mt__clock_us(); /* outside the lock: keep it short */
-  pthread_mutex_lock(&tr.lock);
+  int cancel = mt__tr_lock();
   if (has_id(c)) {
     int rc = mt_writer_promote(tr.w, now, 0, c->id);
     if (rc != MT_OK && rc != MT_ERR_INVALID) mt__tr_session_failed();
   }
-  pthread_mutex_unlock(&tr.lock);
+  mt__tr_unlock(cancel);
   return handle;
 }
 
@@ -572,9 +572,9 @@ void mt__tr_on_dealloc(void *ctx, void *handle) {
   uint64_t now = mt__clock_us();
   ring *r = my_ring ? my_ring : ring_claim();
   if (!r) {
-    pthread_mutex_lock(&tr.lock);
+    int cancel = mt__tr_lock();
     write_collect(handle, now);
-    pthread_mutex_unlock(&tr.lock);
+    mt__tr_unlock(cancel);
     return;
   }
   uint64_t n = LOAD(&r->n), d = LOAD_ACQ(&r->done);
@@ -586,10 +586,15 @@ void mt__tr_on_dealloc(void *ctx, void *handle) {
     /* Three quarters full: write them if the lock is free; wait for it
      * only when full (a holder preempted mid-batch would otherwise put
      * every other sampling thread to sleep). */
-    if (n - d == COLLECTS) pthread_mutex_lock(&tr.lock);
-    else if (pthread_mutex_trylock(&tr.lock) != 0) goto queue;
+    int cancel = mt__cancel_off();
+    if (n - d == COLLECTS) {
+      pthread_mutex_lock(&tr.lock);
+    } else if (pthread_mutex_trylock(&tr.lock) != 0) {
+      mt__cancel_restore(cancel);
+      goto queue;
+    }
     owner_flush(r, now);
-    pthread_mutex_unlock(&tr.lock);
+    mt__tr_unlock(cancel);
   }
 queue:
   r->e[n % COLLECTS].c = handle;

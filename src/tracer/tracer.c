@@ -322,7 +322,11 @@ void mt__trace_before_exit(void) {
   /* another process's session: not even the lock (a vfork child would
    * take it in the parent's memory, from under the parent's threads) */
   if (__atomic_load_n(&tr.session_pid, __ATOMIC_RELAXED) != (uint64_t)getpid()) return;
-  if (pthread_mutex_trylock(&tr.lock) != 0) return;
+  int cancel = mt__cancel_off();
+  if (pthread_mutex_trylock(&tr.lock) != 0) {
+    mt__cancel_restore(cancel);
+    return;
+  }
   if (tr.active && tr.w && tr.session_pid == (uint64_t)getpid()) {
     mt__tls.busy++;
     mt__tr_flush_queues();
@@ -330,6 +334,7 @@ void mt__trace_before_exit(void) {
     mt__tls.busy--;
   }
   pthread_mutex_unlock(&tr.lock);
+  mt__cancel_restore(cancel);
 }
 
 /* ---- public API ---- */
@@ -428,14 +433,23 @@ static int start_locked(const mt_trace_options *o) {
 int mt_trace_start(const mt_trace_options *o) {
   if (!o || !o->destination) return MT_ERR_INVALID;
   mt__dw_load(); /* not under the lock: dlopen takes the loader's */
-  pthread_mutex_lock(&tr.lock);
+  int cancel = mt__tr_lock(); /* opening the destination: a cancellation point */
   tr.err[0] = 0;
   int rc = start_locked(o);
-  pthread_mutex_unlock(&tr.lock);
+  mt__tr_unlock(cancel);
   return rc;
 }
 
+static int stop(void);
+
 int mt_trace_stop(void) {
+  int cancel = mt__cancel_off(); /* writing the end of the trace */
+  int rc = stop();
+  mt__cancel_restore(cancel);
+  return rc;
+}
+
+static int stop(void) {
   pthread_mutex_lock(&tr.lock);
   int was = tr.active || tr.listening;
   int listening = tr.listening;

@@ -256,6 +256,24 @@ loader)
     done
   done
   ;;
+cancel)
+  # Workers cancelled between runs of malloc and free (prog_cancel.c): with
+  # cancellation held off in the profiler's work they are cancelled at
+  # their own pthread_testcancel, as plain, and the program ends (it hung
+  # every run: a worker cancelled in the trace's write left the tracer's
+  # lock held). The main thread's site is exact at rate 1.
+  for unwind in auto libunwind; do
+    MEMTRACE=c.ctf MEMTRACE_RATE=1 MEMTRACE_UNWIND=$unwind timeout 60 env LD_PRELOAD="$preload" \
+      "$bin/prog_cancel" > out.txt 2> err.txt
+    rc=$?
+    [ $rc = 124 ] && { bad "$unwind: hung (60 s)"; continue; }
+    [ $rc = 0 ] || { bad "$unwind: failed: $rc $(head -3 err.txt)"; continue; }
+    grep -q "^cancelled 120$" out.txt && ok || bad "$unwind: $(head -1 out.txt) of 120 workers"
+    grep -v "^cancelled" out.txt > truth.txt
+    "$bin/check_trace" c.ctf sites > sites.txt || { bad "trace unreadable ($unwind)"; continue; }
+    compare_exact truth.txt sites.txt
+  done
+  ;;
 churn)
   # threads that exit and are replaced: at rate 1 every block is counted
   # once, and every one freed has its collection (the pool's last blocks
