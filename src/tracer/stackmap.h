@@ -23,7 +23,7 @@ typedef struct mt__mapping {
  * interposed wrapper). It does not ask the C library for the thread's
  * stack: pthread_getattr_np holds the thread's own lock while it allocates,
  * and a sample taken in there would wait for itself (the JVM asks it as
- * each thread starts). Costs about four system calls on Linux 6.11 and
+ * each thread starts). Costs about five system calls on Linux 6.11 and
  * later (PROCMAP_QUERY), else a read of the whole map. */
 int mt__mapping_of(uintptr_t addr, mt__mapping *out);
 
