@@ -104,10 +104,21 @@ static int ident(rd *r, const char **p, size_t *k) {
   return 1;
 }
 
-/* Work bound and nesting bound, checked at each production. */
+/* Work bound and nesting bound, checked at each production, and the end
+ * of the name (every production reads at least one character). */
 static int enter(rd *r) {
-  if (r->bad || ++r->depth > MAX_DEPTH || ++r->steps > 64 + 16 * (unsigned long)r->cap)
+  if (r->bad || ++r->depth > MAX_DEPTH || ++r->steps > 64 + 16 * (unsigned long)r->cap ||
+      !peek(r))
     return fail(r);
+  return 1;
+}
+
+/* Whether another element of a list ended by "E" follows (after the
+ * first, `sep` is printed before it). */
+static int next_item(rd *r, int i, const char *sep) {
+  if (r->bad || eat(r, 'E')) return 0;
+  if (r->pos >= r->n) return fail(r);
+  if (i) put_str(r, sep);
   return 1;
 }
 
@@ -116,15 +127,22 @@ static void leave(rd *r) { r->depth--; }
 static void path(rd *r, int in_value);
 static void type(rd *r);
 
-/* "B" <base-62-number>: the reader jumps back (strictly) and returns. */
-static int backref(rd *r, void (*read)(rd *, int), int arg) {
+/* After a "B": reads the <base-62-number> and goes there, strictly back
+ * of the 'B'; *back is where to return. */
+static int jump_back(rd *r, size_t *back) {
   size_t at = r->pos - 1; /* the 'B' */
   uint64_t to = base62(r);
   if (r->bad || to >= at) return fail(r);
-  if (r->quiet) return 1; /* nothing printed: no need to go there */
-  size_t back = r->pos;
+  *back = r->pos;
   r->pos = (size_t)to;
-  read(r, arg);
+  return 1;
+}
+
+/* "B" <base-62-number>: the reader jumps back and returns. */
+static int backref(rd *r, void (*read)(rd *, int), int arg) {
+  size_t back;
+  if (!jump_back(r, &back)) return 0;
+  if (!r->quiet) read(r, arg); /* nothing printed: no need to read it */
   r->pos = back;
   return 1;
 }
@@ -203,9 +221,7 @@ static void constant(rd *r, int unused) {
   (void)unused;
   if (!enter(r)) return;
   int c = peek(r);
-  if (!c) {
-    fail(r);
-  } else if (eat(r, 'p')) {
+  if (eat(r, 'p')) {
     put_str(r, "_");
   } else if (eat(r, 'B')) {
     backref(r, constant, 0);
@@ -254,12 +270,7 @@ static void constant(rd *r, int unused) {
 
 /* {<generic-arg>} "E", after the "<" */
 static void generic_args(rd *r) {
-  for (int i = 0; !r->bad && !eat(r, 'E'); i++) {
-    if (r->pos >= r->n) {
-      fail(r);
-      return;
-    }
-    if (i) put_str(r, ", ");
+  for (int i = 0; next_item(r, i, ", "); i++) {
     if (eat(r, 'L')) lifetime(r, base62(r));
     else if (eat(r, 'K')) constant(r, 0);
     else type(r);
@@ -277,15 +288,10 @@ static int path_open(rd *r) {
     generic_args(r);
     open = 1;
   } else if (eat(r, 'B')) {
-    size_t at = r->pos - 1;
-    uint64_t to = base62(r);
-    if (!r->bad && to < at) {
-      size_t back = r->pos;
-      r->pos = (size_t)to;
+    size_t back;
+    if (jump_back(r, &back)) {
       open = path_open(r);
       r->pos = back;
-    } else {
-      fail(r);
     }
   } else {
     path(r, 0);
@@ -298,12 +304,7 @@ static int path_open(rd *r) {
  * bindings ("p" <undisambiguated-identifier> <type>). */
 static void dyn_bounds(rd *r) {
   unsigned bound = binder(r);
-  for (int i = 0; !r->bad && !eat(r, 'E'); i++) {
-    if (r->pos >= r->n) {
-      fail(r);
-      break;
-    }
-    if (i) put_str(r, " + ");
+  for (int i = 0; next_item(r, i, " + "); i++) {
     int open = path_open(r);
     while (!r->bad && eat(r, 'p')) {
       const char *p;
@@ -337,14 +338,7 @@ static void fn_sig(rd *r) {
     put_str(r, "\" ");
   }
   put_str(r, "fn(");
-  for (int i = 0; !r->bad && !eat(r, 'E'); i++) {
-    if (r->pos >= r->n) {
-      fail(r);
-      break;
-    }
-    if (i) put_str(r, ", ");
-    type(r);
-  }
+  for (int i = 0; next_item(r, i, ", "); i++) type(r);
   put_str(r, ")");
   if (eat(r, 'u')) { /* returns (): nothing shown */
   } else {
@@ -357,11 +351,6 @@ static void fn_sig(rd *r) {
 static void type(rd *r) {
   if (!enter(r)) return;
   int c = peek(r);
-  if (!c) {
-    fail(r);
-    leave(r);
-    return;
-  }
   const char *basic = basic_type(c);
   if (basic) {
     r->pos++;
@@ -384,14 +373,7 @@ static void type(rd *r) {
   case 'T': {
     put_str(r, "(");
     int i = 0;
-    for (; !r->bad && !eat(r, 'E'); i++) {
-      if (r->pos >= r->n) {
-        fail(r);
-        break;
-      }
-      if (i) put_str(r, ", ");
-      type(r);
-    }
+    for (; next_item(r, i, ", "); i++) type(r);
     put_str(r, i == 1 ? ",)" : ")");
     break;
   }
@@ -447,11 +429,6 @@ static void type(rd *r) {
 static void path(rd *r, int in_value) {
   if (!enter(r)) return;
   int c = peek(r);
-  if (!c) {
-    fail(r);
-    leave(r);
-    return;
-  }
   r->pos++;
   switch (c) {
   case 'C': { /* the crate's root: its name, without its disambiguator */
