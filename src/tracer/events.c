@@ -586,13 +586,9 @@ void mt__tr_on_dealloc(void *ctx, void *handle) {
     /* Three quarters full: write them if the lock is free; wait for it
      * only when full (a holder preempted mid-batch would otherwise put
      * every other sampling thread to sleep). */
-    int cancel = mt__cancel_off();
-    if (n - d == COLLECTS) {
-      pthread_mutex_lock(&tr.lock);
-    } else if (pthread_mutex_trylock(&tr.lock) != 0) {
-      mt__cancel_restore(cancel);
-      goto queue;
-    }
+    int cancel;
+    if (n - d == COLLECTS) cancel = mt__tr_lock();
+    else if (!mt__tr_trylock(&cancel)) goto queue;
     owner_flush(r, now);
     mt__tr_unlock(cancel);
   }

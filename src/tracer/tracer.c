@@ -322,19 +322,15 @@ void mt__trace_before_exit(void) {
   /* another process's session: not even the lock (a vfork child would
    * take it in the parent's memory, from under the parent's threads) */
   if (__atomic_load_n(&tr.session_pid, __ATOMIC_RELAXED) != (uint64_t)getpid()) return;
-  int cancel = mt__cancel_off();
-  if (pthread_mutex_trylock(&tr.lock) != 0) {
-    mt__cancel_restore(cancel);
-    return;
-  }
+  int cancel;
+  if (!mt__tr_trylock(&cancel)) return;
   if (tr.active && tr.w && tr.session_pid == (uint64_t)getpid()) {
     mt__tls.busy++;
     mt__tr_flush_queues();
     if (tr.w) mt_writer_flush(tr.w);
     mt__tls.busy--;
   }
-  pthread_mutex_unlock(&tr.lock);
-  mt__cancel_restore(cancel);
+  mt__tr_unlock(cancel);
 }
 
 /* ---- public API ---- */

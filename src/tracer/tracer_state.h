@@ -106,6 +106,13 @@ static inline int mt__tr_lock(void) {
   pthread_mutex_lock(&mt__tr.lock);
   return cancel;
 }
+/* 1 and *cancel if the lock was free, else 0 (cancellation as it was). */
+static inline int mt__tr_trylock(int *cancel) {
+  *cancel = mt__cancel_off();
+  if (pthread_mutex_trylock(&mt__tr.lock) == 0) return 1;
+  mt__cancel_restore(*cancel);
+  return 0;
+}
 static inline void mt__tr_unlock(int cancel) {
   pthread_mutex_unlock(&mt__tr.lock);
   mt__cancel_restore(cancel);
