@@ -105,12 +105,17 @@ cxx)
     ok || bad "the caller site_vector is not in the stacks"
   ;;
 cxx-plugin)
-  # the C++ runtime loaded after tracing started, out of the global scope:
-  # every allocation's site is the library's function, demangled (none is
-  # operator new, in any unwinder), and no name stays mangled
-  for unwind in auto libunwind; do
-    MEMTRACE=p.ctf MEMTRACE_RATE=1 MEMTRACE_UNWIND=$unwind traced "$bin/prog_cxx_plugin" \
-      "$bin/libmt_cxx_plugin.so" > out.txt || bad "program failed ($unwind)"
+  # the C++ runtime loaded out of the global scope, after tracing started
+  # (prog_cxx_plugin) and before (prog_cxx_early: a library's constructor
+  # opened it): every allocation's site is the library's function,
+  # demangled (none is operator new, in any unwinder), and no name stays
+  # mangled
+  for run in "auto prog_cxx_plugin" "libunwind prog_cxx_plugin" "auto prog_cxx_early" \
+    "libunwind prog_cxx_early"; do
+    read -r unwind prog <<< "$run"
+    unwind="$unwind ($prog)"
+    MEMTRACE=p.ctf MEMTRACE_RATE=1 MEMTRACE_UNWIND=${run%% *} MT_TEST_PLUGIN="$bin/libmt_cxx_plugin.so" \
+      traced "$bin/$prog" "$bin/libmt_cxx_plugin.so" > out.txt || bad "program failed ($unwind)"
     grep -q "plugin done" out.txt || bad "program output ($unwind)"
     "$bin/check_trace" p.ctf sites > sites.txt || bad "trace unreadable ($unwind)"
     line=$(grep -F "plugin::site(int) " sites.txt | head -1)
