@@ -8,8 +8,9 @@
  * the tracer's lock (a thread in a library's constructor may hold the
  * loader's lock and wait for the tracer's):
  *   - at a session's start: by name, in the global scope and among the
- *     loaded objects (RTLD_NOLOAD: a runtime loaded by a library opened
- *     with RTLD_LOCAL, as Python opens its extension modules);
+ *     loaded objects (listed, then opened by path with RTLD_NOLOAD: a
+ *     runtime loaded by a library opened with RTLD_LOCAL, as Python opens
+ *     its extension modules);
  *   - when a code in a runtime loaded since is first named: in its symbol
  *     table, through libdw (a C program that dlopens a C++ library, or
  *     Java's launcher loading libjvm). Only with the interposer's dlclose,
