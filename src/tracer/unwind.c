@@ -5,6 +5,7 @@
 #include "unwind.h"
 
 #include "bigstack.h"
+#include "ehframe.h"
 #include "stackmap.h"
 
 #include <fcntl.h>
@@ -236,12 +237,19 @@ static inline int has_verdict(uintptr_t r, unsigned v) {
  * frame record: [endbr64] push %rbp; ...; mov %rsp,%rbp. Its start comes from
  * the unwind tables; code they do not cover counts as without. */
 static unsigned examine(uintptr_t r) {
-  unw_proc_info_t pi;
-  if (unw_get_proc_info_by_ip(unw_local_addr_space, (unw_word_t)(r - 1), &pi, NULL) != 0 ||
-      !pi.start_ip || r - 1 < pi.start_ip || r - 1 >= pi.end_ip)
-    return V_NONE;
-  const unsigned char *p = (const unsigned char *)(uintptr_t)pi.start_ip;
-  size_t left = (size_t)(pi.end_ip - pi.start_ip);
+  mt__fde_range fr;
+  int found = mt__fde_range_of(r - 1, &fr); /* libunwind's answer, without its lock */
+  if (found == 0) return V_NONE;
+  if (found < 0) {
+    unw_proc_info_t pi;
+    if (unw_get_proc_info_by_ip(unw_local_addr_space, (unw_word_t)(r - 1), &pi, NULL) != 0 ||
+        !pi.start_ip || r - 1 < pi.start_ip || r - 1 >= pi.end_ip)
+      return V_NONE;
+    fr.start = (uintptr_t)pi.start_ip;
+    fr.end = (uintptr_t)pi.end_ip;
+  }
+  const unsigned char *p = (const unsigned char *)fr.start;
+  size_t left = (size_t)(fr.end - fr.start);
   if (left >= 4 && p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa) p += 4, left -= 4;
   if (left < 4 || p[0] != 0x55) return V_NONE;
   /* the compiler may schedule an instruction or two between the two */
