@@ -80,7 +80,7 @@ static int is_runtime(const char *path) {
 }
 
 /* The loaded runtimes' paths, as the loader keeps them (static: the probe
- * runs under the tracer's lock). */
+ * runs under the tracer's lock). A longer path is left to mt__cxxrt_learn. */
 #define PROBE_PATH 512
 static char runtime_paths[MAX_RUNTIMES][PROBE_PATH];
 

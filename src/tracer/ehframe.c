@@ -199,18 +199,19 @@ int mt__fde_range_of(uintptr_t pc, mt__fde_range *out) {
   memcpy(&fde_off, table + (a - 1) * 8 + 4, 4);
   uintptr_t start = (uintptr_t)hdr + (intptr_t)loc;
 
-  const unsigned char *fde = hdr + fde_off;
-  if (fde < lo || fde >= end) return -1;
-  cursor f = {fde, end, 0};
+  /* addresses compared as integers: an offset may point anywhere */
+  uintptr_t fde = (uintptr_t)hdr + (intptr_t)fde_off;
+  if (fde < (uintptr_t)lo || fde >= (uintptr_t)end) return -1;
+  cursor f = {(const unsigned char *)fde, end, 0};
   uint32_t len32 = 0, cie_off = 0;
   take(&f, &len32, 4);
   if (len32 == 0 || len32 == 0xffffffffu) return -1;
   const unsigned char *cie_field = f.p;
   take(&f, &cie_off, 4);
   if (f.bad || cie_off == 0) return -1; /* a CIE, not an FDE */
-  const unsigned char *cie = cie_field - cie_off;
-  if (cie < lo || cie >= end) return -1;
-  int enc = fde_encoding(cie, end);
+  uintptr_t cie = (uintptr_t)cie_field - cie_off;
+  if (cie < (uintptr_t)lo || cie >= (uintptr_t)end) return -1;
+  int enc = fde_encoding((const unsigned char *)cie, end);
   if (enc < 0) return -1;
   uint64_t begin = pointer(&f, (uint8_t)enc, (uintptr_t)hdr);
   uint64_t range = value(&f, (uint8_t)enc); /* a length: the format alone */

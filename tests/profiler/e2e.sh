@@ -112,9 +112,9 @@ cxx-plugin)
   # mangled
   for run in "auto prog_cxx_plugin" "libunwind prog_cxx_plugin" "auto prog_cxx_early" \
     "libunwind prog_cxx_early"; do
-    read -r unwind prog <<< "$run"
-    unwind="$unwind ($prog)"
-    MEMTRACE=p.ctf MEMTRACE_RATE=1 MEMTRACE_UNWIND=${run%% *} MT_TEST_PLUGIN="$bin/libmt_cxx_plugin.so" \
+    read -r mode prog <<< "$run"
+    unwind="$mode ($prog)" # as the messages name the run
+    MEMTRACE=p.ctf MEMTRACE_RATE=1 MEMTRACE_UNWIND=$mode MT_TEST_PLUGIN="$bin/libmt_cxx_plugin.so" \
       traced "$bin/$prog" "$bin/libmt_cxx_plugin.so" > out.txt || bad "program failed ($unwind)"
     grep -q "plugin done" out.txt || bad "program output ($unwind)"
     "$bin/check_trace" p.ctf sites > sites.txt || bad "trace unreadable ($unwind)"
