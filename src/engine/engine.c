@@ -537,6 +537,35 @@ __attribute__((constructor(101))) static void engine_init(void) {
   pthread_atfork(fork_prepare, fork_release, fork_release);
 }
 
+/* The settings samples read without the lock. A sample of the previous
+ * session may still be running when the next one starts (a thread past its
+ * check of `running`, in its callback: stop does not wait for it), so each
+ * is written only when it changes: a restart with the same settings, as
+ * the tracer's restarts are but for the rate, writes nothing under it.
+ * With other settings, such a late sample may mix the two sessions', each
+ * valid. (Found by TSan in stress_sessions: the tracker rewritten with its
+ * own value while a thread of the last session read it.) */
+static void configure(const mt_engine_params *p) {
+  if (eng.rate != p->rate) {
+    eng.rate = p->rate;
+    eng.log1m_rate = mt__log1p(-p->rate);
+    eng.gap_scale = p->rate < 1 ? -1.0 / eng.log1m_rate : 0;
+    eng.odds = p->rate < 1 ? p->rate / (1 - p->rate) : 0;
+    for (int i = 0; i < 256; i++) {
+      eng.p0_lo[i] = mt__exp(i * eng.log1m_rate);
+      eng.p0_hi[i] = mt__exp(i * 256.0 * eng.log1m_rate);
+    }
+    for (int k = 0; k < INVERSION_TABLE; k++) eng.odds_over[k] = eng.odds / (k + 1);
+  }
+  mt__zig_init(); /* once per process */
+  if (memcmp(&eng.tracker, &p->tracker, sizeof eng.tracker) != 0) eng.tracker = p->tracker;
+  if (eng.callstack != p->callstack) eng.callstack = p->callstack;
+  if (eng.callstack_ctx != p->callstack_ctx) eng.callstack_ctx = p->callstack_ctx;
+  size_t max = p->callstack_max ? p->callstack_max : DEFAULT_CALLSTACK;
+  if (eng.callstack_max != max) eng.callstack_max = max;
+  if (eng.seed != p->seed) eng.seed = p->seed;
+}
+
 /* ---- public API ---- */
 
 int mt_engine_start(const mt_engine_params *p) {
@@ -547,21 +576,7 @@ int mt_engine_start(const mt_engine_params *p) {
     pthread_mutex_unlock(&eng.lock);
     return MT_ERR_INVALID;
   }
-  eng.rate = p->rate;
-  eng.log1m_rate = mt__log1p(-p->rate);
-  eng.gap_scale = p->rate < 1 ? -1.0 / eng.log1m_rate : 0;
-  mt__zig_init();
-  eng.odds = p->rate < 1 ? p->rate / (1 - p->rate) : 0;
-  for (int i = 0; i < 256; i++) {
-    eng.p0_lo[i] = mt__exp(i * eng.log1m_rate);
-    eng.p0_hi[i] = mt__exp(i * 256.0 * eng.log1m_rate);
-  }
-  for (int k = 0; k < INVERSION_TABLE; k++) eng.odds_over[k] = eng.odds / (k + 1);
-  eng.tracker = p->tracker;
-  eng.callstack = p->callstack;
-  eng.callstack_ctx = p->callstack_ctx;
-  eng.callstack_max = p->callstack_max ? p->callstack_max : DEFAULT_CALLSTACK;
-  eng.seed = p->seed;
+  configure(p);
   atomic_store(&eng.thread_seq, 0);
   atomic_fetch_add(&eng.epoch, 1);
   atomic_store(&eng.running, 1);
