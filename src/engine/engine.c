@@ -540,8 +540,9 @@ __attribute__((constructor(101))) static void engine_init(void) {
 /* The settings samples read without the lock. A sample of the previous
  * session may still be running when the next one starts (a thread past its
  * check of `running`, in its callback: stop does not wait for it), so each
- * is written only when it changes: a restart with the same settings, as
- * the tracer's restarts are but for the rate, writes nothing under it.
+ * is written only when it changes: a restart with the same settings (the
+ * tracer's keep their tracker and callstack function) writes nothing under
+ * it.
  * With other settings, such a late sample may mix the two sessions', each
  * valid. (Found by TSan in stress_sessions: the tracker rewritten with its
  * own value while a thread of the last session read it.) */
