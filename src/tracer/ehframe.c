@@ -186,7 +186,7 @@ int mt__fde_range_of(uintptr_t pc, mt__fde_range *out) {
 
   /* the last entry whose location is at or below pc */
   int32_t loc;
-  size_t a = 0, b = (size_t)count; /* the answer lies in [a - 1, b) */
+  size_t a = 0, b = (size_t)count; /* entries below a are at or below pc, from b on above */
   while (a < b) {
     size_t m = a + (b - a) / 2;
     memcpy(&loc, table + m * 8, 4);
