@@ -77,8 +77,10 @@ static int64_t sleb(cursor *c) {
   return (int64_t)v;
 }
 
-/* A value of format enc & 0x0f; its application is the caller's. */
+/* A value of format enc & 0x0f; its application is the caller's. The
+ * fixed-size formats come in pairs, the signed one with bit 3 set. */
 static uint64_t value(cursor *c, uint8_t enc) {
+  int is_signed = (enc & 0x08) != 0;
   switch (enc & 0x0f) {
   case PE_ABSPTR:
   case PE_UDATA8:
@@ -87,25 +89,17 @@ static uint64_t value(cursor *c, uint8_t enc) {
     take(c, &v, 8);
     return v;
   }
-  case PE_UDATA4: {
+  case PE_UDATA4:
+  case PE_SDATA4: {
     uint32_t v = 0;
     take(c, &v, 4);
-    return v;
+    return is_signed ? (uint64_t)(int64_t)(int32_t)v : v;
   }
-  case PE_SDATA4: {
-    int32_t v = 0;
-    take(c, &v, 4);
-    return (uint64_t)(int64_t)v;
-  }
-  case PE_UDATA2: {
+  case PE_UDATA2:
+  case PE_SDATA2: {
     uint16_t v = 0;
     take(c, &v, 2);
-    return v;
-  }
-  case PE_SDATA2: {
-    int16_t v = 0;
-    take(c, &v, 2);
-    return (uint64_t)(int64_t)v;
+    return is_signed ? (uint64_t)(int64_t)(int16_t)v : v;
   }
   case PE_ULEB128: return uleb(c);
   case PE_SLEB128: return (uint64_t)sleb(c);
