@@ -3,10 +3,10 @@
 #
 #   bench/ab.sh [-r ROUNDS] [-c NAME=PREFIX]... -- CMD [ARGS...]
 #
-# Each -c names a configuration and the words put before CMD: variable
-# assignments (NAME=VALUE, given to CMD's environment by bench/cputime, not
-# by env(1)) and/or a wrapper command. The first configuration is the
-# baseline; an empty PREFIX runs CMD as it is:
+# Each -c names a configuration and the words put before CMD (split at
+# white space, no quoting): variable assignments (NAME=VALUE, given to CMD's
+# environment by bench/cputime, not by env(1)) and/or a wrapper command. The
+# first configuration is the baseline; an empty PREFIX runs CMD as it is:
 #
 #   lib=build/libmemtrace_preload.so
 #   bench/ab.sh -r 30 -c plain= -c idle="LD_PRELOAD=$lib" \
@@ -31,10 +31,10 @@
 #   - no env(1) in front of any configuration: its exec cost ~1.7 ms here,
 #     0.7% of a 0.24 s run, which a baseline run through env(1) and traced
 #     runs without would have taken off their ratios;
-#   - a trace written by a run is removed before the next (files named
-#     *.ctf under the directory of a MEMTRACE=... or -o ... path are not
-#     tracked: give each configuration its own file name, the same every
-#     round), so that no run pays for deleting the last one's blocks.
+#   - before each run, the trace the configuration names (MEMTRACE=PATH,
+#     %p matching any pid, or `-o PATH`) is removed, so that no run pays
+#     for the last one's blocks (opening a 27 MB trace with O_TRUNC took
+#     15 ms here): give each configuration a file of its own.
 # Prints, per configuration: median CPU ms, the median ratio to the baseline
 # and its quartiles, and the difference of the medians in ms.
 set -euo pipefail
@@ -73,8 +73,9 @@ trap 'rm -rf "$tmp"' EXIT
 
 # The trace a configuration writes (MEMTRACE=PATH or -o PATH), to remove.
 trace_of() {
-  local prev= w
-  for w in $1; do
+  local prev= w ws
+  read -ra ws <<< "$1"
+  for w in "${ws[@]}"; do
     case $w in MEMTRACE=*) echo "${w#MEMTRACE=}" | sed "s/%p/*/g"; return ;; esac
     [ "$prev" = -o ] && { echo "$w"; return; }
     prev=$w
