@@ -61,13 +61,8 @@ done
 mkdir -p "$here/out"
 cputime=$here/out/cputime
 [ "$cputime" -nt "$here/cputime.c" ] || cc -O2 "$here/cputime.c" -o "$cputime"
-cpus=()
-if command -v taskset > /dev/null; then
-  IFS=, read -ra parts <<< "$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)"
-  for p in "${parts[@]}"; do
-    if [[ $p == *-* ]]; then cpus+=($(seq "${p%-*}" "${p#*-}")); elif [ -n "$p" ]; then cpus+=("$p"); fi
-  done
-fi
+. "$here/cpus.sh"
+allowed_cpus
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

@@ -115,14 +115,8 @@ command -v sort > /dev/null && real[sort]="sort -n -o $tmp/sorted.txt $tmp/nums.
 # fast.
 have_ht=0
 command -v heaptrack > /dev/null && have_ht=1
-# the CPUs this script may run on (Cpus_allowed_list: "0-1", "0,2-3")
-cpus=()
-if command -v taskset > /dev/null; then
-  IFS=, read -ra parts <<< "$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)"
-  for p in "${parts[@]}"; do
-    if [[ $p == *-* ]]; then cpus+=($(seq "${p%-*}" "${p#*-}")); elif [ -n "$p" ]; then cpus+=("$p"); fi
-  done
-fi
+. "$here/cpus.sh"
+allowed_cpus
 ncpu=${#cpus[@]}
 for round in $(seq "$repeat"); do
   log "round $round of $repeat"
