@@ -59,8 +59,10 @@ typedef enum mt_unwind {
                                    pointers through functions known to
                                    set up a frame record (from their
                                    first bytes, or learned by comparing
-                                   a walk with libunwind's), libunwind's
-                                   walk for a sample through any other */
+                                   walks), the function's DWARF CFI
+                                   (.eh_frame) from any other on;
+                                   libunwind only where that cannot be
+                                   followed (started then, not before) */
 } mt_unwind;
 
 typedef struct mt_trace_options {

@@ -429,9 +429,19 @@ static int start_locked(const mt_trace_options *o) {
 int mt_trace_start(const mt_trace_options *o) {
   if (!o || !o->destination) return MT_ERR_INVALID;
   mt__dw_load(); /* not under the lock: dlopen takes the loader's */
+  /* libunwind: the LIBUNWIND mode's walker, AUTO's last resort */
+  int unw = o->unwind == MT_UNWIND_FRAME_POINTERS ? 0 : mt__unw_load();
   int cancel = mt__tr_lock(); /* opening the destination: a cancellation point */
   tr.err[0] = 0;
-  int rc = start_locked(o);
+  int rc;
+  if (unw != 0 && o->unwind == MT_UNWIND_LIBUNWIND) {
+    snprintf(tr.err, sizeof tr.err,
+             "cannot load libunwind.so.8, the libunwind unwinder's library "
+             "(the auto and fp unwinders do without it)");
+    rc = MT_ERR_INVALID;
+  } else {
+    rc = start_locked(o);
+  }
   mt__tr_unlock(cancel);
   return rc;
 }

@@ -1,19 +1,21 @@
-/* Backtraces for samples: libunwind's cached fast path (default), or a walk
- * of the frame-pointer chain (for programs built with frame pointers; much
- * cheaper, and safe: every step is checked against the thread's stack). */
+/* Backtraces for samples: AUTO (the default) walks the frame-pointer chain
+ * and steps through functions without a frame record by their call-frame
+ * information (cfi.h); libunwind's cached walk is its last resort, and a
+ * mode of its own. Every step is checked against the thread's stack. */
 #define UNW_LOCAL_ONLY
 #include "unwind.h"
 
 #include "bigstack.h"
+#include "cfi.h"
 #include "ehframe.h"
 #include "stackmap.h"
+#include "unwlib.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 #include <stdatomic.h>
 #include <link.h>
 #include <string.h>
-#include <libunwind.h>
 
 /* Set at each session's start, while a thread of the last session may
  * still be walking (a sample taken just before the stop): atomic. */
@@ -96,8 +98,6 @@ int mt__segment_of(uintptr_t addr, int exec_only, mt__segment *out) {
   return dl_iterate_phdr(find_segment, &q);
 }
 
-static size_t stepped_walk(uintptr_t *pcs, size_t want);
-
 /* libunwind opens a pipe at its first use and keeps it for the life of the
  * process (it validates addresses by writing a byte from them). Left to
  * itself it takes the lowest free numbers, 3 and 4 in most programs: the
@@ -123,6 +123,31 @@ static int hold_low_fds(int held[LOW_FDS]) {
   return n;
 }
 
+/* libunwind's start: its caching policy, and the pipe it opens then, kept
+ * off the low descriptor numbers. At a session's start in the LIBUNWIND
+ * mode; in AUTO at the first walk that needs libunwind (most processes
+ * never do: the call-frame steps of cfi.h pass what frame records do not),
+ * inside that sample. Never without the library loaded (unwlib.h: at a
+ * session's start, never in a sample). A thread that finds another
+ * starting it does without libunwind for that sample (never waits: a fork
+ * child may have inherited the start half done). */
+static _Atomic int lu_state; /* 0: not started; 1: starting; 2: ready */
+
+static int lu_ready(void) {
+  int s = atomic_load_explicit(&lu_state, memory_order_acquire);
+  if (__builtin_expect(s == 2, 1)) return 1;
+  if (!mt__unw_loaded()) return 0; /* loaded at a session's start, if at all */
+  if (s == 1 || !atomic_compare_exchange_strong(&lu_state, &s, 1))
+    return atomic_load_explicit(&lu_state, memory_order_acquire) == 2;
+  int held[LOW_FDS], n = hold_low_fds(held);
+  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+  while (n > 0) close(held[--n]);
+  atomic_store_explicit(&lu_state, 2, memory_order_release);
+  return 1;
+}
+
+_Atomic unsigned long mt__unwind_lu_walks;
+
 void mt__unwind_init(mt__unwind_mode m) {
   atomic_store_explicit(&mode_now, (int)m, memory_order_relaxed);
   hidden_set *h = atomic_load_explicit(&hidden_now, memory_order_relaxed) == &hidden_sets[0]
@@ -133,15 +158,9 @@ void mt__unwind_init(mt__unwind_mode m) {
   if (mt__segment_of((uintptr_t)&mt__unwind_init, 1, &self)) hide(h, self.lo, self.hi);
   mt__unwind_forget();
   atomic_store_explicit(&hidden_now, h, memory_order_release); /* C++'s: mt__cxxrt_probe */
-  if (m != MT__UNWIND_FRAME_POINTERS) {
-    static int started; /* libunwind, once per process */
-    int held[LOW_FDS], n = started ? 0 : hold_low_fds(held);
-    started = 1;
-    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+  if (m == MT__UNWIND_LIBUNWIND && lu_ready()) {
     uintptr_t warm[64]; /* loads the tables of what is mapped now */
-    if (m == MT__UNWIND_LIBUNWIND) unw_backtrace((void **)warm, 64);
-    else stepped_walk(warm, 64);
-    while (n > 0) close(held[--n]);
+    unw_backtrace((void **)warm, 64);
   }
 }
 
@@ -242,6 +261,7 @@ static unsigned examine(uintptr_t r) {
   if (found == 0) return V_NONE;
   if (found < 0) {
     unw_proc_info_t pi;
+    if (!lu_ready()) return V_NONE;
     if (unw_get_proc_info_by_ip(unw_local_addr_space, (unw_word_t)(r - 1), &pi, NULL) != 0 ||
         !pi.start_ip || r - 1 < pi.start_ip || r - 1 >= pi.end_ip)
       return V_NONE;
@@ -343,6 +363,8 @@ typedef struct lu_job {
   unw_context_t *uc; /* the thread's registers, captured on its stack; NULL:
                         the walk starts where it runs */
   uintptr_t fp;      /* fallback: where AUTO's walk started */
+  uintptr_t rec;     /* fallback: the record holding the return address
+                        where it stopped (the last in buf) */
   uint64_t *buf;
   size_t cap, n;
   int trust;
@@ -388,6 +410,7 @@ static void by_libunwind_job(lu_job *j) {
 }
 
 static size_t by_libunwind(uint64_t *buf, size_t cap) {
+  if (!lu_ready()) return 0;
   lu_job j = {.run = by_libunwind_job, .buf = buf, .cap = cap};
   return run_walk(&j);
 }
@@ -449,10 +472,12 @@ static inline int may_go_on(uintptr_t fp, uintptr_t ret, uintptr_t top, int *tru
  * address last in buf, and *trust is 0, or -1 if the chain ended at it (it
  * may be an entry point). *trust is 0 too, with nothing walked, when fp is
  * not on the stack known (a coroutine's, once the thread has asked
- * MAX_ASKS times). The second loop is most of a sample's
- * unwinding: about twenty instructions per frame. */
+ * MAX_ASKS times). When it stops so, *rec is the record holding that
+ * last address. The second loop is most of a sample's unwinding: about
+ * twenty instructions per frame. */
 static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t *buf, size_t cap,
-                                                         const int check, int *trust) {
+                                                         const int check, int *trust,
+                                                         uintptr_t *rec) {
   const uintptr_t top = stack_hi - 16; /* a record's highest place */
   uintptr_t next, ret;
   size_t n = 0;
@@ -467,6 +492,7 @@ static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t 
     int hidden = is_hidden(ret);
     if (check && !may_go_on(fp, ret, top, trust)) {
       if (!hidden) buf[n++] = ret;
+      *rec = fp;
       return n;
     }
     if (!hidden) break;
@@ -484,6 +510,7 @@ static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t 
     if (!ret) break;
     if (check && !may_go_on(fp, ret, top, trust)) {
       *out++ = ret;
+      *rec = fp;
       break;
     }
     next = ((uintptr_t *)fp)[0];
@@ -514,7 +541,8 @@ static __attribute__((noinline, cold)) void learn_records(uintptr_t fp, uint64_t
                                                          size_t cap, const uintptr_t *lu,
                                                          size_t nlu) {
   int t;
-  size_t nw = walk(fp, buf, cap < nlu ? cap : nlu, 0, &t);
+  uintptr_t rec;
+  size_t nw = walk(fp, buf, cap < nlu ? cap : nlu, 0, &t, &rec);
   if (nw < n || memcmp(buf, lu, n * sizeof *buf) != 0) return; /* not the same walk */
   if (nw > n && buf[n] != lu[n]) {
     verdict_put(buf[n - 1], V_NOREC);
@@ -544,19 +572,66 @@ static uintptr_t chain_end(uintptr_t fp) {
   return last;
 }
 
+/* A step through code without unwind tables (a JIT's, hand-written), as
+ * through a function that keeps a frame record: the record at rbp holds
+ * the caller's rbp and the return address. 1, or -1 where rbp cannot be a
+ * record (off the stack, below rsp, misaligned). */
+static int record_step(mt__cfi_frame *f) {
+  uintptr_t fp = f->fp;
+  if (fp < f->sp || fp < stack_lo || stack_hi < 16 || fp > stack_hi - 16 || (fp & 7)) return -1;
+  const uintptr_t *rec = (const uintptr_t *)fp;
+  *f = (mt__cfi_frame){rec[1], fp + 16, rec[0], 0};
+  return 1;
+}
+
+/* The walk on from where AUTO's stopped (the return address in the record
+ * at j->rec, whose function keeps no record: buf[n-1], or a hidden frame's
+ * when none was kept yet, as operator new's), by call-frame steps (cfi.h),
+ * into pcs (buf's n frames first, leading hidden frames left out): how
+ * many, or 0 where a step cannot be taken (libunwind's turn). The
+ * function's rsp is just above that record (its callee's: rbp, then the
+ * return address), its rbp the one saved there. */
+static size_t cfi_walk(const lu_job *j, uintptr_t *pcs, size_t want) {
+  size_t n = j->n;
+  if (!j->rec || n > want) return 0; /* not on the stack known */
+  const uintptr_t *rec = (const uintptr_t *)j->rec;
+  mt__cfi_frame f = {rec[1], j->rec + 16, rec[0], 0};
+  if (n ? f.pc != j->buf[n - 1] : !is_hidden(f.pc)) return 0; /* not where walk stopped */
+  for (size_t i = 0; i < n; i++) pcs[i] = j->buf[i];
+  for (size_t steps = 0; n < want && steps < MAX_WALK; steps++) {
+    int r = mt__cfi_step(&f, stack_lo, stack_hi);
+    if (r == MT__CFI_NO_INFO) r = record_step(&f); /* as libunwind does there */
+    if (r < 0) return 0;
+    if (r == 0 || !f.pc) break;
+    if (n || !is_hidden(f.pc)) pcs[n++] = f.pc;
+  }
+  return n;
+}
+
 /* The AUTO walk stopped at buf[n-1] (trust as walk sets it): this sample
- * is libunwind's. Out of line: the walk's loop keeps its registers. */
+ * is walked on by call-frame steps, or by libunwind. Out of line: the
+ * walk's loop keeps its registers. */
 static void fallback_job(lu_job *j) {
-  /* A frame without a record (the last of buf): libunwind for this sample.
-   * If that frame ended the chain and libunwind agrees up to it, with only
-   * a few frames beyond, it is an entry point: later walks may end there. */
+  /* A frame without a record (the last of buf): the walk goes on from it
+   * by call-frame steps, or is libunwind's from the start. If that frame
+   * ended the chain and the walk agrees up to it, with only a few frames
+   * beyond, it is an entry point: later walks may end there. */
   uint64_t *buf = j->buf;
   size_t n = j->n, cap = j->cap;
   uintptr_t last = n ? buf[n - 1] : 0;
   int ended = j->trust < 0 && n && n < cap;
   size_t want = walk_want(cap);
   uintptr_t lu[want];
-  size_t nl = lu_walk(j, lu, want), sl = skip_hidden(lu, nl);
+  size_t nl = cfi_walk(j, lu, want), sl = 0;
+  if (!nl) {
+    if (!lu_ready()) { /* not loaded, or another thread is starting it */
+      j->out = n;
+      return;
+    }
+    atomic_fetch_add_explicit(&mt__unwind_lu_walks, 1, memory_order_relaxed);
+    nl = lu_walk(j, lu, want);
+    sl = skip_hidden(lu, nl);
+  }
   if (ended && nl - sl >= n && nl - sl - n <= OUTER_SLACK &&
       memcmp(buf, lu + sl, n * sizeof *buf) == 0)
     verdict_put(last, V_ENTRY);
@@ -579,10 +654,11 @@ static void fallback_job(lu_job *j) {
     }
 }
 
-static __attribute__((noinline)) size_t fallback(uintptr_t fp, uint64_t *buf, size_t cap, size_t n,
-                                                 int trust) {
+static __attribute__((noinline)) size_t fallback(uintptr_t fp, uintptr_t rec, uint64_t *buf,
+                                                 size_t cap, size_t n, int trust) {
   atomic_fetch_add_explicit(&mt__unwind_fallbacks, 1, memory_order_relaxed);
-  lu_job j = {.run = fallback_job, .fp = fp, .buf = buf, .cap = cap, .n = n, .trust = trust};
+  lu_job j = {.run = fallback_job, .fp = fp, .rec = rec, .buf = buf, .cap = cap, .n = n,
+              .trust = trust};
   return run_walk(&j);
 }
 
@@ -594,16 +670,17 @@ size_t mt__unwind(void *ctx, uint64_t *buf, size_t cap) {
   uintptr_t from = mt__unwind_from;
   uintptr_t fp = from ? from : (uintptr_t)__builtin_frame_address(0);
   int trust;
-  if (unwind_mode() == MT__UNWIND_FRAME_POINTERS) return walk(fp, buf, cap, 0, &trust);
+  uintptr_t rec = 0;
+  if (unwind_mode() == MT__UNWIND_FRAME_POINTERS) return walk(fp, buf, cap, 0, &trust, &rec);
   /* after a dlclose, other code may come to the same addresses */
   unsigned closes = atomic_load_explicit(&mt__dlclose_count, memory_order_relaxed);
   if (closes != verdicts_closes) {
     verdicts_closes = closes;
     mt__unwind_forget();
   }
-  size_t n = walk(fp, buf, cap, 1, &trust);
+  size_t n = walk(fp, buf, cap, 1, &trust, &rec);
   if (trust > 0) return n;
-  return fallback(fp, buf, cap, n, trust);
+  return fallback(fp, rec, buf, cap, n, trust);
 }
 
 void mt__unwind_forget(void) {

@@ -6,18 +6,22 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-/* AUTO: the frame-pointer walk when every frame it passes through keeps a
- * frame record (its function starts by setting one up), else libunwind for
- * that sample: a function without one (a C library helper, libstdc++'s
- * operator new) between two frames makes the walk skip its caller. */
+/* AUTO: the frame-pointer walk while every frame it passes through keeps a
+ * frame record (its function starts by setting one up); from a function
+ * without one (a C library helper, libstdc++'s operator new, a program
+ * built without frame pointers), where following rbp would skip its
+ * caller, the walk goes on by call-frame steps (cfi.h), and by libunwind
+ * only where those cannot be taken. */
 typedef enum {
   MT__UNWIND_LIBUNWIND = 0,
   MT__UNWIND_FRAME_POINTERS = 1,
   MT__UNWIND_AUTO = 2
 } mt__unwind_mode;
 
-/* Prepares unwinding (loads unwind tables, finds the profiler's own code
- * to hide) so the first sample does no surprising work. Call with sampling
+/* Prepares unwinding (finds the profiler's own code to hide; in the
+ * LIBUNWIND mode starts libunwind and loads the unwind tables of what is
+ * mapped) so the first sample does no surprising work. AUTO starts
+ * libunwind only if a sample comes to need it. Call with sampling
  * suspended. */
 void mt__unwind_init(mt__unwind_mode mode);
 
@@ -58,8 +62,18 @@ size_t mt__unwind(void *ctx, uint64_t *buf, size_t cap);
 extern __thread uintptr_t mt__unwind_from
     __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
-/* AUTO walks that took libunwind's instead (for tests and statistics). */
+/* AUTO walks that left the frame records (for tests and statistics), and
+ * those of them libunwind took on. */
 extern _Atomic unsigned long mt__unwind_fallbacks __attribute__((visibility("hidden")));
+extern _Atomic unsigned long mt__unwind_lu_walks __attribute__((visibility("hidden")));
+
+/* Opens libunwind (unwlib.c; once, later calls return what the first
+ * found): 0, or -1 when libunwind.so.8 cannot be loaded. Takes the
+ * loader's lock: never with the tracer's held, never in a sample. Before a
+ * session in the LIBUNWIND or AUTO mode; without it, AUTO does without. */
+int mt__unw_load(void);
+/* Whether it is loaded (lock-free: what a sample asks). */
+int mt__unw_loaded(void);
 
 /* Forgets what AUTO learned of the code's frames (libraries were unloaded:
  * other code may come to the same addresses). */

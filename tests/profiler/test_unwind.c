@@ -4,8 +4,11 @@
  * (after a few samples, its frame-pointer walk stands alone) and must
  * never take a function without one (uc_no_record) for one: every walk
  * must give libunwind's frames (but for the C library's entry points, the
- * outermost ones, where AUTO stops). On the main thread and on another,
- * with the unwinder's verdicts forgotten now and then (as after dlclose). */
+ * outermost ones, where AUTO stops). The same chains built without frame
+ * pointers, where every walk goes by call-frame steps, and chains through
+ * signal handlers and frames sized at run time: the same frames, and
+ * libunwind never needed. On the main thread and on another, with the
+ * unwinder's verdicts forgotten now and then (as after dlclose). */
 #define UNW_LOCAL_ONLY
 #include <dlfcn.h>
 #include <libunwind.h>
@@ -22,7 +25,7 @@
 typedef void (*unwind_case_leaf)(void);
 typedef void (*run_fn)(unwind_case_leaf leaf, uint64_t seed, int rounds, int no_record);
 
-extern _Atomic unsigned long mt__unwind_fallbacks;
+extern _Atomic unsigned long mt__unwind_fallbacks, mt__unwind_lu_walks;
 
 static void *self_base;
 static __thread long walks, mismatches;
@@ -73,38 +76,61 @@ static void *run_job(void *arg) {
   return NULL;
 }
 
+static run_fn load(const char *path, int (**signals)(void)) {
+  void *lib = dlopen(path, RTLD_NOW);
+  run_fn run = lib ? (run_fn)dlsym(lib, "unwind_cases_run") : NULL;
+  *signals = lib ? (int (*)(void))dlsym(lib, "unwind_cases_signals") : NULL;
+  if (!run || !*signals) fprintf(stderr, "cannot load %s: %s\n", path, dlerror());
+  return run && *signals ? run : NULL;
+}
+
 int main(void) {
   Dl_info info;
   if (!dladdr((void *)at_leaf, &info)) return 1;
   self_base = info.dli_fbase;
-  void *lib = dlopen(MT_UNWIND_CASES, RTLD_NOW);
-  run_fn run = lib ? (run_fn)dlsym(lib, "unwind_cases_run") : NULL;
-  if (!run) {
-    fprintf(stderr, "cannot load %s: %s\n", MT_UNWIND_CASES, dlerror());
+  const char *paths[2] = {MT_UNWIND_CASES, MT_UNWIND_CASES_NOFP};
+  if (mt__unw_load() != 0) { /* the reference walks' (the profiler's AUTO never needs it here) */
+    fprintf(stderr, "cannot load libunwind\n");
     return 1;
   }
   mt__unwind_init(MT__UNWIND_AUTO);
   int bad = 0;
-  for (int no_record = 0; no_record < 2; no_record++) {
-    for (int on_thread = 0; on_thread < 2; on_thread++) {
-      job j = {.run = run, .seed = 0x9e3779b97f4a7c15ull * (uint64_t)(2 * no_record + on_thread + 1),
-               .no_record = no_record};
-      unsigned long before = mt__unwind_fallbacks;
-      if (on_thread) {
-        pthread_t t;
-        pthread_create(&t, NULL, run_job, &j);
-        pthread_join(t, NULL);
-      } else {
-        run_job(&j);
+  for (int lib = 0; lib < 2; lib++) {
+    int (*signals)(void);
+    run_fn run = load(paths[lib], &signals);
+    if (!run) return 1;
+    for (int no_record = 0; no_record < 3; no_record++) {
+      for (int on_thread = 0; on_thread < 2; on_thread++) {
+        job j = {.run = run,
+                 .seed = 0x9e3779b97f4a7c15ull * (uint64_t)(6 * lib + 2 * no_record + on_thread + 1),
+                 .no_record = no_record};
+        unsigned long before = mt__unwind_fallbacks, lu_before = mt__unwind_lu_walks;
+        int signals_before = signals();
+        if (on_thread) {
+          pthread_t t;
+          pthread_create(&t, NULL, run_job, &j);
+          pthread_join(t, NULL);
+        } else {
+          run_job(&j);
+        }
+        unsigned long fallbacks = mt__unwind_fallbacks - before;
+        unsigned long lu = mt__unwind_lu_walks - lu_before;
+        static const char *const chains[] = {"functions with records",
+                                             "through a function without a record too",
+                                             "through signal handlers and sized frames too"};
+        printf("%s, %s thread, %s: %ld walks, %lu off the records, %lu by libunwind, "
+               "%ld differ from libunwind's\n",
+               lib ? "without frame pointers" : "with frame pointers",
+               on_thread ? "another" : "the main", chains[no_record], j.walks, fallbacks, lu,
+               j.mismatches);
+        if (j.walks < ROUNDS || j.mismatches || lu) bad = 1;
+        if (no_record == 2 && signals() - signals_before < 20) {
+          fprintf(stderr, "only %d walks through a signal handler\n", signals() - signals_before);
+          bad = 1;
+        }
+        /* learnt after a few samples, again after each forget (every 1000) */
+        if (!lib && !no_record && fallbacks * 50 > (unsigned long)j.walks) bad = 1;
       }
-      unsigned long fallbacks = mt__unwind_fallbacks - before;
-      printf("%s thread, %s: %ld walks, %lu by libunwind, %ld differ from libunwind's\n",
-             on_thread ? "another" : "the main",
-             no_record ? "through a function without a record too" : "functions with records",
-             j.walks, fallbacks, j.mismatches);
-      if (j.walks < ROUNDS || j.mismatches) bad = 1;
-      /* learnt after a few samples, again after each forget (every 1000) */
-      if (!no_record && fallbacks * 50 > (unsigned long)j.walks) bad = 1;
     }
   }
   return bad;

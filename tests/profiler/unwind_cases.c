@@ -3,8 +3,15 @@
  * Built at -O2 with frame pointers: its functions read a global before
  * their push %rbp, which the unwinder's look at their first bytes rejects,
  * though they do set up their frame record before calling. uc_no_record
- * sets up none: walking frame records through it skips its caller. */
+ * sets up none: walking frame records through it skips its caller. Built
+ * a second time without frame pointers (mt_unwind_cases_nofp): no function
+ * has a record, and every walk goes by call-frame steps. In both, with
+ * `no_record` 2, some chains go on in a signal handler (a signal frame,
+ * over the C library's raise), and through a frame sized at run time (its
+ * CFA follows rbp even without frame pointers). */
+#include <signal.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef void (*unwind_case_leaf)(void);
 
@@ -56,6 +63,51 @@ __attribute__((noinline)) void uc_via(int depth, int left) {
   __asm__ volatile("" ::: "memory");
 }
 
+/* A frame sized at run time. */
+__attribute__((noinline)) void uc_sized(int depth) {
+  char room[16 + (rnd() & 255)];
+  room[0] = (char)depth;
+  __asm__ volatile("" : : "r"(room) : "memory"); /* kept */
+  if (rnd() & 1)
+    uc_f1(depth);
+  else
+    uc_f2(depth);
+  __asm__ volatile("" ::: "memory");
+}
+
+/* The chain goes on in a handler of SIGUSR1, raised here. */
+static volatile int in_handler_depth;
+
+static void on_signal(int sig) {
+  (void)sig;
+  uc_f3(in_handler_depth);
+}
+
+static volatile sig_atomic_t in_handler;
+
+static void on_signal_outer(int sig);
+
+__attribute__((noinline)) void uc_raise(int depth) {
+  if (in_handler) { /* one signal frame at a time */
+    uc_f1(depth);
+  } else {
+    in_handler_depth = depth;
+    raise(SIGUSR1);
+  }
+  __asm__ volatile("" ::: "memory");
+}
+
+static int signals; /* handled so far */
+
+int unwind_cases_signals(void) { return signals; }
+
+static void on_signal_outer(int sig) {
+  signals++;
+  in_handler = 1;
+  on_signal(sig);
+  in_handler = 0;
+}
+
 /* Each function calls the next from two places, to random depths; a leaf
  * calls back into the test one to three times from the same frame. */
 #define LEVEL(name, a, b)                                                      \
@@ -69,6 +121,10 @@ __attribute__((noinline)) void uc_via(int depth, int left) {
       uc_no_record(depth - 1);                                                 \
     else if (with_no_record && r % 5 == 1)                                     \
       uc_via(depth - 1, 1 + (int)(r >> 8) % 3);                                \
+    else if (with_no_record > 1 && r % 11 == 2)                                \
+      uc_sized(depth - 1);                                                     \
+    else if (with_no_record > 1 && r % 11 == 3)                                \
+      uc_raise(depth - 1);                                                     \
     else if (r & 8)                                                            \
       a(depth - 1);                                                            \
     else                                                                       \
@@ -80,8 +136,16 @@ LEVEL(uc_f1, uc_f2, uc_f0)
 LEVEL(uc_f2, uc_f3, uc_f1)
 LEVEL(uc_f3, uc_f0, uc_f2)
 
-/* `rounds` call chains, 1 to 14 deep. */
+/* `rounds` call chains, 1 to 14 deep. no_record: 0, chains of functions
+ * with records; 1, through functions without too; 2, and through signal
+ * handlers and frames sized at run time. */
 void unwind_cases_run(unwind_case_leaf leaf, uint64_t seed, int rounds, int no_record) {
+  if (no_record > 1) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal_outer;
+    sigaction(SIGUSR1, &sa, NULL);
+  }
   at_leaf = leaf;
   state = seed | 1;
   with_no_record = no_record;

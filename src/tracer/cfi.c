@@ -1,0 +1,242 @@
+/* A step through one function's call-frame information (cfi.h).
+ *
+ * The FDE's rows are built by running its CIE's initial instructions, then
+ * its own up to the address asked about (DWARF 5, section 6.4): a row says
+ * how to compute the CFA (the caller's rsp on x86-64) and where each
+ * register of the caller is kept. Three columns matter here: the CFA, rbp
+ * (column 6) and the return address (the CIE's column, 16). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* REG_RIP and friends */
+#endif
+#include "cfi.h"
+
+#include <stddef.h>
+#include <sys/ucontext.h>
+
+#include "dwread.h"
+#include "ehframe.h"
+
+enum { REG_BP = 6, REG_SP = 7 }; /* DWARF's x86-64 register numbers */
+
+/* How a column of the caller's registers is found. */
+enum { R_SAME, R_UNDEF, R_OFFSET, R_VAL_OFFSET, R_UNKNOWN };
+typedef struct rule {
+  uint8_t kind;
+  int64_t off; /* from the CFA */
+} rule;
+
+typedef struct row {
+  unsigned cfa_reg;
+  int64_t cfa_off;
+  int cfa_unknown; /* an expression */
+  rule bp, ra;
+} row;
+
+#define MAX_REMEMBERED 8 /* DW_CFA_remember_state's stack */
+
+/* The rule of column reg, if one of those kept; NULL for the others. */
+static rule *column(row *r, uint64_t reg, unsigned ra_reg) {
+  if (reg == REG_BP) return &r->bp;
+  if (reg == ra_reg) return &r->ra;
+  return NULL;
+}
+
+static void set(row *r, uint64_t reg, unsigned ra_reg, uint8_t kind, int64_t off) {
+  rule *c = column(r, reg, ra_reg);
+  if (c) *c = (rule){kind, off};
+}
+
+/* Runs the instructions in [p, end) on *r. From the FDE's (loc set), stops
+ * before the first row that starts past `at`. `init`: the row after the
+ * CIE's instructions (DW_CFA_restore's), NULL while running those.
+ * 0, or -1 on an instruction not understood or data that runs out. */
+static int run(const mt__fde *f, const unsigned char *p, const unsigned char *end, row *r,
+               const row *init, uintptr_t at) {
+  cursor c = {p, end, 0};
+  uintptr_t loc = f->start;
+  row saved[MAX_REMEMBERED];
+  size_t nsaved = 0;
+  unsigned ra = f->ra_reg;
+  int64_t da = f->data_align;
+  while (c.p < c.end && !c.bad) {
+    uint8_t op = u8(&c);
+    uint64_t advance = 0, reg;
+    switch (op >> 6) {
+    case 1: advance = op & 0x3f; break; /* DW_CFA_advance_loc */
+    case 2:                             /* DW_CFA_offset */
+      set(r, op & 0x3f, ra, R_OFFSET, (int64_t)uleb(&c) * da);
+      continue;
+    case 3: /* DW_CFA_restore */
+      if (!init) return -1;
+      reg = op & 0x3f;
+      if (column(r, reg, ra)) *column(r, reg, ra) = *column((row *)init, reg, ra);
+      continue;
+    default: break;
+    }
+    if (op >> 6 == 0) switch (op) {
+      case 0x00: continue; /* nop */
+      case 0x01: {         /* set_loc */
+        uintptr_t to = (uintptr_t)pointer(&c, f->enc, f->hdr);
+        if (c.bad) return -1;
+        if (init && to > at) return 0;
+        loc = to;
+        continue;
+      }
+      case 0x02: advance = u8(&c); break;
+      case 0x03: {
+        uint16_t v = 0;
+        take(&c, &v, 2);
+        advance = v;
+        break;
+      }
+      case 0x04: {
+        uint32_t v = 0;
+        take(&c, &v, 4);
+        advance = v;
+        break;
+      }
+      case 0x05: /* offset_extended */
+        reg = uleb(&c);
+        set(r, reg, ra, R_OFFSET, (int64_t)uleb(&c) * da);
+        continue;
+      case 0x06: /* restore_extended */
+        reg = uleb(&c);
+        if (!init) return -1;
+        if (column(r, reg, ra)) *column(r, reg, ra) = *column((row *)init, reg, ra);
+        continue;
+      case 0x07: set(r, uleb(&c), ra, R_UNDEF, 0); continue;   /* undefined */
+      case 0x08: set(r, uleb(&c), ra, R_SAME, 0); continue;    /* same_value */
+      case 0x09:                                              /* register */
+        reg = uleb(&c);
+        uleb(&c);
+        set(r, reg, ra, R_UNKNOWN, 0);
+        continue;
+      case 0x0a: /* remember_state */
+        if (nsaved == MAX_REMEMBERED) return -1;
+        saved[nsaved++] = *r;
+        continue;
+      case 0x0b: /* restore_state */
+        if (nsaved == 0) return -1;
+        *r = saved[--nsaved];
+        continue;
+      case 0x0c: /* def_cfa */
+        r->cfa_reg = (unsigned)uleb(&c);
+        r->cfa_off = (int64_t)uleb(&c);
+        r->cfa_unknown = 0;
+        continue;
+      case 0x0d: /* def_cfa_register */
+        r->cfa_reg = (unsigned)uleb(&c);
+        r->cfa_unknown = 0;
+        continue;
+      case 0x0e: r->cfa_off = (int64_t)uleb(&c); continue; /* def_cfa_offset */
+      case 0x0f: {                                         /* def_cfa_expression */
+        uint64_t len = uleb(&c);
+        if (len > (size_t)(c.end - c.p)) return -1;
+        c.p += len;
+        r->cfa_unknown = 1;
+        continue;
+      }
+      case 0x10:   /* expression */
+      case 0x16: { /* val_expression */
+        reg = uleb(&c);
+        uint64_t len = uleb(&c);
+        if (c.bad || len > (size_t)(c.end - c.p)) return -1;
+        c.p += len;
+        set(r, reg, ra, R_UNKNOWN, 0);
+        continue;
+      }
+      case 0x11: /* offset_extended_sf */
+        reg = uleb(&c);
+        set(r, reg, ra, R_OFFSET, sleb(&c) * da);
+        continue;
+      case 0x12: /* def_cfa_sf */
+        r->cfa_reg = (unsigned)uleb(&c);
+        r->cfa_off = sleb(&c) * da;
+        r->cfa_unknown = 0;
+        continue;
+      case 0x13: r->cfa_off = sleb(&c) * da; continue; /* def_cfa_offset_sf */
+      case 0x14:                                       /* val_offset */
+        reg = uleb(&c);
+        set(r, reg, ra, R_VAL_OFFSET, (int64_t)uleb(&c) * da);
+        continue;
+      case 0x15: /* val_offset_sf */
+        reg = uleb(&c);
+        set(r, reg, ra, R_VAL_OFFSET, sleb(&c) * da);
+        continue;
+      case 0x2e: uleb(&c); continue; /* GNU_args_size */
+      case 0x2f:                     /* GNU_negative_offset_extended */
+        reg = uleb(&c);
+        set(r, reg, ra, R_OFFSET, -(int64_t)uleb(&c) * da);
+        continue;
+      default: return -1;
+      }
+    /* an advance: the row in effect at `at` is complete once the next one
+     * would start past it */
+    if (c.bad) return -1;
+    if (!init) return -1; /* a CIE's instructions do not advance */
+    uint64_t to = loc + advance * f->code_align;
+    if (to > at) return 0;
+    loc = (uintptr_t)to;
+  }
+  return c.bad ? -1 : 0;
+}
+
+/* The stack word at addr, if it lies in [lo, hi) and is aligned. */
+static int read_word(uintptr_t addr, uintptr_t lo, uintptr_t hi, uintptr_t *out) {
+  if ((addr & 7) || addr < lo || hi < 8 || addr > hi - 8) return 0;
+  *out = *(const uintptr_t *)addr;
+  return 1;
+}
+
+/* The C library's signal return trampoline (__restore_rt):
+ * mov $15,%rax (rt_sigreturn); syscall. */
+static int is_sigreturn(const mt__fde *f, uintptr_t pc) {
+  static const unsigned char code[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+  if (pc < f->start || pc > f->end || f->end - pc < sizeof code) return 0;
+  return memcmp((const void *)pc, code, sizeof code) == 0;
+}
+
+/* At the trampoline, rsp points to the ucontext the kernel saved: the
+ * interrupted registers are there. */
+static int signal_step(mt__cfi_frame *f, uintptr_t lo, uintptr_t hi) {
+  uintptr_t gregs = f->sp + offsetof(ucontext_t, uc_mcontext.gregs);
+  uintptr_t pc, sp, fp;
+  if (!read_word(gregs + REG_RIP * 8, lo, hi, &pc) ||
+      !read_word(gregs + REG_RSP * 8, lo, hi, &sp) ||
+      !read_word(gregs + REG_RBP * 8, lo, hi, &fp) || sp <= f->sp || sp > hi)
+    return -1;
+  *f = (mt__cfi_frame){pc, sp, fp, 1};
+  return 1;
+}
+
+int mt__cfi_step(mt__cfi_frame *f, uintptr_t lo, uintptr_t hi) {
+  /* A return address may follow a call that ends its function: its row
+   * is the call's, one byte before. */
+  uintptr_t at = f->interrupted ? f->pc : f->pc - 1;
+  mt__fde fde;
+  if (mt__fde_of(at, &fde) != 1) return MT__CFI_NO_INFO;
+  if (fde.signal && is_sigreturn(&fde, f->pc)) return signal_step(f, lo, hi);
+  row r = {.cfa_reg = REG_SP, .cfa_off = 0, .cfa_unknown = 1,
+           .bp = {R_SAME, 0}, .ra = {R_UNKNOWN, 0}};
+  if (run(&fde, fde.cie_insns, fde.cie_end, &r, NULL, at) != 0) return -1;
+  row init = r;
+  if (run(&fde, fde.insns, fde.insns_end, &r, &init, at) != 0) return -1;
+
+  if (r.cfa_unknown || (r.cfa_reg != REG_SP && r.cfa_reg != REG_BP)) return -1;
+  uintptr_t cfa = (r.cfa_reg == REG_SP ? f->sp : f->fp) + (uintptr_t)r.cfa_off;
+  if (r.ra.kind == R_UNDEF) return 0;
+  if (cfa <= f->sp || cfa > hi) return -1;
+  uintptr_t ret, fp;
+  if (r.ra.kind != R_OFFSET || !read_word(cfa + (uintptr_t)r.ra.off, lo, hi, &ret)) return -1;
+  switch (r.bp.kind) {
+  case R_SAME: fp = f->fp; break;
+  case R_UNDEF: fp = 0; break;
+  case R_OFFSET:
+    if (!read_word(cfa + (uintptr_t)r.bp.off, lo, hi, &fp)) return -1;
+    break;
+  case R_VAL_OFFSET: fp = cfa + (uintptr_t)r.bp.off; break;
+  default: return -1;
+  }
+  *f = (mt__cfi_frame){ret, cfa, fp, 0};
+  return 1;
+}
