@@ -10,6 +10,7 @@
 #endif
 #include "cfi.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <sys/ucontext.h>
 
@@ -209,18 +210,109 @@ static int signal_step(mt__cfi_frame *f, uintptr_t lo, uintptr_t hi) {
   return 1;
 }
 
+/* ---- the rows found, cached by address ----
+ *
+ * Finding a row costs about 90 ns (the object, its FDE by binary search,
+ * the CIE, the instructions up to the address); a walk through a program
+ * built without frame pointers takes one per frame. So each row used is
+ * kept, packed into one word, in a direct-mapped table shared by all
+ * threads, lock-free: an entry is two words, the row and the address
+ * XOR the row, and a reader takes it only if the XOR of what it read is
+ * the address it asks about. A torn entry (words of two writers, or of a
+ * writer and a forget) fails that test unless both rows are the same,
+ * when it is right anyway. Rows that do not fit the packing, signal
+ * frames and code without tables are not kept. After a library is
+ * unloaded other code may come to its addresses: mt__cfi_forget. */
+#define CACHE_BITS 10
+static _Atomic uint64_t cache[1u << CACHE_BITS][2];
+static _Atomic int cache_used; /* forgetting an untouched table would map its pages */
+
+/* A row packed: bit 0 set (0 is an empty entry), bit 1 the CFA's register
+ * (rbp), bit 2 the return address undefined, bits 3-4 rbp's rule kind,
+ * bits 8-15 the return address's offset from the CFA / 8, bits 16-27
+ * rbp's / 8, bits 32-63 the CFA's offset. */
+static int pack(const row *r, uint64_t *out) {
+  if (r->cfa_unknown || (r->cfa_reg != REG_SP && r->cfa_reg != REG_BP)) return 0;
+  if (r->cfa_off < INT32_MIN || r->cfa_off > INT32_MAX) return 0;
+  int ra_undef = r->ra.kind == R_UNDEF;
+  if (!ra_undef && r->ra.kind != R_OFFSET) return 0;
+  if (r->bp.kind > R_VAL_OFFSET) return 0;
+  int64_t ra8 = ra_undef ? 0 : r->ra.off / 8, bp8 = r->bp.off / 8;
+  if ((!ra_undef && r->ra.off % 8) || r->bp.off % 8 || ra8 < -128 || ra8 > 127 || bp8 < -2048 ||
+      bp8 > 2047)
+    return 0;
+  *out = 1 | (uint64_t)(r->cfa_reg == REG_BP) << 1 | (uint64_t)ra_undef << 2 |
+         (uint64_t)r->bp.kind << 3 | (uint64_t)(uint8_t)ra8 << 8 |
+         (uint64_t)((uint16_t)bp8 & 0xfff) << 16 | (uint64_t)(uint32_t)(int32_t)r->cfa_off << 32;
+  return 1;
+}
+
+static void unpack(uint64_t w, row *r) {
+  r->cfa_reg = w & 2 ? REG_BP : REG_SP;
+  r->cfa_off = (int32_t)(uint32_t)(w >> 32);
+  r->cfa_unknown = 0;
+  r->ra = (w & 4) ? (rule){R_UNDEF, 0} : (rule){R_OFFSET, (int64_t)(int8_t)(uint8_t)(w >> 8) * 8};
+  int64_t bp8 = (int64_t)((w >> 16) & 0xfff);
+  if (bp8 & 0x800) bp8 -= 0x1000;
+  r->bp = (rule){(uint8_t)((w >> 3) & 3), bp8 * 8};
+}
+
+static _Atomic uint64_t *cache_slot(uintptr_t at) {
+  return cache[((uint64_t)at * 0x9e3779b97f4a7c15ull) >> (64 - CACHE_BITS)];
+}
+
+static int cache_get(uintptr_t at, row *r) {
+  _Atomic uint64_t *e = cache_slot(at);
+  uint64_t w = atomic_load_explicit(&e[0], memory_order_relaxed);
+  uint64_t x = atomic_load_explicit(&e[1], memory_order_relaxed);
+  if (!w || (x ^ w) != (uint64_t)at) return 0;
+  unpack(w, r);
+  return 1;
+}
+
+static void cache_put(uintptr_t at, const row *r) {
+  uint64_t w;
+  if (!pack(r, &w)) return;
+  if (!atomic_load_explicit(&cache_used, memory_order_relaxed))
+    atomic_store_explicit(&cache_used, 1, memory_order_relaxed);
+  _Atomic uint64_t *e = cache_slot(at);
+  atomic_store_explicit(&e[0], w, memory_order_relaxed);
+  atomic_store_explicit(&e[1], w ^ (uint64_t)at, memory_order_relaxed);
+}
+
+void mt__cfi_forget(void) {
+  if (!atomic_load_explicit(&cache_used, memory_order_relaxed)) return;
+  for (size_t i = 0; i < sizeof cache / sizeof *cache; i++) {
+    atomic_store_explicit(&cache[i][0], 0, memory_order_relaxed);
+    atomic_store_explicit(&cache[i][1], 0, memory_order_relaxed);
+  }
+}
+
+/* The row in effect at `at` (f's), from the cache or the tables. 1, 0 for
+ * a signal frame's trampoline (*fde filled), -1 where it cannot be told,
+ * MT__CFI_NO_INFO where no FDE holds it. */
+static int row_at(const mt__cfi_frame *f, uintptr_t at, row *r, mt__fde *fde) {
+  if (cache_get(at, r)) return 1;
+  if (mt__fde_of(at, fde) != 1) return MT__CFI_NO_INFO;
+  if (fde->signal && is_sigreturn(fde, f->pc)) return 0;
+  *r = (row){.cfa_reg = REG_SP, .cfa_off = 0, .cfa_unknown = 1,
+             .bp = {R_SAME, 0}, .ra = {R_UNKNOWN, 0}};
+  if (run(fde, fde->cie_insns, fde->cie_end, r, NULL, at) != 0) return -1;
+  row init = *r;
+  if (run(fde, fde->insns, fde->insns_end, r, &init, at) != 0) return -1;
+  cache_put(at, r);
+  return 1;
+}
+
 int mt__cfi_step(mt__cfi_frame *f, uintptr_t lo, uintptr_t hi) {
   /* A return address may follow a call that ends its function: its row
    * is the call's, one byte before. */
   uintptr_t at = f->interrupted ? f->pc : f->pc - 1;
   mt__fde fde;
-  if (mt__fde_of(at, &fde) != 1) return MT__CFI_NO_INFO;
-  if (fde.signal && is_sigreturn(&fde, f->pc)) return signal_step(f, lo, hi);
-  row r = {.cfa_reg = REG_SP, .cfa_off = 0, .cfa_unknown = 1,
-           .bp = {R_SAME, 0}, .ra = {R_UNKNOWN, 0}};
-  if (run(&fde, fde.cie_insns, fde.cie_end, &r, NULL, at) != 0) return -1;
-  row init = r;
-  if (run(&fde, fde.insns, fde.insns_end, &r, &init, at) != 0) return -1;
+  row r;
+  int found = row_at(f, at, &r, &fde);
+  if (found == 0) return signal_step(f, lo, hi);
+  if (found < 0) return found;
 
   if (r.cfa_unknown || (r.cfa_reg != REG_SP && r.cfa_reg != REG_BP)) return -1;
   uintptr_t cfa = (r.cfa_reg == REG_SP ? f->sp : f->fp) + (uintptr_t)r.cfa_off;

@@ -36,6 +36,10 @@ typedef struct mt__cfi_frame {
  * f's pc (code without unwind tables: hand-written, or generated at run
  * time). On any failure *f is unchanged. */
 #define MT__CFI_NO_INFO (-2)
+
+/* Forgets the rows kept (cfi.c): a library was unloaded, and other code
+ * may come to its addresses. */
+void mt__cfi_forget(void);
 int mt__cfi_step(mt__cfi_frame *f, uintptr_t lo, uintptr_t hi);
 
 #endif

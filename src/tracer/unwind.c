@@ -684,6 +684,7 @@ size_t mt__unwind(void *ctx, uint64_t *buf, size_t cap) {
 }
 
 void mt__unwind_forget(void) {
+  mt__cfi_forget();
   if (!atomic_load_explicit(&verdicts_used, memory_order_relaxed)) return;
   for (size_t i = 0; i < sizeof verdicts / sizeof *verdicts; i++)
     atomic_store_explicit(&verdicts[i], 0, memory_order_relaxed);
