@@ -25,36 +25,15 @@
 
 #include "cfi.h"
 #include "unwind.h"
+#include "code_segments.h"
 
-#define MAX_SEGMENTS 256
 #define PER_SEGMENT 4000
 #define STACK_WORDS 8192
 
-typedef struct segment {
-  uintptr_t lo, hi;
-  char name[128];
-} segment;
-
-static segment segs[MAX_SEGMENTS];
-static size_t nsegs;
 static uintptr_t stack[STACK_WORDS];
 
 static int same_frame(const mt__cfi_frame *a, const mt__cfi_frame *b) {
   return a->pc == b->pc && a->sp == b->sp && a->fp == b->fp && a->interrupted == b->interrupted;
-}
-
-static int list_code(struct dl_phdr_info *info, size_t size, void *data) {
-  (void)size;
-  (void)data;
-  for (int i = 0; i < info->dlpi_phnum && nsegs < MAX_SEGMENTS; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
-    segment *s = &segs[nsegs++];
-    s->lo = info->dlpi_addr + ph->p_vaddr;
-    s->hi = s->lo + ph->p_memsz;
-    snprintf(s->name, sizeof s->name, "%s", info->dlpi_name[0] ? info->dlpi_name : "(main)");
-  }
-  return 0;
 }
 
 /* Every word of the stack points a little above itself: wherever a rule
@@ -68,8 +47,7 @@ static void agrees_with_libunwind(void **state) {
   (void)state;
   assert_int_equal(mt__unw_load(), 0); /* the profiler's libunwind functions forward to it */
   void *dw = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL); /* more compilers' tables */
-  nsegs = 0;
-  dl_iterate_phdr(list_code, NULL);
+  list_code();
   assert_true(nsegs >= 3);
   fill_stack();
   uintptr_t lo = (uintptr_t)stack, hi = (uintptr_t)(stack + STACK_WORDS);
@@ -143,8 +121,7 @@ static void agrees_with_libunwind(void **state) {
  * inside them (ASan's build checks each read) and only climbs. */
 static void stays_in_bounds(void **state) {
   (void)state;
-  nsegs = 0;
-  dl_iterate_phdr(list_code, NULL);
+  list_code();
   uint64_t rng = 0x9e3779b97f4a7c15ull;
   size_t steps = 0;
   for (int round = 0; round < 20000; round++) {
@@ -206,8 +183,7 @@ static void *step_shared(void *arg) {
 
 static void kept_rows_shared_by_threads(void **state) {
   (void)state;
-  nsegs = 0;
-  dl_iterate_phdr(list_code, NULL);
+  list_code();
   fill_stack();
   uintptr_t lo = (uintptr_t)stack, hi = (uintptr_t)(stack + STACK_WORDS);
   uintptr_t sp = (uintptr_t)&stack[STACK_WORDS / 2], fp = (uintptr_t)&stack[STACK_WORDS / 2 + 40];

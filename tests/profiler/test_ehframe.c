@@ -20,40 +20,18 @@
 
 #include "ehframe.h"
 #include "unwind.h"
+#include "code_segments.h"
 
-#define MAX_SEGMENTS 256
 #define STRIDE 37 /* bytes between the addresses asked: odd, to meet every alignment */
 #define PER_SEGMENT 40000
 
-typedef struct segment {
-  uintptr_t lo, hi;
-  char name[128];
-} segment;
-
-static segment segs[MAX_SEGMENTS];
-static size_t nsegs;
-
-static int list_code(struct dl_phdr_info *info, size_t size, void *data) {
-  (void)size;
-  (void)data;
-  for (int i = 0; i < info->dlpi_phnum && nsegs < MAX_SEGMENTS; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
-    segment *s = &segs[nsegs++];
-    s->lo = info->dlpi_addr + ph->p_vaddr;
-    s->hi = s->lo + ph->p_memsz;
-    snprintf(s->name, sizeof s->name, "%s", info->dlpi_name[0] ? info->dlpi_name : "(main)");
-  }
-  return 0;
-}
 
 static void agrees_with_libunwind(void **state) {
   (void)state;
   assert_int_equal(mt__unw_load(), 0); /* the profiler's libunwind functions forward to it */
   /* libdw's libraries too: more compilers' and linkers' tables */
   void *dw = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
-  nsegs = 0;
-  dl_iterate_phdr(list_code, NULL);
+  list_code();
   assert_true(nsegs >= 3);
   size_t found = 0, none = 0, unknown = 0, main_unknown = 0;
   for (size_t k = 0; k < nsegs; k++) {
