@@ -85,8 +85,9 @@ typedef struct mt_trace_options {
 MT_API int mt_trace_if_requested(const char *context, double rate);
 
 /* Starts tracing. MT_ERR_INVALID if already tracing or an option is out of
- * range; MT_ERR_IO if the destination cannot be opened. mt_trace_error()
- * says why. */
+ * range, or for MT_UNWIND_LIBUNWIND when libunwind.so.8 cannot be loaded
+ * (it is opened here, not linked); MT_ERR_IO if the destination cannot be
+ * opened. mt_trace_error() says why. */
 MT_API int mt_trace_start(const mt_trace_options *options);
 
 /* Stops tracing: writes what is buffered and closes the destination. */

@@ -84,6 +84,21 @@ loads)
     bad "libunwind mode: program failed"
   "$bin/check_trace" u.ctf sites > sites.txt || bad "libunwind mode: trace unreadable"
   compare_exact truth.txt sites.txt
+  # without libunwind at run time (hidden in a mount namespace, where one can
+  # be made): the LIBUNWIND mode says so and does not trace, AUTO traces
+  lu=$(ldconfig -p | awk '/libunwind\.so\.8 / { print $NF; exit }')
+  if [ -n "$lu" ] && unshare -m true 2> /dev/null; then
+    unshare -m sh -c "mount --bind /dev/null '$lu' &&
+      MEMTRACE=nl.ctf MEMTRACE_UNWIND=libunwind LD_PRELOAD='$preload' '$bin/prog_sites' > /dev/null 2> nl.err &&
+      MEMTRACE=na.ctf MEMTRACE_RATE=1 LD_PRELOAD='$preload' '$bin/prog_sites' > truth.txt" ||
+      bad "without libunwind: a program failed"
+    grep -q "not tracing: cannot load libunwind.so.8" nl.err && [ ! -e nl.ctf ] && ok ||
+      bad "without libunwind, the libunwind mode: $(cat nl.err)"
+    "$bin/check_trace" na.ctf sites > sites.txt || bad "without libunwind, AUTO: trace unreadable"
+    compare_exact truth.txt sites.txt
+  else
+    echo "loads: no mount namespace here: libunwind's absence not tested" >&2
+  fi
   ;;
 sites-sampled)
   # Rate 1e-3 (one sample per 8 KB): each site's true bytes lie within the
