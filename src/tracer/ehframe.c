@@ -1,4 +1,4 @@
-/* The FDE range around a code address, from its object's .eh_frame_hdr
+/* The FDE around a code address, from its object's .eh_frame_hdr
  * (ehframe.h).
  *
  * .eh_frame_hdr (the LSB's "Exception Frame Header"): a version byte (1),
@@ -6,12 +6,14 @@
  * fde_count, then fde_count pairs (initial location, FDE address) sorted by
  * location. Linkers write the table as 4-byte signed offsets from the
  * header's start (DW_EH_PE_datarel | DW_EH_PE_sdata4); anything else is
- * left to libunwind. The FDE found gives the range: its pc_begin (which
- * must equal the table's location) and pc_range, in the pointer encoding
- * its CIE's "zR..." augmentation names.
+ * left to the caller (libunwind). The FDE found gives the range: its
+ * pc_begin (which must equal the table's location) and pc_range, in the
+ * pointer encoding its CIE's "zR..." augmentation names; and, for cfi.c,
+ * its CIE's alignment factors and both instruction streams.
  *
- * Every read is bounded to the object's mapping as the loader records it:
- * the tables of a loaded object are what its own exception handling reads,
+ * Every read is bounded to the object's mapping as the loader records it
+ * (for the main program, the span of its segments: see main_span): the
+ * tables of a loaded object are what its own exception handling reads,
  * but a table pointing elsewhere must not make a sample fault. */
 #include "ehframe.h"
 #include "dwread.h"
