@@ -47,6 +47,12 @@ static void set(row *r, uint64_t reg, unsigned ra_reg, uint8_t kind, int64_t off
   if (c) *c = (rule){kind, off};
 }
 
+/* DW_CFA_restore: column reg's rule back to the CIE's, `init`. */
+static void restore(row *r, const row *init, uint64_t reg, unsigned ra_reg) {
+  if (reg == REG_BP) r->bp = init->bp;
+  else if (reg == ra_reg) r->ra = init->ra;
+}
+
 /* Runs the instructions in [p, end) on *r. From the FDE's (loc set), stops
  * before the first row that starts past `at`. `init`: the row after the
  * CIE's instructions (DW_CFA_restore's), NULL while running those.
@@ -69,8 +75,7 @@ static int run(const mt__fde *f, const unsigned char *p, const unsigned char *en
       continue;
     case 3: /* DW_CFA_restore */
       if (!init) return -1;
-      reg = op & 0x3f;
-      if (column(r, reg, ra)) *column(r, reg, ra) = *column((row *)init, reg, ra);
+      restore(r, init, op & 0x3f, ra);
       continue;
     default: break;
     }
@@ -103,7 +108,7 @@ static int run(const mt__fde *f, const unsigned char *p, const unsigned char *en
       case 0x06: /* restore_extended */
         reg = uleb(&c);
         if (!init) return -1;
-        if (column(r, reg, ra)) *column(r, reg, ra) = *column((row *)init, reg, ra);
+        restore(r, init, reg, ra);
         continue;
       case 0x07: set(r, uleb(&c), ra, R_UNDEF, 0); continue;   /* undefined */
       case 0x08: set(r, uleb(&c), ra, R_SAME, 0); continue;    /* same_value */
@@ -230,9 +235,9 @@ static _Atomic int cache_used; /* forgetting an untouched table would map its pa
 /* A row packed: bit 0 set (0 is an empty entry), bit 1 the CFA's register
  * (rbp), bit 2 the return address undefined, bits 3-4 rbp's rule kind,
  * bits 8-15 the return address's offset from the CFA / 8, bits 16-27
- * rbp's / 8, bits 32-63 the CFA's offset. */
+ * rbp's / 8, bits 32-63 the CFA's offset. The row's CFA is rsp- or
+ * rbp-based (row_at keeps no other). */
 static int pack(const row *r, uint64_t *out) {
-  if (r->cfa_unknown || (r->cfa_reg != REG_SP && r->cfa_reg != REG_BP)) return 0;
   if (r->cfa_off < INT32_MIN || r->cfa_off > INT32_MAX) return 0;
   int ra_undef = r->ra.kind == R_UNDEF;
   if (!ra_undef && r->ra.kind != R_OFFSET) return 0;
@@ -289,8 +294,9 @@ void mt__cfi_forget(void) {
 }
 
 /* The row in effect at `at` (f's), from the cache or the tables. 1, 0 for
- * a signal frame's trampoline (*fde filled), -1 where it cannot be told,
- * MT__CFI_NO_INFO where no FDE holds it. */
+ * a signal frame's trampoline (*fde filled), -1 where it cannot be told or
+ * its CFA is not rsp- or rbp-based, MT__CFI_NO_INFO where no FDE holds
+ * it. */
 static int row_at(const mt__cfi_frame *f, uintptr_t at, row *r, mt__fde *fde) {
   if (cache_get(at, r)) return 1;
   if (mt__fde_of(at, fde) != 1) return MT__CFI_NO_INFO;
@@ -300,6 +306,7 @@ static int row_at(const mt__cfi_frame *f, uintptr_t at, row *r, mt__fde *fde) {
   if (run(fde, fde->cie_insns, fde->cie_end, r, NULL, at) != 0) return -1;
   row init = *r;
   if (run(fde, fde->insns, fde->insns_end, r, &init, at) != 0) return -1;
+  if (r->cfa_unknown || (r->cfa_reg != REG_SP && r->cfa_reg != REG_BP)) return -1;
   cache_put(at, r);
   return 1;
 }
@@ -313,8 +320,6 @@ int mt__cfi_step(mt__cfi_frame *f, uintptr_t lo, uintptr_t hi) {
   int found = row_at(f, at, &r, &fde);
   if (found == 0) return signal_step(f, lo, hi);
   if (found < 0) return found;
-
-  if (r.cfa_unknown || (r.cfa_reg != REG_SP && r.cfa_reg != REG_BP)) return -1;
   uintptr_t cfa = (r.cfa_reg == REG_SP ? f->sp : f->fp) + (uintptr_t)r.cfa_off;
   if (r.ra.kind == R_UNDEF) return 0;
   if (cfa <= f->sp || cfa > hi) return -1;
