@@ -322,8 +322,8 @@ static size_t stepped_walk(uintptr_t *pcs, size_t want) {
 }
 
 /* Stepped walks a thread takes before unw_backtrace's: in AUTO mode most
- * threads fall back to libunwind a few times at most (learning what their
- * frames are), and need no trace cache. */
+ * threads never need libunwind (cfi.h steps past record-less frames), and
+ * those that do, a few times at most: they need no trace cache. */
 #define STEPPED_FIRST 16
 static __thread unsigned stepped __attribute__((tls_model("initial-exec")));
 
