@@ -32,6 +32,17 @@
 
 static uintptr_t stack[STACK_WORDS];
 
+/* Where the frames made up at a pc keep rsp and rbp: mid-stack, and a
+ * little above. */
+#define FRAME_SP ((uintptr_t)&stack[STACK_WORDS / 2])
+#define FRAME_FP ((uintptr_t)&stack[STACK_WORDS / 2 + 40])
+
+/* Steps a frame interrupted at pc, on the made-up stack, within all of it. */
+static int step_at(uintptr_t pc, mt__cfi_frame *f) {
+  *f = (mt__cfi_frame){pc, FRAME_SP, FRAME_FP, 1};
+  return mt__cfi_step(f, (uintptr_t)stack, (uintptr_t)(stack + STACK_WORDS));
+}
+
 static int same_frame(const mt__cfi_frame *a, const mt__cfi_frame *b) {
   return a->pc == b->pc && a->sp == b->sp && a->fp == b->fp && a->interrupted == b->interrupted;
 }
@@ -50,15 +61,13 @@ static void agrees_with_libunwind(void **state) {
   list_code();
   assert_true(nsegs >= 3);
   fill_stack();
-  uintptr_t lo = (uintptr_t)stack, hi = (uintptr_t)(stack + STACK_WORDS);
-  uintptr_t sp = (uintptr_t)&stack[STACK_WORDS / 2], fp = (uintptr_t)&stack[STACK_WORDS / 2 + 40];
   size_t stepped = 0, outermost = 0, unknown = 0, no_info = 0, lu_failed = 0, differ = 0;
   for (size_t k = 0; k < nsegs; k++) {
     const segment *s = &segs[k];
     size_t step = (s->hi - s->lo) / PER_SEGMENT > 13 ? (s->hi - s->lo) / PER_SEGMENT : 13;
     for (uintptr_t pc = s->lo + 3; pc < s->hi; pc += step) {
-      mt__cfi_frame f = {pc, sp, fp, 1};
-      int ours = mt__cfi_step(&f, lo, hi);
+      mt__cfi_frame f;
+      int ours = step_at(pc, &f);
       if (ours < 0) { /* -1, or no FDE holds pc */
         if (ours == MT__CFI_NO_INFO) no_info++;
         else unknown++;
@@ -67,8 +76,8 @@ static void agrees_with_libunwind(void **state) {
       ucontext_t uc;
       memset(&uc, 0, sizeof uc);
       uc.uc_mcontext.gregs[REG_RIP] = (greg_t)pc;
-      uc.uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
-      uc.uc_mcontext.gregs[REG_RBP] = (greg_t)fp;
+      uc.uc_mcontext.gregs[REG_RSP] = (greg_t)FRAME_SP;
+      uc.uc_mcontext.gregs[REG_RBP] = (greg_t)FRAME_FP;
       unw_cursor_t c;
       /* a signal frame: its pc is the instruction itself, as ours */
       if (unw_init_local2(&c, (unw_context_t *)&uc, UNW_INIT_SIGNAL_FRAME) != 0) {
@@ -88,8 +97,8 @@ static void agrees_with_libunwind(void **state) {
         continue;
       }
       stepped++;
-      mt__cfi_frame again = {pc, sp, fp, 1}; /* from the rows kept, now */
-      assert_int_equal(mt__cfi_step(&again, lo, hi), 1);
+      mt__cfi_frame again; /* from the rows kept, now */
+      assert_int_equal(step_at(pc, &again), 1);
       assert_true(same_frame(&again, &f));
       if (theirs <= 0) {
         lu_failed++;
@@ -167,15 +176,13 @@ static mt__cfi_frame expected[SHARED_PCS];
 static int expected_rc[SHARED_PCS];
 
 static void *step_shared(void *arg) {
-  uintptr_t lo = (uintptr_t)stack, hi = (uintptr_t)(stack + STACK_WORDS);
-  uintptr_t sp = (uintptr_t)&stack[STACK_WORDS / 2], fp = (uintptr_t)&stack[STACK_WORDS / 2 + 40];
   long bad = 0;
   unsigned k = (unsigned)(uintptr_t)arg;
   for (int round = 0; round < 200; round++)
     for (unsigned i = 0; i < SHARED_PCS; i++, k += 7) {
       unsigned j = k % SHARED_PCS;
-      mt__cfi_frame f = {shared_pc[j], sp, fp, 1};
-      int rc = mt__cfi_step(&f, lo, hi);
+      mt__cfi_frame f;
+      int rc = step_at(shared_pc[j], &f);
       if (rc != expected_rc[j] || (rc == 1 && !same_frame(&f, &expected[j]))) bad++;
     }
   return (void *)bad;
@@ -185,14 +192,12 @@ static void kept_rows_shared_by_threads(void **state) {
   (void)state;
   list_code();
   fill_stack();
-  uintptr_t lo = (uintptr_t)stack, hi = (uintptr_t)(stack + STACK_WORDS);
-  uintptr_t sp = (uintptr_t)&stack[STACK_WORDS / 2], fp = (uintptr_t)&stack[STACK_WORDS / 2 + 40];
   size_t n = 0, stepped = 0;
   for (size_t k = 0; k < nsegs && n < SHARED_PCS; k++)
     for (uintptr_t pc = segs[k].lo + 5; pc < segs[k].hi && n < SHARED_PCS; pc += 97) {
       mt__cfi_forget(); /* computed from the tables */
-      mt__cfi_frame f = {pc, sp, fp, 1};
-      expected_rc[n] = mt__cfi_step(&f, lo, hi);
+      mt__cfi_frame f;
+      expected_rc[n] = step_at(pc, &f);
       stepped += expected_rc[n] == 1;
       expected[n] = f;
       shared_pc[n++] = pc;
