@@ -3,6 +3,8 @@
 #ifndef MT_CLI_H
 #define MT_CLI_H
 
+#include <stddef.h>
+
 #include "memtrace/format.h"
 
 typedef struct mt_command {
@@ -23,6 +25,11 @@ void mt_cli_usage_error(const mt_command *cmd, const char *fmt, ...)
 int mt_cli_is_help(const char *arg);
 /* Prints the command's usage to stdout and returns 0. */
 int mt_cli_help(const mt_command *cmd);
+
+/* Finds `file`, installed with the memtrace command: beside the running
+ * executable, or in ../lib/memtrace or ../lib from its directory. Writes
+ * its path to out (n bytes); 0, or -1 if none is readable. */
+int mt_cli_find_companion(const char *file, char *out, size_t n);
 
 /* Opens a trace or exits 1 with the reader's message. */
 mt_reader *mt_cli_open(const char *path);

@@ -68,19 +68,7 @@ static int find_preload(char *out, size_t n) {
     snprintf(out, n, "%s", env);
     return access(out, R_OK);
   }
-  char self[PATH_MAX];
-  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (len <= 0) return -1;
-  self[len] = 0;
-  char *dir = dirname(self);
-  static const char *const places[] = {"%s/libmemtrace_preload.so",
-                                       "%s/../lib/memtrace/libmemtrace_preload.so",
-                                       "%s/../lib/libmemtrace_preload.so"};
-  for (size_t i = 0; i < sizeof places / sizeof *places; i++) {
-    snprintf(out, n, places[i], dir);
-    if (access(out, R_OK) == 0) return 0;
-  }
-  return -1;
+  return mt_cli_find_companion("libmemtrace_preload.so", out, n);
 }
 
 static void expand_pid(const char *pattern, pid_t pid, char *out, size_t n) {

@@ -1,5 +1,4 @@
 /* The memtrace command: dispatches to the subcommands. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,25 +31,6 @@ static const mt_command *find(const char *name) {
   for (size_t i = 0; i < NCOMMANDS; i++)
     if (strcmp(commands[i]->name, name) == 0) return commands[i];
   return NULL;
-}
-
-void mt_cli_usage_error(const mt_command *cmd, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "memtrace %s: ", cmd->name);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "\nTry 'memtrace help %s'.\n", cmd->name);
-  exit(2);
-}
-
-int mt_cli_is_help(const char *arg) {
-  return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
-}
-
-int mt_cli_help(const mt_command *cmd) {
-  fputs(cmd->usage, stdout);
-  return 0;
 }
 
 mt_reader *mt_cli_open(const char *path) {

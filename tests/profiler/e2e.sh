@@ -682,6 +682,40 @@ run)
   under=$("$memtrace" run -q -o i.ctf -- sh -c "$sigign")
   [ -n "$mine" ] && [ "$mine" = "$under" ] && ok || bad "ignored signals: $mine without, $under under memtrace"
   ;;
+launcher)
+  # memtrace is two executables (src/launcher/launcher.c): memtrace runs
+  # `run` itself and is statically linked (its start is on the profiled
+  # program's path), except in the sanitizers' builds; memtrace-tools does
+  # the rest
+  if readelf -dW "$bin/memtrace-tools" | grep -q 'NEEDED.*lib[at]san'; then
+    echo "(a sanitizer build: memtrace is linked dynamically)"
+  else
+    ! readelf -lW "$memtrace" | grep -q INTERP && ok || bad "memtrace asks for a dynamic loader"
+  fi
+  # the other commands are memtrace-tools', with their arguments and exit
+  # status as they are
+  "$memtrace" run -q -o 'a b.ctf' --rate 1 "$bin/prog_sites" > out.txt 2> err.txt || bad "run: $(cat err.txt)"
+  [ "$("$memtrace" info 'a b.ctf')" = "$("$bin/memtrace-tools" info 'a b.ctf')" ] &&
+    "$memtrace" info 'a b.ctf' | grep -q "^executable: .*/prog_sites$" && ok || bad "info through memtrace"
+  "$memtrace" info /nonexistent.ctf 2> err.txt
+  [ $? = 1 ] && grep -q "nonexistent.ctf" err.txt && ok || bad "an error's status: $(cat err.txt)"
+  [ "$("$memtrace" --version)" = "$("$bin/memtrace-tools" --version)" ] && ok || bad "--version"
+  "$memtrace" help run | grep -q "^usage: memtrace run" && "$memtrace" run --help | grep -q "^usage: memtrace run" &&
+    ok || bad "run's help"
+  # installed: memtrace in bin, the others in lib/memtrace
+  mkdir -p inst/bin inst/lib/memtrace alone
+  cp "$memtrace" inst/bin/ && cp "$bin/memtrace-tools" "$preload" inst/lib/memtrace/
+  inst/bin/memtrace run -o i.ctf --rate 1 "$bin/prog_sites" > out.txt 2> err.txt &&
+    grep -q "top sites:" err.txt && ok || bad "installed run: $(cat err.txt)"
+  inst/bin/memtrace top i.ctf > /dev/null && "$bin/check_trace" i.ctf sites > sites.txt &&
+    compare_exact out.txt sites.txt
+  # alone: each missing file named
+  cp "$memtrace" alone/
+  alone/memtrace info i.ctf 2> err.txt
+  [ $? = 2 ] && grep -q "cannot find memtrace-tools" err.txt && ok || bad "no tools: $(cat err.txt)"
+  MEMTRACE_PRELOAD= alone/memtrace run -o x.ctf true 2> err.txt
+  [ $? = 1 ] && grep -q "cannot find libmemtrace_preload.so" err.txt && ok || bad "no interposer: $(cat err.txt)"
+  ;;
 fds)
   # The program's descriptors are its own: its first open gets the number
   # it gets plain, and whatever it does to the descriptors it did not open

@@ -3,7 +3,8 @@
 server starts (src/viewer/mhd_load.c), so a missing one must give a clear
 message and exit 1, and the other commands must not need it at all.
 
-No library can be uninstalled here, so the test runs a copy of memtrace whose
+No library can be uninstalled here, so the test runs a copy of memtrace-tools
+(the executable of every command but `run`, which runs on its own) whose
 soname string is changed to one that does not exist (same length)."""
 import os, subprocess, sys, tempfile
 
@@ -16,7 +17,7 @@ SONAME, MISSING = b"libmicrohttpd.so.12", b"libmicrohttpd.so.99"
 data = open(memtrace, "rb").read()
 n = data.count(SONAME)
 if n != 1:
-    sys.exit(f"FAIL: expected the soname once in memtrace (the loader's), found it {n} times")
+    sys.exit(f"FAIL: expected the soname once in memtrace-tools (the loader's), found it {n} times")
 
 with tempfile.TemporaryDirectory() as tmp:
     exe = os.path.join(tmp, "memtrace")
