@@ -1,4 +1,5 @@
-/* The memtrace command: dispatches to the subcommands. */
+/* memtrace-tools, the full memtrace command: dispatches to the subcommands.
+ * (memtrace itself, src/launcher/launcher.c, runs `run` and execs this.) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
