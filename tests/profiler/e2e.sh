@@ -687,8 +687,10 @@ launcher)
   # `run` itself and is statically linked (its start is on the profiled
   # program's path), except in the sanitizers' builds; memtrace-tools does
   # the rest
-  if readelf -dW "$bin/memtrace-tools" | grep -q 'NEEDED.*lib[at]san'; then
-    echo "(a sanitizer build: memtrace is linked dynamically)"
+  sanitized=0
+  readelf -dW "$bin/memtrace-tools" | grep -q 'NEEDED.*lib[at]san' && sanitized=1
+  if [ $sanitized = 1 ]; then
+    echo "(a sanitizer build: memtrace is linked dynamically, and no program embeds libmemtrace)"
   else
     ! readelf -lW "$memtrace" | grep -q INTERP && ok || bad "memtrace asks for a dynamic loader"
   fi
@@ -702,15 +704,28 @@ launcher)
   [ "$("$memtrace" --version)" = "$("$bin/memtrace-tools" --version)" ] && ok || bad "--version"
   "$memtrace" help run | grep -q "^usage: memtrace run" && "$memtrace" run --help | grep -q "^usage: memtrace run" &&
     ok || bad "run's help"
-  # installed: memtrace in bin, the others in lib/memtrace
-  mkdir -p inst/bin inst/lib/memtrace alone
-  cp "$memtrace" inst/bin/ && cp "$bin/memtrace-tools" "$preload" inst/lib/memtrace/
+  # installed (cmake --install): memtrace in bin, the others in lib/memtrace
+  cmake --install "$bin" --prefix "$tmp/inst" > install.txt 2>&1 || bad "install: $(cat install.txt)"
   inst/bin/memtrace run -o i.ctf --rate 1 "$bin/prog_sites" > out.txt 2> err.txt &&
     grep -q "top sites:" err.txt && ok || bad "installed run: $(cat err.txt)"
   inst/bin/memtrace top i.ctf > /dev/null && "$bin/check_trace" i.ctf sites > sites.txt &&
     compare_exact out.txt sites.txt
+  # a program embedding the profiler, built against the installed headers
+  # and library: its External allocations traced at rate 1 (not in the
+  # sanitizers' builds: their library needs their runtime loaded first)
+  if [ $sanitized = 0 ]; then
+    printf '%s\n' '#include <memtrace/engine.h>' '#include <memtrace/tracer.h>' \
+      'int main(void) {' '  if (mt_trace_if_requested("embedded", 1.0) != 1) return 1;' \
+      '  for (int i = 0; i < 100; i++) mt_external_free(mt_external_alloc(4096));' \
+      '  return mt_trace_stop() != 0;' '}' > embed.c
+    cc embed.c -o embed -I inst/include -L inst/lib -lmemtrace -Wl,-rpath,"$tmp/inst/lib" 2> err.txt ||
+      bad "build against the installed library: $(cat err.txt)"
+    MEMTRACE=e.ctf ./embed 2> err.txt && inst/bin/memtrace info e.ctf > info.txt &&
+      grep -q "^context: *embedded" info.txt && grep -Eq "^external +100 +" info.txt && ok ||
+      bad "embedded: $(cat err.txt info.txt)"
+  fi
   # alone: each missing file named
-  cp "$memtrace" alone/
+  mkdir alone && cp "$memtrace" alone/
   alone/memtrace info i.ctf 2> err.txt
   [ $? = 2 ] && grep -q "cannot find memtrace-tools" err.txt && ok || bad "no tools: $(cat err.txt)"
   MEMTRACE_PRELOAD= alone/memtrace run -o x.ctf true 2> err.txt
