@@ -14,6 +14,10 @@
 # the library preloaded without tracing (every malloc and free through its
 # wrappers: 13 instructions a pair), and memtrace-nosample, `memtrace run`
 # at rate 1e-12 (that, plus the CLI's exec and a trace's start and end).
+# Two more make a ladder of rates with the default one, 2e-5 and 4e-5: a
+# sample costs more the further apart samples come (its lines, and the
+# program's, leave the caches in between), which the per-sample
+# instruction count below does not show.
 # The configurations
 # run in turn, REPEAT rounds; the figure kept is each one's median CPU time
 # (user + sys; on a shared machine it is steadier than wall time), reported
@@ -135,6 +139,9 @@ for round in $(seq "$repeat"); do
       # the default rate's cost taken apart (see the top of the file)
       once "interposer-idle-1" LD_PRELOAD="$build/libmemtrace_preload.so" "${args[@]}"
       once "memtrace-nosample-1" "$build/memtrace" run -q --rate 1e-12 -o "$tmp/t0.ctf" -- "${args[@]}"
+      # a ladder of rates: what a sample costs by how far apart samples are
+      once "memtrace-2e-5-1" "$build/memtrace" run -q --rate 2e-5 -o "$tmp/t5.ctf" -- "${args[@]}"
+      once "memtrace-4e-5-1" "$build/memtrace" run -q --rate 4e-5 -o "$tmp/t5.ctf" -- "${args[@]}"
       once "plain-late-1" "$late" 1 "$millions"
       once "memtrace-1e-3-late-1" "$build/memtrace" run -q --rate 1e-3 -o "$tmp/tl.ctf" -- "$late" 1 "$millions"
       once "plain-long-1" "$work" 1 "$long_millions"
@@ -198,9 +205,11 @@ awk '
     }
   }' "$runs" > "$results"
 
-# Trace size per sample, at both rates (1 thread).
+# Trace size per sample, at both rates (1 thread); the ladder's sample counts.
 "$build/memtrace" run -q -o "$tmp/s5.ctf" -- "$work" 1 "$millions" > /dev/null
 "$build/memtrace" run -q --rate 1e-3 -o "$tmp/s3.ctf" -- "$work" 1 "$millions" > /dev/null
+"$build/memtrace" run -q --rate 2e-5 -o "$tmp/s2.ctf" -- "$work" 1 "$millions" > /dev/null
+"$build/memtrace" run -q --rate 4e-5 -o "$tmp/s4.ctf" -- "$work" 1 "$millions" > /dev/null
 per_sample() {
   local allocs
   allocs=$("$build/memtrace" dump --compact "$1" | awk '$3 ~ /^A?E?a?$|^AE$/ {n++} END {print n + 0}')
@@ -208,6 +217,8 @@ per_sample() {
 }
 read -r n5 b5 <<< "$(per_sample "$tmp/s5.ctf")"
 read -r n3 b3 <<< "$(per_sample "$tmp/s3.ctf")"
+read -r n2 _ <<< "$(per_sample "$tmp/s2.ctf")"
+read -r n4 _ <<< "$(per_sample "$tmp/s4.ctf")"
 
 # Instructions per unsampled malloc+free pair (tracing on, rate 1e-9: no
 # sample is ever taken, every call goes through the interposer).
@@ -279,7 +290,7 @@ fi
   echo "# memtrace-c profiler benchmark ($(date -u +%Y-%m-%d), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
   echo "# workload: $millions M allocations per thread ($ht_millions M for the *-small rows), 16 B - 64 KiB, stacks 5-15 deep; median CPU time of $repeat rounds, configurations interleaved, a round's 1-thread runs on one CPU (CPUs in turn); x plain: median of the rounds' ratios"
   echo "# *-touch rows: the program writes every 64-byte line of each block it allocates (the others: its first byte); *-long rows: $long_millions M allocations; *-tiny rows: 1,000 (their difference is the fixed cost of a traced process)"
-  echo "# interposer-idle-1: the interposer preloaded, not tracing; memtrace-nosample-1: memtrace run at rate 1e-12 (tracing, nothing sampled)"
+  echo "# interposer-idle-1: the interposer preloaded, not tracing; memtrace-nosample-1: memtrace run at rate 1e-12 (tracing, nothing sampled); memtrace-2e-5-1, memtrace-4e-5-1: the same workload at those rates"
   printf "%-24s %10s %10s %15s %12s\n" configuration "cpu s" "x plain" "95% interval" "peak RSS MB"
   awk '$1 !~ /tiny/ { printf "%-24s %10.3f %10.3f %7.3f-%-7.3f %12.1f\n", $1, $2, $4, $5, $6, $3 / 1024 }' "$results"
   echo
@@ -287,6 +298,14 @@ fi
   echo "unsampled malloc+free pair: $plain_pair instructions plain, +$extra with the interposer (target <= 15)"
   echo "a sample at 1e-3: $per_sample_ir instructions (callgrind, 0.6M allocations less 0.3M: naming and start-up excluded)"
   echo "trace bytes per sampled allocation: $b5 at 1e-5 ($n5 samples), $b3 at 1e-3 ($n3 samples)"
+  # from the rows' median differences to plain: rate 1e-12 to 1e-5 (the
+  # naming of the run's codes included), and 2e-5 to 4e-5 (samples added
+  # closer together)
+  awk -v n5="$n5" -v n2="$n2" -v n4="$n4" '{d[$1] = $7} END {
+    if (n5 > 0 && n4 > n2)
+      printf "CPU a sample (rate ladder, 1 thread): %.2f us from rate 1e-12 to 1e-5 (%d samples, naming included), %.2f us added from 2e-5 to 4e-5 (%d to %d samples)\n",
+        (d["memtrace-1e-5-1"] - d["memtrace-nosample-1"]) / n5 * 1e6, n5,
+        (d["memtrace-4e-5-1"] - d["memtrace-2e-5-1"]) / (n4 - n2) * 1e6, n2, n4 }' "$results"
   echo "naming codes in a big C++ unit (bench/cxx_symbols.cpp): $cxx_line"
   awk '{cpu[$1] = $2; rss[$1] = $3} END {
     printf "profiler memory (peak RSS traced - plain, 1 thread): %.1f MB at 1e-5, %.1f MB at 1e-3\n",
