@@ -217,8 +217,8 @@ per_sample() {
 }
 read -r n5 b5 <<< "$(per_sample "$tmp/s5.ctf")"
 read -r n3 b3 <<< "$(per_sample "$tmp/s3.ctf")"
-read -r n2 _ <<< "$(per_sample "$tmp/s2.ctf")"
-read -r n4 _ <<< "$(per_sample "$tmp/s4.ctf")"
+read -r ladder2 _ <<< "$(per_sample "$tmp/s2.ctf")"
+read -r ladder4 _ <<< "$(per_sample "$tmp/s4.ctf")"
 
 # Instructions per unsampled malloc+free pair (tracing on, rate 1e-9: no
 # sample is ever taken, every call goes through the interposer).
@@ -301,7 +301,7 @@ fi
   # from the rows' median differences to plain: rate 1e-12 to 1e-5 (the
   # naming of the run's codes included), and 2e-5 to 4e-5 (samples added
   # closer together)
-  awk -v n5="$n5" -v n2="$n2" -v n4="$n4" '{d[$1] = $7} END {
+  awk -v n5="$n5" -v n2="$ladder2" -v n4="$ladder4" '{d[$1] = $7} END {
     if (n5 > 0 && n4 > n2)
       printf "CPU a sample (rate ladder, 1 thread): %.2f us from rate 1e-12 to 1e-5 (%d samples, naming included), %.2f us added from 2e-5 to 4e-5 (%d to %d samples)\n",
         (d["memtrace-1e-5-1"] - d["memtrace-nosample-1"]) / n5 * 1e6, n5,
