@@ -572,6 +572,13 @@ static uintptr_t chain_end(uintptr_t fp) {
   return last;
 }
 
+/* The frame a frame record at rec returns to: the return address it
+ * holds, rsp just above it, and the caller's rbp it saved. */
+static mt__cfi_frame frame_above(uintptr_t rec) {
+  const uintptr_t *r = (const uintptr_t *)rec;
+  return (mt__cfi_frame){r[1], rec + 16, r[0], 0};
+}
+
 /* A step through code without unwind tables (a JIT's, hand-written), as
  * through a function that keeps a frame record: the record at rbp holds
  * the caller's rbp and the return address. 1, or -1 where rbp cannot be a
@@ -579,8 +586,7 @@ static uintptr_t chain_end(uintptr_t fp) {
 static int record_step(mt__cfi_frame *f) {
   uintptr_t fp = f->fp;
   if (fp < f->sp || fp < stack_lo || stack_hi < 16 || fp > stack_hi - 16 || (fp & 7)) return -1;
-  const uintptr_t *rec = (const uintptr_t *)fp;
-  *f = (mt__cfi_frame){rec[1], fp + 16, rec[0], 0};
+  *f = frame_above(fp);
   return 1;
 }
 
@@ -594,8 +600,7 @@ static int record_step(mt__cfi_frame *f) {
 static size_t cfi_walk(const lu_job *j, uintptr_t *pcs, size_t want) {
   size_t n = j->n;
   if (!j->rec || n > want) return 0; /* not on the stack known */
-  const uintptr_t *rec = (const uintptr_t *)j->rec;
-  mt__cfi_frame f = {rec[1], j->rec + 16, rec[0], 0};
+  mt__cfi_frame f = frame_above(j->rec);
   if (n ? f.pc != j->buf[n - 1] : !is_hidden(f.pc)) return 0; /* not where walk stopped */
   for (size_t i = 0; i < n; i++) pcs[i] = j->buf[i];
   for (size_t steps = 0; n < want && steps < MAX_WALK; steps++) {
