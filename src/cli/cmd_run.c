@@ -21,7 +21,8 @@ static const char usage[] =
     "\n"
     "Runs COMMAND with the memtrace-c malloc interposer (LD_PRELOAD) and writes a\n"
     "trace of its heap; at exit prints where the trace is and the top allocation\n"
-    "sites. The exit status is COMMAND's.\n"
+    "sites. The exit status is COMMAND's; 1, without running it, if the trace\n"
+    "cannot be created (no such directory, or a directory of that name).\n"
     "\n"
     "Options:\n"
     "  -o, --output FILE     the trace (default memtrace.COMMAND.PID.ctf; %p in FILE\n"
@@ -83,6 +84,33 @@ static void expand_pid(const char *pattern, pid_t pid, char *out, size_t n) {
     }
   }
   out[o] = 0;
+}
+
+/* Whether the program's trace can be written where `pattern` says: a file
+ * in a directory that exists and can be written in (not a directory of
+ * that name). The interposer creates the file, in the program's process,
+ * and on failure says so and lets the program run untraced, as it must
+ * for a program started with MEMTRACE set; from `memtrace run`, a mistyped
+ * -o would cost a whole run for nothing, so it is checked before. Sockets
+ * (tcp:, listen:) and a directory part holding %p are left to the
+ * interposer. 0, or -1 with the reason in why. */
+static int check_destination(const char *pattern, char *why, size_t n) {
+  if (strncmp(pattern, "tcp:", 4) == 0 || strncmp(pattern, "listen:", 7) == 0) return 0;
+  char path[PATH_MAX], dir[PATH_MAX];
+  expand_pid(pattern, getpid(), path, sizeof path);
+  snprintf(dir, sizeof dir, "%s", pattern);
+  const char *d = dirname(dir);
+  if (strchr(d, '%')) return 0;
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    snprintf(why, n, "%s is a directory", pattern);
+    return -1;
+  }
+  if (access(d, W_OK | X_OK) != 0) {
+    snprintf(why, n, "cannot create %s: %s: %s", pattern, d, strerror(errno));
+    return -1;
+  }
+  return 0;
 }
 
 typedef struct site {
@@ -453,6 +481,12 @@ static int run(int argc, char **argv) {
     char cmd[PATH_MAX];
     snprintf(cmd, sizeof cmd, "%s", argv[i]);
     snprintf(pattern, sizeof pattern, "memtrace.%s.%%p.ctf", basename(cmd));
+  }
+
+  char where[2 * PATH_MAX + 64];
+  if (check_destination(pattern, where, sizeof where) != 0) {
+    fprintf(stderr, "memtrace run: %s (the program was not run)\n", where);
+    return 1;
   }
 
   /* The program's environment: ours plus the interposer's settings. */

@@ -633,6 +633,17 @@ run)
   [ $? = 127 ] && grep -q "cannot run /nonexistent/program" err.txt && ok || bad "missing program: $(cat err.txt)"
   "$memtrace" run --rate 2 true 2> err.txt
   [ $? = 2 ] && grep -q "rate must be" err.txt && ok || bad "bad rate: $(cat err.txt)"
+  # a trace that cannot be written is said before the program runs, which
+  # does not run: no directory, or a directory where the file should be
+  rm -f ran
+  "$memtrace" run -o /nonexistent/dir/t.ctf -- touch ran 2> err.txt
+  [ $? = 1 ] && [ ! -e ran ] &&
+    grep -qx "memtrace run: cannot create /nonexistent/dir/t.ctf: /nonexistent/dir: No such file or directory (the program was not run)" err.txt &&
+    ok || bad "output in no directory: $(cat err.txt)"
+  mkdir -p adir
+  "$memtrace" run -q -o adir -- touch ran 2> err.txt
+  [ $? = 1 ] && [ ! -e ran ] && grep -q "adir is a directory" err.txt && ok ||
+    bad "output onto a directory: $(cat err.txt)"
   # every unwinder finds the same exact sites
   for mode in auto libunwind fp; do
     "$memtrace" run -q -o u.ctf --rate 1 --unwind $mode "$bin/prog_sites" > out.txt 2> err.txt ||
