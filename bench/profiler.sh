@@ -287,7 +287,10 @@ if command -v g++ > /dev/null; then
 fi
 
 {
-  echo "# memtrace-c profiler benchmark ($(date -u +%Y-%m-%d), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
+  # the host's processor: this VM has come up on AMD and Intel hosts, whose
+  # ratios differ (a sample's cost and plain malloc's do not scale alike)
+  cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+  echo "# memtrace-c profiler benchmark ($(date -u +%Y-%m-%d), $(nproc) cores of ${cpu:-an unknown processor}, load $(cut -d' ' -f1 /proc/loadavg))"
   echo "# workload: $millions M allocations per thread ($ht_millions M for the *-small rows), 16 B - 64 KiB, stacks 5-15 deep; median CPU time of $repeat rounds, configurations interleaved, a round's 1-thread runs on one CPU (CPUs in turn); x plain: median of the rounds' ratios"
   echo "# *-touch rows: the program writes every 64-byte line of each block it allocates (the others: its first byte); *-long rows: $long_millions M allocations; *-tiny rows: 1,000 (their difference is the fixed cost of a traced process)"
   echo "# interposer-idle-1: the interposer preloaded, not tracing; memtrace-nosample-1: memtrace run at rate 1e-12 (tracing, nothing sampled); memtrace-2e-5-1, memtrace-4e-5-1: the same workload at those rates"
