@@ -214,15 +214,7 @@ static void *receive(void *arg) {
 static void *follow(void *arg) {
   mt_vlive *l = arg;
   pthread_t rx;
-  int has_rx = 0;
-  if (l->listen_fd >= 0) {
-    char m[400];
-    snprintf(m, sizeof m, "waiting for a program on %s", l->listen_shown);
-    set_state(l, "waiting", m);
-    has_rx = pthread_create(&rx, NULL, receive, l) == 0;
-  } else {
-    set_state(l, "loading", "");
-  }
+  int has_rx = l->listen_fd >= 0 && pthread_create(&rx, NULL, receive, l) == 0;
   off_t last_size = -1;
   double last_took = 0, last_end = 0;
   while (!__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) {
@@ -277,6 +269,15 @@ int mt_vlive_start(mt_vlive *l, const char *path, const char *name, int listen_f
   l->name = name;
   l->live = 1;
   l->listen_fd = listen_fd;
+  /* The first state, before the page can ask (the server starts next):
+   * set by the thread, a request could come first and see "loading" */
+  if (listen_fd >= 0) {
+    char m[400];
+    snprintf(m, sizeof m, "waiting for a program on %s", l->listen_shown);
+    set_state(l, "waiting", m);
+  } else {
+    set_state(l, "loading", "");
+  }
   l->running = 1;
   if (pthread_create(&l->thread, NULL, follow, l) != 0) return l->running = 0, -1;
   return 0;
