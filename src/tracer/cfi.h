@@ -42,4 +42,10 @@ typedef struct mt__cfi_frame {
 void mt__cfi_forget(void);
 int mt__cfi_step(mt__cfi_frame *f, uintptr_t lo, uintptr_t hi);
 
+/* For tests and benchmarks: the steps whose row was not kept (read from
+ * the tables), and the set of kept rows an address's falls in (two rows
+ * a set: a third address of the same set evicts the older). */
+extern _Atomic unsigned long mt__cfi_uncached;
+unsigned mt__cfi_cache_set(uintptr_t at);
+
 #endif

@@ -15,6 +15,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,6 +215,48 @@ static void kept_rows_shared_by_threads(void **state) {
   assert_int_equal(bad, 0);
 }
 
+/* Whether pc's frame steps, by a row that is then kept (stepping it again
+ * reads no table). */
+static int steps_kept(uintptr_t pc) {
+  mt__cfi_frame f;
+  if (step_at(pc, &f) != 1) return 0;
+  unsigned long before = atomic_load(&mt__cfi_uncached);
+  step_at(pc, &f);
+  return atomic_load(&mt__cfi_uncached) == before;
+}
+
+/* Two addresses whose rows share a set of the kept rows are both kept (a
+ * table kept one a set made two such frames of one walk read the tables
+ * at every walk); a third of the set evicts the oldest. */
+static void kept_rows_two_a_set(void **state) {
+  (void)state;
+  list_code();
+  fill_stack();
+  uintptr_t pc[3];
+  size_t n = 0;
+  for (size_t k = 0; k < nsegs && n < 3; k++)
+    for (uintptr_t p = segs[k].lo + 3; p < segs[k].hi && n < 3; p += 13)
+      if ((n == 0 || mt__cfi_cache_set(p) == mt__cfi_cache_set(pc[0])) && steps_kept(p))
+        pc[n++] = p;
+  assert_int_equal(n, 3);
+  mt__cfi_frame f;
+  mt__cfi_forget();
+  unsigned long u0 = atomic_load(&mt__cfi_uncached);
+  step_at(pc[0], &f);
+  step_at(pc[1], &f);
+  assert_int_equal(atomic_load(&mt__cfi_uncached) - u0, 2);
+  for (int round = 0; round < 3; round++) {
+    step_at(pc[0], &f);
+    step_at(pc[1], &f);
+  }
+  assert_int_equal(atomic_load(&mt__cfi_uncached) - u0, 2); /* both kept */
+  step_at(pc[2], &f); /* evicts pc[0], the older */
+  step_at(pc[1], &f);
+  assert_int_equal(atomic_load(&mt__cfi_uncached) - u0, 3);
+  step_at(pc[0], &f);
+  assert_int_equal(atomic_load(&mt__cfi_uncached) - u0, 4);
+}
+
 static void refuses_what_it_cannot_step(void **state) {
   (void)state;
   fill_stack();
@@ -237,6 +280,7 @@ int main(void) {
       cmocka_unit_test(agrees_with_libunwind),
       cmocka_unit_test(stays_in_bounds),
       cmocka_unit_test(kept_rows_shared_by_threads),
+      cmocka_unit_test(kept_rows_two_a_set),
       cmocka_unit_test(refuses_what_it_cannot_step),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
