@@ -269,7 +269,7 @@ static int by_path(const mt_vsnap *s, const mt_vquery *q, mt_json *j, int leaks)
     if (o.alloc_time < g->oldest) g->oldest = o.alloc_time;
     if (o.alloc_time > g->newest) g->newest = o.alloc_time;
   }
-  qsort(gs.g, gs.n, sizeof *gs.g, leaks ? by_oldest : by_samples);
+  if (gs.n) qsort(gs.g, gs.n, sizeof *gs.g, leaks ? by_oldest : by_samples); /* none: g NULL */
   mt_json_obj(j);
   mt_json_key(j, leaks ? "leaks" : "paths");
   mt_json_arr(j);
@@ -330,7 +330,7 @@ int mt_vanswer_sites(const mt_vsnap *s, const mt_vquery *q, mt_json *j) {
     if (g->newest == 0) g->newest = (uint64_t)c + 1; /* a code of the group */
     mt_tally_object(s->a, i, &g->t);
   }
-  qsort(gs.g, gs.n, sizeof *gs.g, by_samples);
+  if (gs.n) qsort(gs.g, gs.n, sizeof *gs.g, by_samples);
   mt_json_obj(j);
   mt_json_key(j, "sites");
   mt_json_arr(j);
@@ -463,7 +463,12 @@ static uint64_t life_edges[NLIFE]; /* life_edges[b]: least lifetime of bin b */
 static pthread_once_t life_once = PTHREAD_ONCE_INIT;
 static void life_init(void) {
   life_edges[0] = 0;
-  for (int b = 1; b < NLIFE; b++) life_edges[b] = (uint64_t)ceil(pow(10, (b - 1) / 3.0) - 1e-9);
+  for (int b = 1; b < NLIFE; b++) {
+    /* from bin 59 on (10^19.3 us) past any 64-bit lifetime: the last value,
+     * not an overflowing conversion (undefined, and 2^63 on x86-64) */
+    double e = ceil(pow(10, (b - 1) / 3.0) - 1e-9);
+    life_edges[b] = e < 18446744073709551616.0 ? (uint64_t)e : UINT64_MAX;
+  }
 }
 
 static int life_bin(uint64_t us) {
