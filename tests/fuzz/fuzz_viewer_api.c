@@ -1,0 +1,236 @@
+/* libFuzzer target: the viewer's API (src/viewer/params.h, answers.h) on
+ * any query string.
+ *
+ * The HTTP server hands each request's decoded parameters to mt_vquery_set
+ * and, if every one is accepted, the query to one endpoint's answer. Here
+ * the input is that request: its first byte picks the endpoint, the rest is
+ * "key=value&key=value..." (no '=': a key without a value, as MHD gives
+ * it). The answers run on a snapshot of a small trace made once with the
+ * writer (every source, sizes of 1 word to a million, promotions, objects
+ * collected or not, codes named with inlined frames, a recursion, codes
+ * never named), its call tree built, as the server has it.
+ *
+ * Checked: a refused parameter says why (a message naming it); an accepted
+ * query gets an answer (flame: -2 only for a focus that is no function) that
+ * is one well-formed JSON object; memory safety (ASan, UBSan, leaks). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memfd_create */
+#endif
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "answers.h"
+#include "memtrace/analysis.h"
+#include "memtrace/format.h"
+
+#define MAX_PARAMS 48
+
+typedef struct endpoint {
+  unsigned allowed;
+  int (*answer)(const mt_vsnap *, const mt_vquery *, mt_json *);
+} endpoint;
+
+/* As server.c lists them (info and status take no parameters). */
+static const endpoint endpoints[] = {
+    {MT_VP_FILTER, mt_vanswer_summary},
+    {MT_VP_FILTER | MT_VP_BINS, mt_vanswer_timeline},
+    {MT_VP_FILTER | MT_VP_FLAME, mt_vanswer_flame},
+    {MT_VP_FILTER | MT_VP_N | MT_VP_SORT, mt_vanswer_functions},
+    {MT_VP_FILTER | MT_VP_N, mt_vanswer_paths},
+    {MT_VP_FILTER | MT_VP_N, mt_vanswer_sites},
+    {MT_VP_FILTER | MT_VP_N, mt_vanswer_leaks},
+    {MT_VP_FILTER, mt_vanswer_histograms},
+};
+#define NENDPOINTS (sizeof endpoints / sizeof *endpoints)
+
+/* ---- the trace ---- */
+
+/* Codes 1..12: 0 mod 4 never named; the others one to three frames
+ * (inlined ones first), over a few files and functions, a name with bytes
+ * that JSON must escape. */
+static int resolve(void *ctx, uint64_t code, const mt_location **locs, size_t *n) {
+  static const char *const fns[] = {"main", "parse", "Lexer.token", "alloc_node",
+                                    "std::vector<int>::push_back", "q\"uote\\d\x01"};
+  static mt_location out[3];
+  (void)ctx;
+  size_t count = code % 4 == 0 ? 0 : code % 3 + 1;
+  for (size_t i = 0; i < count; i++)
+    out[i] = (mt_location){i % 2 ? "src/b.c" : "src/a.ml", fns[(code + i) % 6],
+                           (uint32_t)(10 * code + i), (uint32_t)i, (uint32_t)(i + 5)};
+  *locs = count ? out : NULL;
+  *n = count;
+  return 0;
+}
+
+static int make_trace(int fd) {
+  mt_trace_info info = {.sample_rate = 1e-4, .word_size = 64, .executable_name = "/bin/fuzz",
+                        .host_name = "h", .runtime_params = "", .pid = 7,
+                        .start_time = 1600000000000000ull, .context = ""};
+  mt_writer_options opt = {.version = 2, .fd = fd, .resolve = resolve};
+  mt_writer *w;
+  if (mt_writer_open(&w, &info, &opt) != MT_OK) return -1;
+  uint64_t rng = 0x9e3779b97f4a7c15ull, t = info.start_time, live[64] = {0};
+  int rc = MT_OK;
+  for (int i = 0; i < 400 && rc == MT_OK; i++) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    t += rng % 5000; /* equal times too */
+    uint64_t bt[8];
+    size_t len = 1 + rng % 8;
+    for (size_t k = 0; k < len; k++) bt[k] = 1 + (rng >> (4 * k)) % 12;
+    if (i % 17 == 0) bt[len - 1] = bt[0]; /* a recursion */
+    uint64_t words = i % 50 == 0 ? 1000000 : 1 + (rng >> 20) % 300, id;
+    mt_source src = (mt_source)((rng >> 40) % 3);
+    rc = mt_writer_alloc(w, t, 0, words, 1 + (rng >> 44) % 3, src, bt, len, &id);
+    size_t slot = (rng >> 50) % 64;
+    if (rc == MT_OK && src == MT_SOURCE_MINOR && rng % 3 == 0)
+      rc = mt_writer_promote(w, t + 10, 0, id);
+    if (rc == MT_OK && live[slot]) rc = mt_writer_collect(w, t + 20, 0, live[slot] - 1);
+    live[slot] = id + 1;
+  }
+  int closed = mt_writer_close(w);
+  return rc == MT_OK && closed == MT_OK ? 0 : -1;
+}
+
+static mt_vsnap *snapshot(void) {
+  static mt_vsnap *s;
+  if (s) return s;
+  int fd = memfd_create("fuzz-trace", 0);
+  if (fd < 0 || make_trace(fd) != 0) abort();
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  mt_analysis *a;
+  if (mt_analysis_load(&a, path, NULL, NULL) != MT_OK) abort();
+  close(fd);
+  s = mt_vsnap_new(a, "fuzz", 1);
+  if (!s || mt_vsnap_build(s) != 0) abort();
+  return s;
+}
+
+/* ---- a JSON checker: one value, nothing after it ---- */
+
+typedef struct cursor {
+  const char *p, *end;
+} cursor;
+
+static void ws(cursor *c) {
+  while (c->p < c->end && strchr(" \t\r\n", *c->p)) c->p++;
+}
+
+static int lit(cursor *c, const char *w) {
+  size_t n = strlen(w);
+  if ((size_t)(c->end - c->p) < n || memcmp(c->p, w, n) != 0) return 0;
+  c->p += n;
+  return 1;
+}
+
+static int string(cursor *c) {
+  if (c->p >= c->end || *c->p != '"') return 0;
+  for (c->p++; c->p < c->end; c->p++) {
+    unsigned char ch = (unsigned char)*c->p;
+    if (ch == '"') return c->p++, 1;
+    if (ch < 0x20) return 0;
+    if (ch == '\\') {
+      if (++c->p >= c->end) return 0;
+      if (*c->p == 'u') {
+        for (int i = 0; i < 4; i++)
+          if (++c->p >= c->end || !strchr("0123456789abcdefABCDEF", *c->p)) return 0;
+      } else if (!strchr("\"\\/bfnrt", *c->p)) {
+        return 0;
+      }
+    }
+  }
+  return 0;
+}
+
+static int number(cursor *c) {
+  const char *s = c->p;
+  if (c->p < c->end && *c->p == '-') c->p++;
+  while (c->p < c->end && strchr("0123456789.eE+-", *c->p)) c->p++;
+  return c->p > s && (c->p[-1] >= '0' && c->p[-1] <= '9');
+}
+
+static int value(cursor *c, int depth) {
+  if (depth > 64) return 0;
+  ws(c);
+  if (c->p >= c->end) return 0;
+  char ch = *c->p;
+  if (ch == '{' || ch == '[') {
+    char close = ch == '{' ? '}' : ']';
+    c->p++;
+    ws(c);
+    if (c->p < c->end && *c->p == close) return c->p++, 1;
+    for (;;) {
+      if (ch == '{') {
+        ws(c);
+        if (!string(c)) return 0;
+        ws(c);
+        if (c->p >= c->end || *c->p++ != ':') return 0;
+      }
+      if (!value(c, depth + 1)) return 0;
+      ws(c);
+      if (c->p >= c->end) return 0;
+      if (*c->p == close) return c->p++, 1;
+      if (*c->p++ != ',') return 0;
+    }
+  }
+  if (ch == '"') return string(c);
+  if (lit(c, "true") || lit(c, "false") || lit(c, "null")) return 1;
+  return number(c);
+}
+
+static void check_json(const char *text, size_t len) {
+  cursor c = {text, text + len};
+  ws(&c);
+  if (c.p >= c.end || *c.p != '{' || !value(&c, 0)) abort();
+  ws(&c);
+  if (c.p != c.end) abort();
+}
+
+/* ---- one request ---- */
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  mt_vsnap *s = snapshot();
+  if (size < 1 || size > 4096) return 0;
+  const endpoint *ep = &endpoints[data[0] % NENDPOINTS];
+  /* the parameters, NUL-terminated in a copy, as MHD hands them over */
+  char *text = malloc(size);
+  memcpy(text, data + 1, size - 1);
+  text[size - 1] = 0;
+  mt_vquery q;
+  mt_vquery_init(&q);
+  char err[512];
+  int accepted = 1, n = 0;
+  for (char *p = text, *next; p && n < MAX_PARAMS; p = next, n++) {
+    next = strchr(p, '&');
+    if (next) *next++ = 0;
+    char *eq = strchr(p, '=');
+    if (eq) *eq++ = 0;
+    err[0] = 0;
+    if (mt_vquery_set(&q, ep->allowed, p, eq, err, sizeof err) != 0) {
+      if (!err[0] || strlen(err) >= sizeof err) abort(); /* a refusal says why */
+      accepted = 0;
+      break;
+    }
+  }
+  if (accepted) {
+    mt_json j;
+    mt_json_init(&j);
+    int rc = ep->answer(s, &q, &j);
+    int flame = ep->answer == mt_vanswer_flame;
+    if (rc != 0 && !(flame && rc == -2 && q.focus >= 0)) abort();
+    if (rc == 0) {
+      size_t len;
+      char *out = mt_json_take(&j, &len);
+      if (!out) abort();
+      check_json(out, len);
+      free(out);
+    }
+    mt_json_free(&j);
+  }
+  free(text);
+  return 0;
+}
