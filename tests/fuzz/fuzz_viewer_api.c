@@ -5,10 +5,12 @@
  * and, if every one is accepted, the query to one endpoint's answer. Here
  * the input is that request: its first byte picks the endpoint, the rest is
  * "key=value&key=value..." (no '=': a key without a value, as MHD gives
- * it). The answers run on a snapshot of a small trace made once with the
- * writer (every source, sizes of 1 word to a million, promotions, objects
- * collected or not, codes named with inlined frames, a recursion, codes
- * never named), its call tree built, as the server has it.
+ * it). The answers run on a snapshot, its call tree built as the server
+ * has it, of one of three traces made once with the writer (the first
+ * byte's bits 3-4 pick it): a small one (every source, sizes of 1 word to
+ * a million, promotions, objects collected or not, codes named with
+ * inlined frames, a recursion, codes never named), one with no event, and
+ * one of a single object that lives no time in a trace of no duration.
  *
  * Checked: a refused parameter says why (a message naming it); an accepted
  * query gets an answer (flame: -2 only for a focus that is no function) that
@@ -66,7 +68,10 @@ static int resolve(void *ctx, uint64_t code, const mt_location **locs, size_t *n
   return 0;
 }
 
-static int make_trace(int fd) {
+/* Trace `kind`: 0, 400 allocations over ~1 s; 1, none at all; 2, one
+ * object, allocated and collected at the trace's first microsecond (a
+ * trace of no duration). */
+static int make_trace(int fd, int kind) {
   mt_trace_info info = {.sample_rate = 1e-4, .word_size = 64, .executable_name = "/bin/fuzz",
                         .host_name = "h", .runtime_params = "", .pid = 7,
                         .start_time = 1600000000000000ull, .context = ""};
@@ -74,10 +79,10 @@ static int make_trace(int fd) {
   mt_writer *w;
   if (mt_writer_open(&w, &info, &opt) != MT_OK) return -1;
   uint64_t rng = 0x9e3779b97f4a7c15ull, t = info.start_time, live[64] = {0};
-  int rc = MT_OK;
-  for (int i = 0; i < 400 && rc == MT_OK; i++) {
+  int rc = MT_OK, n = kind == 0 ? 400 : kind == 2 ? 1 : 0;
+  for (int i = 0; i < n && rc == MT_OK; i++) {
     rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    t += rng % 5000; /* equal times too */
+    if (kind == 0) t += rng % 5000; /* equal times too */
     uint64_t bt[8];
     size_t len = 1 + rng % 8;
     for (size_t k = 0; k < len; k++) bt[k] = 1 + (rng >> (4 * k)) % 12;
@@ -85,6 +90,10 @@ static int make_trace(int fd) {
     uint64_t words = i % 50 == 0 ? 1000000 : 1 + (rng >> 20) % 300, id;
     mt_source src = (mt_source)((rng >> 40) % 3);
     rc = mt_writer_alloc(w, t, 0, words, 1 + (rng >> 44) % 3, src, bt, len, &id);
+    if (kind == 2) {
+      if (rc == MT_OK) rc = mt_writer_collect(w, t, 0, id);
+      break;
+    }
     size_t slot = (rng >> 50) % 64;
     if (rc == MT_OK && src == MT_SOURCE_MINOR && rng % 3 == 0)
       rc = mt_writer_promote(w, t + 10, 0, id);
@@ -95,19 +104,19 @@ static int make_trace(int fd) {
   return rc == MT_OK && closed == MT_OK ? 0 : -1;
 }
 
-static mt_vsnap *snapshot(void) {
-  static mt_vsnap *s;
-  if (s) return s;
+static mt_vsnap *snapshot(int kind) {
+  static mt_vsnap *s[3];
+  if (s[kind]) return s[kind];
   int fd = memfd_create("fuzz-trace", 0);
-  if (fd < 0 || make_trace(fd) != 0) abort();
+  if (fd < 0 || make_trace(fd, kind) != 0) abort();
   char path[64];
   snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
   mt_analysis *a;
   if (mt_analysis_load(&a, path, NULL, NULL) != MT_OK) abort();
   close(fd);
-  s = mt_vsnap_new(a, "fuzz", 1);
-  if (!s || mt_vsnap_build(s) != 0) abort();
-  return s;
+  s[kind] = mt_vsnap_new(a, "fuzz", 1);
+  if (!s[kind] || mt_vsnap_build(s[kind]) != 0) abort();
+  return s[kind];
 }
 
 /* ---- a JSON checker: one value, nothing after it ---- */
@@ -193,9 +202,10 @@ static void check_json(const char *text, size_t len) {
 /* ---- one request ---- */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  mt_vsnap *s = snapshot();
   if (size < 1 || size > 4096) return 0;
   const endpoint *ep = &endpoints[data[0] % NENDPOINTS];
+  /* bits 3-4: the trace (3: the first again) */
+  mt_vsnap *s = snapshot((data[0] >> 3) % 4 % 3);
   /* the parameters, NUL-terminated in a copy, as MHD hands them over */
   char *text = malloc(size);
   memcpy(text, data + 1, size - 1);
