@@ -95,7 +95,8 @@ static int finish(otree *o) {
   return 0;
 }
 
-static void emit(mt_json *j, const mt_vsnap *s, const otree *o, uint32_t v, int root) {
+/* A node's object up to its children's array, which stays open. */
+static void emit_open(mt_json *j, const mt_vsnap *s, const otree *o, uint32_t v, int root) {
   mt_json_obj(j);
   mt_json_key(j, "fn");
   mt_json_int(j, root ? -1 : (int64_t)o->fn[v]);
@@ -106,9 +107,27 @@ static void emit(mt_json *j, const mt_vsnap *s, const otree *o, uint32_t v, int 
   mt_json_end_obj(j);
   mt_json_key(j, "children");
   mt_json_arr(j);
-  for (uint32_t c = o->first[v]; c != NONE; c = o->next[c]) emit(j, s, o, c, 0);
-  mt_json_end_arr(j);
-  mt_json_end_obj(j);
+}
+
+/* The subtree of node top, depth first, without recursion: a stack as deep
+ * as the trace's (a recursion alternating two functions is not merged)
+ * would overflow a request thread's stack. The way back up is parent[]. */
+static void emit(mt_json *j, const mt_vsnap *s, const otree *o, uint32_t top, int root) {
+  emit_open(j, s, o, top, root);
+  uint32_t v = top, c = o->first[top];
+  for (;;) {
+    if (c != NONE) {
+      emit_open(j, s, o, c, 0);
+      v = c;
+      c = o->first[c];
+      continue;
+    }
+    mt_json_end_arr(j); /* v's children written */
+    mt_json_end_obj(j);
+    if (v == top) break;
+    c = o->next[v];
+    v = o->parent[v];
+  }
 }
 
 /* growable vectors of uint32 */

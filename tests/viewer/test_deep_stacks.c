@@ -1,0 +1,123 @@
+/* The viewer's answers on a trace whose stack is 300,000 frames deep (a
+ * recursion through two functions, which the call tree does not merge),
+ * computed on a thread with a 256 KiB stack, as a request thread might
+ * have: nothing may recurse once per frame. Each answer must be one
+ * well-formed JSON object (tests/fuzz/json_check.h), and the flame graph's
+ * callees must nest as deep as the stack (a 300,001-level chain). */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "answers.h"
+#include "json_check.h"
+#include "memtrace/analysis.h"
+#include "memtrace/format.h"
+
+#define DEPTH 300000
+
+static int resolve(void *ctx, uint64_t code, const mt_location **locs, size_t *n) {
+  static mt_location l;
+  (void)ctx;
+  l = (mt_location){"deep.c", code == 1 ? "ping" : code == 2 ? "pong" : "main",
+                    (uint32_t)code, 0, 1};
+  *locs = &l;
+  *n = 1;
+  return 0;
+}
+
+/* main, then ping and pong in turn: DEPTH frames, outermost first. */
+static mt_vsnap *deep_snapshot(void) {
+  int fd = memfd_create("deep", 0);
+  assert_true(fd >= 0);
+  mt_trace_info info = {.sample_rate = 1, .word_size = 64, .executable_name = "deep",
+                        .host_name = "h", .runtime_params = "", .pid = 1,
+                        .start_time = 1, .context = ""};
+  mt_writer_options opt = {.version = 2, .fd = fd, .resolve = resolve};
+  mt_writer *w;
+  assert_int_equal(mt_writer_open(&w, &info, &opt), MT_OK);
+  uint64_t *bt = malloc(DEPTH * sizeof *bt), id;
+  assert_non_null(bt);
+  bt[0] = 3;
+  for (size_t i = 1; i < DEPTH; i++) bt[i] = 1 + i % 2;
+  assert_int_equal(mt_writer_alloc(w, 10, 0, 4, 4, MT_SOURCE_EXTERNAL, bt, DEPTH, &id), MT_OK);
+  assert_int_equal(mt_writer_alloc(w, 20, 0, 2, 2, MT_SOURCE_EXTERNAL, bt, DEPTH / 2, NULL),
+                   MT_OK);
+  assert_int_equal(mt_writer_collect(w, 30, 0, id), MT_OK);
+  assert_int_equal(mt_writer_close(w), MT_OK);
+  free(bt);
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  mt_analysis *a;
+  assert_int_equal(mt_analysis_load(&a, path, NULL, NULL), MT_OK);
+  close(fd);
+  mt_vsnap *s = mt_vsnap_new(a, "deep", 1);
+  assert_non_null(s);
+  return s;
+}
+
+typedef struct job {
+  mt_vsnap *s;
+  int built;
+  int rc[8];
+  char *text[8];
+  size_t len[8];
+} job;
+
+static void *answer_all(void *arg) {
+  job *jb = arg;
+  int (*const answers[8])(const mt_vsnap *, const mt_vquery *, mt_json *) = {
+      mt_vanswer_summary, mt_vanswer_timeline, mt_vanswer_flame,  mt_vanswer_functions,
+      mt_vanswer_paths,   mt_vanswer_sites,    mt_vanswer_leaks,  mt_vanswer_histograms};
+  jb->built = mt_vsnap_build(jb->s);
+  mt_vquery q;
+  mt_vquery_init(&q);
+  q.min = 0; /* every node of the flame graph */
+  for (int k = 0; k < 8; k++) {
+    mt_json j;
+    mt_json_init(&j);
+    jb->rc[k] = answers[k](jb->s, &q, &j);
+    jb->text[k] = mt_json_take(&j, &jb->len[k]);
+    mt_json_free(&j);
+  }
+  return NULL;
+}
+
+static void answers_on_a_small_stack(void **state) {
+  (void)state;
+  job jb = {.s = deep_snapshot()};
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  assert_int_equal(pthread_attr_setstacksize(&attr, 256 * 1024), 0);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, &attr, answer_all, &jb), 0);
+  pthread_join(t, NULL);
+  pthread_attr_destroy(&attr);
+  assert_int_equal(jb.built, 0);
+  for (int k = 0; k < 8; k++) {
+    assert_int_equal(jb.rc[k], 0);
+    assert_non_null(jb.text[k]);
+    size_t at;
+    if (!fuzz_json_ok(jb.text[k], jb.len[k], &at))
+      fail_msg("answer %d: not JSON at byte %zu of %zu", k, at, jb.len[k]);
+  }
+  /* the flame graph: one chain of main, then ping and pong, to the end */
+  size_t nest = 0;
+  for (const char *p = strstr(jb.text[2], "\"callees\""); p && *p; p++) nest += *p == '[';
+  assert_true(nest >= DEPTH);
+  for (int k = 0; k < 8; k++) free(jb.text[k]);
+  mt_vsnap_unref(jb.s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(answers_on_a_small_stack)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
