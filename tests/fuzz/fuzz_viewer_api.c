@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "answers.h"
+#include "json_check.h"
 #include "memtrace/analysis.h"
 #include "memtrace/format.h"
 
@@ -119,86 +120,6 @@ static mt_vsnap *snapshot(int kind) {
   return s[kind];
 }
 
-/* ---- a JSON checker: one value, nothing after it ---- */
-
-typedef struct cursor {
-  const char *p, *end;
-} cursor;
-
-static void ws(cursor *c) {
-  while (c->p < c->end && strchr(" \t\r\n", *c->p)) c->p++;
-}
-
-static int lit(cursor *c, const char *w) {
-  size_t n = strlen(w);
-  if ((size_t)(c->end - c->p) < n || memcmp(c->p, w, n) != 0) return 0;
-  c->p += n;
-  return 1;
-}
-
-static int string(cursor *c) {
-  if (c->p >= c->end || *c->p != '"') return 0;
-  for (c->p++; c->p < c->end; c->p++) {
-    unsigned char ch = (unsigned char)*c->p;
-    if (ch == '"') return c->p++, 1;
-    if (ch < 0x20) return 0;
-    if (ch == '\\') {
-      if (++c->p >= c->end) return 0;
-      if (*c->p == 'u') {
-        for (int i = 0; i < 4; i++)
-          if (++c->p >= c->end || !strchr("0123456789abcdefABCDEF", *c->p)) return 0;
-      } else if (!strchr("\"\\/bfnrt", *c->p)) {
-        return 0;
-      }
-    }
-  }
-  return 0;
-}
-
-static int number(cursor *c) {
-  const char *s = c->p;
-  if (c->p < c->end && *c->p == '-') c->p++;
-  while (c->p < c->end && strchr("0123456789.eE+-", *c->p)) c->p++;
-  return c->p > s && (c->p[-1] >= '0' && c->p[-1] <= '9');
-}
-
-static int value(cursor *c, int depth) {
-  if (depth > 64) return 0;
-  ws(c);
-  if (c->p >= c->end) return 0;
-  char ch = *c->p;
-  if (ch == '{' || ch == '[') {
-    char close = ch == '{' ? '}' : ']';
-    c->p++;
-    ws(c);
-    if (c->p < c->end && *c->p == close) return c->p++, 1;
-    for (;;) {
-      if (ch == '{') {
-        ws(c);
-        if (!string(c)) return 0;
-        ws(c);
-        if (c->p >= c->end || *c->p++ != ':') return 0;
-      }
-      if (!value(c, depth + 1)) return 0;
-      ws(c);
-      if (c->p >= c->end) return 0;
-      if (*c->p == close) return c->p++, 1;
-      if (*c->p++ != ',') return 0;
-    }
-  }
-  if (ch == '"') return string(c);
-  if (lit(c, "true") || lit(c, "false") || lit(c, "null")) return 1;
-  return number(c);
-}
-
-static void check_json(const char *text, size_t len) {
-  cursor c = {text, text + len};
-  ws(&c);
-  if (c.p >= c.end || *c.p != '{' || !value(&c, 0)) abort();
-  ws(&c);
-  if (c.p != c.end) abort();
-}
-
 /* ---- one request ---- */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -236,7 +157,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       size_t len;
       char *out = mt_json_take(&j, &len);
       if (!out) abort();
-      check_json(out, len);
+      size_t at;
+      if (!fuzz_json_ok(out, len, &at)) {
+        fprintf(stderr, "not JSON at byte %zu of %zu: ...%.80s\n", at, len,
+                out + (at > 40 ? at - 40 : 0));
+        abort();
+      }
       free(out);
     }
     mt_json_free(&j);
