@@ -561,3 +561,16 @@ int mt_vanswer_histograms(const mt_vsnap *s, const mt_vquery *q, mt_json *j) {
   mt_vsel_free(&sel);
   return 0;
 }
+
+const mt_vendpoint mt_vendpoints[MT_VENDPOINTS] = {
+    {"/api/summary", MT_VP_FILTER, mt_vanswer_summary, 0},
+    {"/api/timeline", MT_VP_FILTER | MT_VP_BINS, mt_vanswer_timeline, 0},
+    {"/api/flame", MT_VP_FILTER | MT_VP_FLAME, mt_vanswer_flame, 1},
+    {"/api/functions", MT_VP_FILTER | MT_VP_N | MT_VP_SORT, mt_vanswer_functions, 1},
+    {"/api/paths", MT_VP_FILTER | MT_VP_N, mt_vanswer_paths, 1},
+    {"/api/sites", MT_VP_FILTER | MT_VP_N, mt_vanswer_sites, 0},
+    {"/api/leaks", MT_VP_FILTER | MT_VP_N, mt_vanswer_leaks, 1},
+    {"/api/histograms", MT_VP_FILTER, mt_vanswer_histograms, 0},
+    {"/api/info", 0, NULL, 0},
+    {"/api/status", 0, NULL, 0},
+};

@@ -52,4 +52,18 @@ int mt_vanswer_sites(const mt_vsnap *s, const mt_vquery *q, mt_json *j);
 int mt_vanswer_leaks(const mt_vsnap *s, const mt_vquery *q, mt_json *j);
 int mt_vanswer_histograms(const mt_vsnap *s, const mt_vquery *q, mt_json *j);
 
+/* The API's endpoints: the server's routing, and the fuzz targets and
+ * tests that call the answers as the server does. The answering ones come
+ * first (MT_VANSWERS of them); info and status (answer NULL) are the
+ * server's own. */
+typedef struct mt_vendpoint {
+  const char *path;
+  unsigned params; /* MT_VP_ flags */
+  int (*answer)(const mt_vsnap *s, const mt_vquery *q, mt_json *j);
+  int tree; /* needs the call tree (the others only with inside/not_inside) */
+} mt_vendpoint;
+#define MT_VANSWERS 8
+#define MT_VENDPOINTS 10
+extern const mt_vendpoint mt_vendpoints[MT_VENDPOINTS];
+
 #endif

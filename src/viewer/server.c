@@ -26,26 +26,6 @@ const mt_vasset *mt_vasset_find(const char *path) {
   return NULL;
 }
 
-typedef struct endpoint {
-  const char *path;
-  unsigned params;
-  int (*answer)(const mt_vsnap *, const mt_vquery *, mt_json *);
-  int tree; /* needs the call tree (the others only with inside/not_inside) */
-} endpoint;
-
-static const endpoint endpoints[] = {
-    {"/api/summary", MT_VP_FILTER, mt_vanswer_summary, 0},
-    {"/api/timeline", MT_VP_FILTER | MT_VP_BINS, mt_vanswer_timeline, 0},
-    {"/api/flame", MT_VP_FILTER | MT_VP_FLAME, mt_vanswer_flame, 1},
-    {"/api/functions", MT_VP_FILTER | MT_VP_N | MT_VP_SORT, mt_vanswer_functions, 1},
-    {"/api/paths", MT_VP_FILTER | MT_VP_N, mt_vanswer_paths, 1},
-    {"/api/sites", MT_VP_FILTER | MT_VP_N, mt_vanswer_sites, 0},
-    {"/api/leaks", MT_VP_FILTER | MT_VP_N, mt_vanswer_leaks, 1},
-    {"/api/histograms", MT_VP_FILTER, mt_vanswer_histograms, 0},
-    {"/api/info", 0, NULL, 0},
-    {"/api/status", 0, NULL, 0},
-};
-
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *mime,
                             const void *data, size_t len, enum MHD_ResponseMemoryMode mode,
                             int api) {
@@ -170,9 +150,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (!a) return send_error(c, MHD_HTTP_NOT_FOUND, "not found");
     return reply(c, MHD_HTTP_OK, a->mime, a->data, a->len, MHD_RESPMEM_PERSISTENT, 0);
   }
-  const endpoint *e = NULL;
-  for (size_t i = 0; i < sizeof endpoints / sizeof *endpoints; i++)
-    if (strcmp(url, endpoints[i].path) == 0) e = &endpoints[i];
+  const mt_vendpoint *e = NULL;
+  for (size_t i = 0; i < MT_VENDPOINTS; i++)
+    if (strcmp(url, mt_vendpoints[i].path) == 0) e = &mt_vendpoints[i];
   if (!e) return send_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint");
   args *a = malloc(sizeof *a);
   if (!a) return send_error(c, 500, "out of memory");

@@ -19,13 +19,6 @@
 #include "json_check.h"
 #include "memtrace/analysis.h"
 
-typedef int (*answer_fn)(const mt_vsnap *, const mt_vquery *, mt_json *);
-
-static const answer_fn answers[] = {
-    mt_vanswer_summary, mt_vanswer_timeline, mt_vanswer_flame,  mt_vanswer_functions,
-    mt_vanswer_paths,   mt_vanswer_sites,    mt_vanswer_leaks,  mt_vanswer_histograms,
-};
-
 static void check_answer(int rc, mt_json *j) {
   FUZZ_CHECK(rc == 0);
   size_t len;
@@ -40,10 +33,10 @@ static void check_answer(int rc, mt_json *j) {
 }
 
 static void answer_all(const mt_vsnap *s, const mt_vquery *q) {
-  for (size_t k = 0; k < sizeof answers / sizeof *answers; k++) {
+  for (size_t k = 0; k < MT_VANSWERS; k++) {
     mt_json j;
     mt_json_init(&j);
-    check_answer(answers[k](s, q, &j), &j);
+    check_answer(mt_vendpoints[k].answer(s, q, &j), &j);
   }
 }
 

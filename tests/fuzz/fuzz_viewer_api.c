@@ -32,23 +32,6 @@
 
 #define MAX_PARAMS 48
 
-typedef struct endpoint {
-  unsigned allowed;
-  int (*answer)(const mt_vsnap *, const mt_vquery *, mt_json *);
-} endpoint;
-
-/* As server.c lists them (info and status take no parameters). */
-static const endpoint endpoints[] = {
-    {MT_VP_FILTER, mt_vanswer_summary},
-    {MT_VP_FILTER | MT_VP_BINS, mt_vanswer_timeline},
-    {MT_VP_FILTER | MT_VP_FLAME, mt_vanswer_flame},
-    {MT_VP_FILTER | MT_VP_N | MT_VP_SORT, mt_vanswer_functions},
-    {MT_VP_FILTER | MT_VP_N, mt_vanswer_paths},
-    {MT_VP_FILTER | MT_VP_N, mt_vanswer_sites},
-    {MT_VP_FILTER | MT_VP_N, mt_vanswer_leaks},
-    {MT_VP_FILTER, mt_vanswer_histograms},
-};
-#define NENDPOINTS (sizeof endpoints / sizeof *endpoints)
 
 /* ---- the trace ---- */
 
@@ -124,7 +107,7 @@ static mt_vsnap *snapshot(int kind) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1 || size > 4096) return 0;
-  const endpoint *ep = &endpoints[data[0] % NENDPOINTS];
+  const mt_vendpoint *ep = &mt_vendpoints[data[0] % MT_VANSWERS]; /* as the server's */
   /* bits 3-4: the trace (3: the first again) */
   mt_vsnap *s = snapshot((data[0] >> 3) % 4 % 3);
   /* the parameters, NUL-terminated in a copy, as MHD hands them over */
@@ -141,7 +124,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *eq = strchr(p, '=');
     if (eq) *eq++ = 0;
     err[0] = 0;
-    if (mt_vquery_set(&q, ep->allowed, p, eq, err, sizeof err) != 0) {
+    if (mt_vquery_set(&q, ep->params, p, eq, err, sizeof err) != 0) {
       if (!err[0] || strlen(err) >= sizeof err) abort(); /* a refusal says why */
       accepted = 0;
       break;
