@@ -36,15 +36,9 @@ static uint64_t realtime_us(void) {
 static _Atomic int tsc_ok;
 /* The first reading of the process: the rate's baseline. */
 static _Atomic uint64_t base_tsc, base_us;
-/* µs per tick, times 2^32; 0 until measured over CALIBRATE_US. */
-static _Atomic uint64_t us_per_tick_q32;
-/* Ticks since a thread's last reading that the fast path interpolates:
- * fewer than RESYNC_US worth, and fewer than 2^32 (so dt * q cannot
- * overflow). 0 until the rate is known. */
-static _Atomic uint64_t interp_ticks;
-/* This thread's last reading of the clock. */
-static __thread uint64_t last_tsc __attribute__((tls_model("initial-exec")));
-static __thread uint64_t last_us __attribute__((tls_model("initial-exec")));
+_Atomic uint64_t mt__clock_us_per_tick_q32;
+_Atomic uint64_t mt__clock_interp_ticks;
+__thread mt__clock_reading mt__clock_last __attribute__((tls_model("initial-exec")));
 
 static int check_tsc(void) {
   unsigned a, b, c, d;
@@ -60,7 +54,7 @@ static int check_tsc(void) {
  * be off by that much (seen under load). Such a pair is read again. */
 static __attribute__((noinline)) uint64_t resync(uint64_t t) {
   uint64_t us = realtime_us(), t1 = __rdtsc();
-  uint64_t q = atomic_load_explicit(&us_per_tick_q32, memory_order_relaxed);
+  uint64_t q = atomic_load_explicit(&mt__clock_us_per_tick_q32, memory_order_relaxed);
   /* before the rate is known: 20000 ticks, 5-10 µs at today's rates */
   uint64_t max_ticks = q ? ((uint64_t)MAX_PAIR_US << 32) / q : 20000;
   for (int tries = 0; tries < 4 && t1 - t > max_ticks; tries++) {
@@ -69,8 +63,8 @@ static __attribute__((noinline)) uint64_t resync(uint64_t t) {
     t1 = __rdtsc();
   }
   t += (t1 - t) / 2;
-  last_tsc = t;
-  last_us = us;
+  mt__clock_last.tsc = t;
+  mt__clock_last.us = us;
   uint64_t bt = atomic_load_explicit(&base_tsc, memory_order_acquire);
   if (!bt) {
     uint64_t zero = 0;
@@ -88,31 +82,19 @@ static __attribute__((noinline)) uint64_t resync(uint64_t t) {
     /* q > 2^32 (under one tick per µs): no counter worth interpolating */
     uint64_t ticks = q && q <= (UINT64_C(1) << 32) ? ((uint64_t)RESYNC_US << 32) / q : 0;
     if (ticks > (UINT64_C(1) << 32)) ticks = UINT64_C(1) << 32;
-    atomic_store_explicit(&us_per_tick_q32, q, memory_order_relaxed);
-    atomic_store_explicit(&interp_ticks, ticks, memory_order_relaxed);
+    atomic_store_explicit(&mt__clock_us_per_tick_q32, q, memory_order_relaxed);
+    atomic_store_explicit(&mt__clock_interp_ticks, ticks, memory_order_relaxed);
   }
   return us;
 }
 
-/* Without a known invariant counter: check once, then read the clock. */
-static __attribute__((noinline)) uint64_t clock_slow(void) {
+/* The fast path's other cases (clock.h): without a known invariant
+ * counter, check once, then read the clock; else read it and resync. */
+uint64_t mt__clock_slow(uint64_t t) {
   int ok = atomic_load_explicit(&tsc_ok, memory_order_relaxed);
   if (ok < 0 || (!ok && check_tsc() < 0)) return realtime_us();
-  return resync(__rdtsc());
-}
-
-uint64_t mt__clock_us(void) {
-  if (__builtin_expect(atomic_load_explicit(&tsc_ok, memory_order_relaxed) <= 0, 0))
-    return clock_slow();
-  uint64_t t = __rdtsc();
-  /* dt wraps to a huge value if the thread moved back in ticks: resync */
-  uint64_t dt = t - last_tsc, max = atomic_load_explicit(&interp_ticks, memory_order_relaxed);
-  if (__builtin_expect(dt < max && last_tsc, 1)) {
-    uint64_t q = atomic_load_explicit(&us_per_tick_q32, memory_order_relaxed);
-    return last_us + ((dt * q) >> 32);
-  }
-  return resync(t); /* first call, stale, or not calibrated yet */
+  return resync(t);
 }
 #else
-uint64_t mt__clock_us(void) { return realtime_us(); }
+uint64_t mt__clock_realtime_us(void) { return realtime_us(); }
 #endif

