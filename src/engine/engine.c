@@ -447,11 +447,16 @@ static uint64_t *callstack_buffer(mt__thread *th, size_t frames) {
  * register saves fewer. */
 static inline __attribute__((always_inline)) void *run_alloc(uint64_t words, uint64_t bytes,
                                                              uint64_t nsamples, mt_source source) {
+  if (MT_BENCH_STAGE == 2) return NULL;
   int *err = thread_errno(), saved = *err;
   size_t n = 0;
   uint64_t *stack = eng.callstack ? callstack_buffer(&mt__tls, eng.callstack_max) : NULL;
   /* without a buffer (no memory to map one), the sample has no frames */
   if (stack) n = eng.callstack(eng.callstack_ctx, stack, eng.callstack_max);
+  if (MT_BENCH_STAGE == 3) {
+    *err = saved;
+    return NULL;
+  }
   mt_alloc_info info = {words, bytes, nsamples, source, stack, n};
   void *h = eng.tracker.alloc ? eng.tracker.alloc(eng.tracker.ctx, &info) : NULL;
   *err = saved;

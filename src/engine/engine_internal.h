@@ -8,6 +8,17 @@
 
 #include "memtrace/engine.h"
 
+/* Builds for bench/stages.sh only (0 otherwise): a sample stops after one
+ * stage of its work, so that the cost of each shows as a difference of
+ * CPU times. 1: the sampling decision (the block is then allocated as an
+ * unsampled one); 2: the header and the free's slow path too (no
+ * callstack, no event); 3: the callstack too; 4: the events queued and
+ * drained too, but not encoded nor written. Such a library writes no
+ * usable trace. */
+#ifndef MT_BENCH_STAGE
+#define MT_BENCH_STAGE 0
+#endif
+
 typedef struct mt__thread {
   int64_t countdown; /* words until this thread's next sample point */
   uint64_t rng[2];   /* xoroshiro128+ state */
