@@ -433,8 +433,10 @@ void mt__tr_queues_after_fork(void) {
  * which may be a 16 KiB one (only the pages used are ever touched). */
 static uint64_t locked_codes[MT__MAX_DEPTH];
 
-/* The sample written at once, under the lock (see the top of the file). */
-static __attribute__((noinline)) void *alloc_locked(ring *r, uint64_t now, const mt_alloc_info *info, size_t n) {
+/* The sample written at once, under the lock (see the top of the file). Out
+ * of line: the queueing path that falls back on it saves fewer registers. */
+static __attribute__((noinline)) void *alloc_locked(ring *r, uint64_t now,
+                                                    const mt_alloc_info *info, size_t n) {
   uint64_t *codes = locked_codes;
   cell *c = NULL;
   unloads u;
