@@ -13,8 +13,8 @@
  * CPU times. 1: the sampling decision (the block is then allocated as an
  * unsampled one); 2: the header and the free's slow path too (no
  * callstack, no event); 3: the callstack too; 4: the events queued and
- * drained too, but not encoded nor written. Such a library writes no
- * usable trace. */
+ * drained too, but their codes not named, nor the events encoded or
+ * written. Such a library writes no usable trace. */
 #ifndef MT_BENCH_STAGE
 #define MT_BENCH_STAGE 0
 #endif
