@@ -31,6 +31,11 @@
  * posix_spawn, traces what it execs to its own file; `memtrace run` sets
  * it unless --no-follow-exec).
  *
+ * A trace file is written by one process at a time: the writer holds an
+ * exclusive flock(2) on it, and a process whose destination is a file
+ * another one is writing does not trace (MT_ERR_IO from mt_trace_start,
+ * its message naming the file), rather than mix two traces into one.
+ *
  * Failure never stops the program: a destination that cannot be opened, a
  * failed write or a dropped connection stops tracing with one message on
  * standard error. After fork(), the child stops tracing unless the path

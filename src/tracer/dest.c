@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -109,13 +110,46 @@ static int connect_timeout(int fd, const struct sockaddr *a, socklen_t len, int 
   return rc;
 }
 
+/* A trace file belongs to one process. Two writing one file (MEMTRACE
+ * exported to both ends of a pipeline, MEMTRACE_KEEP_ENV=1 without %p)
+ * interleave their packets, and each truncates the file under the other:
+ * both traces were lost, with a warning only when read. So the writer
+ * holds an exclusive flock on it, taken before the file is emptied (not
+ * O_TRUNC: a second process would empty the first's trace before finding
+ * it taken). flock's lock goes with the open file: a forked child closes
+ * its copy (tracer.c's fork_child), exec closes it (close-on-exec), and a
+ * program that execs itself under `memtrace run` reopens the file. Not
+ * for what is not a regular file (a FIFO, /dev/null), nor where the file
+ * system has no such locks: there the file is written as before. */
+static int open_trace_file(const char *path, char *err, size_t errlen) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+    return -1;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return fd;
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+    snprintf(err, errlen,
+             "%s is being written by another traced process (put %%p in the path to give each "
+             "process its own file)",
+             path);
+    close(fd);
+    return -1;
+  }
+  if (ftruncate(fd, 0) != 0) {
+    snprintf(err, errlen, "cannot empty %s: %s", path, strerror(errno));
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 int mt__dest_open(const mt__dest *d, char *err, size_t errlen) {
   if (d->kind == MT__DEST_FILE) {
     char path[PATH_MAX];
     mt__dest_expand(d, getpid(), path, sizeof path);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
-    return fd;
+    return open_trace_file(path, err, errlen);
   }
   struct addrinfo hints = {0}, *res = NULL;
   hints.ai_socktype = SOCK_STREAM;

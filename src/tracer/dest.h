@@ -23,7 +23,8 @@ int mt__dest_parse(const char *s, mt__dest *d, char *err, size_t errlen);
 /* The file path with %p replaced by pid (and %% by %). */
 void mt__dest_expand(const mt__dest *d, pid_t pid, char *out, size_t n);
 /* Opens the file, connects (timeout 5 s) or listens; returns an fd, or -1
- * with a message. */
+ * with a message. A file is emptied and locked (flock) for as long as the
+ * fd is open: a file another process holds so is refused. */
 int mt__dest_open(const mt__dest *d, char *err, size_t errlen);
 /* Whether fd is a socket (for mt__dest_write; checked once per fd, not at
  * every write: a failed send per packet costs a system call). */

@@ -334,6 +334,16 @@ fork)
   grep -qx "exec-child MEMTRACE=k.%p.ctf" keep.txt && grep -qx "exec-child LD_PRELOAD=$preload" keep.txt &&
     ok || bad "MEMTRACE_KEEP_ENV=1: $(cat keep.txt)"
   rm -f k.*.ctf
+  # ... and without %p, it finds the parent writing that file and runs
+  # untraced, saying so: the parent's trace is whole (both processes wrote
+  # it, each emptying it under the other, and neither trace was readable)
+  MEMTRACE=s.ctf MEMTRACE_KEEP_ENV=1 MEMTRACE_RATE=1 traced "$bin/prog_fork" > shared.txt 2> shared.err ||
+    bad "program failed"
+  grep -q "^memtrace: not tracing: s.ctf is being written by another traced process" shared.err &&
+    ok || bad "shared file, the exec'd child's message: $(cat shared.err)"
+  "$bin/check_trace" s.ctf sites > sites.txt 2> check.err && [ ! -s check.err ] ||
+    bad "shared file: trace unreadable or mixed: $(cat check.err)"
+  grep -q "^parent_site 1000 " sites.txt && ok || bad "shared file, parent sites: $(cat sites.txt)"
   "$bin/check_trace" t.ctf sites > sites.txt || bad "trace unreadable"
   grep -q "^parent_site 1000 " sites.txt && ok || bad "parent sites: $(cat sites.txt)"
   grep -q "^child_site" sites.txt && bad "child events in the parent's trace" || ok
