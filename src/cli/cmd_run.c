@@ -1,6 +1,7 @@
 /* memtrace run: profile an unmodified program through LD_PRELOAD, then say
  * where the trace is and which sites allocated most. */
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -102,9 +104,21 @@ static int check_destination(const char *pattern, char *why, size_t n) {
   const char *d = dirname(dir);
   if (strchr(d, '%')) return 0;
   struct stat st;
-  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+  int exists = stat(path, &st) == 0;
+  if (exists && S_ISDIR(st.st_mode)) {
     snprintf(why, n, "%s is a directory", pattern);
     return -1;
+  }
+  /* A trace another traced process is writing: its writer holds a flock
+   * on it (src/tracer/dest.c), and the program would run untraced. */
+  int fd = exists && S_ISREG(st.st_mode) ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+  if (fd >= 0) {
+    int busy = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd);
+    if (busy) {
+      snprintf(why, n, "%s is being written by another traced process", path);
+      return -1;
+    }
   }
   if (access(d, W_OK | X_OK) != 0) {
     snprintf(why, n, "cannot create %s: %s: %s", pattern, d, strerror(errno));
@@ -274,6 +288,16 @@ static uint64_t site_key(const mt_analysis *a, uint32_t s) {
 
 /* The trace's largest allocation sites, by estimated bytes, each with its
  * main callers. */
+/* The pid the trace at path names in its trace_info; 0 if it cannot be
+ * read (report says why). */
+static uint64_t trace_pid(const char *path) {
+  mt_reader *r = NULL;
+  uint64_t pid = 0;
+  if (mt_reader_open(&r, path) == MT_OK) pid = mt_reader_info(r)->pid;
+  mt_reader_close(r);
+  return pid;
+}
+
 static void report(const char *path, int top) {
   mt_analysis *a;
   if (mt_analysis_load(&a, path, NULL, NULL) != MT_OK) {
@@ -540,6 +564,15 @@ static int run(int argc, char **argv) {
   struct stat st;
   if (stat(path, &st) != 0 || st.st_size == 0) {
     if (!quiet) fprintf(stderr, "memtrace: no trace was written to %s\n", path);
+    return code;
+  }
+  /* Not the program's trace: a file left there before, the program not
+   * traced (a static one), or taken by another traced process meanwhile. */
+  uint64_t other = trace_pid(path);
+  if (other && other != (uint64_t)pid) {
+    if (!quiet)
+      fprintf(stderr, "memtrace: no trace was written to %s (it holds process %llu's, not %ld's)\n",
+              path, (unsigned long long)other, (long)pid);
     return code;
   }
   if (!quiet) {

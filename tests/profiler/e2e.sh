@@ -643,6 +643,19 @@ run)
   [ $? = 127 ] && grep -q "cannot run /nonexistent/program" err.txt && ok || bad "missing program: $(cat err.txt)"
   "$memtrace" run --rate 2 true 2> err.txt
   [ $? = 2 ] && grep -q "rate must be" err.txt && ok || bad "bad rate: $(cat err.txt)"
+  # a trace another traced process is writing now: the program is not run
+  MEMTRACE=busy.ctf traced "$bin/prog_slow" 1 > /dev/null 2>&1 &
+  writer=$!
+  for _ in $(seq 100); do [ -e busy.ctf ] && break; sleep 0.02; done
+  sleep 0.1 # created, then locked
+  rm -f ran
+  "$memtrace" run -o busy.ctf -- sh -c 'touch ran' 2> err.txt
+  [ $? = 1 ] && [ ! -e ran ] &&
+    grep -qx "memtrace run: busy.ctf is being written by another traced process (the program was not run)" err.txt &&
+    ok || bad "busy trace file: $(cat err.txt)"
+  wait $writer
+  "$bin/check_trace" busy.ctf sites > /dev/null 2> check.err && [ ! -s check.err ] && ok ||
+    bad "the other process's trace: $(cat check.err)"
   # a trace that cannot be written is said before the program runs, which
   # does not run: no directory, or a directory where the file should be
   rm -f ran
@@ -685,6 +698,11 @@ run)
       grep -q "no trace was written to st.ctf" err.txt && [ ! -s st.ctf ] && ok ||
       bad "$p: no warning: $(cat err.txt)"
   done
+  # a trace left there before is not the static program's: not reported
+  cp r.ctf st.ctf
+  "$memtrace" run -o st.ctf "$bin/prog_static" 0.01 > /dev/null 2> err.txt
+  grep -q "no trace was written to st.ctf (it holds process [0-9]*'s, not [0-9]*'s)" err.txt &&
+    ! grep -q "trace written to\|top sites" err.txt && ok || bad "stale trace reported: $(cat err.txt)"
   # found in PATH as the exec will find it; and with -q too
   PATH="$bin:$PATH" "$memtrace" run -q -o st.ctf prog_static 0.01 > /dev/null 2> err.txt
   grep -q "warning: $bin/prog_static is statically linked" err.txt && ok ||
