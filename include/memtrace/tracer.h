@@ -9,7 +9,11 @@
  * be analysed.
  *
  * Destinations (MEMTRACE, or mt_trace_options.destination):
- *   PATH               a file; "%p" in it becomes the pid
+ *   PATH               a file; "%p" in it becomes the pid. A relative PATH
+ *                      is taken from the working directory when tracing
+ *                      starts: children that change directory (a forked
+ *                      child's %p file, programs exec'd under
+ *                      MEMTRACE_FOLLOW_EXEC) write beside it
  *   tcp:HOST:PORT      connect to a listener (memtrace listen / view)
  *   listen:[HOST:]PORT serve one client at a time (HOST defaults to
  *                      127.0.0.1): tracing runs from its connect to its

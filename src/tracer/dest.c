@@ -47,6 +47,22 @@ static int split_host_port(const char *s, int host_optional, mt__dest *d, char *
   return 0;
 }
 
+static int is_socket_dest(const char *s) {
+  return strncmp(s, "tcp:", 4) == 0 || strncmp(s, "listen:", 7) == 0;
+}
+
+void mt__dest_anchor(const char *s, char *out, size_t n) {
+  char cwd[PATH_MAX];
+  if (s[0] && s[0] != '/' && !is_socket_dest(s) && getcwd(cwd, sizeof cwd) &&
+      strlen(cwd) + 1 + strlen(s) < n && strlen(cwd) + 1 + strlen(s) < PATH_MAX) {
+    char rel[PATH_MAX];
+    snprintf(rel, sizeof rel, "%s", s); /* s may be out */
+    snprintf(out, n, "%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "", rel);
+  } else if (out != s) {
+    snprintf(out, n, "%s", s);
+  }
+}
+
 int mt__dest_parse(const char *s, mt__dest *d, char *err, size_t errlen) {
   memset(d, 0, sizeof *d);
   if (!s || !*s) {
@@ -66,7 +82,7 @@ int mt__dest_parse(const char *s, mt__dest *d, char *err, size_t errlen) {
     snprintf(err, errlen, "path too long");
     return -1;
   }
-  strcpy(d->path, s);
+  mt__dest_anchor(s, d->path, sizeof d->path);
   d->per_process = strstr(s, "%p") != NULL;
   return 0;
 }

@@ -18,7 +18,16 @@ typedef struct mt__dest {
   int per_process;     /* FILE: the path has %p */
 } mt__dest;
 
-/* Parses `s`; on failure returns -1 with a message in err. */
+/* s into out (n bytes), a relative file path made absolute against the
+ * working directory now: a process that changes directory, or its child,
+ * still writes where the path meant when tracing started (a forked child
+ * opens its %p file at its first sample; `memtrace run -o 'b.%p.ctf' --
+ * make -C src` execs programs in other directories). Sockets, absolute
+ * paths, and a path too long to anchor are copied as they are. out may be
+ * s. */
+void mt__dest_anchor(const char *s, char *out, size_t n);
+/* Parses `s` (a file path anchored as by mt__dest_anchor); on failure
+ * returns -1 with a message in err. */
 int mt__dest_parse(const char *s, mt__dest *d, char *err, size_t errlen);
 /* The file path with %p replaced by pid (and %% by %). */
 void mt__dest_expand(const mt__dest *d, pid_t pid, char *out, size_t n);

@@ -536,7 +536,9 @@ int mt_trace_if_requested(const char *context, double rate) {
   if ((v = mt__env_get("MEMTRACE_SEED")) && *v) tr.seed = strtoull(v, NULL, 10);
   if ((v = mt__env_get("MEMTRACE_DEBUGINFO")) && *v) o.separate_debuginfo = strcmp(v, "0") != 0;
   char dest_copy[PATH_MAX + 16];
-  snprintf(dest_copy, sizeof dest_copy, "%s", dest);
+  /* anchored: the settings exec'd programs get back (follow mode) name the
+   * same file whatever their directory */
+  mt__dest_anchor(dest, dest_copy, sizeof dest_copy);
   o.destination = dest_copy;
   const char *keep = mt__env_get("MEMTRACE_KEEP_ENV");
   int follow = (v = mt__env_get("MEMTRACE_FOLLOW_EXEC")) && strcmp(v, "1") == 0;

@@ -339,7 +339,7 @@ fork)
   # it, each emptying it under the other, and neither trace was readable)
   MEMTRACE=s.ctf MEMTRACE_KEEP_ENV=1 MEMTRACE_RATE=1 traced "$bin/prog_fork" > shared.txt 2> shared.err ||
     bad "program failed"
-  grep -q "^memtrace: not tracing: s.ctf is being written by another traced process" shared.err &&
+  grep -q "^memtrace: not tracing: .*/s.ctf is being written by another traced process" shared.err &&
     ok || bad "shared file, the exec'd child's message: $(cat shared.err)"
   "$bin/check_trace" s.ctf sites > sites.txt 2> check.err && [ ! -s check.err ] ||
     bad "shared file: trace unreadable or mixed: $(cat check.err)"
@@ -643,6 +643,18 @@ run)
   [ $? = 127 ] && grep -q "cannot run /nonexistent/program" err.txt && ok || bad "missing program: $(cat err.txt)"
   "$memtrace" run --rate 2 true 2> err.txt
   [ $? = 2 ] && grep -q "rate must be" err.txt && ok || bad "bad rate: $(cat err.txt)"
+  # a relative path names the file in the directory where tracing started:
+  # the program a shell execs after cd writes it there, and run finds it
+  mkdir -p sub
+  "$memtrace" run -o 'cd.%p.ctf' -- sh -c 'cd sub && exec "$0" 0.2' "$bin/prog_slow" > /dev/null 2> err.txt
+  ls cd.*.ctf > /dev/null 2>&1 && ! ls sub/*.ctf > /dev/null 2>&1 &&
+    grep -q "trace written to cd\.[0-9]*\.ctf" err.txt && grep -q slow_site err.txt && ok ||
+    bad "trace after cd: $(ls sub) $(cat err.txt)"
+  # so does a forked child that changed directory (a subshell): its file too
+  rm -f cd.*.ctf
+  "$memtrace" run -q -o 'cd.%p.ctf' -- sh -c '(cd sub && exec "$0" 0.1); true' "$bin/prog_slow" > /dev/null
+  [ "$(ls cd.*.ctf | wc -l)" = 2 ] && ! ls sub/*.ctf > /dev/null 2>&1 && ok ||
+    bad "traces of a forked child after cd: $(ls . sub)"
   # a trace another traced process is writing now: the program is not run
   MEMTRACE=busy.ctf traced "$bin/prog_slow" 1 > /dev/null 2>&1 &
   writer=$!
