@@ -1,5 +1,6 @@
 /* memtrace-tools, the full memtrace command: dispatches to the subcommands.
  * (memtrace itself, src/launcher/launcher.c, runs `run` and execs this.) */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +57,17 @@ void mt_cli_finish(mt_reader *r, int rc) {
   if (warn) fprintf(stderr, "memtrace: warning: %s\n", warn);
 }
 
+/* An output that reaches the file size limit (ulimit -f): the write that
+ * would cross it fails with EFBIG, and the command says so as it says any
+ * failed write, naming the file, rather than dying of SIGXFSZ (its default
+ * action). A handler, not SIG_IGN: a program the command starts gets the
+ * default back at exec. */
+static void on_file_size_limit(int sig) { (void)sig; }
+
 int main(int argc, char **argv) {
+  struct sigaction sa = {.sa_handler = on_file_size_limit};
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGXFSZ, &sa, NULL);
   if (argc < 2) {
     overview(stderr);
     return 2;

@@ -208,8 +208,27 @@ int mt__dest_is_socket(int fd) {
   return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
+/* Whether len more bytes would take the regular file at fd past the
+ * process's RLIMIT_FSIZE. The write that crosses it gets SIGXFSZ, whose
+ * default action kills the process: a traced program under `ulimit -f`
+ * died of its trace (status 153), where plain it ran to the end. So a
+ * packet that would cross the limit is not written: the write fails with
+ * EFBIG, as the kernel's would have without the signal, and tracing stops
+ * with its message; the packets before it stay whole. Asked at every write
+ * (a packet is tens of KiB): the program may change its limit at any
+ * time. */
+static int past_size_limit(int fd, size_t len) {
+  struct rlimit rl;
+  struct stat st;
+  if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 0;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+  off_t at = lseek(fd, 0, SEEK_CUR);
+  return at >= 0 && (unsigned long long)at + len > (unsigned long long)rl.rlim_cur;
+}
+
 int mt__dest_write(int fd, int is_socket, const void *buf, size_t len) {
   const char *p = buf;
+  if (!is_socket && past_size_limit(fd, len)) return -EFBIG;
   while (len > 0) {
     ssize_t n = is_socket ? send(fd, p, len, MSG_NOSIGNAL) : write(fd, p, len);
     if (n < 0) {

@@ -73,6 +73,11 @@ if [ -w /dev/full ]; then
   expect copy-full-disk 1 "/dev/full: writing the trace failed: No space left on device" -- "$memtrace" copy "$t" /dev/full
   expect dump-full-disk 1 "writing the output failed: No space left on device" -- sh -c "\"$memtrace\" dump \"$t\" > /dev/full"
 fi
+# a file size limit (ulimit -f, KiB) the output reaches: a message, not SIGXFSZ
+expect copy-file-size-limit 1 "out.ctf: writing the trace failed: File too large" -- \
+  sh -c "ulimit -f 16 && exec \"$memtrace\" copy \"$t\" \"$tmp/out.ctf\""
+expect dump-file-size-limit 1 "writing the output failed: File too large" -- \
+  sh -c "ulimit -f 16 && exec \"$memtrace\" dump \"$t\" > \"$tmp/dump.txt\""
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -604,6 +604,16 @@ env-errors)
     [ "$(grep -c memtrace err.txt)" = 1 ] && grep -q "No space left on device" err.txt && ok ||
       bad "full disk messages: $(cat err.txt)"
   fi
+  # a file size limit (ulimit -f, in KiB) the trace reaches: the write that
+  # crossed it took SIGXFSZ and killed the program; now tracing stops with
+  # one message, the program goes on, and the trace is whole up to the limit
+  (ulimit -f 100 && MEMTRACE=fsize.ctf MEMTRACE_RATE=1 traced "$bin/prog_sites" > out.txt 2> err.txt)
+  [ $? = 0 ] && "$bin/prog_sites" | cmp -s - out.txt && ok || bad "program changed by a file size limit"
+  [ "$(grep -c memtrace err.txt)" = 1 ] && grep -q "File too large" err.txt && ok ||
+    bad "file size limit messages: $(cat err.txt)"
+  size=$(stat -c %s fsize.ctf)
+  [ "$size" -gt 0 ] && [ "$size" -le 102400 ] && "$bin/check_trace" fsize.ctf sites > /dev/null 2> check.err &&
+    [ ! -s check.err ] && ok || bad "trace under a file size limit: $size bytes, $(cat check.err)"
   ;;
 run)
   "$memtrace" run -o r.ctf --rate 1 "$bin/prog_sites" > out.txt 2> err.txt
