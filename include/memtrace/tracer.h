@@ -42,7 +42,10 @@
  *
  * Failure never stops the program: a destination that cannot be opened, a
  * failed write or a dropped connection stops tracing with one message on
- * standard error. After fork(), the child stops tracing unless the path
+ * standard error. So do a FIFO (or /dev/stdout piped) whose reader has
+ * gone, without SIGPIPE reaching the program, a FIFO nobody reads (not
+ * waited for), and a file that would pass the process's RLIMIT_FSIZE
+ * (without SIGXFSZ; the packets before the limit stay whole). After fork(), the child stops tracing unless the path
  * has %p (then it traces to its own file). At exit, buffered events are
  * written; packets are written whole, so a killed process leaves a trace
  * readable up to its last packet. exec runs no exit handlers: the malloc

@@ -4,9 +4,12 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -138,11 +141,20 @@ static int connect_timeout(int fd, const struct sockaddr *a, socklen_t len, int 
  * for what is not a regular file (a FIFO, /dev/null), nor where the file
  * system has no such locks: there the file is written as before. */
 static int open_trace_file(const char *path, char *err, size_t errlen) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  /* O_NONBLOCK: a FIFO no process reads would block the open, and the
+   * program with it, until one came; it fails at once instead (ENXIO).
+   * Writes block as usual: the flag is cleared once open. */
+  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
+  if (fd < 0 && errno == ENXIO) {
+    snprintf(err, errlen, "cannot write to %s: no process is reading that FIFO", path);
+    return -1;
+  }
   if (fd < 0) {
     snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
     return -1;
   }
+  int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return fd;
   if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
@@ -226,9 +238,7 @@ static int past_size_limit(int fd, size_t len) {
   return at >= 0 && (unsigned long long)at + len > (unsigned long long)rl.rlim_cur;
 }
 
-int mt__dest_write(int fd, int is_socket, const void *buf, size_t len) {
-  const char *p = buf;
-  if (!is_socket && past_size_limit(fd, len)) return -EFBIG;
+static int write_all(int fd, int is_socket, const char *p, size_t len) {
   while (len > 0) {
     ssize_t n = is_socket ? send(fd, p, len, MSG_NOSIGNAL) : write(fd, p, len);
     if (n < 0) {
@@ -239,6 +249,37 @@ int mt__dest_write(int fd, int is_socket, const void *buf, size_t len) {
     len -= (size_t)n;
   }
   return 0;
+}
+
+/* A pipe whose reader has gone (MEMTRACE=/dev/stdout into `| head`, a
+ * FIFO's reader quitting): write raises SIGPIPE, whose default kills the
+ * process, and a traced program died of its trace (status 141). There is
+ * no MSG_NOSIGNAL for write, so SIGPIPE is blocked in this thread for the
+ * write; if the write raised it (EPIPE), and the program had none pending
+ * already, it is taken back before the mask is restored: the write fails
+ * with EPIPE, and tracing stops with its message. */
+static int write_to_pipe(int fd, const char *p, size_t len) {
+  sigset_t pipe_only, old, pending;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  int had = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+  int rc = write_all(fd, 0, p, len);
+  if (rc == -EPIPE && !had) {
+    struct timespec now = {0, 0};
+    while (sigtimedwait(&pipe_only, NULL, &now) < 0 && errno == EINTR) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return rc;
+}
+
+int mt__dest_write(int fd, int is_socket, const void *buf, size_t len) {
+  if (is_socket) return write_all(fd, 1, buf, len);
+  struct stat st;
+  if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) return write_to_pipe(fd, buf, len);
+  if (past_size_limit(fd, len)) return -EFBIG;
+  return write_all(fd, 0, buf, len);
 }
 
 /* The lowest number the trace's descriptor is moved to. */

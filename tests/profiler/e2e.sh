@@ -604,6 +604,24 @@ env-errors)
     [ "$(grep -c memtrace err.txt)" = 1 ] && grep -q "No space left on device" err.txt && ok ||
       bad "full disk messages: $(cat err.txt)"
   fi
+  # a FIFO whose reader quits after 100 bytes: the write into the broken pipe
+  # raised SIGPIPE and killed the program; now tracing stops with one message
+  # (opened read-write here first, which does not block, so that the reader
+  # surely has it open when the program opens it; then left to the reader)
+  mkfifo fifo
+  exec 3<> fifo
+  head -c 100 <&3 > /dev/null &
+  exec 3<&-
+  MEMTRACE=fifo MEMTRACE_RATE=1 traced "$bin/prog_sites" > out.txt 2> err.txt
+  [ $? = 0 ] && "$bin/prog_sites" | cmp -s - out.txt && ok || bad "program changed by a broken pipe"
+  [ "$(grep -c memtrace err.txt)" = 1 ] && grep -q "Broken pipe" err.txt && ok ||
+    bad "broken pipe messages: $(cat err.txt)"
+  wait
+  # a FIFO nobody reads: opening it blocked the program; now it runs untraced
+  timeout 20 env MEMTRACE=fifo MEMTRACE_RATE=1 LD_PRELOAD="$preload" "$bin/prog_sites" > out.txt 2> err.txt
+  [ $? = 0 ] && "$bin/prog_sites" | cmp -s - out.txt && ok || bad "program blocked on a FIFO nobody reads"
+  grep -q "not tracing: cannot write to .*/fifo: no process is reading that FIFO" err.txt && ok ||
+    bad "unread FIFO message: $(cat err.txt)"
   # a file size limit (ulimit -f, in KiB) the trace reaches: the write that
   # crossed it took SIGXFSZ and killed the program; now tracing stops with
   # one message, the program goes on, and the trace is whole up to the limit
