@@ -50,6 +50,25 @@ mt__tracer mt__tr = {.lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP, .fd = -1, .l
 static void set_active(int on) { __atomic_store_n(&tr.active, on, __ATOMIC_RELAXED); }
 static void set_writer(mt_writer *w) { __atomic_store_n(&tr.w, w, __ATOMIC_RELAXED); }
 
+/* Where the messages go: the standard error the program had when tracing
+ * started (or at the first message), kept on a descriptor of our own,
+ * parked as the trace's is (dest.h). Descriptor 2 itself may have become
+ * one of the program's files by the time tracing stops (a program that
+ * closed it, then opened a file), and a message written there went into
+ * that file. And a pipe's reader may have gone (`prog 2>&1 | head`): the
+ * write is made as the trace's are, without SIGPIPE. Nothing is said where
+ * neither descriptor names that file any more. */
+static int say_fd = -1, say_is_socket;
+static mt__fd_id say_id;
+
+static void say_keep_stderr(void) {
+  if (say_fd >= 0) return;
+  int fd = fcntl(2, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return; /* closed: the messages go nowhere */
+  say_fd = mt__dest_adopt(fd, &say_id);
+  say_is_socket = mt__dest_is_socket(say_fd);
+}
+
 void mt__tr_say(const char *fmt, ...) {
   char buf[768];
   va_list ap;
@@ -59,8 +78,13 @@ void mt__tr_say(const char *fmt, ...) {
   if (n < 0) return;
   if ((size_t)n > sizeof buf - 2) n = sizeof buf - 2;
   buf[n++] = '\n';
-  ssize_t ignored = write(2, buf, (size_t)n);
-  (void)ignored;
+  say_keep_stderr();
+  /* ours, or if the program closed it (a daemon closing every descriptor
+   * from 3 up), descriptor 2 while it still names that same file */
+  int fd = say_fd >= 0 && mt__dest_same(say_fd, &say_id) ? say_fd
+           : say_fd >= 0 && mt__dest_same(2, &say_id)   ? 2
+                                                        : -1;
+  if (fd >= 0) mt__dest_write(fd, say_is_socket, buf, (size_t)n);
 }
 
 static uint64_t now_us(void) {
@@ -433,6 +457,7 @@ int mt_trace_start(const mt_trace_options *o) {
   int unw = o->unwind == MT_UNWIND_FRAME_POINTERS ? 0 : mt__unw_load();
   int cancel = mt__tr_lock(); /* opening the destination: a cancellation point */
   tr.err[0] = 0;
+  say_keep_stderr();
   int rc;
   if (unw != 0 && o->unwind == MT_UNWIND_LIBUNWIND) {
     snprintf(tr.err, sizeof tr.err,

@@ -831,6 +831,24 @@ fds)
       bad "$mode: trace up to the stop unreadable: $(head -3 sum.txt)"
   done
   grep -q "replaced [1-9]" out.txt && ok || bad "dup-over replaced nothing: $(cat out.txt)"
+  # the program closes its standard error and opens a file, which gets
+  # descriptor 2; tracing then stops (its first packet after that passes a
+  # file size limit of 8 KiB): the message goes to the standard error the
+  # program had, never into its file
+  (ulimit -f 8 && MEMTRACE=e.ctf MEMTRACE_RATE=1e-3 MEMTRACE_SEED=1 traced "$bin/prog_fds" stderr-file e.out \
+    > out.txt 2> err.txt)
+  [ $? = 0 ] && ! grep -q ERROR out.txt && cmp -s want.txt e.out && ok ||
+    bad "stderr-file: the program's file: $(cat out.txt; head -c 300 e.out)"
+  [ "$(grep -c "File too large" err.txt)" = 1 ] && ok || bad "stderr-file: messages: $(cat err.txt)"
+  if [ -w /dev/full ]; then
+    # standard error a pipe nobody reads any more: the message raised SIGPIPE
+    # (status 141); the program must run to its end
+    mkfifo efifo
+    (exec 3<> efifo && exec 2> efifo && exec 3<&- &&
+      MEMTRACE=/dev/full MEMTRACE_RATE=1 LD_PRELOAD="$preload" exec "$bin/prog_fds" first-fd > out.txt)
+    rc=$?
+    [ $rc = 0 ] && grep -qx "[0-9][0-9]*" out.txt && ok || bad "stderr a broken pipe: status $rc, $(cat out.txt)"
+  fi
   # listening for a client: the program closes the listening socket and
   # the listener's wake pipe; it runs to its end all the same (no hang)
   port=$(free_port)

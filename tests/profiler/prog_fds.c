@@ -6,6 +6,7 @@
  *   close-all   closes every descriptor from 3 up, then writes OUT
  *   dup-over    opens OUT, puts it at every other open number from 3 up
  *               (dup2), then writes OUT and checks those are still open
+ *   stderr-file closes descriptor 2, opens OUT (which gets it), writes OUT
  * OUT gets 100 lines "line K", with allocations between them (to be
  * sampled and written to the trace meanwhile). Prints ERROR on failure. */
 #include <fcntl.h>
@@ -74,6 +75,16 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++)
       if (fcntl(mine[i], F_GETFD) < 0) printf("ERROR descriptor %d was closed behind my back\n", mine[i]);
     printf("replaced %d\n", n);
+    return 0;
+  }
+  if (strcmp(mode, "stderr-file") == 0) {
+    close(2);
+    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd != 2) {
+      printf("ERROR the output got descriptor %d, not 2\n", fd);
+      return 1;
+    }
+    write_lines(fd);
     return 0;
   }
   printf("ERROR unknown mode %s\n", mode);
