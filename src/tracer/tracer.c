@@ -336,18 +336,33 @@ static void fork_child(void) {
   mt__tls.busy--;
 }
 
-static void at_exit(void) { mt_trace_stop(); }
+/* exit's handler. A signal handler may call exit (a SIGINT or SIGTERM
+ * handler often does) while the signal interrupted this thread inside the
+ * profiler, maybe holding tr.lock: stop() waited for that lock for ever (9
+ * runs in 30 of a program exiting from a SIGALRM handler at rate 1 hung).
+ * From there, only what _exit's path does, which never waits: the queued
+ * events written if the lock is free; else the trace ends at its last whole
+ * packet, as a killed process's. */
+static void at_exit(void) {
+  if (!mt__tls.busy) {
+    mt_trace_stop();
+    return;
+  }
+  if (!mt__trace_before_exit() && tr.active)
+    mt__tr_say("memtrace: the program exited from a signal handler that interrupted the "
+               "profiler's writing: the trace ends at its last whole packet");
+}
 
 /* Before _exit: write the buffered events of this process's own session.
  * Only trylock (_exit may come from a signal handler that interrupted the
  * tracer), and nothing when the session is another process's (a vfork
  * child shares the parent's memory: it must not touch its writer). */
-void mt__trace_before_exit(void) {
+int mt__trace_before_exit(void) {
   /* another process's session: not even the lock (a vfork child would
    * take it in the parent's memory, from under the parent's threads) */
-  if (__atomic_load_n(&tr.session_pid, __ATOMIC_RELAXED) != (uint64_t)getpid()) return;
+  if (__atomic_load_n(&tr.session_pid, __ATOMIC_RELAXED) != (uint64_t)getpid()) return 1;
   int cancel;
-  if (!mt__tr_trylock(&cancel)) return;
+  if (!mt__tr_trylock(&cancel)) return 0;
   if (tr.active && tr.w && tr.session_pid == (uint64_t)getpid()) {
     mt__tls.busy++;
     mt__tr_flush_queues();
@@ -355,6 +370,7 @@ void mt__trace_before_exit(void) {
     mt__tls.busy--;
   }
   mt__tr_unlock(cancel);
+  return 1;
 }
 
 /* ---- public API ---- */
