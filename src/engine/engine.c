@@ -526,11 +526,22 @@ void mt__untrack(uintptr_t key) { freed(track_take(key, 1)); }
 
 /* ---- fork: no lock may be inherited held ---- */
 
+/* A fork from a signal handler that interrupted this thread inside the
+ * profiler (busy: fork is async-signal-safe) would wait for locks the
+ * interrupted code may hold: none are taken then (the tracer's handlers
+ * do the same), and the child is not traced. */
+static __thread int fork_unlocked __attribute__((tls_model("initial-exec")));
+
 static void fork_prepare(void) {
+  if ((fork_unlocked = mt__tls.busy > 0)) return;
   pthread_mutex_lock(&eng.lock);
   lock_all();
 }
 static void fork_release(void) {
+  if (fork_unlocked) {
+    fork_unlocked = 0;
+    return;
+  }
   unlock_all();
   pthread_mutex_unlock(&eng.lock);
 }

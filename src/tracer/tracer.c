@@ -294,17 +294,36 @@ static void *listener_main(void *arg) {
 
 /* A thread may be on the big stack (symbolizing, or walking a short
  * stack) when another forks: its lock is taken too, after the tracer's. */
+/* A fork from a signal handler that interrupted this thread inside the
+ * profiler (fork is async-signal-safe) waited for ever for tr.lock, which
+ * the interrupted code may hold (5 runs in 5 of a program forking from a
+ * SIGALRM handler, traced at rate 1). Then no lock is taken, and the child
+ * is not traced: its state stays as the interrupted code left it, which
+ * finishes its work if the child returns from the handler (the writer,
+ * seeing another pid, writes nothing). */
+static __thread int fork_inside __attribute__((tls_model("initial-exec")));
+
 static void fork_prepare(void) {
+  if ((fork_inside = mt__tls.busy > 0)) return;
   pthread_mutex_lock(&tr.lock);
   mt__big_stack_fork(0);
 }
 
 static void fork_parent(void) {
+  if (fork_inside) {
+    fork_inside = 0;
+    return;
+  }
   mt__big_stack_fork(1);
   pthread_mutex_unlock(&tr.lock);
 }
 
 static void fork_child(void) {
+  if (fork_inside) {
+    fork_inside = 0;
+    set_active(0);
+    return;
+  }
   mt__big_stack_fork(1);
   mt__tr_queues_after_fork();
   pthread_mutex_unlock(&tr.lock);

@@ -321,6 +321,17 @@ signal-exit)
   done
   [ $hung = 0 ] && ok || bad "$hung runs of 30 hung"
   [ $broken = 0 ] && ok || bad "$broken failures in 30 runs (status, output or trace): $(cat out.txt err.txt)"
+  # fork from a signal handler that interrupted the profiler (fork is
+  # async-signal-safe; its handler waited for the tracer's lock for ever):
+  # the program ends, and its trace has every allocation
+  for i in 1 2 3; do
+    timeout 20 env MEMTRACE=f.ctf MEMTRACE_RATE=1 LD_PRELOAD="$preload" "$bin/prog_signal_exit" fork 300000 \
+      > out.txt 2> err.txt
+    rc=$?
+    n=$("$bin/check_trace" f.ctf sites 2> /dev/null | awk '$1 == "churn" {print $2}')
+    [ $rc = 0 ] && grep -q "^pairs 300000 forks [1-9]" out.txt && [ "$n" = 300000 ] && ok ||
+      bad "fork from a signal handler: status $rc, $(cat out.txt), $n allocations traced at churn"
+  done
   ;;
 churn)
   # threads that exit and are replaced: at rate 1 every block is counted

@@ -2,11 +2,16 @@
  * often do: a SIGALRM after MICROSECONDS (first argument) calls exit(0)
  * while the main loop allocates and frees. Traced at rate 1, the signal
  * mostly lands inside the profiler, sometimes while it holds its lock.
- * Prints the pairs done at exit. */
+ * Prints the pairs done at exit.
+ * With `fork PAIRS`: a SIGALRM every millisecond forks (fork is
+ * async-signal-safe), the child _exits, the parent waits for it; the main
+ * loop does PAIRS pairs, then prints them and the forks, and returns. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void *volatile escape;
@@ -21,8 +26,17 @@ static void on_alarm(int sig) {
   exit(0);
 }
 
-__attribute__((noinline)) static void churn(void) {
-  for (;;) {
+static volatile long forks;
+
+static void on_alarm_fork(int sig) {
+  (void)sig;
+  pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  if (pid > 0 && waitpid(pid, NULL, 0) == pid) forks++;
+}
+
+__attribute__((noinline)) static void churn(long n) {
+  while (n < 0 || pairs < n) {
     escape = malloc(100 + (size_t)(pairs % 5) * 200);
     free(escape);
     pairs++;
@@ -30,11 +44,23 @@ __attribute__((noinline)) static void churn(void) {
 }
 
 int main(int argc, char **argv) {
+  if (argc > 2 && strcmp(argv[1], "fork") == 0) {
+    struct sigaction sa = {.sa_handler = on_alarm_fork, .sa_flags = SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = {{0, 1000}, {0, 1000}};
+    setitimer(ITIMER_REAL, &it, NULL);
+    churn(atol(argv[2]));
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    printf("pairs %ld forks %ld\n", pairs, forks);
+    return 0;
+  }
   long us = argc > 1 ? atol(argv[1]) : 5000;
   struct sigaction sa = {.sa_handler = on_alarm};
   sigemptyset(&sa.sa_mask);
   sigaction(SIGALRM, &sa, NULL);
   struct itimerval it = {{0, 0}, {us / 1000000, us % 1000000}};
   setitimer(ITIMER_REAL, &it, NULL);
-  churn();
+  churn(-1);
 }
