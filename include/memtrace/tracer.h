@@ -45,10 +45,12 @@
  * standard error. So do a FIFO (or /dev/stdout piped) whose reader has
  * gone, without SIGPIPE reaching the program, a FIFO nobody reads (not
  * waited for), and a file that would pass the process's RLIMIT_FSIZE
- * (without SIGXFSZ; the packets before the limit stay whole). After fork(), the child stops tracing unless the path
- * has %p (then it traces to its own file). At exit, buffered events are
- * written; packets are written whole, so a killed process leaves a trace
- * readable up to its last packet. exec runs no exit handlers: the malloc
+ * (without SIGXFSZ; the packets before the limit stay whole). After
+ * fork(), the child stops tracing unless the path has %p (then it traces
+ * to its own file). At exit, buffered events are written; packets are
+ * written whole, and at least once a second while samples come, so a
+ * killed process (Ctrl-C, SIGTERM) leaves a trace readable up to its last
+ * packet, about its last second missing. exec runs no exit handlers: the malloc
  * interposer wraps the exec functions and writes buffered events first; a
  * program that links this library and execs should call mt_trace_stop()
  * before it does.

@@ -60,6 +60,13 @@
 #define COLLECTS 128         /* a thread's queued collects */
 #define MAX_AGE_US 1000      /* a thread's queue is written at this age */
 #define SWEEP_US 10000       /* every queue is written at least this often */
+/* The writer's packet goes to the destination at least this often while
+ * samples come: a process killed (Ctrl-C, SIGTERM) loses what is still
+ * buffered, and a packet filled only when full or 30 s old (the format's
+ * limit): at the default rate, a program interrupted after seconds left an
+ * empty trace. At 1e-5 per word on a busy program that is a packet of a
+ * few KiB a second instead of one of 28 KiB every ten or so. */
+#define WRITE_US 1000000
 #define CELLS_LOCAL 256      /* a thread's stack of free cells, refilled to this */
 #define CELL_CHUNK 2048      /* cells mapped at once */
 
@@ -179,7 +186,7 @@ static struct {
   struct ring *last_alloc_ring;
   cell *free_cells;
   cell *fresh, *fresh_end; /* the mapped cells never handed out */
-  uint64_t last_sweep;
+  uint64_t last_sweep, last_write;
 } __attribute__((aligned(64))) drain;
 
 static void cell_free(cell *c);
@@ -376,6 +383,10 @@ static void owner_flush(ring *r, uint64_t now) {
   if ((int64_t)(now - drain.last_sweep) > SWEEP_US) { /* now may be a little behind */
     drain.last_sweep = now;
     mt__tr_flush_queues();
+    if ((int64_t)(now - drain.last_write) > WRITE_US) {
+      drain.last_write = now;
+      if (tr.w && mt_writer_flush(tr.w) != MT_OK) mt__tr_session_failed();
+    }
   }
 }
 

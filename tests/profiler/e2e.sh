@@ -698,6 +698,16 @@ run)
   [ $? = 127 ] && grep -q "cannot run /nonexistent/program" err.txt && ok || bad "missing program: $(cat err.txt)"
   "$memtrace" run --rate 2 true 2> err.txt
   [ $? = 2 ] && grep -q "rate must be" err.txt && ok || bad "bad rate: $(cat err.txt)"
+  # a program killed (SIGTERM, as Ctrl-C's SIGINT) after 1.3 s: what it
+  # did until the last second is in the trace (its events had waited for a
+  # full packet, and the trace held none)
+  MEMTRACE=term.ctf MEMTRACE_RATE=1e-4 traced "$bin/prog_slow" 5 > /dev/null 2>&1 &
+  victim=$!
+  sleep 1.3
+  kill -TERM $victim
+  wait $victim
+  n=$("$bin/check_trace" term.ctf sites 2> /dev/null | awk '$1 == "slow_site" {print $2}')
+  [ "${n:-0}" -gt 0 ] && ok || bad "killed after 1.3 s: ${n:-no} allocations in its trace"
   # a relative path names the file in the directory where tracing started:
   # the program a shell execs after cd writes it there, and run finds it
   mkdir -p sub
