@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -433,6 +434,39 @@ EXPORT void _exit(int status) {
 }
 
 EXPORT void _Exit(int status) { _exit(status); }
+
+/* The other ends that run no exit handler. abort, and assert's
+ * __assert_fail (which ends with the C library's own abort, not this
+ * one): a program dying of a failed assertion, or of std::terminate, left
+ * a trace without its last second or so of events, the ones a crash
+ * report wants. quick_exit runs only at_quick_exit's handlers. Each writes
+ * the buffered events first (never waiting for the lock: abort may come
+ * from a signal handler), then goes on as it would have. */
+#define REAL(name) \
+  static __typeof__(&name) real_##name; \
+  if (!real_##name) *(void **)&real_##name = dlsym(RTLD_NEXT, #name)
+
+EXPORT void abort(void) {
+  REAL(abort);
+  mt__trace_before_exit();
+  real_abort();
+  __builtin_unreachable();
+}
+
+EXPORT void __assert_fail(const char *assertion, const char *file, unsigned line,
+                          const char *function) {
+  REAL(__assert_fail);
+  mt__trace_before_exit();
+  real___assert_fail(assertion, file, line, function);
+  __builtin_unreachable();
+}
+
+EXPORT void quick_exit(int status) {
+  REAL(quick_exit);
+  mt__trace_before_exit();
+  real_quick_exit(status);
+  __builtin_unreachable();
+}
 
 /* dlclose is counted, so that the tracer looks for unloaded libraries only
  * after one (see check_unloads in src/tracer/events.c), and the tracer

@@ -321,6 +321,13 @@ signal-exit)
   done
   [ $hung = 0 ] && ok || bad "$hung runs of 30 hung"
   [ $broken = 0 ] && ok || bad "$broken failures in 30 runs (status, output or trace): $(cat out.txt err.txt)"
+  # ends that run no exit handler: the events before them are written
+  for how in abort assert quick_exit; do
+    MEMTRACE=e.ctf MEMTRACE_RATE=1 traced "$bin/prog_signal_exit" end $how > /dev/null 2> err.txt
+    rc=$?
+    n=$("$bin/check_trace" e.ctf sites 2> /dev/null | awk '$1 == "churn" {print $2}')
+    [ "$n" = 1000 ] && ok || bad "$how (status $rc): ${n:-no} allocations of 1000 in the trace"
+  done
   # fork from a signal handler that interrupted the profiler (fork is
   # async-signal-safe; its handler waited for the tracer's lock for ever):
   # the program ends, and its trace has every allocation

@@ -5,7 +5,10 @@
  * Prints the pairs done at exit.
  * With `fork PAIRS`: a SIGALRM every millisecond forks (fork is
  * async-signal-safe), the child _exits, the parent waits for it; the main
- * loop does PAIRS pairs, then prints them and the forks, and returns. */
+ * loop does PAIRS pairs, then prints them and the forks, and returns.
+ * With `end HOW`: 1000 pairs, then the end HOW names, which runs no exit
+ * handler: abort, assert (a failed one), quick_exit. */
+#include <assert.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +47,13 @@ __attribute__((noinline)) static void churn(long n) {
 }
 
 int main(int argc, char **argv) {
+  if (argc > 2 && strcmp(argv[1], "end") == 0) {
+    churn(1000);
+    if (strcmp(argv[2], "abort") == 0) abort();
+    if (strcmp(argv[2], "quick_exit") == 0) quick_exit(0);
+    assert(strcmp(argv[2], "assert") != 0);
+    return 1;
+  }
   if (argc > 2 && strcmp(argv[1], "fork") == 0) {
     struct sigaction sa = {.sa_handler = on_alarm_fork, .sa_flags = SA_RESTART};
     sigemptyset(&sa.sa_mask);
