@@ -42,7 +42,8 @@
  *
  * Failure never stops the program: a destination that cannot be opened, a
  * failed write or a dropped connection stops tracing with one message on
- * standard error. So do a FIFO (or /dev/stdout piped) whose reader has
+ * standard error. So do a listener that reads nothing for 10 s (stopped,
+ * or its host gone), a FIFO (or /dev/stdout piped) whose reader has
  * gone, without SIGPIPE reaching the program, a FIFO nobody reads (not
  * waited for), and a file that would pass the process's RLIMIT_FSIZE
  * (without SIGXFSZ; the packets before the limit stay whole). After

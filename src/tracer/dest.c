@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 static int split_host_port(const char *s, int host_optional, mt__dest *d, char *err,
@@ -201,6 +202,7 @@ int mt__dest_open(const mt__dest *d, char *err, size_t errlen) {
       ok = bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 4) == 0;
     } else {
       ok = connect_timeout(fd, a->ai_addr, a->ai_addrlen, 5000) == 0;
+      if (ok) mt__dest_send_timeout(fd);
     }
     if (!ok) {
       e = errno;
@@ -238,13 +240,31 @@ static int past_size_limit(int fd, size_t len) {
   return at >= 0 && (unsigned long long)at + len > (unsigned long long)rl.rlim_cur;
 }
 
+void mt__dest_send_timeout(int fd) {
+  struct timeval tv = {MT__SEND_TIMEOUT_S, 0};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+static double monotonic_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 static int write_all(int fd, int is_socket, const char *p, size_t len) {
   while (len > 0) {
+    double t0 = is_socket ? monotonic_s() : 0;
     ssize_t n = is_socket ? send(fd, p, len, MSG_NOSIGNAL) : write(fd, p, len);
     if (n < 0) {
       if (errno == EINTR) continue;
+      /* SO_SNDTIMEO passed without a byte sent: the peer stopped reading */
+      if (is_socket && (errno == EAGAIN || errno == EWOULDBLOCK)) return -ETIMEDOUT;
       return -errno;
     }
+    /* ... or with some: what the buffers took before it stalled (else each
+     * call would wait its own timeout) */
+    if (is_socket && (size_t)n < len && monotonic_s() - t0 >= MT__SEND_TIMEOUT_S)
+      return -ETIMEDOUT;
     p += n;
     len -= (size_t)n;
   }

@@ -35,6 +35,13 @@ void mt__dest_expand(const mt__dest *d, pid_t pid, char *out, size_t n);
  * with a message. A file is emptied and locked (flock) for as long as the
  * fd is open: a file another process holds so is refused. */
 int mt__dest_open(const mt__dest *d, char *err, size_t errlen);
+/* A trace's socket gives up on a peer that reads nothing for this long
+ * (SO_SNDTIMEO): a stopped or unreachable listener made every sampling
+ * thread wait in send, under the tracer's lock, for ever (or for TCP's
+ * retransmissions, a quarter of an hour). The write then fails with
+ * ETIMEDOUT, and tracing stops with its message. */
+#define MT__SEND_TIMEOUT_S 10
+void mt__dest_send_timeout(int fd);
 /* Whether fd is a socket (for mt__dest_write; checked once per fd, not at
  * every write: a failed send per packet costs a system call). */
 int mt__dest_is_socket(int fd);

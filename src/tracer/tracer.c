@@ -256,6 +256,7 @@ static void *listener_main(void *arg) {
     if (p[0].revents & POLLIN) {
       int fd = accept4(tr.listen_fd, NULL, NULL, SOCK_CLOEXEC);
       if (fd >= 0) {
+        mt__dest_send_timeout(fd);
         pthread_mutex_lock(&tr.lock);
         if (tr.active) {
           static const char busy[] = "memtrace: already serving a client\n";

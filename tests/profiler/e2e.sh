@@ -590,6 +590,26 @@ EOF
   [ $? = 0 ] && grep -q "slow done" out.txt && ok || bad "program failed after the drop"
   [ "$(grep -c memtrace err.txt)" = 1 ] && grep -q "tracing stopped" err.txt && ok ||
     bad "messages after the drop: $(cat err.txt)"
+  # the listener accepts, then reads nothing (stopped, or a host gone): the
+  # program waited in send for ever; now tracing stops after 10 s
+  port=$(free_port)
+  python3 - "$port" > py.txt 2>&1 <<'EOF' &
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); print("ready", flush=True)
+c, _ = s.accept(); time.sleep(40)
+EOF
+  stalled=$!
+  for _ in $(seq 50); do grep -q ready py.txt && break; sleep 0.1; done
+  start=$SECONDS
+  timeout 60 env MEMTRACE=tcp:127.0.0.1:$port MEMTRACE_RATE=1 LD_PRELOAD="$preload" "$bin/prog_slow" 3 \
+    > out.txt 2> err.txt
+  rc=$? took=$((SECONDS - start))
+  kill $stalled 2> /dev/null
+  [ $rc = 0 ] && grep -q "slow done" out.txt && [ $took -le 25 ] && ok ||
+    bad "stalled listener: status $rc after $took s"
+  [ "$(grep -c memtrace err.txt)" = 1 ] && grep -q "tracing stopped: .*Connection timed out" err.txt && ok ||
+    bad "messages with a stalled listener: $(cat err.txt)"
   ;;
 listen)
   port=$(free_port)
