@@ -286,8 +286,6 @@ static uint64_t site_key(const mt_analysis *a, uint32_t s) {
                                                 : UINT64_MAX - s; /* no location: its own site */
 }
 
-/* The trace's largest allocation sites, by estimated bytes, each with its
- * main callers. */
 /* The pid the trace at path names in its trace_info; 0 if it cannot be
  * read (report says why). */
 static uint64_t trace_pid(const char *path) {
@@ -298,6 +296,8 @@ static uint64_t trace_pid(const char *path) {
   return pid;
 }
 
+/* The trace's largest allocation sites, by estimated bytes, each with its
+ * main callers. */
 static void report(const char *path, int top) {
   mt_analysis *a;
   if (mt_analysis_load(&a, path, NULL, NULL) != MT_OK) {

@@ -10,10 +10,10 @@
  * allocator other than the C library's next, never on a page boundary.
  * Page-aligned requests are kept in the engine's table instead. */
 #include <dlfcn.h>
+#include <assert.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>

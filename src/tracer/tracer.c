@@ -293,8 +293,6 @@ static void *listener_main(void *arg) {
 
 /* ---- fork and exit ---- */
 
-/* A thread may be on the big stack (symbolizing, or walking a short
- * stack) when another forks: its lock is taken too, after the tracer's. */
 /* A fork from a signal handler that interrupted this thread inside the
  * profiler (fork is async-signal-safe) waited for ever for tr.lock, which
  * the interrupted code may hold (5 runs in 5 of a program forking from a
@@ -304,6 +302,8 @@ static void *listener_main(void *arg) {
  * seeing another pid, writes nothing). */
 static __thread int fork_inside __attribute__((tls_model("initial-exec")));
 
+/* A thread may be on the big stack (symbolizing, or walking a short
+ * stack) when another forks: its lock is taken too, after the tracer's. */
 static void fork_prepare(void) {
   if ((fork_inside = mt__tls.busy > 0)) return;
   pthread_mutex_lock(&tr.lock);
@@ -368,7 +368,7 @@ static void at_exit(void) {
     mt_trace_stop();
     return;
   }
-  if (!mt__trace_before_exit() && tr.active)
+  if (!mt__trace_before_exit() && __atomic_load_n(&tr.active, __ATOMIC_RELAXED))
     mt__tr_say("memtrace: the program exited from a signal handler that interrupted the "
                "profiler's writing: the trace ends at its last whole packet");
 }
