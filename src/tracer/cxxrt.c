@@ -2,9 +2,11 @@
 #include "cxxrt.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <link.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,6 +157,26 @@ void mt__cxxrt_pin(void) {
   int d_loaded = d && dladdr((void *)(uintptr_t)d, &dinfo);
   if (d && (!d_loaded || (loaded && dinfo.dli_fbase == info.dli_fbase)))
     atomic_store(&demangle, NULL);
+}
+
+int mt__cxxrt_has_demangler(void) { return atomic_load(&demangle) != NULL; }
+
+uintptr_t mt__cxxrt_unlearned(void) {
+  FILE *f = fopen("/proc/self/maps", "re");
+  if (!f) return 0;
+  char line[PATH_MAX + 128];
+  uintptr_t found = 0;
+  while (!found && fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    int at = 0;
+    /* start-end perms offset device inode path */
+    if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &at) < 2 || !at) continue;
+    char *path = line + at;
+    path[strcspn(path, "\n")] = 0;
+    if (is_runtime(path) && !is_known(lo, hi)) found = lo;
+  }
+  fclose(f);
+  return found;
 }
 
 char *mt__cxxrt_demangle(const char *name) {

@@ -18,8 +18,10 @@
  *     can be closed: its addresses stay the runtime's for the process's
  *     life. Samples queued before then lose those frames when written
  *     (events.c names a sample's innermost code first). A library whose
- *     code calls malloc itself, never through the runtime's, gets its
- *     names demangled only once some code of the runtime was named. */
+ *     code calls malloc itself, never through the runtime's (Java's
+ *     libjvm), puts no code of it on a sampled stack: when one of its
+ *     names comes out mangled, symbols.c finds the runtime in
+ *     /proc/self/maps (mt__cxxrt_unlearned) and learns it so. */
 #ifndef MT_TRACER_CXXRT_H
 #define MT_TRACER_CXXRT_H
 
@@ -41,5 +43,15 @@ void mt__cxxrt_pin(void);
 /* `name` demangled (malloc'd: the caller frees it), or NULL when it is not
  * a C++ name or no demangler is known. */
 char *mt__cxxrt_demangle(const char *name);
+
+/* Whether a demangler is known. */
+int mt__cxxrt_has_demangler(void);
+
+/* An address mapped from a runtime not searched yet (/proc/self/maps, read
+ * without the loader's lock), or 0. A library whose code calls malloc
+ * itself (Java's libjvm) never puts the runtime's code on a sampled stack,
+ * and its names stayed mangled: symbols.c looks for the runtime this way
+ * when a name comes out mangled, and learns it (mt__cxxrt_learn). */
+uintptr_t mt__cxxrt_unlearned(void);
 
 #endif

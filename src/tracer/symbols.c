@@ -39,6 +39,10 @@ struct mt__symbols {
   entry *entries;
   size_t nentries, cap;
   mt__strtab strings;
+  /* modules (their load address) whose mangled names sent seek_runtime to
+   * look for a C++ runtime */
+  uintptr_t sought[16];
+  size_t nsought;
 };
 
 /* The modules are listed from /proc/self/maps at the first lookup. A
@@ -176,6 +180,7 @@ void mt__symbols_free(mt__symbols *s) {
 void mt__symbols_reset(mt__symbols *s) {
   close_dwfl(s); /* listed again at the next lookup */
   drop_entries(s);
+  s->nsought = 0;
 }
 
 /* Readable names: Rust's here (rustdemangle.h), C++'s through the C++
@@ -230,7 +235,7 @@ static const char *anonymous_name(Dwfl_Module *mod, const char *modname, uint64_
 }
 
 /* Fills out[] innermost first; returns the count. */
-static size_t describe(mt__symbols *s, uint64_t addr, mt_location *out) {
+static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
   Dwfl_Module *mod = module_at(s, addr);
   if (!mod) {
     out[0] = (mt_location){"??", "??", 0, 0, 0};
@@ -286,6 +291,39 @@ static size_t describe(mt__symbols *s, uint64_t addr, mt_location *out) {
     n = 1;
   }
   return mt__rustrt_trim(mod, addr, out, n);
+}
+
+extern int mt__dlclose_hooked; /* events.c: the interposer's dlclose is in place */
+
+/* A mangled name out of describe_once, no demangler known yet: the C++
+ * runtime may be loaded with no code of it ever named (cxxrt.h). Looks for
+ * it once per module with such names (a C program's module, or a library
+ * linking the runtime statically, would otherwise send every code there to
+ * read the maps); 1 if a demangler is known now. The listing may be redone
+ * meanwhile (module_at): the caller describes again from the address. */
+static int seek_runtime(mt__symbols *s, uint64_t addr) {
+  if (!mt__dlclose_hooked || mt__cxxrt_has_demangler()) return 0;
+  Dwfl_Module *mod = module_at(s, addr);
+  Dwarf_Addr low = 0;
+  if (!mod) return 0;
+  dwfl_module_info(mod, NULL, &low, NULL, NULL, NULL, NULL, NULL);
+  for (size_t i = 0; i < s->nsought; i++)
+    if (s->sought[i] == low) return 0;
+  if (s->nsought == sizeof s->sought / sizeof *s->sought) return 0;
+  s->sought[s->nsought++] = low;
+  uintptr_t at = mt__cxxrt_unlearned();
+  Dwfl_Module *rt = at ? module_at(s, at) : NULL;
+  if (!rt) return 0;
+  mt__cxxrt_learn(rt, dwfl_module_info(rt, NULL, NULL, NULL, NULL, NULL, NULL, NULL));
+  return mt__cxxrt_has_demangler();
+}
+
+static size_t describe(mt__symbols *s, uint64_t addr, mt_location *out) {
+  size_t n = describe_once(s, addr, out);
+  int mangled = 0;
+  for (size_t i = 0; i < n; i++) mangled |= out[i].defname[0] == '_' && out[i].defname[1] == 'Z';
+  if (mangled && seek_runtime(s, addr)) n = describe_once(s, addr, out);
+  return n;
 }
 
 struct describe_call {
