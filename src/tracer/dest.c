@@ -166,7 +166,7 @@ static int open_trace_file(const char *path, char *err, size_t errlen) {
     close(fd);
     return -1;
   }
-  if (ftruncate(fd, 0) != 0) {
+  if (st.st_size && ftruncate(fd, 0) != 0) { /* a new file: no call */
     snprintf(err, errlen, "cannot empty %s: %s", path, strerror(errno));
     close(fd);
     return -1;
