@@ -81,6 +81,9 @@ static void expand_pid(const char *pattern, pid_t pid, char *out, size_t n) {
       o += (size_t)snprintf(out + o, n - o, "%ld", (long)pid);
       if (o >= n) o = n - 1;
       p++;
+    } else if (p[0] == '%' && p[1] == '%') { /* as the tracer reads it */
+      out[o++] = '%';
+      p++;
     } else {
       out[o++] = *p;
     }

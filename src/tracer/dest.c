@@ -55,16 +55,37 @@ static int is_socket_dest(const char *s) {
   return strncmp(s, "tcp:", 4) == 0 || strncmp(s, "listen:", 7) == 0;
 }
 
+/* Whether s holds the pid's marker: a %p not part of a %%. */
+static int has_pid_marker(const char *s) {
+  for (; *s; s++)
+    if (s[0] == '%' && (s[1] == 'p' || s[1] == '%')) {
+      if (s[1] == 'p') return 1;
+      s++;
+    }
+  return 0;
+}
+
 void mt__dest_anchor(const char *s, char *out, size_t n) {
-  char cwd[PATH_MAX];
-  if (s[0] && s[0] != '/' && !is_socket_dest(s) && getcwd(cwd, sizeof cwd) &&
-      strlen(cwd) + 1 + strlen(s) < n && strlen(cwd) + 1 + strlen(s) < PATH_MAX) {
-    char rel[PATH_MAX];
-    snprintf(rel, sizeof rel, "%s", s); /* s may be out */
-    snprintf(out, n, "%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "", rel);
-  } else if (out != s) {
-    snprintf(out, n, "%s", s);
+  char cwd[PATH_MAX], dir[2 * PATH_MAX];
+  if (!s[0] || s[0] == '/' || is_socket_dest(s) || !getcwd(cwd, sizeof cwd)) {
+    if (out != s) snprintf(out, n, "%s", s);
+    return;
   }
+  /* the directory's own % doubled: expanded, %% gives % back, and a
+   * directory named like 50%p stays itself */
+  size_t k = 0;
+  for (const char *c = cwd; *c && k + 2 < sizeof dir; c++) {
+    if (*c == '%') dir[k++] = '%';
+    dir[k++] = *c;
+  }
+  dir[k] = 0;
+  if (k + 1 + strlen(s) >= n || k + 1 + strlen(s) >= PATH_MAX) { /* too long: as it is */
+    if (out != s) snprintf(out, n, "%s", s);
+    return;
+  }
+  char rel[PATH_MAX];
+  snprintf(rel, sizeof rel, "%s", s); /* s may be out */
+  snprintf(out, n, "%s%s%s", dir, strcmp(cwd, "/") ? "/" : "", rel);
 }
 
 int mt__dest_parse(const char *s, mt__dest *d, char *err, size_t errlen) {
@@ -87,7 +108,7 @@ int mt__dest_parse(const char *s, mt__dest *d, char *err, size_t errlen) {
     return -1;
   }
   mt__dest_anchor(s, d->path, sizeof d->path);
-  d->per_process = strstr(s, "%p") != NULL;
+  d->per_process = has_pid_marker(s);
   return 0;
 }
 

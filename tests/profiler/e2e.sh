@@ -762,6 +762,12 @@ run)
   "$memtrace" run -q -o 'cd.%p.ctf' -- sh -c '(cd sub && exec "$0" 0.1); true' "$bin/prog_slow" > /dev/null
   [ "$(ls cd.*.ctf | wc -l)" = 2 ] && ! ls sub/*.ctf > /dev/null 2>&1 && ok ||
     bad "traces of a forked child after cd: $(ls . sub)"
+  # a % in the directory is not a marker once the path is anchored there
+  # (50%p stays itself), and %% is one % for run as for the tracer
+  mkdir -p 'dir50%p' && (cd 'dir50%p' && "$memtrace" run -o 't.%p.ctf' -- "$bin/prog_slow" 0.05 \
+    > /dev/null 2> ../err.txt; "$memtrace" run -o 'a%%b.ctf' -- "$bin/prog_slow" 0.05 > /dev/null 2>> ../err.txt)
+  ls 'dir50%p'/t.[0-9]*.ctf > /dev/null 2>&1 && [ -s 'dir50%p/a%b.ctf' ] &&
+    [ "$(grep -c "trace written to" err.txt)" = 2 ] && ok || bad "% in paths: $(ls 'dir50%p') $(cat err.txt)"
   # a trace another traced process is writing now: the program is not run
   MEMTRACE=busy.ctf traced "$bin/prog_slow" 1 > /dev/null 2>&1 &
   writer=$!
