@@ -491,6 +491,9 @@ int mt_trace_start(const mt_trace_options *o) {
   mt__dw_load(); /* not under the lock: dlopen takes the loader's */
   /* libunwind: the LIBUNWIND mode's walker, AUTO's last resort */
   int unw = o->unwind == MT_UNWIND_FRAME_POINTERS ? 0 : mt__unw_load();
+  /* inside the profiler from before the lock: a signal handler that exits
+   * meanwhile must not wait for it (at_exit) */
+  mt__tls.busy++;
   int cancel = mt__tr_lock(); /* opening the destination: a cancellation point */
   tr.err[0] = 0;
   say_keep_stderr();
@@ -504,6 +507,7 @@ int mt_trace_start(const mt_trace_options *o) {
     rc = start_locked(o);
   }
   mt__tr_unlock(cancel);
+  mt__tls.busy--;
   return rc;
 }
 
