@@ -580,6 +580,10 @@ tcp)
   for _ in $(seq 50); do grep -q "listening on" listen.err && break; sleep 0.1; done
   port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' listen.err)
   [ -n "$port" ] || bad "listen did not start: $(cat listen.err)"
+  # a second listener into the same file is refused, the first's untouched
+  "$memtrace" listen 127.0.0.1:0 -o got.ctf 2> listen2.err
+  [ $? = 1 ] && grep -q "got.ctf is being written by another process" listen2.err && ok ||
+    bad "second listener into one file: $(cat listen2.err)"
   MEMTRACE=tcp:127.0.0.1:$port MEMTRACE_RATE=1 traced "$bin/prog_sites" > truth.txt || bad "program failed"
   wait $lpid && ok || bad "listen failed: $(cat listen.err)"
   grep -q "events from" listen.err && ok || bad "listen summary: $(cat listen.err)"
