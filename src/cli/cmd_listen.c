@@ -8,13 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "trace_file.h"
 #include "../viewer/tcp_listen.h"
 
 static const char usage[] =
@@ -55,24 +54,22 @@ static int run(int argc, char **argv) {
     fprintf(stderr, "memtrace listen: %s\n", err);
     return 1;
   }
-  /* Locked before it is emptied, as a traced process locks its trace
-   * (src/tracer/dest.c): a file another listener or traced process is
-   * writing is refused, not mixed with this stream. */
+  /* claimed as a traced process claims its trace (trace_file.h): a file
+   * another listener or traced process is writing is refused, not mixed
+   * with this stream */
   int ofd = open(out, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   if (ofd < 0) {
     fprintf(stderr, "memtrace listen: %s: cannot create: %s\n", out, strerror(errno));
     return 1;
   }
-  struct stat st;
-  if (fstat(ofd, &st) == 0 && S_ISREG(st.st_mode)) {
-    if (flock(ofd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
-      fprintf(stderr, "memtrace listen: %s is being written by another process\n", out);
-      return 1;
-    }
-    if (st.st_size && ftruncate(ofd, 0) != 0) {
-      fprintf(stderr, "memtrace listen: %s: cannot empty it: %s\n", out, strerror(errno));
-      return 1;
-    }
+  int claim = mt__trace_file_claim(ofd);
+  if (claim == MT__TRACE_FILE_BUSY) {
+    fprintf(stderr, "memtrace listen: %s is being written by another process\n", out);
+    return 1;
+  }
+  if (claim == MT__TRACE_FILE_NOT_EMPTIED) {
+    fprintf(stderr, "memtrace listen: %s: cannot empty it: %s\n", out, strerror(errno));
+    return 1;
   }
   fprintf(stderr, "memtrace: listening on %s\n", shown);
   int cfd;

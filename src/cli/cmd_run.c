@@ -1,7 +1,6 @@
 /* memtrace run: profile an unmodified program through LD_PRELOAD, then say
  * where the trace is and which sites allocated most. */
 #include <errno.h>
-#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
@@ -9,13 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "analysis_cli.h"
 #include "tables.h"
+#include "trace_file.h"
 #include "untraceable.h"
 
 static const char usage[] =
@@ -74,22 +73,6 @@ static int find_preload(char *out, size_t n) {
   return mt_cli_find_companion("libmemtrace_preload.so", out, n);
 }
 
-static void expand_pid(const char *pattern, pid_t pid, char *out, size_t n) {
-  size_t o = 0;
-  for (const char *p = pattern; *p && o + 1 < n; p++) {
-    if (p[0] == '%' && p[1] == 'p') {
-      o += (size_t)snprintf(out + o, n - o, "%ld", (long)pid);
-      if (o >= n) o = n - 1;
-      p++;
-    } else if (p[0] == '%' && p[1] == '%') { /* as the tracer reads it */
-      out[o++] = '%';
-      p++;
-    } else {
-      out[o++] = *p;
-    }
-  }
-  out[o] = 0;
-}
 
 /* Whether the program's trace can be written where `pattern` says: a file
  * in a directory that exists and can be written in (not a directory of
@@ -102,7 +85,7 @@ static void expand_pid(const char *pattern, pid_t pid, char *out, size_t n) {
 static int check_destination(const char *pattern, char *why, size_t n) {
   if (strncmp(pattern, "tcp:", 4) == 0 || strncmp(pattern, "listen:", 7) == 0) return 0;
   char path[PATH_MAX], dir[PATH_MAX];
-  expand_pid(pattern, getpid(), path, sizeof path);
+  mt__trace_path_expand(pattern, (long)getpid(), path, sizeof path);
   snprintf(dir, sizeof dir, "%s", pattern);
   const char *d = dirname(dir);
   if (strchr(d, '%')) return 0;
@@ -112,16 +95,11 @@ static int check_destination(const char *pattern, char *why, size_t n) {
     snprintf(why, n, "%s is a directory", pattern);
     return -1;
   }
-  /* A trace another traced process is writing: its writer holds a flock
-   * on it (src/tracer/dest.c), and the program would run untraced. */
-  int fd = exists && S_ISREG(st.st_mode) ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-  if (fd >= 0) {
-    int busy = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-    close(fd);
-    if (busy) {
-      snprintf(why, n, "%s is being written by another traced process", path);
-      return -1;
-    }
+  /* a trace another traced process is writing: the program would run
+   * untraced */
+  if (exists && mt__trace_file_busy(path)) {
+    snprintf(why, n, "%s is being written by another traced process", path);
+    return -1;
   }
   if (access(d, W_OK | X_OK) != 0) {
     snprintf(why, n, "cannot create %s: %s: %s", pattern, d, strerror(errno));
@@ -563,7 +541,7 @@ static int run(int argc, char **argv) {
   if (WIFEXITED(status) && code == 127) return code; /* command not found (sh fallback) */
 
   char path[PATH_MAX];
-  expand_pid(pattern, pid, path, sizeof path);
+  mt__trace_path_expand(pattern, (long)pid, path, sizeof path);
   struct stat st;
   if (stat(path, &st) != 0 || st.st_size == 0) {
     if (!quiet) fprintf(stderr, "memtrace: no trace was written to %s\n", path);

@@ -423,29 +423,30 @@ size_t mt__usable_size_ours(void *p) {
   return mt__real_usable_size((char *)p - off) - off;
 }
 
+/* The ends of a process that run no exit handler: each writes the
+ * buffered events first (mt__trace_before_exit, which never waits for the
+ * lock: these may come from a signal handler), then goes on as it would
+ * have, through the next definition of its name (`real_` + name). */
+#define REAL(name) \
+  static __typeof__(&name) real_##name; \
+  if (!real_##name) *(void **)&real_##name = dlsym(RTLD_NEXT, #name)
+
 /* _exit skips atexit: a forked child ending with it would lose its last
- * events. Flush them first, then exit for real. */
+ * events. */
 EXPORT void _exit(int status) {
-  static void (*real_exit)(int);
+  REAL(_exit);
   mt__trace_before_exit();
-  if (!real_exit) *(void **)&real_exit = dlsym(RTLD_NEXT, "_exit");
-  real_exit(status);
+  real__exit(status);
   __builtin_unreachable();
 }
 
 EXPORT void _Exit(int status) { _exit(status); }
 
-/* The other ends that run no exit handler. abort, and assert's
- * __assert_fail (which ends with the C library's own abort, not this
- * one): a program dying of a failed assertion, or of std::terminate, left
- * a trace without its last second or so of events, the ones a crash
- * report wants. quick_exit runs only at_quick_exit's handlers. Each writes
- * the buffered events first (never waiting for the lock: abort may come
- * from a signal handler), then goes on as it would have. */
-#define REAL(name) \
-  static __typeof__(&name) real_##name; \
-  if (!real_##name) *(void **)&real_##name = dlsym(RTLD_NEXT, #name)
-
+/* abort, and assert's __assert_fail (which ends with the C library's own
+ * abort, not this one): a program dying of a failed assertion, or of
+ * std::terminate, left a trace without its last second or so of events,
+ * the ones a crash report wants. quick_exit runs only at_quick_exit's
+ * handlers. */
 EXPORT void abort(void) {
   REAL(abort);
   mt__trace_before_exit();

@@ -10,12 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
+
+#include "trace_file.h"
 
 static int split_host_port(const char *s, int host_optional, mt__dest *d, char *err,
                            size_t errlen) {
@@ -53,16 +54,6 @@ static int split_host_port(const char *s, int host_optional, mt__dest *d, char *
 
 static int is_socket_dest(const char *s) {
   return strncmp(s, "tcp:", 4) == 0 || strncmp(s, "listen:", 7) == 0;
-}
-
-/* Whether s holds the pid's marker: a %p not part of a %%. */
-static int has_pid_marker(const char *s) {
-  for (; *s; s++)
-    if (s[0] == '%' && (s[1] == 'p' || s[1] == '%')) {
-      if (s[1] == 'p') return 1;
-      s++;
-    }
-  return 0;
 }
 
 void mt__dest_anchor(const char *s, char *out, size_t n) {
@@ -108,26 +99,10 @@ int mt__dest_parse(const char *s, mt__dest *d, char *err, size_t errlen) {
     return -1;
   }
   mt__dest_anchor(s, d->path, sizeof d->path);
-  d->per_process = has_pid_marker(s);
+  d->per_process = mt__trace_path_has_pid(s);
   return 0;
 }
 
-void mt__dest_expand(const mt__dest *d, pid_t pid, char *out, size_t n) {
-  size_t o = 0;
-  for (const char *p = d->path; *p && o + 1 < n; p++) {
-    if (p[0] == '%' && p[1] == 'p') {
-      o += (size_t)snprintf(out + o, n - o, "%ld", (long)pid);
-      if (o >= n) o = n - 1;
-      p++;
-    } else if (p[0] == '%' && p[1] == '%') {
-      out[o++] = '%';
-      p++;
-    } else {
-      out[o++] = *p;
-    }
-  }
-  out[o] = 0;
-}
 
 static int connect_timeout(int fd, const struct sockaddr *a, socklen_t len, int ms) {
   int flags = fcntl(fd, F_GETFL);
@@ -151,17 +126,12 @@ static int connect_timeout(int fd, const struct sockaddr *a, socklen_t len, int 
   return rc;
 }
 
-/* A trace file belongs to one process. Two writing one file (MEMTRACE
- * exported to both ends of a pipeline, MEMTRACE_KEEP_ENV=1 without %p)
- * interleave their packets, and each truncates the file under the other:
- * both traces were lost, with a warning only when read. So the writer
- * holds an exclusive flock on it, taken before the file is emptied (not
- * O_TRUNC: a second process would empty the first's trace before finding
- * it taken). flock's lock goes with the open file: a forked child closes
- * its copy (tracer.c's fork_child), exec closes it (close-on-exec), and a
- * program that execs itself under `memtrace run` reopens the file. Not
- * for what is not a regular file (a FIFO, /dev/null), nor where the file
- * system has no such locks: there the file is written as before. */
+/* A trace file belongs to one process (MEMTRACE exported to both ends of
+ * a pipeline, or MEMTRACE_KEEP_ENV=1 without %p, gave two processes one
+ * file, and both traces were lost): it is claimed as trace_file.h says.
+ * The lock goes with the open file: a forked child closes its copy
+ * (tracer.c's fork_child), exec closes it (close-on-exec), and a program
+ * that execs itself under `memtrace run` reopens the file. */
 static int open_trace_file(const char *path, char *err, size_t errlen) {
   /* O_NONBLOCK: a FIFO no process reads would block the open, and the
    * program with it, until one came; it fails at once instead (ENXIO).
@@ -177,18 +147,15 @@ static int open_trace_file(const char *path, char *err, size_t errlen) {
   }
   int flags = fcntl(fd, F_GETFL);
   if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return fd;
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+  int claim = mt__trace_file_claim(fd);
+  if (claim == MT__TRACE_FILE_BUSY)
     snprintf(err, errlen,
              "%s is being written by another traced process (put %%p in the path to give each "
              "process its own file)",
              path);
-    close(fd);
-    return -1;
-  }
-  if (st.st_size && ftruncate(fd, 0) != 0) { /* a new file: no call */
+  else if (claim == MT__TRACE_FILE_NOT_EMPTIED)
     snprintf(err, errlen, "cannot empty %s: %s", path, strerror(errno));
+  if (claim != MT__TRACE_FILE_OK) {
     close(fd);
     return -1;
   }
@@ -198,7 +165,7 @@ static int open_trace_file(const char *path, char *err, size_t errlen) {
 int mt__dest_open(const mt__dest *d, char *err, size_t errlen) {
   if (d->kind == MT__DEST_FILE) {
     char path[PATH_MAX];
-    mt__dest_expand(d, getpid(), path, sizeof path);
+    mt__trace_path_expand(d->path, (long)getpid(), path, sizeof path);
     return open_trace_file(path, err, errlen);
   }
   struct addrinfo hints = {0}, *res = NULL;

@@ -12,7 +12,8 @@ typedef enum { MT__DEST_FILE, MT__DEST_TCP, MT__DEST_LISTEN } mt__dest_kind;
 
 typedef struct mt__dest {
   mt__dest_kind kind;
-  char path[PATH_MAX]; /* FILE: as given, with %p unexpanded */
+  char path[PATH_MAX]; /* FILE: as given (anchored), %p unexpanded
+                          (mt__trace_path_expand, trace_file.h) */
   char host[256];      /* TCP, LISTEN (default 127.0.0.1) */
   char port[16];
   int per_process;     /* FILE: the path has %p */
@@ -29,8 +30,6 @@ void mt__dest_anchor(const char *s, char *out, size_t n);
 /* Parses `s` (a file path anchored as by mt__dest_anchor); on failure
  * returns -1 with a message in err. */
 int mt__dest_parse(const char *s, mt__dest *d, char *err, size_t errlen);
-/* The file path with %p replaced by pid (and %% by %). */
-void mt__dest_expand(const mt__dest *d, pid_t pid, char *out, size_t n);
 /* Opens the file, connects (timeout 5 s) or listens; returns an fd, or -1
  * with a message. A file is emptied and locked (flock) for as long as the
  * fd is open: a file another process holds so is refused. */

@@ -1,0 +1,38 @@
+/* Trace files on disk: one writer at a time, and the %p in their names.
+ * Shared by the tracer (src/tracer/dest.c) and the commands that write a
+ * traced program's trace (memtrace run's check, memtrace listen), so that
+ * they all take and test the same lock and read a name alike. Internal
+ * (mt__ prefix). */
+#ifndef MT_FORMAT_TRACE_FILE_H
+#define MT_FORMAT_TRACE_FILE_H
+
+#include <stddef.h>
+
+/* Two processes writing one trace interleave their packets, each emptying
+ * the file under the other: neither trace can be read. So a writer holds
+ * an exclusive flock on its file (the lock goes with the open file: with
+ * its last descriptor, at close or at exec when close-on-exec). */
+enum {
+  MT__TRACE_FILE_OK,
+  MT__TRACE_FILE_BUSY,       /* another holds the lock: the file untouched */
+  MT__TRACE_FILE_NOT_EMPTIED /* locked, but ftruncate failed (errno) */
+};
+
+/* Takes the file open for writing at fd as a trace's: a regular file is
+ * locked, then emptied if it is not empty. Anything else (a FIFO,
+ * /dev/null), or a file system without the lock, is left as it is: OK.
+ * The file must be opened without O_TRUNC, which would empty another
+ * writer's trace before the lock is asked for. */
+int mt__trace_file_claim(int fd);
+
+/* Whether a regular file at path is a trace another process is writing
+ * (its lock held). Takes nothing: the lock, free, is released at once. */
+int mt__trace_file_busy(const char *path);
+
+/* The name pattern read as the tracer reads MEMTRACE: %p is the pid, %%
+ * is one %. */
+void mt__trace_path_expand(const char *pattern, long pid, char *out, size_t n);
+/* Whether pattern holds a %p (not one of a %%). */
+int mt__trace_path_has_pid(const char *pattern);
+
+#endif
