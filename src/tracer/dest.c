@@ -205,9 +205,13 @@ int mt__dest_open(const mt__dest *d, char *err, size_t errlen) {
   return fd;
 }
 
-int mt__dest_is_socket(int fd) {
+int mt__dest_sink_kind(int fd) {
   struct stat st;
-  return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+  if (fstat(fd, &st) != 0) return MT__SINK_OTHER;
+  return S_ISSOCK(st.st_mode)  ? MT__SINK_SOCKET
+         : S_ISFIFO(st.st_mode) ? MT__SINK_PIPE
+         : S_ISREG(st.st_mode)  ? MT__SINK_FILE
+                                : MT__SINK_OTHER;
 }
 
 /* Whether len more bytes would take the regular file at fd past the
@@ -221,9 +225,7 @@ int mt__dest_is_socket(int fd) {
  * time. */
 static int past_size_limit(int fd, size_t len) {
   struct rlimit rl;
-  struct stat st;
   if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 0;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
   off_t at = lseek(fd, 0, SEEK_CUR);
   return at >= 0 && (unsigned long long)at + len > (unsigned long long)rl.rlim_cur;
 }
@@ -282,11 +284,10 @@ static int write_to_pipe(int fd, const char *p, size_t len) {
   return rc;
 }
 
-int mt__dest_write(int fd, int is_socket, const void *buf, size_t len) {
-  if (is_socket) return write_all(fd, 1, buf, len);
-  struct stat st;
-  if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) return write_to_pipe(fd, buf, len);
-  if (past_size_limit(fd, len)) return -EFBIG;
+int mt__dest_write(int fd, int kind, const void *buf, size_t len) {
+  if (kind == MT__SINK_SOCKET) return write_all(fd, 1, buf, len);
+  if (kind == MT__SINK_PIPE) return write_to_pipe(fd, buf, len);
+  if (kind == MT__SINK_FILE && past_size_limit(fd, len)) return -EFBIG;
   return write_all(fd, 0, buf, len);
 }
 

@@ -41,9 +41,10 @@ int mt__dest_open(const mt__dest *d, char *err, size_t errlen);
  * ETIMEDOUT, and tracing stops with its message. */
 #define MT__SEND_TIMEOUT_S 10
 void mt__dest_send_timeout(int fd);
-/* Whether fd is a socket (for mt__dest_write; checked once per fd, not at
- * every write: a failed send per packet costs a system call). */
-int mt__dest_is_socket(int fd);
+/* What fd writes to, for mt__dest_write: asked once per descriptor, not
+ * at every write (a failed send per packet cost a system call). */
+enum { MT__SINK_FILE, MT__SINK_PIPE, MT__SINK_SOCKET, MT__SINK_OTHER };
+int mt__dest_sink_kind(int fd);
 /* The profiler's descriptors and the program's. A program may close every
  * descriptor it did not open (daemons do, before or after forking), or
  * dup2 onto any number: the number of the trace's descriptor may then name
@@ -66,8 +67,11 @@ int mt__dest_adopt(int fd, mt__fd_id *id);
 int mt__dest_same(int fd, const mt__fd_id *id);
 /* Closes fd if it still names that file (else it is the program's now). */
 void mt__dest_close(int fd, const mt__fd_id *id);
-/* Writes all of buf to fd: with send and MSG_NOSIGNAL for a socket, so a
- * closed connection is an error, never a SIGPIPE. Returns 0 or -errno. */
-int mt__dest_write(int fd, int is_socket, const void *buf, size_t len);
+/* Writes all of buf to fd, of that kind (mt__dest_sink_kind), never
+ * raising a signal at the program: to a socket with send and MSG_NOSIGNAL
+ * (and its send timeout), to a pipe with SIGPIPE held back, to a regular
+ * file only within RLIMIT_FSIZE (else -EFBIG, nothing written, no
+ * SIGXFSZ). Returns 0 or -errno. */
+int mt__dest_write(int fd, int kind, const void *buf, size_t len);
 
 #endif

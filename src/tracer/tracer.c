@@ -58,7 +58,7 @@ static void set_writer(mt_writer *w) { __atomic_store_n(&tr.w, w, __ATOMIC_RELAX
  * that file. And a pipe's reader may have gone (`prog 2>&1 | head`): the
  * write is made as the trace's are, without SIGPIPE. Nothing is said where
  * neither descriptor names that file any more. */
-static int say_fd = -1, say_is_socket;
+static int say_fd = -1, say_kind;
 static mt__fd_id say_id;
 
 static void say_keep_stderr(void) {
@@ -66,7 +66,7 @@ static void say_keep_stderr(void) {
   int fd = fcntl(2, F_DUPFD_CLOEXEC, 0);
   if (fd < 0) return; /* closed: the messages go nowhere */
   say_fd = mt__dest_adopt(fd, &say_id);
-  say_is_socket = mt__dest_is_socket(say_fd);
+  say_kind = mt__dest_sink_kind(say_fd);
 }
 
 void mt__tr_say(const char *fmt, ...) {
@@ -84,7 +84,7 @@ void mt__tr_say(const char *fmt, ...) {
   int fd = say_fd >= 0 && mt__dest_same(say_fd, &say_id) ? say_fd
            : say_fd >= 0 && mt__dest_same(2, &say_id)   ? 2
                                                         : -1;
-  if (fd >= 0) mt__dest_write(fd, say_is_socket, buf, (size_t)n);
+  if (fd >= 0) mt__dest_write(fd, say_kind, buf, (size_t)n);
 }
 
 static uint64_t now_us(void) {
@@ -103,7 +103,7 @@ static int sink(void *ctx, const void *buf, size_t len) {
     tr.fd_lost = 1;
     return -EBADF;
   }
-  return mt__dest_write(fd, tr.fd_is_socket, buf, len);
+  return mt__dest_write(fd, tr.fd_kind, buf, len);
 }
 
 /* Why the writer stopped, for a message. */
@@ -168,7 +168,7 @@ static int writer_begin(int fd) {
                       .start_time = now_us(),
                       .context = tr.context};
   tr.fd = fd = mt__dest_adopt(fd, &tr.fd_id);
-  tr.fd_is_socket = mt__dest_is_socket(fd);
+  tr.fd_kind = mt__dest_sink_kind(fd);
   tr.fd_lost = 0;
   mt_writer_options wo = {.version = tr.version,
                           .sink = sink,
@@ -260,7 +260,7 @@ static void *listener_main(void *arg) {
         pthread_mutex_lock(&tr.lock);
         if (tr.active) {
           static const char busy[] = "memtrace: already serving a client\n";
-          mt__dest_write(fd, 1, busy, sizeof busy - 1);
+          mt__dest_write(fd, MT__SINK_SOCKET, busy, sizeof busy - 1);
           close(fd);
         } else if (session_begin(fd) == MT_OK) {
           tr.client_fd = tr.fd; /* moved (dest.h) */

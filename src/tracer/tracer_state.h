@@ -29,7 +29,7 @@ typedef struct mt__tracer {
   uint64_t tracing_pid; /* the process tracing: its own exec is followed (exec.c) */
   mt_writer *w;
   int fd;
-  int fd_is_socket; /* send (no SIGPIPE) rather than write */
+  int fd_kind;      /* mt__dest_sink_kind: how mt__dest_write writes it */
   mt__fd_id fd_id;  /* what fd named when opened (dest.h) */
   int fd_lost;      /* the program closed fd or put another file there */
   mt__dest dest;
