@@ -1236,8 +1236,11 @@
     polling = false;
     state.status = s;
     state.live = !!s.live;
-    applyStatus(s);
+    /* the status says "ready" once the page shows the trace: a new
+     * generation's info and views are loaded first (said before, #status
+     * read "ready" while #info was still empty) */
     if (s.state === 'ready' && s.generation !== state.generation) await reloadAll(s.generation);
+    applyStatus(s);
     if (state.live || s.state !== 'ready') pollSoon();
   }
 
