@@ -31,6 +31,7 @@
 #include "symtab.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* 24 bytes a symbol: the C library's 3,000 take 72 KB. What the lookup
  * needs of the few symbols it looks at (name, binding, section index) is
@@ -108,35 +109,43 @@ static uint64_t size_of(const mt__symtab *t, const entry *e) {
   return sym.st_size;
 }
 
-/* by start, then reading order */
-static int before(const mt__symtab *t, const entry *x, const entry *y) {
-  if (x->start != y->start) return x->start < y->start;
-  return order_of(t, x->sym) < order_of(t, y->sym);
-}
-
-/* Heapsort: in place (glibc's qsort would copy the whole table to a
- * temporary one), O(n log n) at worst. */
-static void sift_down(const mt__symtab *t, entry *e, size_t i, size_t n) {
-  for (;;) {
-    size_t c = 2 * i + 1;
-    if (c >= n) return;
-    if (c + 1 < n && before(t, &e[c], &e[c + 1])) c++;
-    if (!before(t, &e[i], &e[c])) return;
-    entry tmp = e[i];
-    e[i] = e[c];
-    e[c] = tmp;
-    i = c;
+/* Sorts e[0, n) by start (entries of equal start in any order: where the
+ * rules break ties, the lookup compares the symbols' reading order,
+ * order_of). A least-significant-digit radix sort of start - lowest start,
+ * RADIX_BITS a pass, as many passes as the module's span needs (two
+ * for the C library's 2 MB). The heapsort it replaced compared 70,000
+ * pairs for the C library's 3,000 symbols: 0.2 ms of CPU, a sixth of what a
+ * traced process costs more than a plain one. -1 when out of memory. */
+#define RADIX_BITS 11
+static int sort_by_start(entry *e, size_t n) {
+  if (n < 2) return 0;
+  uint64_t lo = e[0].start, hi = lo;
+  for (size_t i = 1; i < n; i++) {
+    if (e[i].start < lo) lo = e[i].start;
+    if (e[i].start > hi) hi = e[i].start;
   }
-}
-
-static void sort_entries(const mt__symtab *t, entry *e, size_t n) {
-  for (size_t i = n / 2; i-- > 0;) sift_down(t, e, i, n);
-  for (size_t end = n; end > 1; end--) {
-    entry tmp = e[0];
-    e[0] = e[end - 1];
-    e[end - 1] = tmp;
-    sift_down(t, e, 0, end - 1);
+  entry *tmp = malloc(n * sizeof *tmp);
+  if (!tmp) return -1;
+  uint32_t at[1u << RADIX_BITS];
+  const uint64_t mask = (1u << RADIX_BITS) - 1;
+  entry *from = e, *to = tmp;
+  for (unsigned shift = 0; shift < 64 && ((hi - lo) >> shift) != 0; shift += RADIX_BITS) {
+    memset(at, 0, sizeof at);
+    for (size_t i = 0; i < n; i++) at[((from[i].start - lo) >> shift) & mask]++;
+    uint32_t sum = 0;
+    for (size_t d = 0; d <= mask; d++) {
+      uint32_t count = at[d];
+      at[d] = sum;
+      sum += count;
+    }
+    for (size_t i = 0; i < n; i++) to[at[((from[i].start - lo) >> shift) & mask]++] = from[i];
+    entry *swap = from;
+    from = to;
+    to = swap;
   }
+  if (from != e) memcpy(e, from, n * sizeof *e);
+  free(tmp);
+  return 0;
 }
 
 static const void *section_of(Dwfl_Module *mod, uint64_t addr) {
@@ -171,7 +180,10 @@ mt__symtab *mt__symtab_build(Dwfl_Module *mod) {
                            .sym = (uint32_t)i,
                            .size = sym.st_size < BIG_SIZE ? (uint32_t)sym.st_size : BIG_SIZE};
   }
-  sort_entries(t, t->e, t->n);
+  if (sort_by_start(t->e, t->n) != 0) {
+    mt__symtab_free(t);
+    return NULL;
+  }
   uint64_t reach = 0;
   for (size_t i = 0; i < t->n; i++) {
     entry *e = &t->e[i];
@@ -305,10 +317,10 @@ const char *mt__symtabs_name(mt__symtabs *s, Dwfl_Module *mod, uint64_t addr) {
     if (mt__u64map_put(&s->index, (uint64_t)(uintptr_t)mod, (uint32_t)s->n))
       return dwfl_module_addrname(mod, addr);
     m = &s->tabs[s->n++];
-    *m = (struct mt__symtabs_module){NULL, 0};
+    *m = (struct mt__symtabs_module){NULL};
   }
   if (m->table) return mt__symtab_name(m->table, addr);
-  if (++m->asked <= MT__SYMTAB_DIRECT || !(m->table = mt__symtab_build(mod)))
+  if (!(m->table = mt__symtab_build(mod)))
     return dwfl_module_addrname(mod, addr);
   return mt__symtab_name(m->table, addr);
 }
