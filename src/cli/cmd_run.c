@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,8 +23,9 @@ static const char usage[] =
     "\n"
     "Runs COMMAND with the memtrace-c malloc interposer (LD_PRELOAD) and writes a\n"
     "trace of its heap; at exit prints where the trace is and the top allocation\n"
-    "sites. The exit status is COMMAND's; 1, without running it, if the trace\n"
-    "cannot be created (no such directory, or a directory of that name).\n"
+    "sites. The exit status is COMMAND's (killed by a signal, memtrace ends by the\n"
+    "same signal after its report); 1, without running it, if the trace cannot be\n"
+    "created (no such directory, or a directory of that name).\n"
     "\n"
     "Options:\n"
     "  -o, --output FILE     the trace (default memtrace.COMMAND.PID.ctf; %p in FILE\n"
@@ -431,6 +433,26 @@ static int spawn(pid_t *pid, char **argv, char **envp, int dfl_int, int dfl_quit
   return err;
 }
 
+/* Ends this process as the program ended: its exit status, or death by
+ * the same signal. A shell running a script stops it when a command dies
+ * of SIGINT (Ctrl-C), not when one exits with 130: a loop of `memtrace run`
+ * commands must stop at Ctrl-C as a loop of the programs would. No core
+ * file: the program's crash is not ours. */
+static int end_as(int status) {
+  if (!WIFSIGNALED(status)) return WEXITSTATUS(status);
+  int sig = WTERMSIG(status);
+  fflush(NULL);
+  struct rlimit no_core = {0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  signal(sig, SIG_DFL);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  sigprocmask(SIG_UNBLOCK, &one, NULL);
+  raise(sig);
+  return 128 + sig; /* a signal that does not end a process by default */
+}
+
 static int run(int argc, char **argv) {
   const char *output = NULL, *rate = NULL, *unwind = NULL, *depth = NULL, *format = NULL,
              *context = NULL;
@@ -537,15 +559,18 @@ static int run(int argc, char **argv) {
   int status;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  if (WIFEXITED(status) && code == 127) return code; /* command not found (sh fallback) */
+  /* the program is gone: Ctrl-C may cut the report short */
+  sigaction(SIGINT, &old_int, NULL);
+  sigaction(SIGQUIT, &old_quit, NULL);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+    return 127; /* command not found (sh fallback) */
 
   char path[PATH_MAX];
   mt__trace_path_expand(pattern, (long)pid, path, sizeof path);
   struct stat st;
   if (stat(path, &st) != 0 || st.st_size == 0) {
     if (!quiet) fprintf(stderr, "memtrace: no trace was written to %s\n", path);
-    return code;
+    return end_as(status);
   }
   /* Not the program's trace: a file left there before, the program not
    * traced (a static one), or taken by another traced process meanwhile. */
@@ -554,13 +579,13 @@ static int run(int argc, char **argv) {
     if (!quiet)
       fprintf(stderr, "memtrace: no trace was written to %s (it holds process %llu's, not %ld's)\n",
               path, (unsigned long long)other, (long)pid);
-    return code;
+    return end_as(status);
   }
   if (!quiet) {
     fprintf(stderr, "memtrace: trace written to %s (%lld bytes)\n", path, (long long)st.st_size);
     report(path, 5);
   }
-  return code;
+  return end_as(status);
 }
 
 const mt_command mt_cmd_run = {"run", "profile a program's heap (LD_PRELOAD): memtrace run -- CMD",

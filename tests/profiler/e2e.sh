@@ -740,6 +740,21 @@ run)
   [ $? = 143 ] && [ -s k.ctf ] && ok || bad "signal death under -q"
   "$memtrace" run -o k.ctf -- sh -c 'kill -TERM $$' 2> /dev/null
   [ $? = 143 ] && ok || bad "signal death"
+  # ... and memtrace, after its report, dies of the program's signal (a
+  # shell stops a script when a command dies of SIGINT, not when one exits
+  # with 130); no core file of memtrace's for a program's crash
+  waited='import subprocess, sys; print(subprocess.call(sys.argv[1:]))'
+  for sig in INT TERM SEGV; do
+    rm -f core core.*
+    st=$(ulimit -c unlimited 2> /dev/null; python3 -c "$waited" "$memtrace" run -o k.ctf -- \
+      sh -c "ulimit -c 0; kill -$sig \$\$" 2> err.txt)
+    want=$(( - $(kill -l $sig) ))
+    [ "$st" = "$want" ] && grep -q "trace written to k.ctf" err.txt &&
+      grep -q "no allocation of .* was sampled" err.txt && ! ls | grep -q '^core' && ok ||
+      bad "SIG$sig: wait status $st, not $want: $(cat err.txt)"
+  done
+  [ "$(python3 -c "$waited" "$memtrace" run -o k.ctf -- sh -c 'exit 130' 2> /dev/null)" = 130 ] &&
+    ok || bad "exit 130 is no signal death"
   "$memtrace" run -q -o f.ctf -- /nonexistent/program 2> err.txt
   [ $? = 127 ] && grep -q "cannot run /nonexistent/program" err.txt && ok || bad "missing program: $(cat err.txt)"
   "$memtrace" run --rate 2 true 2> err.txt
