@@ -162,7 +162,8 @@ static void test_hostile(void **state) {
   char sym[8192], out[CAP], want[CAP] = "a::b::<", level[CAP] = "(u8, u8)", next[CAP];
   for (int i = 0; i <= 3; i++) {
     if (i) {
-      snprintf(next, sizeof next, "(%s, %s)", level, level);
+      int w = snprintf(next, sizeof next, "(%s, %s)", level, level);
+      assert_true(w > 0 && (size_t)w < sizeof next);
       strcpy(level, next);
     }
     strcat(want, i ? ", " : "");
