@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -433,6 +434,87 @@ static int spawn(pid_t *pid, char **argv, char **envp, int dfl_int, int dfl_quit
   return err;
 }
 
+/* A file of our own the traced processes tell their children into
+ * (MT__RUN_CHILDREN_ENV): a memfd, which they open as /proc/OURS/fd/N. -1
+ * if there is none (the report then says nothing of children). */
+static int children_file(char *path, size_t n) {
+  int fd = memfd_create("memtrace-run-children", MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  snprintf(path, n, "/proc/%ld/fd/%d", (long)getpid(), fd);
+  return fd;
+}
+
+typedef struct child {
+  long pid;
+  int traced;
+} child;
+
+static int by_pid(const void *a, const void *b) {
+  long x = ((const child *)a)->pid, y = ((const child *)b)->pid;
+  return (x > y) - (x < y);
+}
+
+/* Says which other processes of the run wrote traces, and how many ran
+ * untraced, from what the traced processes wrote to fd. */
+static void report_children(int fd, const char *pattern, pid_t main_pid) {
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0) return;
+  size_t size = (size_t)st.st_size;
+  char *text = malloc(size + 1);
+  if (!text) return;
+  ssize_t got = pread(fd, text, size, 0);
+  text[got > 0 ? (size_t)got : 0] = 0;
+  /* each line "t PID" or "u PID"; a child may be told more than once (a
+   * vfork child at each exec it tries): counted once, by pid */
+  size_t nlines = 0;
+  for (const char *c = text; *c; c++) nlines += *c == '\n';
+  child *kids = calloc(nlines + 1, sizeof *kids);
+  if (!kids) {
+    free(text);
+    return;
+  }
+  size_t nkids = 0, untold = 0; /* untold: untraced children of pid unknown */
+  for (char *line = text, *next; *line; line = next) {
+    next = line + strcspn(line, "\n");
+    if (*next) *next++ = 0;
+    int known = (line[0] == 't' || line[0] == 'u') && line[1] == ' ';
+    long pid = known ? strtol(line + 2, NULL, 10) : -1;
+    if (pid == 0 && line[0] == 'u') untold++;
+    if (pid > 0 && pid != main_pid) kids[nkids++] = (child){pid, line[0] == 't'};
+  }
+  free(text);
+  qsort(kids, nkids, sizeof *kids, by_pid);
+  enum { NAMED = 5 };
+  char names[NAMED][PATH_MAX];
+  size_t traces = 0, untraced = untold;
+  for (size_t i = 0; i < nkids; i++) {
+    if (i && kids[i].pid == kids[i - 1].pid) continue;
+    if (!kids[i].traced) {
+      untraced++;
+      continue;
+    }
+    long pid = kids[i].pid;
+    char path[PATH_MAX];
+    mt__trace_path_expand(pattern, pid, path, sizeof path);
+    struct stat ts; /* a child that allocated nothing opened no file */
+    if (stat(path, &ts) != 0 || ts.st_size == 0 || trace_pid(path) != (uint64_t)pid) continue;
+    if (traces < NAMED) snprintf(names[traces], sizeof names[traces], "%s", path);
+    traces++;
+  }
+  free(kids);
+  if (traces) {
+    fprintf(stderr, "memtrace: %zu other process%s of the run wrote %s:", traces,
+            traces == 1 ? "" : "es", traces == 1 ? "its trace" : "traces");
+    for (size_t i = 0; i < traces && i < NAMED; i++) fprintf(stderr, " %s", names[i]);
+    if (traces > NAMED) fprintf(stderr, " and %zu more", traces - NAMED);
+    fputc('\n', stderr);
+  }
+  if (untraced)
+    fprintf(stderr, "memtrace: %zu other process%s of the run ran untraced (with -o 'NAME.%%p.ctf' "
+                    "each writes a trace of its own)\n",
+            untraced, untraced == 1 ? "" : "es");
+}
+
 /* Ends this process as the program ended: its exit status, or death by
  * the same signal. A shell running a script stops it when a command dies
  * of SIGINT (Ctrl-C), not when one exits with 130: a loop of `memtrace run`
@@ -516,6 +598,11 @@ static int run(int argc, char **argv) {
     return 1;
   }
 
+  /* Told by the traced processes of the children they start (-q: no
+   * report to tell). */
+  char children_path[64];
+  int children = quiet ? -1 : children_file(children_path, sizeof children_path);
+
   /* The program's environment: ours plus the interposer's settings. */
   const char *prev = getenv("LD_PRELOAD");
   char ld[2 * PATH_MAX + 2];
@@ -524,7 +611,9 @@ static int run(int argc, char **argv) {
       {"LD_PRELOAD", ld},        {"MEMTRACE", pattern},         {"MEMTRACE_RATE", rate},
       {"MEMTRACE_UNWIND", unwind}, {"MEMTRACE_DEPTH", depth},     {"MEMTRACE_FORMAT", format},
       {"MEMTRACE_CONTEXT", context}, {"MEMTRACE_DEBUGINFO", debuginfo ? "1" : NULL},
-      {"MEMTRACE_FOLLOW_EXEC", follow ? "1" : "0"}};
+      {"MEMTRACE_FOLLOW_EXEC", follow ? "1" : "0"},
+      /* "": not an outer run's, which would hear of this run's children */
+      {MT__RUN_CHILDREN_ENV, children >= 0 ? children_path : ""}};
   size_t own;
   char **envp = child_env(sets, sizeof sets / sizeof *sets, &own);
   if (!envp) {
@@ -583,6 +672,7 @@ static int run(int argc, char **argv) {
   }
   if (!quiet) {
     fprintf(stderr, "memtrace: trace written to %s (%lld bytes)\n", path, (long long)st.st_size);
+    report_children(children, pattern, pid);
     report(path, 5);
   }
   return end_as(status);

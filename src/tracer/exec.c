@@ -31,6 +31,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "children.h"
 #include "environ.h"
 #include "tracer_state.h"
 
@@ -137,7 +138,14 @@ static int following(int *vfork_child) {
 size_t mt__before_exec(char *const envp[], int *vfork_child) {
   mt__trace_before_exit();
   env_scan sc;
-  return following(vfork_child) ? env_size(envp, &sc) : 0;
+  int follows = following(vfork_child);
+  /* A vfork child of the tracing process (dash runs its commands so): no
+   * fork handler told of it. Told at each exec it tries (a shell tries
+   * each directory of PATH): memtrace run counts its pid once. */
+  if (*vfork_child && __atomic_load_n(&tr.active, __ATOMIC_RELAXED) &&
+      (uint64_t)getppid() == __atomic_load_n(&tr.tracing_pid, __ATOMIC_RELAXED))
+    mt__children_note(follows, (long)getpid());
+  return follows ? env_size(envp, &sc) : 0;
 }
 
 size_t mt__before_spawn(char *const envp[]) {

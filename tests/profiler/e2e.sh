@@ -787,6 +787,39 @@ run)
     > /dev/null 2> ../err.txt; "$memtrace" run -o 'a%%b.ctf' -- "$bin/prog_slow" 0.05 > /dev/null 2>> ../err.txt)
   ls 'dir50%p'/t.[0-9]*.ctf > /dev/null 2>&1 && [ -s 'dir50%p/a%b.ctf' ] &&
     [ "$(grep -c "trace written to" err.txt)" = 2 ] && ok || bad "% in paths: $(ls 'dir50%p') $(cat err.txt)"
+  # the report names the traces the run's other processes wrote (%p), or
+  # counts those that ran untraced: a shell's vfork'd commands (dash), its
+  # forked subshell (bash), a vfork child and a posix_spawn'd one
+  # (prog_exec); each once, though dash tries an exec per PATH directory
+  rm -f kids.*.ctf
+  PATH="/nonexistent:$bin:$PATH" "$memtrace" run -o 'kids.%p.ctf' -- \
+    sh -c 'prog_slow 0.01; prog_slow 0.01; true' > /dev/null 2> err.txt
+  n=$(ls kids.*.ctf | wc -l)
+  named=$(grep "other processes of the run wrote traces:" err.txt | cut -d: -f3)
+  whole=1
+  for f in $named; do [ -s "$f" ] || whole=0; done
+  [ "$n" = 3 ] && [ "$(echo $named | wc -w)" = 2 ] && [ $whole = 1 ] && ok ||
+    bad "the children's traces ($n files): $(cat err.txt)"
+  PATH="/nonexistent:$bin:$PATH" "$memtrace" run -o kids.ctf -- \
+    sh -c 'prog_slow 0.01; prog_slow 0.01; true' > /dev/null 2> err.txt
+  grep -qx "memtrace: 2 other processes of the run ran untraced (with -o 'NAME.%p.ctf' each writes a trace of its own)" \
+    err.txt && ok || bad "untraced children (dash): $(cat err.txt)"
+  "$memtrace" run -o kids.ctf -- bash -c '(true); x=$(echo a); "$0" 0.01; true' "$bin/prog_slow" \
+    > /dev/null 2> err.txt
+  grep -q "memtrace: 3 other processes of the run ran untraced" err.txt && ok ||
+    bad "untraced children (bash): $(cat err.txt)"
+  for how in vfork spawn; do
+    rm -f kids.*.ctf
+    "$memtrace" run -o 'kids.%p.ctf' -- "$bin/prog_exec" $how > /dev/null 2> err.txt
+    grep -q "memtrace: 1 other process of the run wrote its trace: kids\.[0-9]*\.ctf" err.txt && ok ||
+      bad "$how child's trace: $(cat err.txt)"
+    "$memtrace" run -o kids.ctf -- "$bin/prog_exec" $how > /dev/null 2> err.txt
+    grep -q "memtrace: 1 other process of the run ran untraced" err.txt && ok ||
+      bad "untraced $how child: $(cat err.txt)"
+  done
+  # a program that starts nothing: no such line
+  "$memtrace" run -o kids.ctf -- "$bin/prog_slow" 0.01 > /dev/null 2> err.txt
+  ! grep -q "other process" err.txt && ok || bad "children of none: $(cat err.txt)"
   # a trace another traced process is writing now: the program is not run
   MEMTRACE=busy.ctf traced "$bin/prog_slow" 1 > /dev/null 2>&1 &
   writer=$!
