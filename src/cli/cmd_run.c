@@ -272,13 +272,24 @@ static uint64_t site_key(const mt_analysis *a, uint32_t s) {
 
 /* The pid the trace at path names in its trace_info; 0 if it cannot be
  * read (report says why). */
-static uint64_t trace_pid(const char *path) {
+/* The pid in the trace at path (0 if none can be read), and, when exe is
+ * not NULL, the base name of its executable. */
+static uint64_t trace_owner(const char *path, char *exe, size_t n) {
   mt_reader *r = NULL;
   uint64_t pid = 0;
-  if (mt_reader_open(&r, path) == MT_OK) pid = mt_reader_info(r)->pid;
+  if (exe) exe[0] = 0;
+  if (mt_reader_open(&r, path) == MT_OK) {
+    const mt_trace_info *in = mt_reader_info(r);
+    pid = in->pid;
+    const char *name = in->executable_name ? in->executable_name : "";
+    const char *slash = strrchr(name, '/');
+    if (exe) snprintf(exe, n, "%s", slash ? slash + 1 : name);
+  }
   mt_reader_close(r);
   return pid;
 }
+
+static uint64_t trace_pid(const char *path) { return trace_owner(path, NULL, 0); }
 
 /* The trace's largest allocation sites, by estimated bytes, each with its
  * main callers. */
@@ -485,7 +496,7 @@ static void report_children(int fd, const char *pattern, pid_t main_pid) {
   free(text);
   qsort(kids, nkids, sizeof *kids, by_pid);
   enum { NAMED = 5 };
-  char names[NAMED][PATH_MAX];
+  char names[NAMED][PATH_MAX + 80];
   size_t traces = 0, untraced = untold;
   for (size_t i = 0; i < nkids; i++) {
     if (i && kids[i].pid == kids[i - 1].pid) continue;
@@ -497,15 +508,19 @@ static void report_children(int fd, const char *pattern, pid_t main_pid) {
     char path[PATH_MAX];
     mt__trace_path_expand(pattern, pid, path, sizeof path);
     struct stat ts; /* a child that allocated nothing opened no file */
-    if (stat(path, &ts) != 0 || ts.st_size == 0 || trace_pid(path) != (uint64_t)pid) continue;
-    if (traces < NAMED) snprintf(names[traces], sizeof names[traces], "%s", path);
+    char exe[64];
+    if (stat(path, &ts) != 0 || ts.st_size == 0 ||
+        trace_owner(path, exe, sizeof exe) != (uint64_t)pid)
+      continue;
+    if (traces < NAMED) snprintf(names[traces], sizeof names[traces], "%s (%s)", path, exe);
     traces++;
   }
   free(kids);
   if (traces) {
     fprintf(stderr, "memtrace: %zu other process%s of the run wrote %s:", traces,
             traces == 1 ? "" : "es", traces == 1 ? "its trace" : "traces");
-    for (size_t i = 0; i < traces && i < NAMED; i++) fprintf(stderr, " %s", names[i]);
+    for (size_t i = 0; i < traces && i < NAMED; i++)
+      fprintf(stderr, "%s %s", i ? "," : "", names[i]);
     if (traces > NAMED) fprintf(stderr, " and %zu more", traces - NAMED);
     fputc('\n', stderr);
   }

@@ -795,7 +795,8 @@ run)
   PATH="/nonexistent:$bin:$PATH" "$memtrace" run -o 'kids.%p.ctf' -- \
     sh -c 'prog_slow 0.01; prog_slow 0.01; true' > /dev/null 2> err.txt
   n=$(ls kids.*.ctf | wc -l)
-  named=$(grep "other processes of the run wrote traces:" err.txt | cut -d: -f3)
+  line=$(grep "other processes of the run wrote traces:" err.txt)
+  named=$(echo "$line" | grep -o 'kids\.[0-9]*\.ctf (prog_slow)' | cut -d' ' -f1)
   whole=1
   for f in $named; do [ -s "$f" ] || whole=0; done
   [ "$n" = 3 ] && [ "$(echo $named | wc -w)" = 2 ] && [ $whole = 1 ] && ok ||
