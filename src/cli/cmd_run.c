@@ -85,8 +85,12 @@ static int find_preload(char *out, size_t n) {
  * -o would cost a whole run for nothing, so it is checked before. Sockets
  * (tcp:, listen:) and a directory part holding %p are left to the
  * interposer. 0, or -1 with the reason in why. */
+static int is_socket(const char *pattern) {
+  return strncmp(pattern, "tcp:", 4) == 0 || strncmp(pattern, "listen:", 7) == 0;
+}
+
 static int check_destination(const char *pattern, char *why, size_t n) {
-  if (strncmp(pattern, "tcp:", 4) == 0 || strncmp(pattern, "listen:", 7) == 0) return 0;
+  if (is_socket(pattern)) return 0;
   char path[PATH_MAX], dir[PATH_MAX];
   mt__trace_path_expand(pattern, (long)getpid(), path, sizeof path);
   snprintf(dir, sizeof dir, "%s", pattern);
@@ -445,11 +449,11 @@ static int spawn(pid_t *pid, char **argv, char **envp, int dfl_int, int dfl_quit
   return err;
 }
 
-/* A file of our own the traced processes tell their children into
- * (MT__RUN_CHILDREN_ENV): a memfd, which they open as /proc/OURS/fd/N. -1
- * if there is none (the report then says nothing of children). */
-static int children_file(char *path, size_t n) {
-  int fd = memfd_create("memtrace-run-children", MFD_CLOEXEC);
+/* A file of our own the traced processes write their notes into
+ * (MT__RUN_NOTES_ENV): a memfd, which they open as /proc/OURS/fd/N. -1 if
+ * there is none (the report then says nothing of children). */
+static int notes_file(char *path, size_t n) {
+  int fd = memfd_create("memtrace-run-notes", MFD_CLOEXEC);
   if (fd < 0) return -1;
   snprintf(path, n, "/proc/%ld/fd/%d", (long)getpid(), fd);
   return fd;
@@ -465,9 +469,17 @@ static int by_pid(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Says which other processes of the run wrote traces, and how many ran
- * untraced, from what the traced processes wrote to fd. */
-static void report_children(int fd, const char *pattern, pid_t main_pid) {
+/* What the run's traced processes wrote to the notes file: whether the
+ * program's process started tracing, and its other processes (each once:
+ * a vfork child is told at each exec it tries), sorted by pid. */
+typedef struct notes {
+  int started;
+  child *kids;
+  size_t nkids, untold; /* untold: untraced children of pid unknown */
+} notes;
+
+static void read_notes(int fd, pid_t main_pid, notes *out) {
+  *out = (notes){0};
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0) return;
   size_t size = (size_t)st.st_size;
@@ -475,47 +487,45 @@ static void report_children(int fd, const char *pattern, pid_t main_pid) {
   if (!text) return;
   ssize_t got = pread(fd, text, size, 0);
   text[got > 0 ? (size_t)got : 0] = 0;
-  /* each line "t PID" or "u PID"; a child may be told more than once (a
-   * vfork child at each exec it tries): counted once, by pid */
   size_t nlines = 0;
   for (const char *c = text; *c; c++) nlines += *c == '\n';
-  child *kids = calloc(nlines + 1, sizeof *kids);
-  if (!kids) {
-    free(text);
-    return;
-  }
-  size_t nkids = 0, untold = 0; /* untold: untraced children of pid unknown */
-  for (char *line = text, *next; *line; line = next) {
+  out->kids = calloc(nlines + 1, sizeof *out->kids);
+  for (char *line = text, *next; *line && out->kids; line = next) {
     next = line + strcspn(line, "\n");
     if (*next) *next++ = 0;
-    int known = (line[0] == 't' || line[0] == 'u') && line[1] == ' ';
+    int known = (line[0] == 's' || line[0] == 't' || line[0] == 'u') && line[1] == ' ';
     long pid = known ? strtol(line + 2, NULL, 10) : -1;
-    if (pid == 0 && line[0] == 'u') untold++;
-    if (pid > 0 && pid != main_pid) kids[nkids++] = (child){pid, line[0] == 't'};
+    if (line[0] == 's' && pid == main_pid) out->started = 1;
+    else if (pid == 0 && line[0] == 'u') out->untold++;
+    else if (pid > 0 && pid != main_pid && line[0] != 's')
+      out->kids[out->nkids++] = (child){pid, line[0] == 't'};
   }
   free(text);
-  qsort(kids, nkids, sizeof *kids, by_pid);
+  if (out->kids) qsort(out->kids, out->nkids, sizeof *out->kids, by_pid);
+}
+
+/* Says which other processes of the run wrote traces (their files found
+ * by `pattern`), and how many ran untraced. */
+static void report_children(const notes *nt, const char *pattern) {
   enum { NAMED = 5 };
   char names[NAMED][PATH_MAX + 80];
-  size_t traces = 0, untraced = untold;
-  for (size_t i = 0; i < nkids; i++) {
-    if (i && kids[i].pid == kids[i - 1].pid) continue;
-    if (!kids[i].traced) {
+  size_t traces = 0, untraced = nt->untold;
+  for (size_t i = 0; i < nt->nkids; i++) {
+    const child *k = &nt->kids[i];
+    if (i && k->pid == nt->kids[i - 1].pid) continue;
+    if (!k->traced) {
       untraced++;
       continue;
     }
-    long pid = kids[i].pid;
-    char path[PATH_MAX];
-    mt__trace_path_expand(pattern, pid, path, sizeof path);
+    char path[PATH_MAX], exe[64];
+    mt__trace_path_expand(pattern, k->pid, path, sizeof path);
     struct stat ts; /* a child that allocated nothing opened no file */
-    char exe[64];
     if (stat(path, &ts) != 0 || ts.st_size == 0 ||
-        trace_owner(path, exe, sizeof exe) != (uint64_t)pid)
+        trace_owner(path, exe, sizeof exe) != (uint64_t)k->pid)
       continue;
     if (traces < NAMED) snprintf(names[traces], sizeof names[traces], "%s (%s)", path, exe);
     traces++;
   }
-  free(kids);
   if (traces) {
     fprintf(stderr, "memtrace: %zu other process%s of the run wrote %s:", traces,
             traces == 1 ? "" : "es", traces == 1 ? "its trace" : "traces");
@@ -528,6 +538,35 @@ static void report_children(int fd, const char *pattern, pid_t main_pid) {
     fprintf(stderr, "memtrace: %zu other process%s of the run ran untraced (with -o 'NAME.%%p.ctf' "
                     "each writes a trace of its own)\n",
             untraced, untraced == 1 ? "" : "es");
+}
+
+/* The report: where the trace went, the run's other processes, the top
+ * sites. */
+static void say_where(const notes *nt, const char *pattern, pid_t pid) {
+  if (is_socket(pattern)) { /* no file to read; if not tracing, the tracer said why */
+    if (nt->started)
+      fprintf(stderr, "memtrace: the trace went to %s (no report: it is the listener's)\n",
+              pattern);
+    return;
+  }
+  char path[PATH_MAX];
+  mt__trace_path_expand(pattern, (long)pid, path, sizeof path);
+  struct stat st;
+  if (stat(path, &st) != 0 || st.st_size == 0) {
+    fprintf(stderr, "memtrace: no trace was written to %s\n", path);
+    return;
+  }
+  /* Not the program's trace: a file left there before, the program not
+   * traced (a static one), or taken by another traced process meanwhile. */
+  uint64_t other = trace_pid(path);
+  if (other && other != (uint64_t)pid) {
+    fprintf(stderr, "memtrace: no trace was written to %s (it holds process %llu's, not %ld's)\n",
+            path, (unsigned long long)other, (long)pid);
+    return;
+  }
+  fprintf(stderr, "memtrace: trace written to %s (%lld bytes)\n", path, (long long)st.st_size);
+  report_children(nt, pattern);
+  report(path, 5);
 }
 
 /* Ends this process as the program ended: its exit status, or death by
@@ -613,10 +652,10 @@ static int run(int argc, char **argv) {
     return 1;
   }
 
-  /* Told by the traced processes of the children they start (-q: no
-   * report to tell). */
-  char children_path[64];
-  int children = quiet ? -1 : children_file(children_path, sizeof children_path);
+  /* Told by the traced processes that they trace, and of the children they
+   * start (-q: no report to tell). */
+  char notes_path[64];
+  int notes_fd = quiet ? -1 : notes_file(notes_path, sizeof notes_path);
 
   /* The program's environment: ours plus the interposer's settings. */
   const char *prev = getenv("LD_PRELOAD");
@@ -627,8 +666,8 @@ static int run(int argc, char **argv) {
       {"MEMTRACE_UNWIND", unwind}, {"MEMTRACE_DEPTH", depth},     {"MEMTRACE_FORMAT", format},
       {"MEMTRACE_CONTEXT", context}, {"MEMTRACE_DEBUGINFO", debuginfo ? "1" : NULL},
       {"MEMTRACE_FOLLOW_EXEC", follow ? "1" : "0"},
-      /* "": not an outer run's, which would hear of this run's children */
-      {MT__RUN_CHILDREN_ENV, children >= 0 ? children_path : ""}};
+      /* "": not an outer run's, which would hear of this run's processes */
+      {MT__RUN_NOTES_ENV, notes_fd >= 0 ? notes_path : ""}};
   size_t own;
   char **envp = child_env(sets, sizeof sets / sizeof *sets, &own);
   if (!envp) {
@@ -669,27 +708,10 @@ static int run(int argc, char **argv) {
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
     return 127; /* command not found (sh fallback) */
 
-  char path[PATH_MAX];
-  mt__trace_path_expand(pattern, (long)pid, path, sizeof path);
-  struct stat st;
-  if (stat(path, &st) != 0 || st.st_size == 0) {
-    if (!quiet) fprintf(stderr, "memtrace: no trace was written to %s\n", path);
-    return end_as(status);
-  }
-  /* Not the program's trace: a file left there before, the program not
-   * traced (a static one), or taken by another traced process meanwhile. */
-  uint64_t other = trace_pid(path);
-  if (other && other != (uint64_t)pid) {
-    if (!quiet)
-      fprintf(stderr, "memtrace: no trace was written to %s (it holds process %llu's, not %ld's)\n",
-              path, (unsigned long long)other, (long)pid);
-    return end_as(status);
-  }
-  if (!quiet) {
-    fprintf(stderr, "memtrace: trace written to %s (%lld bytes)\n", path, (long long)st.st_size);
-    report_children(children, pattern, pid);
-    report(path, 5);
-  }
+  notes nt;
+  read_notes(notes_fd, pid, &nt);
+  say_where(&nt, pattern, pid);
+  free(nt.kids);
   return end_as(status);
 }
 

@@ -35,13 +35,13 @@ void mt__trace_path_expand(const char *pattern, long pid, char *out, size_t n);
 /* Whether pattern holds a %p (not one of a %%). */
 int mt__trace_path_has_pid(const char *pattern);
 
-/* The processes a traced process starts, told to `memtrace run`, which
- * reports on the trace of the process it started only. It sets this
- * variable to the path of a file of its own; a traced process appends a
- * line per child process it starts: "t PID" when the child traces into a
- * file of its own (the name has %p), "u PID" when it is not traced (PID 0:
- * not known). Forks and posix_spawn are seen; the C library's system() and
- * popen(), and vfork, are not. */
-#define MT__RUN_CHILDREN_ENV "MEMTRACE_RUN_CHILDREN"
+/* What the traced processes of a `memtrace run` tell it: run sets this
+ * variable to the path of a file of its own, and each traced process
+ * appends lines to it: "s PID" when it has started tracing, then one line
+ * per child process it starts, "t PID" when the child traces into a file
+ * of its own (the name has %p), "u PID" when it is not traced (PID 0: not
+ * known). Children are seen at fork, at a vfork child's exec and at
+ * posix_spawn; not those of the C library's system() and popen(). */
+#define MT__RUN_NOTES_ENV "MEMTRACE_RUN_NOTES"
 
 #endif

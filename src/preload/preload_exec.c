@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#include "children.h"
+#include "runnotes.h"
 #include "exec.h"
 #include "memtrace/tracer.h"
 #include "preload.h"
@@ -188,7 +188,7 @@ EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_acti
   if (!HAVE(posix_spawn)) return ENOSYS;
   EXEC_ENV(env, mt__before_spawn(envp), envp);
   int rc = real.posix_spawn(pid, path, fa, attr, argv, env ? env : envp);
-  if (rc == 0 && mt_trace_is_tracing()) mt__children_note(env != NULL, pid ? (long)*pid : 0);
+  if (rc == 0 && mt_trace_is_tracing()) mt__runnotes_child(env != NULL, pid ? (long)*pid : 0);
   mt__exec_done(env);
   return rc;
 }
@@ -198,7 +198,7 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_act
   if (!HAVE(posix_spawnp)) return ENOSYS;
   EXEC_ENV(env, mt__before_spawn(envp), envp);
   int rc = real.posix_spawnp(pid, file, fa, attr, argv, env ? env : envp);
-  if (rc == 0 && mt_trace_is_tracing()) mt__children_note(env != NULL, pid ? (long)*pid : 0);
+  if (rc == 0 && mt_trace_is_tracing()) mt__runnotes_child(env != NULL, pid ? (long)*pid : 0);
   mt__exec_done(env);
   return rc;
 }

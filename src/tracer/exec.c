@@ -31,7 +31,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "children.h"
+#include "runnotes.h"
 #include "environ.h"
 #include "tracer_state.h"
 
@@ -144,7 +144,7 @@ size_t mt__before_exec(char *const envp[], int *vfork_child) {
    * each directory of PATH): memtrace run counts its pid once. */
   if (*vfork_child && __atomic_load_n(&tr.active, __ATOMIC_RELAXED) &&
       (uint64_t)getppid() == __atomic_load_n(&tr.tracing_pid, __ATOMIC_RELAXED))
-    mt__children_note(follows, (long)getpid());
+    mt__runnotes_child(follows, (long)getpid());
   return follows ? env_size(envp, &sc) : 0;
 }
 

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "bigstack.h"
-#include "children.h"
+#include "runnotes.h"
 #include "clock.h"
 #include "cxxrt.h"
 #include "rustrt.h"
@@ -323,7 +323,7 @@ static void fork_parent(void) {
 static void fork_child(void) {
   if (fork_inside) {
     fork_inside = 0;
-    if (__atomic_load_n(&tr.active, __ATOMIC_RELAXED)) mt__children_note(0, (long)getpid());
+    if (__atomic_load_n(&tr.active, __ATOMIC_RELAXED)) mt__runnotes_child(0, (long)getpid());
     set_active(0);
     return;
   }
@@ -355,7 +355,7 @@ static void fork_child(void) {
       set_active(1);
     }
   }
-  if (was_tracing) mt__children_note(tr.active, (long)getpid());
+  if (was_tracing) mt__runnotes_child(tr.active, (long)getpid());
   mt__tls.busy--;
 }
 
@@ -615,13 +615,14 @@ int mt_trace_if_requested(const char *context, double rate) {
     mt__env_drop_tracing(entry, sizeof entry);
     if (follow && entry[0]) mt__exec_follow_keep(dest_copy, entry);
   }
-  mt__children_open();
+  mt__runnotes_open();
   int rc = mt_trace_start(&o);
   mt__exec_follow_on(rc == MT_OK && tr.dest.kind == MT__DEST_FILE);
   if (rc != MT_OK) {
-    mt__children_close();
+    mt__runnotes_close();
     mt__tr_say("memtrace: not tracing: %s", mt_trace_error());
     return rc;
   }
+  mt__runnotes_started();
   return 1;
 }

@@ -589,6 +589,22 @@ tcp)
   grep -q "events from" listen.err && ok || bad "listen summary: $(cat listen.err)"
   "$bin/check_trace" got.ctf sites > sites.txt || bad "streamed trace unreadable"
   compare_exact truth.txt sites.txt
+  # memtrace run into a listener: it says where the trace went (it said
+  # "no trace was written to tcp:...", taking the destination for a file);
+  # nothing of the kind when the connection failed (the tracer says why)
+  rm -f got.ctf listen.err
+  "$memtrace" listen 127.0.0.1:0 -o got.ctf 2> listen.err &
+  lpid=$!
+  for _ in $(seq 50); do grep -q "listening on" listen.err && break; sleep 0.1; done
+  port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' listen.err)
+  "$memtrace" run -o tcp:127.0.0.1:$port --rate 1 -- "$bin/prog_sites" > truth.txt 2> err.txt
+  wait $lpid
+  grep -qx "memtrace: the trace went to tcp:127.0.0.1:$port (no report: it is the listener's)" err.txt &&
+    ! grep -q "no trace was written" err.txt && ok || bad "run into a listener: $(cat err.txt)"
+  "$bin/check_trace" got.ctf sites > sites.txt && compare_exact truth.txt sites.txt
+  "$memtrace" run -o tcp:127.0.0.1:$(free_port) -- "$bin/prog_slow" 0.01 > /dev/null 2> err.txt
+  grep -q "not tracing: cannot connect" err.txt && [ "$(wc -l < err.txt)" = 1 ] && ok ||
+    bad "run into no listener: $(cat err.txt)"
   ;;
 tcp-failures)
   # nobody listening: the program runs as usual, with one message

@@ -1,4 +1,5 @@
-/* The processes a traced process starts, told to `memtrace run`.
+/* What a traced process tells `memtrace run`: that it traces, and the
+ * processes it starts.
  *
  * memtrace run reports on the trace of the process it started. A shell
  * script, `time`, `make` or a compiler driver do their work in child
@@ -8,8 +9,10 @@
  * the report did not name. So run passes the path of a file of its own
  * (/proc/RUN/fd/N of a memfd: nothing to clean up), and each traced
  * process appends one line per child it starts. The lines are written when
- * the child is started, so a program stopped by Ctrl-C has told them. */
-#include "children.h"
+ * the child is started, so a program stopped by Ctrl-C has told them. A
+ * trace sent to a socket (tcp:, listen:) leaves no file for run to look
+ * at: the traced process tells it that it started tracing. */
+#include "runnotes.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -21,30 +24,37 @@
 static int fd = -1;
 static mt__fd_id id;
 
-void mt__children_open(void) {
-  const char *path = mt__env_get(MT__RUN_CHILDREN_ENV);
+void mt__runnotes_open(void) {
+  const char *path = mt__env_get(MT__RUN_NOTES_ENV);
   if (fd >= 0 || !path || !*path) return;
   int f = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
   if (f >= 0) fd = mt__dest_adopt(f, &id);
 }
 
-void mt__children_close(void) {
+void mt__runnotes_close(void) {
   if (fd < 0) return;
   close(fd);
   fd = -1;
 }
 
-void mt__children_note(int traced, long pid) {
+/* Appends "KIND PID\n" (no stdio: a fork handler may call this), unless
+ * the program has closed the descriptor or put a file of its own at its
+ * number. */
+static void note(char kind, long pid) {
   if (fd < 0 || !mt__dest_same(fd, &id)) return;
   char line[32], digits[24];
   size_t n = 0, k = 0;
   unsigned long v = pid > 0 ? (unsigned long)pid : 0;
   do digits[k++] = (char)('0' + v % 10);
   while ((v /= 10) && k < sizeof digits);
-  line[n++] = traced ? 't' : 'u';
+  line[n++] = kind;
   line[n++] = ' ';
   while (k) line[n++] = digits[--k];
   line[n++] = '\n';
   ssize_t w = write(fd, line, n); /* O_APPEND: one line, whole, at the end */
   (void)w;
 }
+
+void mt__runnotes_started(void) { note('s', (long)getpid()); }
+
+void mt__runnotes_child(int traced, long pid) { note(traced ? 't' : 'u', pid); }
