@@ -546,9 +546,10 @@ static void report_children(const notes *nt, const char *pattern) {
  * sites. */
 static void say_where(const notes *nt, const char *pattern, pid_t pid) {
   if (is_socket(pattern)) { /* no file to read; if not tracing, the tracer said why */
+    int served = strncmp(pattern, "listen:", 7) == 0;
     if (nt->started)
-      fprintf(stderr, "memtrace: the trace went to %s (no report: it is the listener's)\n",
-              pattern);
+      fprintf(stderr, "memtrace: the trace %s %s (no report: it is the %s's)\n",
+              served ? "was served on" : "went to", pattern, served ? "client" : "listener");
     return;
   }
   char path[PATH_MAX];
