@@ -1,5 +1,5 @@
 /* memtrace run: profile an unmodified program through LD_PRELOAD, then say
- * where the trace is and which sites allocated most. */
+ * where the trace is and which sites allocated most (run_report.c). */
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -14,8 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "analysis_cli.h"
-#include "tables.h"
+#include "cli.h"
+#include "run_report.h"
 #include "trace_file.h"
 #include "untraceable.h"
 
@@ -87,12 +87,8 @@ static int find_preload(char *out, size_t n) {
  * -o would cost a whole run for nothing, so it is checked before. Sockets
  * (tcp:, listen:) and a directory part holding %p are left to the
  * interposer. 0, or -1 with the reason in why. */
-static int is_socket(const char *pattern) {
-  return strncmp(pattern, "tcp:", 4) == 0 || strncmp(pattern, "listen:", 7) == 0;
-}
-
 static int check_destination(const char *pattern, char *why, size_t n) {
-  if (is_socket(pattern)) return 0;
+  if (mt_cli_run_is_socket(pattern)) return 0;
   char path[PATH_MAX], dir[PATH_MAX];
   mt__trace_path_expand(pattern, (long)getpid(), path, sizeof path);
   snprintf(dir, sizeof dir, "%s", pattern);
@@ -116,263 +112,6 @@ static int check_destination(const char *pattern, char *why, size_t n) {
   }
   return 0;
 }
-
-typedef struct site {
-  uint64_t key; /* function << 32 | line */
-  uint32_t stack;
-  mt_tally t;
-} site;
-
-/* ---- A site's main callers ----
- *
- * The innermost frame is often an allocator's wrapper (xmalloc, a
- * language runtime's, a library's: Perl_safesysmalloc, _PyObject_Malloc),
- * which says little on its own. So under each site the summary follows the
- * heaviest caller, then that caller's heaviest caller, CALLERS levels out,
- * with the share of the site's samples that came that way. */
-#define CALLERS 3
-#define UNDESCRIBED (UINT64_C(1) << 63) /* a key's flag: a code id, not a function */
-
-/* The functions calling out from stack s's site, innermost first, as keys
- * (a function id, or UNDESCRIBED | code id for code the trace never named):
- * up to `max` of them, a function repeated next to itself counted once.
- * The site is found as mt_analysis_stack_site finds it: the innermost
- * location of the last code that has one, past at most two undescribed
- * codes. */
-static size_t callers_of(const mt_analysis *a, uint32_t s, uint64_t *out, size_t max) {
-  size_t n = 0, undescribed = 0;
-  uint64_t last = UINT64_MAX; /* the site's function, then the last caller's */
-  for (; s != 0 && n < max; s = mt_analysis_stack_parent(a, s)) {
-    uint32_t code = mt_analysis_stack_code(a, s);
-    size_t nf;
-    const mt_frame *fr = mt_analysis_code_frames(a, code, &nf);
-    if (last == UINT64_MAX) {
-      if (nf == 0) {
-        if (++undescribed > 2) return 0;
-        continue;
-      }
-      last = fr[--nf].function;
-    } else if (nf == 0) {
-      out[n++] = last = UNDESCRIBED | code;
-      continue;
-    }
-    /* a function calling itself, or inlined into a function of its name,
-     * shows once */
-    for (; nf > 0 && n < max; nf--)
-      if (fr[nf - 1].function != last) out[n++] = last = fr[nf - 1].function;
-  }
-  return n;
-}
-
-typedef struct caller_path {
-  uint64_t key[CALLERS];
-  double share[CALLERS]; /* of the site's samples */
-  size_t n;
-} caller_path;
-
-typedef struct way {
-  uint64_t key[CALLERS]; /* callers_of */
-  size_t n;
-  double samples;
-} way;
-
-/* Site's heaviest caller path, from its stacks (ns of them): at each level,
- * among the stacks that came the way chosen so far, the caller with the
- * most samples. */
-static caller_path main_callers(const mt_analysis *a, const mt_tally *per, const uint32_t *stacks,
-                                size_t ns) {
-  caller_path p = {.n = 0};
-  way *w = malloc(ns * sizeof *w);
-  double *sums = malloc(ns * sizeof *sums), site = 0;
-  if (!w || !sums) goto out;
-  for (size_t i = 0; i < ns; i++) {
-    w[i].n = callers_of(a, stacks[i], w[i].key, CALLERS);
-    site += w[i].samples = (double)per[stacks[i]].samples;
-  }
-  size_t live = ns; /* w[0..live): the stacks on the path so far */
-  for (size_t level = 0; level < CALLERS && site > 0; level++) {
-    mt__u64map index = {0};
-    uint64_t best = 0;
-    double best_w = 0;
-    size_t nsums = 0;
-    for (size_t i = 0; i < live; i++) {
-      if (w[i].n <= level) continue;
-      int fresh;
-      uint32_t ix = mt__u64map_intern(&index, w[i].key[level], (uint32_t)nsums, &fresh);
-      if (ix == UINT32_MAX) break;
-      if (fresh) sums[nsums++] = 0;
-      double sum = sums[ix] += w[i].samples;
-      if (sum > best_w || (sum == best_w && w[i].key[level] < best))
-        best = w[i].key[level], best_w = sum;
-    }
-    mt__u64map_free(&index);
-    if (best_w <= 0) break;
-    size_t kept = 0; /* the stacks through `best` move to the front */
-    for (size_t i = 0; i < live; i++)
-      if (w[i].n > level && w[i].key[level] == best) {
-        way t = w[i];
-        w[i] = w[kept];
-        w[kept++] = t;
-      }
-    live = kept;
-    p.key[p.n] = best;
-    p.share[p.n++] = best_w / site;
-  }
-out:
-  free(w);
-  free(sums);
-  return p;
-}
-
-/* A caller's name, shortened to `room` characters (C++ names run long). */
-static void print_caller(const mt_analysis *a, uint64_t key, size_t room) {
-  if (key & UNDESCRIBED) { /* as mt_cli_site names it */
-    fprintf(stderr, "#%llx", (unsigned long long)mt_analysis_code_value(a, (uint32_t)key));
-    return;
-  }
-  const char *name = mt_analysis_function_name(a, (uint32_t)key);
-  if (!name || !*name) name = "??";
-  size_t len = strlen(name);
-  if (len <= room) fputs(name, stderr);
-  else fprintf(stderr, "%.*s...", (int)(room - 3), name);
-}
-
-static void print_callers(const mt_analysis *a, const caller_path *p) {
-  if (!p->n) return;
-  fprintf(stderr, "              from ");
-  for (size_t i = 0; i < p->n; i++) {
-    if (i) fputs(" <- ", stderr);
-    print_caller(a, p->key[i], 48);
-    if (p->share[i] < 0.995) fprintf(stderr, " (%.0f%%)", 100 * p->share[i]);
-  }
-  fputc('\n', stderr);
-}
-
-static int by_bytes(const void *x, const void *y) {
-  const site *a = x, *b = y;
-  if (a->t.samples != b->t.samples) return a->t.samples < b->t.samples ? 1 : -1;
-  return a->key < b->key ? -1 : a->key > b->key;
-}
-
-/* The live heap's peak, and what was never freed (a C program need not
- * free at exit, so not all of it is a leak). `per` is scratch space. */
-static void heap_line(const mt_analysis *a, mt_tally *per, const char *path) {
-  uint64_t time, samples;
-  mt_analysis_peak(a, &time, &samples);
-  mt_tally peak = {.samples = samples}, left;
-  mt_filter f;
-  mt_filter_init(&f);
-  f.live = MT_LIVE_AT_END;
-  if (mt_analysis_tally_stacks(a, &f, per, &left) != MT_OK) return;
-  char b1[32], b2[32];
-  fprintf(stderr, "memtrace: live heap at its peak %s (%.2f s in); never freed %s (memtrace leaks %s)\n",
-          mt_cli_bytes(b1, sizeof b1, mt_estimate_bytes(a, &peak).value), (double)time / 1e6,
-          mt_cli_bytes(b2, sizeof b2, mt_estimate_bytes(a, &left).value), path);
-}
-
-static uint64_t site_key(const mt_analysis *a, uint32_t s) {
-  mt_frame fr;
-  return mt_analysis_stack_site(a, s, &fr) == 0 ? (uint64_t)fr.function << 32 | fr.line
-                                                : UINT64_MAX - s; /* no location: its own site */
-}
-
-/* The pid the trace at path names in its trace_info; 0 if it cannot be
- * read (report says why). */
-/* The pid in the trace at path (0 if none can be read), and, when exe is
- * not NULL, the base name of its executable. */
-static uint64_t trace_owner(const char *path, char *exe, size_t n) {
-  mt_reader *r = NULL;
-  uint64_t pid = 0;
-  if (exe) exe[0] = 0;
-  if (mt_reader_open(&r, path) == MT_OK) {
-    const mt_trace_info *in = mt_reader_info(r);
-    pid = in->pid;
-    const char *name = in->executable_name ? in->executable_name : "";
-    const char *slash = strrchr(name, '/');
-    if (exe) snprintf(exe, n, "%s", slash ? slash + 1 : name);
-  }
-  mt_reader_close(r);
-  return pid;
-}
-
-static uint64_t trace_pid(const char *path) { return trace_owner(path, NULL, 0); }
-
-/* The trace's largest allocation sites, by estimated bytes, each with its
- * main callers. */
-static void report(const char *path, int top) {
-  mt_analysis *a;
-  if (mt_analysis_load(&a, path, NULL, NULL) != MT_OK) {
-    fprintf(stderr, "memtrace: cannot read the trace: %s\n", mt_analysis_error(a));
-    mt_analysis_free(a);
-    return;
-  }
-  size_t ns = mt_analysis_stack_count(a);
-  mt_tally *per = malloc(ns * sizeof *per), total;
-  site *sites = calloc(ns, sizeof *sites);
-  uint32_t *stacks = malloc(ns * sizeof *stacks);
-  uint64_t *keys = malloc(ns * sizeof *keys); /* each stack's site_key */
-  mt_filter f;
-  mt_filter_init(&f);
-  if (!per || !sites || !stacks || !keys || mt_analysis_tally_stacks(a, &f, per, &total) != MT_OK) {
-    fprintf(stderr, "memtrace: out of memory\n");
-    goto out;
-  }
-  mt__u64map index = {0};
-  size_t nsites = 0, keyed = ns; /* keys[0..keyed) are set */
-  for (uint32_t s = 0; s < ns; s++) {
-    if (!per[s].objects) continue;
-    uint64_t key = keys[s] = site_key(a, s);
-    uint32_t *ix = mt__u64map_get(&index, key);
-    if (!ix) {
-      if (mt__u64map_put(&index, key, (uint32_t)nsites)) {
-        keyed = s; /* out of memory: the sites so far */
-        break;
-      }
-      sites[nsites] = (site){key, s, {0}};
-      ix = mt__u64map_get(&index, key);
-      nsites++;
-    }
-    mt_tally_add(&sites[*ix - 1].t, &per[s]);
-  }
-  mt__u64map_free(&index);
-  qsort(sites, nsites, sizeof *sites, by_bytes);
-  char b1[32], b2[32], where[512];
-  mt_estimate all = mt_estimate_bytes(a, &total);
-  const char *exe = mt_analysis_info(a)->executable_name;
-  if (!exe || !*exe) exe = "the program";
-  if (!total.objects) {
-    fprintf(stderr, "memtrace: no allocation of %s was sampled\n", exe);
-    goto out;
-  }
-  fprintf(stderr, "memtrace: %s allocated %s in %llu sampled allocations; top sites:\n", exe,
-          mt_cli_bytes(b1, sizeof b1, all.value), (unsigned long long)total.objects);
-  for (size_t i = 0; i < nsites && i < (size_t)top; i++) {
-    mt_estimate e = mt_estimate_bytes(a, &sites[i].t);
-    fprintf(stderr, "  %10s  %5.1f%%  (+-%s)  %s\n", mt_cli_bytes(b1, sizeof b1, e.value),
-            all.value > 0 ? 100 * e.value / all.value : 0,
-            mt_cli_bytes(b2, sizeof b2, (e.hi - e.lo) / 2),
-            mt_cli_site(a, sites[i].stack, where, sizeof where));
-    size_t n = 0; /* the site's stacks, into `stacks` */
-    for (uint32_t s = 0; s < keyed; s++)
-      if (per[s].objects && keys[s] == sites[i].key) stacks[n++] = s;
-    caller_path p = main_callers(a, per, stacks, n);
-    print_callers(a, &p);
-  }
-  heap_line(a, per, path);
-  fprintf(stderr, "memtrace: explore it with: memtrace view %s (or hotspots, flamegraph, top)\n",
-          path);
-out:
-  free(per);
-  free(sites);
-  free(stacks);
-  free(keys);
-  mt_analysis_free(a);
-}
-
-/* The settings the interposer reads are given to the program in its own
- * environment (built here) rather than set in ours: this process goes on to
- * read the trace, and must not carry them. */
-extern char **environ;
 
 /* environ with each sets[k][0] replaced by sets[k][1] (as setenv would do);
  * a NULL value leaves the name as inherited. The strings from *own on are
@@ -459,117 +198,6 @@ static int notes_file(char *path, size_t n) {
   if (fd < 0) return -1;
   snprintf(path, n, "/proc/%ld/fd/%d", (long)getpid(), fd);
   return fd;
-}
-
-typedef struct child {
-  long pid;
-  int traced;
-} child;
-
-static int by_pid(const void *a, const void *b) {
-  long x = ((const child *)a)->pid, y = ((const child *)b)->pid;
-  return (x > y) - (x < y);
-}
-
-/* What the run's traced processes wrote to the notes file: whether the
- * program's process started tracing, and its other processes (each once:
- * a vfork child is told at each exec it tries), sorted by pid. */
-typedef struct notes {
-  int started;
-  child *kids;
-  size_t nkids, untold; /* untold: untraced children of pid unknown */
-} notes;
-
-static void read_notes(int fd, pid_t main_pid, notes *out) {
-  *out = (notes){0};
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0) return;
-  size_t size = (size_t)st.st_size;
-  char *text = malloc(size + 1);
-  if (!text) return;
-  ssize_t got = pread(fd, text, size, 0);
-  text[got > 0 ? (size_t)got : 0] = 0;
-  size_t nlines = 0;
-  for (const char *c = text; *c; c++) nlines += *c == '\n';
-  out->kids = calloc(nlines + 1, sizeof *out->kids);
-  for (char *line = text, *next; *line && out->kids; line = next) {
-    next = line + strcspn(line, "\n");
-    if (*next) *next++ = 0;
-    int known = (line[0] == 's' || line[0] == 't' || line[0] == 'u') && line[1] == ' ';
-    long pid = known ? strtol(line + 2, NULL, 10) : -1;
-    if (line[0] == 's' && pid == main_pid) out->started = 1;
-    else if (pid == 0 && line[0] == 'u') out->untold++;
-    else if (pid > 0 && pid != main_pid && line[0] != 's')
-      out->kids[out->nkids++] = (child){pid, line[0] == 't'};
-  }
-  free(text);
-  if (out->kids) qsort(out->kids, out->nkids, sizeof *out->kids, by_pid);
-}
-
-/* Says which other processes of the run wrote traces (their files found
- * by `pattern`), and how many ran untraced. */
-static void report_children(const notes *nt, const char *pattern) {
-  enum { NAMED = 5 };
-  char names[NAMED][PATH_MAX + 80];
-  size_t traces = 0, untraced = nt->untold;
-  for (size_t i = 0; i < nt->nkids; i++) {
-    const child *k = &nt->kids[i];
-    if (i && k->pid == nt->kids[i - 1].pid) continue;
-    if (!k->traced) {
-      untraced++;
-      continue;
-    }
-    char path[PATH_MAX], exe[64];
-    mt__trace_path_expand(pattern, k->pid, path, sizeof path);
-    struct stat ts; /* a child that allocated nothing opened no file */
-    if (stat(path, &ts) != 0 || ts.st_size == 0 ||
-        trace_owner(path, exe, sizeof exe) != (uint64_t)k->pid)
-      continue;
-    if (traces < NAMED) snprintf(names[traces], sizeof names[traces], "%s (%s)", path, exe);
-    traces++;
-  }
-  if (traces) {
-    fprintf(stderr, "memtrace: %zu other process%s of the run wrote %s:", traces,
-            traces == 1 ? "" : "es", traces == 1 ? "its trace" : "traces");
-    for (size_t i = 0; i < traces && i < NAMED; i++)
-      fprintf(stderr, "%s %s", i ? "," : "", names[i]);
-    if (traces > NAMED) fprintf(stderr, " and %zu more", traces - NAMED);
-    fputc('\n', stderr);
-  }
-  if (untraced)
-    fprintf(stderr, "memtrace: %zu other process%s of the run ran untraced (with -o 'NAME.%%p.ctf' "
-                    "each writes a trace of its own)\n",
-            untraced, untraced == 1 ? "" : "es");
-}
-
-/* The report: where the trace went, the run's other processes, the top
- * sites. */
-static void say_where(const notes *nt, const char *pattern, pid_t pid) {
-  if (is_socket(pattern)) { /* no file to read; if not tracing, the tracer said why */
-    int served = strncmp(pattern, "listen:", 7) == 0;
-    if (nt->started)
-      fprintf(stderr, "memtrace: the trace %s %s (no report: it is the %s's)\n",
-              served ? "was served on" : "went to", pattern, served ? "client" : "listener");
-    return;
-  }
-  char path[PATH_MAX];
-  mt__trace_path_expand(pattern, (long)pid, path, sizeof path);
-  struct stat st;
-  if (stat(path, &st) != 0 || st.st_size == 0) {
-    fprintf(stderr, "memtrace: no trace was written to %s\n", path);
-    return;
-  }
-  /* Not the program's trace: a file left there before, the program not
-   * traced (a static one), or taken by another traced process meanwhile. */
-  uint64_t other = trace_pid(path);
-  if (other && other != (uint64_t)pid) {
-    fprintf(stderr, "memtrace: no trace was written to %s (it holds process %llu's, not %ld's)\n",
-            path, (unsigned long long)other, (long)pid);
-    return;
-  }
-  fprintf(stderr, "memtrace: trace written to %s (%lld bytes)\n", path, (long long)st.st_size);
-  report_children(nt, pattern);
-  report(path, 5);
 }
 
 /* Ends this process as the program ended: its exit status, or death by
@@ -711,10 +339,7 @@ static int run(int argc, char **argv) {
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
     return 127; /* command not found (sh fallback) */
 
-  notes nt;
-  read_notes(notes_fd, pid, &nt);
-  say_where(&nt, pattern, pid);
-  free(nt.kids);
+  mt_cli_run_report(notes_fd, pattern, pid);
   return end_as(status);
 }
 

@@ -1,0 +1,17 @@
+/* memtrace run's closing report (run_report.c). */
+#ifndef MT_CLI_RUN_REPORT_H
+#define MT_CLI_RUN_REPORT_H
+
+#include <sys/types.h>
+
+/* Whether a trace destination is a socket (tcp:, listen:), not a file. */
+int mt_cli_run_is_socket(const char *pattern);
+
+/* After the program (process pid) has ended: says on stderr where its
+ * trace went (pattern: the destination, %p not yet expanded), which traces
+ * the run's other processes wrote or how many ran untraced (from what its
+ * traced processes wrote in notes_fd, MT__RUN_NOTES_ENV; -1: nothing), and
+ * the trace's top sites. A trace that cannot be read is said so. */
+void mt_cli_run_report(int notes_fd, const char *pattern, pid_t pid);
+
+#endif
