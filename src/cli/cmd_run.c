@@ -113,6 +113,11 @@ static int check_destination(const char *pattern, char *why, size_t n) {
   return 0;
 }
 
+/* The settings the interposer reads are given to the program in its own
+ * environment (built here) rather than set in ours: this process goes on to
+ * read the trace, and must not carry them. */
+extern char **environ;
+
 /* environ with each sets[k][0] replaced by sets[k][1] (as setenv would do);
  * a NULL value leaves the name as inherited. The strings from *own on are
  * allocated here (free_env). NULL when out of memory. */

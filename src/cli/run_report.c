@@ -270,11 +270,6 @@ out:
   mt_analysis_free(a);
 }
 
-/* The settings the interposer reads are given to the program in its own
- * environment (built here) rather than set in ours: this process goes on to
- * read the trace, and must not carry them. */
-extern char **environ;
-
 typedef struct child {
   long pid;
   int traced;
