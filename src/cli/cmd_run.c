@@ -88,7 +88,7 @@ static int find_preload(char *out, size_t n) {
  * (tcp:, listen:) and a directory part holding %p are left to the
  * interposer. 0, or -1 with the reason in why. */
 static int check_destination(const char *pattern, char *why, size_t n) {
-  if (mt_cli_run_is_socket(pattern)) return 0;
+  if (mt__trace_dest_is_socket(pattern)) return 0;
   char path[PATH_MAX], dir[PATH_MAX];
   mt__trace_path_expand(pattern, (long)getpid(), path, sizeof path);
   snprintf(dir, sizeof dir, "%s", pattern);

@@ -14,10 +14,6 @@
 #include "tables.h"
 #include "trace_file.h"
 
-int mt_cli_run_is_socket(const char *pattern) {
-  return strncmp(pattern, "tcp:", 4) == 0 || strncmp(pattern, "listen:", 7) == 0;
-}
-
 typedef struct site {
   uint64_t key; /* function << 32 | line */
   uint32_t stack;
@@ -354,7 +350,7 @@ static void report_children(const notes *nt, const char *pattern) {
 /* The report: where the trace went, the run's other processes, the top
  * sites. */
 static void say_where(const notes *nt, const char *pattern, pid_t pid) {
-  if (mt_cli_run_is_socket(pattern)) { /* no file to read; if not tracing, the tracer said why */
+  if (mt__trace_dest_is_socket(pattern)) { /* no file to read; if not tracing, the tracer said why */
     int served = strncmp(pattern, "listen:", 7) == 0;
     if (nt->started)
       fprintf(stderr, "memtrace: the trace %s %s (no report: it is the %s's)\n",

@@ -4,9 +4,6 @@
 
 #include <sys/types.h>
 
-/* Whether a trace destination is a socket (tcp:, listen:), not a file. */
-int mt_cli_run_is_socket(const char *pattern);
-
 /* After the program (process pid) has ended: says on stderr where its
  * trace went (pattern: the destination, %p not yet expanded), which traces
  * the run's other processes wrote or how many ran untraced (from what its

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -50,4 +51,8 @@ int mt__trace_path_has_pid(const char *pattern) {
       p++;
     }
   return 0;
+}
+
+int mt__trace_dest_is_socket(const char *dest) {
+  return strncmp(dest, "tcp:", 4) == 0 || strncmp(dest, "listen:", 7) == 0;
 }

@@ -34,6 +34,9 @@ int mt__trace_file_busy(const char *path);
 void mt__trace_path_expand(const char *pattern, long pid, char *out, size_t n);
 /* Whether pattern holds a %p (not one of a %%). */
 int mt__trace_path_has_pid(const char *pattern);
+/* Whether a destination is a socket (tcp:HOST:PORT, listen:[HOST:]PORT),
+ * not a file name. */
+int mt__trace_dest_is_socket(const char *dest);
 
 /* What the traced processes of a `memtrace run` tell it: run sets this
  * variable to the path of a file of its own, and each traced process

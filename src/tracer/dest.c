@@ -52,13 +52,9 @@ static int split_host_port(const char *s, int host_optional, mt__dest *d, char *
   return 0;
 }
 
-static int is_socket_dest(const char *s) {
-  return strncmp(s, "tcp:", 4) == 0 || strncmp(s, "listen:", 7) == 0;
-}
-
 void mt__dest_anchor(const char *s, char *out, size_t n) {
   char cwd[PATH_MAX], dir[2 * PATH_MAX];
-  if (!s[0] || s[0] == '/' || is_socket_dest(s) || !getcwd(cwd, sizeof cwd)) {
+  if (!s[0] || s[0] == '/' || mt__trace_dest_is_socket(s) || !getcwd(cwd, sizeof cwd)) {
     if (out != s) snprintf(out, n, "%s", s);
     return;
   }
