@@ -278,7 +278,10 @@ static int by_pid(const void *a, const void *b) {
 
 /* What the run's traced processes wrote to the notes file: whether the
  * program's process started tracing, and its other processes (each once:
- * a vfork child is told at each exec it tries), sorted by pid. */
+ * a vfork child is told at each exec it tries, a traced one may tell of
+ * itself too), sorted by pid. A process is known as traced from its own
+ * "s" line as well: one started where no fork handler or wrapper sees it
+ * (the C library's system() and popen(), with MEMTRACE_KEEP_ENV=1). */
 typedef struct notes {
   int started;
   child *kids;
@@ -304,8 +307,8 @@ static void read_notes(int fd, pid_t main_pid, notes *out) {
     long pid = known ? strtol(line + 2, NULL, 10) : -1;
     if (line[0] == 's' && pid == main_pid) out->started = 1;
     else if (pid == 0 && line[0] == 'u') out->untold++;
-    else if (pid > 0 && pid != main_pid && line[0] != 's')
-      out->kids[out->nkids++] = (child){pid, line[0] == 't'};
+    else if (pid > 0 && pid != main_pid) /* "s": a traced process no parent told of */
+      out->kids[out->nkids++] = (child){pid, line[0] != 'u'};
   }
   free(text);
   if (out->kids) qsort(out->kids, out->nkids, sizeof *out->kids, by_pid);
@@ -317,18 +320,20 @@ static void report_children(const notes *nt, const char *pattern) {
   enum { NAMED = 5 };
   char names[NAMED][PATH_MAX + 80];
   size_t traces = 0, untraced = nt->untold;
-  for (size_t i = 0; i < nt->nkids; i++) {
-    const child *k = &nt->kids[i];
-    if (i && k->pid == nt->kids[i - 1].pid) continue;
-    if (!k->traced) {
+  for (size_t i = 0, next; i < nt->nkids; i = next) {
+    long pid = nt->kids[i].pid;
+    int traced = 0; /* told untraced by its parent, it may have traced itself */
+    for (next = i; next < nt->nkids && nt->kids[next].pid == pid; next++)
+      traced |= nt->kids[next].traced;
+    if (!traced) {
       untraced++;
       continue;
     }
     char path[PATH_MAX], exe[64];
-    mt__trace_path_expand(pattern, k->pid, path, sizeof path);
+    mt__trace_path_expand(pattern, pid, path, sizeof path);
     struct stat ts; /* a child that allocated nothing opened no file */
     if (stat(path, &ts) != 0 || ts.st_size == 0 ||
-        trace_owner(path, exe, sizeof exe) != (uint64_t)k->pid)
+        trace_owner(path, exe, sizeof exe) != (uint64_t)pid)
       continue;
     if (traces < NAMED) snprintf(names[traces], sizeof names[traces], "%s (%s)", path, exe);
     traces++;

@@ -44,7 +44,8 @@ int mt__trace_dest_is_socket(const char *dest);
  * per child process it starts, "t PID" when the child traces into a file
  * of its own (the name has %p), "u PID" when it is not traced (PID 0: not
  * known). Children are seen at fork, at a vfork child's exec and at
- * posix_spawn; not those of the C library's system() and popen(). */
+ * posix_spawn; not those of the C library's system() and popen(), which
+ * tell of themselves by their own "s" line if they trace. */
 #define MT__RUN_NOTES_ENV "MEMTRACE_RUN_NOTES"
 
 #endif

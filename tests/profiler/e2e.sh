@@ -70,10 +70,11 @@ loads)
   # opens (unwlib.c), as libdw (dwlib.c).
   needed=$(readelf -d "$preload" | awk '/NEEDED/ {print $NF}')
   [ "$(echo $needed)" = "[libc.so.6]" ] && ok || bad "the interposer needs more than libc: $needed"
-  maps=$(MEMTRACE=t.ctf traced cat /proc/self/maps) || bad "cat failed under the interposer"
+  maps=$(MEMTRACE=t.ctf traced cat /proc/self/maps 2> cat.err) || bad "cat failed under the interposer"
   echo "$maps" | grep -q "libmemtrace_preload" && ok || bad "the interposer is not in the process"
   echo "$maps" | grep -q "/libm[.-]" && bad "libm mapped: $(echo "$maps" | grep "/libm[.-]" | head -1)" || ok
-  echo "$maps" | grep -q "/libunwind\." && ok || bad "tracing with AUTO: libunwind not loaded"
+  echo "$maps" | grep -q "/libunwind\." && ok ||
+    bad "tracing with AUTO: libunwind not loaded (stderr: $(cat cat.err); trace: $(ls -l t.ctf 2>&1))"
   maps=$(LD_PRELOAD="$preload" cat /proc/self/maps) || bad "cat failed under the idle interposer"
   echo "$maps" | grep -q "libmemtrace_preload" && ok || bad "the idle interposer is not in the process"
   echo "$maps" | grep -q "/libunwind\.\|/libdw[.-]" && bad "not tracing, yet loaded: $(echo "$maps" | grep "/libunwind\.\|/libdw[.-]" | head -1)" || ok
@@ -834,6 +835,17 @@ run)
     grep -q "memtrace: 1 other process of the run ran untraced" err.txt && ok ||
       bad "untraced $how child: $(cat err.txt)"
   done
+  # system() spawns inside the C library: not seen, nor traced, unless
+  # the environment is kept (MEMTRACE_KEEP_ENV=1): then the child, tracing
+  # itself, tells run so (and the parent's posix_spawn-less view, none)
+  rm -f kids.*.ctf
+  "$memtrace" run -o 'kids.%p.ctf' -- "$bin/prog_exec" system > /dev/null 2> err.txt
+  [ "$(ls kids.*.ctf | wc -l)" = 1 ] && ! grep -q "other process" err.txt && ok ||
+    bad "system() child, environment not kept: $(cat err.txt)"
+  rm -f kids.*.ctf
+  MEMTRACE_KEEP_ENV=1 "$memtrace" run -o 'kids.%p.ctf' -- "$bin/prog_exec" system > /dev/null 2> err.txt
+  grep -q "memtrace: 1 other process of the run wrote its trace: kids\.[0-9]*\.ctf (prog_exec)" err.txt &&
+    ok || bad "system() child, environment kept: $(ls kids.*.ctf) $(cat err.txt)"
   # a program that starts nothing: no such line
   "$memtrace" run -o kids.ctf -- "$bin/prog_slow" 0.01 > /dev/null 2> err.txt
   ! grep -q "other process" err.txt && ok || bad "children of none: $(cat err.txt)"
