@@ -40,7 +40,8 @@
 # The *-long rows run 1 thread at the default rate on LONG_MILLIONS
 # allocations, where a traced process's fixed cost (loading libdw, starting
 # and ending the trace, naming the codes: ~9 ms) weighs a quarter as much;
-# the *-tiny rows (1,000 allocations) measure that fixed cost.
+# the *-tiny rows (1,000 allocations, 2.4 MB: two to four samples at the
+# default rate, so the run's codes are named) measure that fixed cost.
 # Environment: REPEAT (5), MILLIONS (allocations per thread, 4), LONG_MILLIONS
 # (4 x MILLIONS), HT_MILLIONS (0.1), BUILD_DIR.
 set -euo pipefail
@@ -146,8 +147,11 @@ for round in $(seq "$repeat"); do
       once "memtrace-1e-3-late-1" "$build/memtrace" run -q --rate 1e-3 -o "$tmp/tl.ctf" -- "$late" 1 "$millions"
       once "plain-long-1" "$work" 1 "$long_millions"
       once "memtrace-1e-5-long-1" "$build/memtrace" run -q -o "$tmp/t5.ctf" -- "$work" 1 "$long_millions"
-      once "plain-tiny-1" "$work" 1 0.001
-      once "memtrace-1e-5-tiny-1" "$build/memtrace" run -q -o "$tmp/t5.ctf" -- "$work" 1 0.001
+      # a few ms each, with a spread of their size: ten of each a round
+      for _ in $(seq 10); do
+        once "plain-tiny-1" "$work" 1 0.001
+        once "memtrace-1e-5-tiny-1" "$build/memtrace" run -q -o "$tmp/t5.ctf" -- "$work" 1 0.001
+      done
       # programs that do more than allocate, those installed (see real[])
       for prog in "${!real[@]}"; do
         eval "cmd=(${real[$prog]})"
@@ -292,7 +296,7 @@ fi
   cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
   echo "# memtrace-c profiler benchmark ($(date -u +%Y-%m-%d), $(nproc) cores of ${cpu:-an unknown processor}, load $(cut -d' ' -f1 /proc/loadavg))"
   echo "# workload: $millions M allocations per thread ($ht_millions M for the *-small rows), 16 B - 64 KiB, stacks 5-15 deep; median CPU time of $repeat rounds, configurations interleaved, a round's 1-thread runs on one CPU (CPUs in turn); x plain: median of the rounds' ratios"
-  echo "# *-touch rows: the program writes every 64-byte line of each block it allocates (the others: its first byte); *-long rows: $long_millions M allocations; *-tiny rows: 1,000 (their difference is the fixed cost of a traced process)"
+  echo "# *-touch rows: the program writes every 64-byte line of each block it allocates (the others: its first byte); *-long rows: $long_millions M allocations; *-tiny rows: 1,000, ten runs a round (their difference is the fixed cost of a traced process)"
   echo "# interposer-idle-1: the interposer preloaded, not tracing; memtrace-nosample-1: memtrace run at rate 1e-12 (tracing, nothing sampled); memtrace-2e-5-1, memtrace-4e-5-1: the same workload at those rates"
   printf "%-24s %10s %10s %15s %12s\n" configuration "cpu s" "x plain" "95% interval" "peak RSS MB"
   awk '$1 !~ /tiny/ { printf "%-24s %10.3f %10.3f %7.3f-%-7.3f %12.1f\n", $1, $2, $4, $5, $6, $3 / 1024 }' "$results"
