@@ -195,13 +195,14 @@ static uint64_t trace_owner(const char *path, char *exe, size_t n) {
 static uint64_t trace_pid(const char *path) { return trace_owner(path, NULL, 0); }
 
 /* The trace's largest allocation sites, by estimated bytes, each with its
- * main callers. */
-static void report(const char *path, int top) {
+ * main callers. 0 when it holds no sampled allocation (said so), 1 else. */
+static int report(const char *path, int top) {
+  int sampled = 1;
   mt_analysis *a;
   if (mt_analysis_load(&a, path, NULL, NULL) != MT_OK) {
     fprintf(stderr, "memtrace: cannot read the trace: %s\n", mt_analysis_error(a));
     mt_analysis_free(a);
-    return;
+    return 1;
   }
   size_t ns = mt_analysis_stack_count(a);
   mt_tally *per = malloc(ns * sizeof *per), total;
@@ -239,6 +240,7 @@ static void report(const char *path, int top) {
   if (!exe || !*exe) exe = "the program";
   if (!total.objects) {
     fprintf(stderr, "memtrace: no allocation of %s was sampled\n", exe);
+    sampled = 0;
     goto out;
   }
   fprintf(stderr, "memtrace: %s allocated %s in %llu sampled allocations; top sites:\n", exe,
@@ -264,6 +266,7 @@ out:
   free(stacks);
   free(keys);
   mt_analysis_free(a);
+  return sampled;
 }
 
 typedef struct child {
@@ -315,11 +318,15 @@ static void read_notes(int fd, pid_t main_pid, notes *out) {
 }
 
 /* Says which other processes of the run wrote traces (their files found
- * by `pattern`), and how many ran untraced. */
-static void report_children(const notes *nt, const char *pattern) {
+ * by `pattern`), and how many ran untraced. The largest of those traces
+ * into largest (n bytes; "" if none), its executable's name into exe. */
+static void report_children(const notes *nt, const char *pattern, char *largest, size_t n,
+                            char *largest_exe, size_t exe_n) {
   enum { NAMED = 5 };
   char names[NAMED][PATH_MAX + 80];
   size_t traces = 0, untraced = nt->untold;
+  off_t most = 0;
+  largest[0] = 0;
   for (size_t i = 0, next; i < nt->nkids; i = next) {
     long pid = nt->kids[i].pid;
     int traced = 0; /* told untraced by its parent, it may have traced itself */
@@ -336,6 +343,11 @@ static void report_children(const notes *nt, const char *pattern) {
         trace_owner(path, exe, sizeof exe) != (uint64_t)pid)
       continue;
     if (traces < NAMED) snprintf(names[traces], sizeof names[traces], "%s (%s)", path, exe);
+    if (ts.st_size > most) {
+      most = ts.st_size;
+      snprintf(largest, n, "%s", path);
+      snprintf(largest_exe, exe_n, "%s", exe);
+    }
     traces++;
   }
   if (traces) {
@@ -378,8 +390,15 @@ static void say_where(const notes *nt, const char *pattern, pid_t pid) {
     return;
   }
   fprintf(stderr, "memtrace: trace written to %s (%lld bytes)\n", path, (long long)st.st_size);
-  report_children(nt, pattern);
-  report(path, 5);
+  char largest[PATH_MAX], exe[64];
+  report_children(nt, pattern, largest, sizeof largest, exe, sizeof exe);
+  /* A wrapper (time, a shell running the program as a child, make) that
+   * allocated nothing sampled: the report on the run's largest trace,
+   * most likely the program meant. */
+  if (!report(path, 5) && largest[0]) {
+    fprintf(stderr, "memtrace: the run's largest other trace, %s (%s):\n", largest, exe);
+    report(largest, 5);
+  }
 }
 
 void mt_cli_run_report(int notes_fd, const char *pattern, pid_t pid) {

@@ -818,6 +818,10 @@ run)
   for f in $named; do [ -s "$f" ] || whole=0; done
   [ "$n" = 3 ] && [ "$(echo $named | wc -w)" = 2 ] && [ $whole = 1 ] && ok ||
     bad "the children's traces ($n files): $(cat err.txt)"
+  # the shell sampled nothing: the report is on the run's largest trace
+  grep -q "memtrace: no allocation of .* was sampled" err.txt &&
+    grep -q "memtrace: the run's largest other trace, kids\.[0-9]*\.ctf (prog_slow):" err.txt &&
+    grep -q "slow_site" err.txt && ok || bad "report on the largest other trace: $(cat err.txt)"
   PATH="/nonexistent:$bin:$PATH" "$memtrace" run -o kids.ctf -- \
     sh -c 'prog_slow 0.01; prog_slow 0.01; true' > /dev/null 2> err.txt
   grep -qx "memtrace: 2 other processes of the run ran untraced (with -o 'NAME.%p.ctf' each writes a trace of its own)" \
