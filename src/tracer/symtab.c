@@ -302,32 +302,30 @@ const char *mt__symtab_name(const mt__symtab *t, uint64_t addr) {
 }
 
 const char *mt__symtabs_name(mt__symtabs *s, Dwfl_Module *mod, uint64_t addr) {
-  struct mt__symtabs_module *m;
+  mt__symtab **t;
   uint32_t *ix = mt__u64map_get(&s->index, (uint64_t)(uintptr_t)mod);
   if (ix) {
-    m = &s->tabs[*ix - 1]; /* stored + 1 */
+    t = &s->tables[*ix - 1]; /* stored + 1 */
   } else {
     if (s->n == s->cap) {
       size_t nc = s->cap ? s->cap * 2 : 16;
-      struct mt__symtabs_module *p = realloc(s->tabs, nc * sizeof *p);
+      mt__symtab **p = realloc(s->tables, nc * sizeof *p);
       if (!p) return dwfl_module_addrname(mod, addr);
-      s->tabs = p;
+      s->tables = p;
       s->cap = nc;
     }
     if (mt__u64map_put(&s->index, (uint64_t)(uintptr_t)mod, (uint32_t)s->n))
       return dwfl_module_addrname(mod, addr);
-    m = &s->tabs[s->n++];
-    *m = (struct mt__symtabs_module){NULL};
+    t = &s->tables[s->n++];
+    *t = NULL;
   }
-  if (m->table) return mt__symtab_name(m->table, addr);
-  if (!(m->table = mt__symtab_build(mod)))
-    return dwfl_module_addrname(mod, addr);
-  return mt__symtab_name(m->table, addr);
+  if (!*t && !(*t = mt__symtab_build(mod))) return dwfl_module_addrname(mod, addr);
+  return mt__symtab_name(*t, addr);
 }
 
 void mt__symtabs_clear(mt__symtabs *s) {
-  for (size_t i = 0; i < s->n; i++) mt__symtab_free(s->tabs[i].table);
-  free(s->tabs);
+  for (size_t i = 0; i < s->n; i++) mt__symtab_free(s->tables[i]);
+  free(s->tables);
   mt__u64map_free(&s->index);
   *s = (mt__symtabs){0};
 }

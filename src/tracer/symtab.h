@@ -32,10 +32,8 @@ size_t mt__symtab_count(const mt__symtab *t);
  * two codes in the C library (its start-up frames). Zero-initialize; clear
  * before dwfl_end and whenever the Dwfl is replaced. */
 typedef struct mt__symtabs {
-  mt__u64map index; /* Dwfl_Module pointer -> position in tabs */
-  struct mt__symtabs_module {
-    mt__symtab *table; /* NULL until built (or when it could not be) */
-  } *tabs;
+  mt__u64map index;    /* Dwfl_Module pointer -> position in tables */
+  mt__symtab **tables; /* NULL until built (or when it could not be) */
   size_t n, cap;
 } mt__symtabs;
 

@@ -135,7 +135,7 @@ static int per_module(Dwfl_Module *mod, void **user, const char *name, Dwarf_Add
               (unsigned long long)addrs[i]);
       st->mismatches++;
     }
-    if (set.n != 1 || set.tabs[0].table == NULL) {
+    if (set.n != 1 || set.tables[0] == NULL) {
       fprintf(stderr, "%s: after %d lookups the table is not built\n", base, i + 1);
       st->mismatches++;
     }
