@@ -78,7 +78,6 @@ static int find_preload(char *out, size_t n) {
   return mt_cli_find_companion("libmemtrace_preload.so", out, n);
 }
 
-
 /* Whether the program's trace can be written where `pattern` says: a file
  * in a directory that exists and can be written in (not a directory of
  * that name). The interposer creates the file, in the program's process,

@@ -18,10 +18,10 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#include "runnotes.h"
 #include "exec.h"
 #include "memtrace/tracer.h"
 #include "preload.h"
+#include "runnotes.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -9,8 +9,8 @@
  * Sampled blocks carry a header with their handle (preload.h); with an
  * allocator other than the C library's next, never on a page boundary.
  * Page-aligned requests are kept in the engine's table instead. */
-#include <dlfcn.h>
 #include <assert.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>

@@ -99,7 +99,6 @@ int mt__dest_parse(const char *s, mt__dest *d, char *err, size_t errlen) {
   return 0;
 }
 
-
 static int connect_timeout(int fd, const struct sockaddr *a, socklen_t len, int ms) {
   int flags = fcntl(fd, F_GETFL);
   fcntl(fd, F_SETFL, flags | O_NONBLOCK);

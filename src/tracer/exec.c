@@ -31,8 +31,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "runnotes.h"
 #include "environ.h"
+#include "runnotes.h"
 #include "tracer_state.h"
 
 #define tr mt__tr

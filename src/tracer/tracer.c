@@ -25,7 +25,6 @@
 #include <unistd.h>
 
 #include "bigstack.h"
-#include "runnotes.h"
 #include "clock.h"
 #include "cxxrt.h"
 #include "rustrt.h"
@@ -34,6 +33,7 @@
 #include "environ.h"
 #include "exec.h"
 #include "memtrace/tracer.h"
+#include "runnotes.h"
 #include "symbols.h"
 #include "tracer_state.h"
 #include "unwind.h"
