@@ -808,9 +808,12 @@ run)
   # counts those that ran untraced: a shell's vfork'd commands (dash), its
   # forked subshell (bash), a vfork child and a posix_spawn'd one
   # (prog_exec); each once, though dash tries an exec per PATH directory
+  # (0.2 s each: ~20 MB, ~25 samples; at 0.01 s, ~1 MB, a child sampled
+  # nothing about one run in four, and the report on the largest trace,
+  # then empty too, had no site to show)
   rm -f kids.*.ctf
   PATH="/nonexistent:$bin:$PATH" "$memtrace" run -o 'kids.%p.ctf' -- \
-    sh -c 'prog_slow 0.01; prog_slow 0.01; true' > /dev/null 2> err.txt
+    sh -c 'prog_slow 0.2; prog_slow 0.2; true' > /dev/null 2> err.txt
   n=$(ls kids.*.ctf | wc -l)
   line=$(grep "other processes of the run wrote traces:" err.txt)
   named=$(echo "$line" | grep -o 'kids\.[0-9]*\.ctf (prog_slow)' | cut -d' ' -f1)
