@@ -17,6 +17,7 @@
 #include <dlfcn.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,8 +25,9 @@
 #include "symbols.h"
 
 #define MT__DW_FUNCTIONS(X)                                                                  \
-  X(dwarf_attr) X(dwarf_attr_integrate) X(dwarf_child) X(dwarf_filesrc) X(dwarf_formstring)  \
-  X(dwarf_ranges) X(dwarf_siblingof)                                                         \
+  X(dwarf_attr) X(dwarf_attr_integrate) X(dwarf_child) X(dwarf_cu_getdwarf) X(dwarf_cu_info) \
+  X(dwarf_filesrc) X(dwarf_formstring) X(dwarf_getelf) X(dwarf_ranges) X(dwarf_siblingof)    \
+  X(elf_getdata) X(elf_getshdrstrndx) X(elf_nextscn) X(elf_strptr) X(gelf_getshdr)           \
   X(dwarf_formudata) X(dwarf_getscopes) X(dwarf_getscopes_die) X(dwarf_getsrcfiles)          \
   X(dwarf_tag) X(dwfl_addrmodule) X(dwfl_begin) X(dwfl_end) X(dwfl_lineinfo)                 \
   X(dwfl_linux_proc_find_elf) X(dwfl_linux_proc_report) X(dwfl_module_addrdie)               \
@@ -96,6 +98,18 @@ FORWARD(Dwarf_Attribute *, NULL, dwarf_attr_integrate,
         (Dwarf_Die * die, unsigned int search_name, Dwarf_Attribute *result),
         (die, search_name, result))
 FORWARD(int, -1, dwarf_child, (Dwarf_Die * die, Dwarf_Die *result), (die, result))
+FORWARD(Dwarf *, NULL, dwarf_cu_getdwarf, (Dwarf_CU * cu), (cu))
+FORWARD(int, -1, dwarf_cu_info,
+        (Dwarf_CU * cu, Dwarf_Half *version, uint8_t *unit_type, Dwarf_Die *cudie,
+         Dwarf_Die *subdie, uint64_t *unit_id, uint8_t *address_size, uint8_t *offset_size),
+        (cu, version, unit_type, cudie, subdie, unit_id, address_size, offset_size))
+FORWARD(Elf *, NULL, dwarf_getelf, (Dwarf * dwarf), (dwarf))
+/* libelf's, found through libdw's handle: libdw.so.1 depends on it */
+FORWARD(Elf_Data *, NULL, elf_getdata, (Elf_Scn * scn, Elf_Data *data), (scn, data))
+FORWARD(int, -1, elf_getshdrstrndx, (Elf * elf, size_t *dst), (elf, dst))
+FORWARD(Elf_Scn *, NULL, elf_nextscn, (Elf * elf, Elf_Scn *scn), (elf, scn))
+FORWARD(char *, NULL, elf_strptr, (Elf * elf, size_t index, size_t offset), (elf, index, offset))
+FORWARD(GElf_Shdr *, NULL, gelf_getshdr, (Elf_Scn * scn, GElf_Shdr *dst), (scn, dst))
 FORWARD(ptrdiff_t, -1, dwarf_ranges,
         (Dwarf_Die * die, ptrdiff_t offset, Dwarf_Addr *basep, Dwarf_Addr *startp,
          Dwarf_Addr *endp),

@@ -19,6 +19,7 @@
 #include "cxxrt.h"
 #include "dest.h"
 #include "scopes.h"
+#include "srclines.h"
 #include "symtab.h"
 #include "tables.h"
 
@@ -33,6 +34,7 @@ struct mt__symbols {
   Dwfl *dwfl;
   mt__symtabs symtabs; /* sorted ELF symbols of dwfl's modules, built on use */
   mt__scopes scopes;   /* the functions of dwfl's units, indexed on use */
+  mt__srclines lines;  /* the line tables of dwfl's units, read on use */
   Dwfl_Callbacks callbacks;
   char *debuginfo_path;
   mt__u64map index; /* code -> entry */
@@ -77,6 +79,7 @@ static int open_dwfl(mt__symbols *s) {
 static void close_dwfl(mt__symbols *s) {
   mt__symtabs_clear(&s->symtabs);
   mt__scopes_clear(&s->scopes);
+  mt__srclines_clear(&s->lines);
   if (s->dwfl) dwfl_end(s->dwfl);
   s->dwfl = NULL;
 }
@@ -245,11 +248,13 @@ static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
   mt__cxxrt_learn(mod, modname); /* before naming: its demangler, its frames hidden */
   const char *file = NULL;
   int line = 0, col = 0;
-  Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);
-  if (dl) file = dwfl_lineinfo(dl, NULL, &line, &col, NULL, NULL);
-
   Dwarf_Addr bias = 0;
   Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
+  char path[4096];
+  if (!cu || mt__srclines_at(&s->lines, cu, addr - bias, path, sizeof path, &file, &line, &col) < 0) {
+    Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);
+    if (dl) file = dwfl_lineinfo(dl, NULL, &line, &col, NULL, NULL);
+  }
   /* on the heap: MAX_INLINE DIEs would take a large frame */
   Dwarf_Die *scopes = cu ? malloc(MAX_INLINE * sizeof *scopes) : NULL;
   int nscopes = scopes ? mt__scopes_at(&s->scopes, cu, addr - bias, scopes, MAX_INLINE) : 0;
@@ -268,8 +273,9 @@ static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
     Dwarf_Word w;
     file = NULL;
     line = col = 0;
-    if (dwarf_attr(&scopes[i], DW_AT_call_file, &attr) && dwarf_formudata(&attr, &w) == 0) {
-      if (!files) dwarf_getsrcfiles(cu, &files, &nfiles);
+    if (dwarf_attr(&scopes[i], DW_AT_call_file, &attr) && dwarf_formudata(&attr, &w) == 0 &&
+        mt__srclines_file(&s->lines, cu, w, path, sizeof path, &file) < 0) {
+      if (!files) dwarf_getsrcfiles(cu, &files, &nfiles); /* the whole table, by libdw */
       if (files && w < nfiles) file = dwarf_filesrc(files, w, NULL, NULL);
     }
     if (dwarf_attr(&scopes[i], DW_AT_call_line, &attr) && dwarf_formudata(&attr, &w) == 0)
