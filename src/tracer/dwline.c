@@ -474,27 +474,39 @@ static int last_row_at_or_below(const mt__line_table *t, const seq *s, uint64_t 
 }
 
 int mt__line_table_find(const mt__line_table *t, uint64_t pc, mt__line_row *row) {
-  /* The greatest address of a row at or below pc (a: that of the
-   * sequences' rows, markers aside; ended: of markers), and the last row
-   * there, by sequence in the program's order. */
+  /* The rows at the greatest address at or below pc: of the sequences
+   * holding pc (their rows below it), and of those ended at or below it
+   * (their end markers, and any row at a marker's address). Among them
+   * the last one in the program: of the last sequence (sequences follow
+   * one another in the program). */
   uint64_t a = 0, ended = 0;
   int have = 0, have_ended = 0;
-  regs best = {0, 0, 0, 0};
+  size_t best_seq = 0;
+  regs best = {0, 0, 0, 0}, r;
   for (size_t i = 0; i < t->nseqs; i++) {
     const seq *s = &t->seqs[i];
     if (s->lo > pc) continue;
-    regs r;
-    if (s->hi <= pc) { /* ended at or below pc: its rows at hi, if any */
+    if (s->hi <= pc) {
       if (!have_ended || s->hi > ended) ended = s->hi, have_ended = 1;
-      if (!last_row_at_or_below(t, s, s->hi, &r) || r.addr != s->hi) continue;
-    } else if (!last_row_at_or_below(t, s, pc, &r)) {
-      continue;
+    } else if (last_row_at_or_below(t, s, pc, &r) && (!have || r.addr >= a)) {
+      a = r.addr, best = r, best_seq = i, have = 1;
     }
-    if (!have || r.addr >= a) a = r.addr, best = r, have = 1;
   }
-  /* Markers above every row: libdw's sorted table has a marker last there.
-   * And the table's last row by address is made a marker by libdw. */
-  if (!have || (have_ended && ended > a) || a == t->max_addr) return 0;
+  if (have_ended && (!have || ended >= a)) {
+    if (!have || ended > a) have = 0, a = ended; /* only rows at the markers' address count */
+    for (size_t i = t->nseqs; i-- > 0;) { /* the last such sequence with a row there */
+      const seq *s = &t->seqs[i];
+      if (have && i < best_seq) break;
+      if (s->lo > pc || s->hi != ended) continue;
+      if (last_row_at_or_below(t, s, ended, &r) && r.addr == ended) {
+        best = r, best_seq = i, have = 1;
+        break;
+      }
+    }
+  }
+  /* Only markers there: libdw's sorted table has a marker last. And the
+   * table's last row by address is made a marker by libdw. */
+  if (!have || a == t->max_addr) return 0;
   *row = (mt__line_row){best.addr, best.file, (int)best.line, (int)best.column};
   return 1;
 }
@@ -513,6 +525,17 @@ int mt__line_table_file(const mt__line_table *t, uint32_t file, char *buf, size_
   }
   memcpy(p, f->name, nl + 1);
   return 1;
+}
+
+void mt__line_table_each(const mt__line_table *t,
+                         void (*fn)(void *arg, const mt__line_row *row, int end), void *arg) {
+  cursor c = {t->prog, t->end, 0};
+  regs r = initial();
+  for (int k; (k = next_row(t, &c, &r)) == ROW || k == END;) {
+    mt__line_row row = {r.addr, r.file, (int)r.line, (int)r.column};
+    fn(arg, &row, k == END);
+    if (k == END) r = initial();
+  }
 }
 
 size_t mt__line_table_rows(const mt__line_table *t) { return t->rows; }

@@ -64,6 +64,11 @@ int mt__line_table_find(const mt__line_table *t, uint64_t pc, mt__line_row *row)
  * NULL then); -1 if the name does not fit. */
 int mt__line_table_file(const mt__line_table *t, uint32_t file, char *buf, size_t cap);
 
+/* Every row of the table in the program's order, end-of-sequence
+ * markers included (end = 1): for tests, to find rows another way. */
+void mt__line_table_each(const mt__line_table *t,
+                         void (*fn)(void *arg, const mt__line_row *row, int end), void *arg);
+
 /* How many rows the table has, and how many resume points it keeps. */
 size_t mt__line_table_rows(const mt__line_table *t);
 size_t mt__line_table_points(const mt__line_table *t);

@@ -250,7 +250,7 @@ static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
   int line = 0, col = 0;
   Dwarf_Addr bias = 0;
   Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
-  char path[4096];
+  char path[1024]; /* longer names: libdw's */
   if (!cu || mt__srclines_at(&s->lines, cu, addr - bias, path, sizeof path, &file, &line, &col) < 0) {
     Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);
     if (dl) file = dwfl_lineinfo(dl, NULL, &line, &col, NULL, NULL);
