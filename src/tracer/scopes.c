@@ -170,7 +170,7 @@ static int by_lo(const void *a, const void *b) {
 }
 
 static void sort_ranges(ranges *rs) {
-  qsort(rs->v, rs->n, sizeof *rs->v, by_lo);
+  if (rs->n > 1) qsort(rs->v, rs->n, sizeof *rs->v, by_lo); /* v is NULL when empty */
   uint64_t reach = 0;
   for (size_t i = 0; i < rs->n; i++) {
     if (rs->v[i].hi > reach) reach = rs->v[i].hi;
