@@ -66,6 +66,10 @@ struct mt__line_table {
   uint8_t min_len, line_range, opcode_base;
   int8_t line_base;
   const unsigned char *std_lengths; /* of opcodes 1 .. opcode_base - 1 */
+  /* Each special opcode's two advances, worked out once: the division by
+   * line_range was most of a row's decoding. */
+  int16_t special_line[256];
+  uint16_t special_addr[256];
   const char **dirs;
   size_t ndirs;
   lt_file *files;
@@ -272,13 +276,13 @@ static int read_names_v5(mt__line_table *t, cursor *c, unsigned offset_size,
 
 /* Runs the program from c to its next row: ROW, END (an end of sequence;
  * the caller resets the registers), DONE (the program's end), ERR. */
-static int next_row(const mt__line_table *t, cursor *c, regs *r) {
+static inline __attribute__((always_inline)) int next_row(const mt__line_table *t, cursor *c,
+                                                          regs *r) {
   while (c->p < c->end) {
     unsigned op = *c->p++;
     if (op >= t->opcode_base) { /* special: both advances, and a row */
-      unsigned adj = op - t->opcode_base;
-      r->line += t->line_base + (int)(adj % t->line_range);
-      r->addr += (uint64_t)t->min_len * (adj / t->line_range);
+      r->line += t->special_line[op];
+      r->addr += t->special_addr[op];
       return ROW;
     }
     switch (op) {
@@ -429,6 +433,11 @@ mt__line_table *mt__line_table_read(const mt__line_sections *sec, uint64_t offse
            (size_t)(c.end - c.p) >= t->opcode_base - 1u;
   for (unsigned op = 1; ok && op < t->opcode_base && op < sizeof standard_lengths; op++)
     ok = t->std_lengths[op - 1] == standard_lengths[op];
+  for (unsigned op = t->opcode_base; ok && op < 256; op++) {
+    unsigned adj = op - t->opcode_base;
+    t->special_line[op] = (int16_t)(t->line_base + (int)(adj % t->line_range));
+    t->special_addr[op] = (uint16_t)(t->min_len * (adj / t->line_range));
+  }
   if (ok) {
     c.p += t->opcode_base - 1;
     ok = version >= 5 ? read_names_v5(t, &c, offset_size, sec) : read_names_v4(t, &c, comp_dir);
