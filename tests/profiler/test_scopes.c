@@ -14,30 +14,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dwfl_self.h"
 #include "scopes.h"
 
 #define MAX 64
 
 long scopes_cases_run(int n);
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static char *debuginfo_path;
-static const Dwfl_Callbacks callbacks = {.find_elf = dwfl_linux_proc_find_elf,
-                                         .find_debuginfo = dwfl_standard_find_debuginfo,
-                                         .debuginfo_path = &debuginfo_path};
-
 int main(void) {
   if (scopes_cases_run(50) == 0) return 1; /* keeps the C++ unit */
-  Dwfl *dwfl = dwfl_begin(&callbacks);
-  if (!dwfl || dwfl_linux_proc_report(dwfl, getpid()) != 0 || dwfl_report_end(dwfl, NULL, NULL)) {
-    fprintf(stderr, "cannot list this process's modules\n");
-    return 1;
-  }
+  Dwfl *dwfl = test_dwfl_self(NULL);
+  if (!dwfl) return 1;
   Dwfl_Module *mod = dwfl_addrmodule(dwfl, (Dwarf_Addr)(uintptr_t)&scopes_cases_run);
   Dwarf_Addr low = 0, high = 0;
   if (!mod || !dwfl_module_info(mod, NULL, &low, &high, NULL, NULL, NULL, NULL)) {
@@ -54,11 +41,11 @@ int main(void) {
     Dwarf_Die *cu = dwfl_module_addrdie(mod, a, &bias);
     if (!cu) continue;
     Dwarf_Die want[MAX], got[MAX];
-    double t0 = now();
+    double t0 = test_now();
     int nw = mt__scopes_by_libdw(cu, a - bias, want, MAX);
-    double t1 = now();
+    double t1 = test_now();
     int ng = mt__scopes_at(&idx, cu, a - bias, got, MAX);
-    double t2 = now();
+    double t2 = test_now();
     t_libdw += t1 - t0;
     t_index += t2 - t1;
     addrs++;

@@ -18,20 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dwfl_self.h"
 #include "srclines.h"
 
 long scopes_cases_run(int n);
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static char *debuginfo_path;
-static const Dwfl_Callbacks callbacks = {.find_elf = dwfl_linux_proc_find_elf,
-                                         .find_debuginfo = dwfl_standard_find_debuginfo,
-                                         .debuginfo_path = &debuginfo_path};
 
 typedef struct totals {
   long addrs, rows, libdw_left, mismatches, modules, files;
@@ -84,12 +74,12 @@ static int check_module(Dwfl_Module *mod, void **userdata, const char *name, Dwa
     const char *want_file = NULL, *got_file = NULL;
     int want_line = 0, want_col = 0, got_line = 0, got_col = 0;
     char buf[4096];
-    double t0 = now();
+    double t0 = test_now();
     Dwfl_Line *l = dwfl_module_getsrc(mod, a);
     if (l) want_file = dwfl_lineinfo(l, NULL, &want_line, &want_col, NULL, NULL);
-    double t1 = now();
+    double t1 = test_now();
     int r = mt__srclines_at(&lines, cu, a - cu_bias, buf, sizeof buf, &got_file, &got_line, &got_col);
-    double t2 = now();
+    double t2 = test_now();
     t->t_libdw += t1 - t0;
     t->t_reader += t2 - t1;
     t->addrs++;
@@ -138,11 +128,8 @@ int main(int argc, char **argv) {
   }
   for (int i = 1; i < argc; i++)
     if (!dlopen(argv[i], RTLD_NOW | RTLD_GLOBAL)) fprintf(stderr, "(cannot load %s: %s)\n", argv[i], dlerror());
-  Dwfl *dwfl = dwfl_begin(&callbacks);
-  if (!dwfl || dwfl_linux_proc_report(dwfl, getpid()) != 0 || dwfl_report_end(dwfl, NULL, NULL)) {
-    fprintf(stderr, "cannot list this process's modules\n");
-    return 1;
-  }
+  Dwfl *dwfl = test_dwfl_self(NULL);
+  if (!dwfl) return 1;
   totals t = {.own_dir = MT_BUILD_DIR};
   dwfl_getmodules(dwfl, check_module, &t, 0);
   dwfl_end(dwfl);

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dwfl_self.h"
 #include "symtab.h"
 
 #define RANDOM_PER_MODULE 4000
@@ -27,12 +28,6 @@ typedef struct stats {
   double t_elfutils, t_table; /* seconds, random addresses, all modules */
   long timed;
 } stats;
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static uint64_t next_random(void) { /* xorshift64* */
@@ -96,14 +91,14 @@ static int per_module(Dwfl_Module *mod, void **user, const char *name, Dwarf_Add
   for (int i = 0; i < RANDOM_PER_MODULE; i++) check(st, mod, t, base, addrs[i], "random");
   /* timing: each side alone, same addresses */
   uintptr_t sink = 0;
-  double t0 = now();
+  double t0 = test_now();
   for (int i = 0; i < RANDOM_PER_MODULE; i++)
     sink += (uintptr_t)dwfl_module_addrname(mod, addrs[i]);
-  double t1 = now();
+  double t1 = test_now();
   for (int i = 0; i < RANDOM_PER_MODULE; i++) sink += (uintptr_t)mt__symtab_name(t, addrs[i]);
-  double t2 = now();
+  double t2 = test_now();
   mt__symtab *again = mt__symtab_build(mod); /* elfutils has read the symbols */
-  double t3 = now();
+  double t3 = test_now();
   if (again && mt__symtab_count(again) != mt__symtab_count(t)) {
     fprintf(stderr, "%s: a second build kept %zu symbols, the first %zu\n", base,
             mt__symtab_count(again), mt__symtab_count(t));
@@ -159,17 +154,8 @@ int main(void) {
   }
   /* C++'s library when installed: many weak symbols and aliases */
   if (!dlopen("libstdc++.so.6", RTLD_NOW | RTLD_GLOBAL)) printf("no libstdc++: %s\n", dlerror());
-  char *debuginfo_path = NULL;
-  Dwfl_Callbacks cb = {.find_elf = dwfl_linux_proc_find_elf,
-                       .find_debuginfo = mt__dwfl_embedded_only,
-                       .debuginfo_path = &debuginfo_path};
-  Dwfl *dwfl = dwfl_begin(&cb);
+  Dwfl *dwfl = test_dwfl_self(mt__dwfl_embedded_only);
   if (!dwfl) return 1;
-  dwfl_report_begin(dwfl);
-  if (dwfl_linux_proc_report(dwfl, getpid()) != 0 || dwfl_report_end(dwfl, NULL, NULL) != 0) {
-    fprintf(stderr, "cannot list this process's modules: %s\n", dwfl_errmsg(-1));
-    return 1;
-  }
   stats st = {0};
   dwfl_getmodules(dwfl, per_module, &st, 0);
   dwfl_end(dwfl);
