@@ -26,7 +26,8 @@
 
 #define MT__DW_FUNCTIONS(X)                                                                  \
   X(dwarf_attr) X(dwarf_attr_integrate) X(dwarf_child) X(dwarf_cu_getdwarf) X(dwarf_cu_info) \
-  X(dwarf_filesrc) X(dwarf_formstring) X(dwarf_getelf) X(dwarf_ranges) X(dwarf_siblingof)    \
+  X(dwarf_filesrc) X(dwarf_formstring) X(dwarf_get_units) X(dwarf_getelf) X(dwarf_ranges)    \
+  X(dwarf_siblingof) X(dwfl_module_getdwarf)                                                  \
   X(elf_getdata) X(elf_getshdrstrndx) X(elf_nextscn) X(elf_strptr) X(gelf_getshdr)           \
   X(dwarf_formudata) X(dwarf_getscopes) X(dwarf_getscopes_die) X(dwarf_getsrcfiles)          \
   X(dwarf_tag) X(dwfl_addrmodule) X(dwfl_begin) X(dwfl_end) X(dwfl_lineinfo)                 \
@@ -103,7 +104,12 @@ FORWARD(int, -1, dwarf_cu_info,
         (Dwarf_CU * cu, Dwarf_Half *version, uint8_t *unit_type, Dwarf_Die *cudie,
          Dwarf_Die *subdie, uint64_t *unit_id, uint8_t *address_size, uint8_t *offset_size),
         (cu, version, unit_type, cudie, subdie, unit_id, address_size, offset_size))
+FORWARD(int, -1, dwarf_get_units,
+        (Dwarf * dwarf, Dwarf_CU *cu, Dwarf_CU **next_cu, Dwarf_Half *version, uint8_t *unit_type,
+         Dwarf_Die *cudie, Dwarf_Die *subdie),
+        (dwarf, cu, next_cu, version, unit_type, cudie, subdie))
 FORWARD(Elf *, NULL, dwarf_getelf, (Dwarf * dwarf), (dwarf))
+FORWARD(Dwarf *, NULL, dwfl_module_getdwarf, (Dwfl_Module * mod, Dwarf_Addr *bias), (mod, bias))
 /* libelf's, found through libdw's handle: libdw.so.1 depends on it */
 FORWARD(Elf_Data *, NULL, elf_getdata, (Elf_Scn * scn, Elf_Data *data), (scn, data))
 FORWARD(int, -1, elf_getshdrstrndx, (Elf * elf, size_t *dst), (elf, dst))

@@ -22,6 +22,7 @@
 #include "srclines.h"
 #include "symtab.h"
 #include "tables.h"
+#include "units.h"
 
 #define MAX_INLINE 64
 
@@ -35,6 +36,7 @@ struct mt__symbols {
   mt__symtabs symtabs; /* sorted ELF symbols of dwfl's modules, built on use */
   mt__scopes scopes;   /* the functions of dwfl's units, indexed on use */
   mt__srclines lines;  /* the line tables of dwfl's units, read on use */
+  mt__units units;     /* the units of dwfl's modules by address, where libdwfl finds none */
   Dwfl_Callbacks callbacks;
   char *debuginfo_path;
   mt__u64map index; /* code -> entry */
@@ -80,6 +82,7 @@ static void close_dwfl(mt__symbols *s) {
   mt__symtabs_clear(&s->symtabs);
   mt__scopes_clear(&s->scopes);
   mt__srclines_clear(&s->lines);
+  mt__units_clear(&s->units);
   if (s->dwfl) dwfl_end(s->dwfl);
   s->dwfl = NULL;
 }
@@ -249,7 +252,8 @@ static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
   const char *file = NULL;
   int line = 0, col = 0;
   Dwarf_Addr bias = 0;
-  Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
+  Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias), unit;
+  if (!cu) cu = mt__units_at(&s->units, mod, addr, &unit, &bias); /* no .debug_aranges (clang) */
   char path[1024]; /* longer names: libdw's */
   if (!cu || mt__srclines_at(&s->lines, cu, addr - bias, path, sizeof path, &file, &line, &col) < 0) {
     Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);

@@ -3,11 +3,18 @@
  * same file, line and column at every third byte of every module of this
  * process that has DWARF: this program (C, and the C++ of scopes_cases.cpp
  * at -O2 -g), the two builds of lines_cases.c (DWARF 4; a library whose
- * line tables hold sequences of code the linker dropped), libmemtrace.so
+ * line tables hold sequences of code the linker dropped, and that one again
+ * without its .debug_aranges, as clang builds), libmemtrace.so
  * (the format library, C at -O2 -g), and any library
  * named on the command line (dlopened first: a manual check on a big
  * one); and every file name of each unit's table, as an inlined call's
- * DW_AT_call_file names it (dwarf_getsrcfiles, dwarf_filesrc). Every unit of this program's own modules must be read by the
+ * DW_AT_call_file names it (dwarf_getsrcfiles, dwarf_filesrc). The unit
+ * of each address found by units.c must be libdwfl's, unless the address
+ * is in a gap between libdwfl's ranges (it gives those to the unit before)
+ * or two units' ranges hold it; a unit units.c finds must hold it, and
+ * one libdwfl finds that holds it must be found. Where libdwfl finds none
+ * (no .debug_aranges) the rows must be libdw's for the unit units.c found
+ * (dwarf_getsrc_die). Every unit of this program's own modules must be read by the
  * reader, not left to libdw. Also times both (informational). */
 #include <dlfcn.h>
 #include <elfutils/libdw.h>
@@ -20,11 +27,15 @@
 
 #include "dwfl_self.h"
 #include "srclines.h"
+#include "units.h"
 
 long scopes_cases_run(int n);
 
 typedef struct totals {
   long addrs, rows, libdw_left, mismatches, modules, files;
+  long units_same, units_only; /* units.c's answer checked against libdwfl's; given alone */
+  long units_gap;     /* libdwfl's unit only holds the address by its gap-filling */
+  long units_overlap; /* the address in the ranges of both units, each its own answer */
   double t_libdw, t_reader;
   const char *own_dir; /* modules under it must have every unit read */
   long own_addrs, own_left;
@@ -52,6 +63,40 @@ static void check_files(mt__srclines *lines, Dwarf_Die *cu, const char *module, 
   }
 }
 
+/* Whether unit u's ranges hold pc. */
+static int unit_holds(Dwarf_Die *u, Dwarf_Addr pc) {
+  Dwarf_Addr base, lo, hi;
+  for (ptrdiff_t off = 0; (off = dwarf_ranges(u, off, &base, &lo, &hi)) > 0;)
+    if (pc >= lo && pc < hi) return 1;
+  return 0;
+}
+
+/* Where libdwfl finds no unit (no .debug_aranges), the row the reader
+ * gives in the unit units.c found, against libdw's dwarf_getsrc_die on
+ * that unit (dwfl_module_getsrc's search, by the unit given). */
+static void check_unit_only(mt__srclines *lines, Dwarf_Die *cu, Dwarf_Addr pc, const char *module,
+                            Dwarf_Addr off, totals *t) {
+  Dwarf_Line *l = dwarf_getsrc_die(cu, pc);
+  const char *want_file = NULL, *got_file = NULL;
+  int want_line = 0, want_col = 0, got_line = 0, got_col = 0;
+  char buf[4096];
+  if (l) {
+    want_file = dwarf_linesrc(l, NULL, NULL);
+    dwarf_lineno(l, &want_line);
+    dwarf_linecol(l, &want_col);
+  }
+  int r = mt__srclines_at(lines, cu, pc, buf, sizeof buf, &got_file, &got_line, &got_col);
+  if (r < 0) return;
+  if ((r == 1) != (l != NULL) ||
+      (l && !(same_str(want_file, got_file) && want_line == got_line && want_col == got_col))) {
+    if (t->mismatches < 10)
+      fprintf(stderr, "MISMATCH in %s at +0x%llx (unit found by units.c): libdw %s:%d:%d, reader %s:%d:%d\n",
+              module, (unsigned long long)off, want_file ? want_file : "(null)", want_line, want_col,
+              got_file ? got_file : "(null)", got_line, got_col);
+    t->mismatches++;
+  }
+}
+
 static int check_module(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start,
                         void *arg) {
   (void)userdata;
@@ -63,11 +108,36 @@ static int check_module(Dwfl_Module *mod, void **userdata, const char *name, Dwa
   dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, &main_file, NULL);
   int own = main_file && strncmp(main_file, t->own_dir, strlen(t->own_dir)) == 0;
   mt__srclines lines = {0};
+  mt__units units = {0};
   long before = t->addrs;
   void *last_cu = NULL;
   for (Dwarf_Addr a = start; a < end; a += 3) {
-    Dwarf_Addr cu_bias = 0;
-    Dwarf_Die *cu = dwfl_module_addrdie(mod, a, &cu_bias);
+    Dwarf_Addr cu_bias = 0, unit_bias = 0;
+    Dwarf_Die *cu = dwfl_module_addrdie(mod, a, &cu_bias), unit;
+    Dwarf_Die *mine = mt__units_at(&units, mod, a, &unit, &unit_bias);
+    if (cu) { /* the unit libdwfl finds through .debug_aranges, units.c by the units' ranges */
+      int its = unit_holds(cu, a - cu_bias);
+      if (mine && dwarf_dieoffset(mine) == dwarf_dieoffset(cu) && unit_bias == cu_bias) {
+        t->units_same++;
+      } else if (mine ? unit_holds(mine, a - unit_bias) : !its) {
+        /* libdwfl gives the gaps between aranges to the unit before (no
+         * unit holds the address, or another than that one); two units
+         * may hold it (libasan's) */
+        if (its) t->units_overlap++;
+        else t->units_gap++;
+      } else {
+        if (t->mismatches < 10)
+          fprintf(stderr, "MISMATCH in %s at +0x%llx: libdwfl's unit %#llx, units.c's %#llx\n", name,
+                  (unsigned long long)(a - start), (unsigned long long)dwarf_dieoffset(cu),
+                  mine ? (unsigned long long)dwarf_dieoffset(mine) : 0ull);
+        t->mismatches++;
+      }
+    } else if (mine) { /* no .debug_aranges: libdw's lines by the unit units.c found */
+      t->units_only++;
+      t->addrs++;
+      check_unit_only(&lines, mine, a - unit_bias, name, a - start, t);
+      continue;
+    }
     if (!cu) continue;
     if (cu->addr != last_cu) check_files(&lines, cu, name, t);
     last_cu = cu->addr;
@@ -101,6 +171,7 @@ static int check_module(Dwfl_Module *mod, void **userdata, const char *name, Dwa
       t->mismatches++;
     }
   }
+  mt__units_clear(&units);
   if (t->addrs > before) {
     t->modules++;
     printf("  %s: %ld addresses%s\n", name, t->addrs - before, own ? " (this build's)" : "");
@@ -113,8 +184,8 @@ unsigned lines_cases_run(int rounds);
 
 int main(int argc, char **argv) {
   if (scopes_cases_run(50) == 0) return 1; /* keeps the C++ unit */
-  const char *libs[] = {MT_LINES_V4, MT_LINES_GC};
-  for (size_t i = 0; i < 2; i++) {
+  const char *libs[] = {MT_LINES_V4, MT_LINES_GC, MT_LINES_NOARANGES};
+  for (size_t i = 0; i < 3; i++) {
     void *h = dlopen(libs[i], RTLD_NOW);
     unsigned (*run)(int) = h ? (unsigned (*)(int))dlsym(h, "lines_cases_run") : NULL;
     if (!run || run(3) == 0) {
@@ -134,11 +205,13 @@ int main(int argc, char **argv) {
   dwfl_getmodules(dwfl, check_module, &t, 0);
   dwfl_end(dwfl);
   printf("%ld modules with DWARF, %ld addresses, %ld with a row, %ld left to libdw (%ld of them in "
-         "this build's %ld), %ld file names, %ld mismatches; per address: libdw %.2f us, reader "
-         "%.2f us\n",
-         t.modules, t.addrs, t.rows, t.libdw_left, t.own_left, t.own_addrs, t.files, t.mismatches,
+         "this build's %ld), %ld file names, units: %ld as libdwfl's, %ld where it has none, %ld "
+         "in its gaps, %ld held by two; %ld mismatches; per address: libdw %.2f us, reader %.2f us\n",
+         t.modules, t.addrs, t.rows, t.libdw_left, t.own_left, t.own_addrs, t.files, t.units_same,
+         t.units_only, t.units_gap, t.units_overlap, t.mismatches,
          t.t_libdw * 1e6 / (double)t.addrs, t.t_reader * 1e6 / (double)t.addrs);
-  if (t.modules < 3 || t.rows < 20000 || t.own_addrs < 20000 || t.files < 200) {
+  if (t.modules < 3 || t.rows < 20000 || t.own_addrs < 20000 || t.files < 200 ||
+      t.units_only < 100) {
     fprintf(stderr, "too few addresses compared\n");
     return 1;
   }

@@ -1,0 +1,34 @@
+/* The compilation unit whose code holds an address, for modules whose
+ * .debug_aranges does not say. Internal (mt__ prefix).
+ *
+ * libdwfl finds an address's unit through .debug_aranges only (elfutils
+ * 0.188): clang and rustc do not emit that section by default, and a
+ * program built by them got no source position and no inlined frames,
+ * only its ELF symbols. This lists a module's units once, with the
+ * address ranges of each unit DIE, when libdwfl first finds no unit for
+ * an address of it (code outside every unit, such as crt1.o's, asks once
+ * too). */
+#ifndef MT_TRACER_UNITS_H
+#define MT_TRACER_UNITS_H
+
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <stddef.h>
+
+typedef struct mt__units_table mt__units_table;
+
+/* The tables of one Dwfl's modules, built on use. Zero-initialize; clear
+ * before dwfl_end and whenever the Dwfl is replaced (they hold its DIEs). */
+typedef struct mt__units {
+  mt__units_table *v;
+  size_t n, cap;
+} mt__units;
+
+/* The unit of mod whose ranges hold addr (the module's address): its DIE
+ * into *cu and the module's DWARF bias into *bias, and cu; NULL if none. */
+Dwarf_Die *mt__units_at(mt__units *u, Dwfl_Module *mod, Dwarf_Addr addr, Dwarf_Die *cu,
+                        Dwarf_Addr *bias);
+
+void mt__units_clear(mt__units *u);
+
+#endif
