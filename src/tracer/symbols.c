@@ -252,8 +252,14 @@ static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
   const char *file = NULL;
   int line = 0, col = 0;
   Dwarf_Addr bias = 0;
+  /* libdwfl's unit by .debug_aranges, else by the units' own ranges: the
+   * section may be missing (clang) or list some units only (Rust) */
   Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias), unit;
-  if (!cu) cu = mt__units_at(&s->units, mod, addr, &unit, &bias); /* no .debug_aranges (clang) */
+  if (!cu || !mt__unit_holds(cu, addr - bias)) {
+    Dwarf_Addr unit_bias;
+    Dwarf_Die *found = mt__units_at(&s->units, mod, addr, &unit, &unit_bias);
+    if (found) cu = found, bias = unit_bias;
+  }
   char path[1024]; /* longer names: libdw's */
   if (!cu || mt__srclines_at(&s->lines, cu, addr - bias, path, sizeof path, &file, &line, &col) < 0) {
     Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);

@@ -91,6 +91,13 @@ Dwarf_Die *mt__units_at(mt__units *u, Dwfl_Module *mod, Dwarf_Addr addr, Dwarf_D
   return NULL;
 }
 
+int mt__unit_holds(Dwarf_Die *cu, Dwarf_Addr pc) {
+  Dwarf_Addr base, lo, hi;
+  for (ptrdiff_t off = 0; (off = dwarf_ranges(cu, off, &base, &lo, &hi)) > 0;)
+    if (pc >= lo && pc < hi) return 1;
+  return 0;
+}
+
 void mt__units_clear(mt__units *u) {
   for (size_t i = 0; i < u->n; i++) free(u->v[i].v);
   free(u->v);

@@ -4,10 +4,13 @@
  * libdwfl finds an address's unit through .debug_aranges only (elfutils
  * 0.188): clang and rustc do not emit that section by default, and a
  * program built by them got no source position and no inlined frames,
- * only its ELF symbols. This lists a module's units once, with the
- * address ranges of each unit DIE, when libdwfl first finds no unit for
- * an address of it (code outside every unit, such as crt1.o's, asks once
- * too). */
+ * only its ELF symbols. And where the section lists some units only (a
+ * Rust program: its own units are listed, not the standard library's
+ * code built into it), libdwfl gives an address of an unlisted unit to
+ * the listed one before it, which does not hold it: no line, no inlined
+ * frames. This lists a module's units once, with the address ranges of
+ * each unit DIE, when libdwfl first finds no unit holding an address of
+ * it (code outside every unit, such as crt1.o's, asks once too). */
 #ifndef MT_TRACER_UNITS_H
 #define MT_TRACER_UNITS_H
 
@@ -28,6 +31,9 @@ typedef struct mt__units {
  * into *cu and the module's DWARF bias into *bias, and cu; NULL if none. */
 Dwarf_Die *mt__units_at(mt__units *u, Dwfl_Module *mod, Dwarf_Addr addr, Dwarf_Die *cu,
                         Dwarf_Addr *bias);
+
+/* Whether unit cu's own ranges hold pc (an address in the DWARF's terms). */
+int mt__unit_holds(Dwarf_Die *cu, Dwarf_Addr pc);
 
 void mt__units_clear(mt__units *u);
 

@@ -63,14 +63,6 @@ static void check_files(mt__srclines *lines, Dwarf_Die *cu, const char *module, 
   }
 }
 
-/* Whether unit u's ranges hold pc. */
-static int unit_holds(Dwarf_Die *u, Dwarf_Addr pc) {
-  Dwarf_Addr base, lo, hi;
-  for (ptrdiff_t off = 0; (off = dwarf_ranges(u, off, &base, &lo, &hi)) > 0;)
-    if (pc >= lo && pc < hi) return 1;
-  return 0;
-}
-
 /* Where libdwfl finds no unit (no .debug_aranges), the row the reader
  * gives in the unit units.c found, against libdw's dwarf_getsrc_die on
  * that unit (dwfl_module_getsrc's search, by the unit given). */
@@ -116,10 +108,10 @@ static int check_module(Dwfl_Module *mod, void **userdata, const char *name, Dwa
     Dwarf_Die *cu = dwfl_module_addrdie(mod, a, &cu_bias), unit;
     Dwarf_Die *mine = mt__units_at(&units, mod, a, &unit, &unit_bias);
     if (cu) { /* the unit libdwfl finds through .debug_aranges, units.c by the units' ranges */
-      int its = unit_holds(cu, a - cu_bias);
+      int its = mt__unit_holds(cu, a - cu_bias);
       if (mine && dwarf_dieoffset(mine) == dwarf_dieoffset(cu) && unit_bias == cu_bias) {
         t->units_same++;
-      } else if (mine ? unit_holds(mine, a - unit_bias) : !its) {
+      } else if (mine ? mt__unit_holds(mine, a - unit_bias) : !its) {
         /* libdwfl gives the gaps between aranges to the unit before (no
          * unit holds the address, or another than that one); two units
          * may hold it (libasan's) */
