@@ -255,7 +255,7 @@ static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
   /* libdwfl's unit by .debug_aranges, else by the units' own ranges: the
    * section may be missing (clang) or list some units only (Rust) */
   Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias), unit;
-  if (!cu || !mt__unit_holds(cu, addr - bias)) {
+  if (!cu || !mt__units_hold(&s->units, cu, addr - bias)) {
     Dwarf_Addr unit_bias;
     Dwarf_Die *found = mt__units_at(&s->units, mod, addr, &unit, &unit_bias);
     if (found) cu = found, bias = unit_bias;

@@ -91,15 +91,83 @@ Dwarf_Die *mt__units_at(mt__units *u, Dwfl_Module *mod, Dwarf_Addr addr, Dwarf_D
   return NULL;
 }
 
-int mt__unit_holds(Dwarf_Die *cu, Dwarf_Addr pc) {
+/* A unit's ranges, sorted and merged: disjoint [lo, hi) pairs. */
+struct mt__units_held {
+  uint64_t *lohi;
+  size_t n;
+};
+
+static int by_first(const void *a, const void *b) {
+  const uint64_t *x = a, *y = b;
+  return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+static int read_held(Dwarf_Die *cu, mt__units_held *h) {
+  size_t cap = 0;
   Dwarf_Addr base, lo, hi;
-  for (ptrdiff_t off = 0; (off = dwarf_ranges(cu, off, &base, &lo, &hi)) > 0;)
-    if (pc >= lo && pc < hi) return 1;
+  *h = (mt__units_held){NULL, 0};
+  for (ptrdiff_t off = 0; (off = dwarf_ranges(cu, off, &base, &lo, &hi)) > 0;) {
+    if (lo >= hi) continue;
+    if (h->n == cap) {
+      size_t nc = cap ? cap * 2 : 8;
+      uint64_t *v = realloc(h->lohi, nc * 2 * sizeof *v);
+      if (!v) return free(h->lohi), -1;
+      h->lohi = v;
+      cap = nc;
+    }
+    h->lohi[2 * h->n] = lo;
+    h->lohi[2 * h->n + 1] = hi;
+    h->n++;
+  }
+  if (h->n > 1) qsort(h->lohi, h->n, 2 * sizeof *h->lohi, by_first);
+  size_t m = 0; /* merged */
+  for (size_t i = 0; i < h->n; i++) {
+    if (m && h->lohi[2 * i] <= h->lohi[2 * m - 1]) {
+      if (h->lohi[2 * i + 1] > h->lohi[2 * m - 1]) h->lohi[2 * m - 1] = h->lohi[2 * i + 1];
+    } else {
+      h->lohi[2 * m] = h->lohi[2 * i];
+      h->lohi[2 * m + 1] = h->lohi[2 * i + 1];
+      m++;
+    }
+  }
+  h->n = m;
   return 0;
+}
+
+static int held_has(const mt__units_held *h, uint64_t pc) {
+  size_t lo = 0, hi = h->n; /* pairs [0, lo) start at or below pc */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (h->lohi[2 * mid] <= pc) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo > 0 && pc < h->lohi[2 * (lo - 1) + 1];
+}
+
+int mt__units_hold(mt__units *u, Dwarf_Die *cu, Dwarf_Addr pc) {
+  uint64_t key = (uint64_t)(uintptr_t)cu->addr;
+  uint32_t *ix = mt__u64map_get(&u->held_index, key);
+  if (ix) return held_has(&u->held[*ix - 1], pc); /* stored + 1 */
+  mt__units_held h;
+  if (read_held(cu, &h) != 0) return 0;
+  int has = held_has(&h, pc);
+  if (u->nheld == u->held_cap) {
+    size_t nc = u->held_cap ? u->held_cap * 2 : 64;
+    mt__units_held *v = realloc(u->held, nc * sizeof *v);
+    if (!v) return free(h.lohi), has;
+    u->held = v;
+    u->held_cap = nc;
+  }
+  if (mt__u64map_put(&u->held_index, key, (uint32_t)u->nheld) != 0) return free(h.lohi), has;
+  u->held[u->nheld++] = h;
+  return has;
 }
 
 void mt__units_clear(mt__units *u) {
   for (size_t i = 0; i < u->n; i++) free(u->v[i].v);
+  for (size_t i = 0; i < u->nheld; i++) free(u->held[i].lohi);
+  free(u->held);
+  mt__u64map_free(&u->held_index);
   free(u->v);
   *u = (mt__units){0};
 }

@@ -18,13 +18,20 @@
 #include <elfutils/libdwfl.h>
 #include <stddef.h>
 
+#include "tables.h"
+
 typedef struct mt__units_table mt__units_table;
 
 /* The tables of one Dwfl's modules, built on use. Zero-initialize; clear
  * before dwfl_end and whenever the Dwfl is replaced (they hold its DIEs). */
+typedef struct mt__units_held mt__units_held;
+
 typedef struct mt__units {
   mt__units_table *v;
   size_t n, cap;
+  mt__u64map held_index; /* a unit DIE's address -> its ranges in held */
+  mt__units_held *held;
+  size_t nheld, held_cap;
 } mt__units;
 
 /* The unit of mod whose ranges hold addr (the module's address): its DIE
@@ -32,8 +39,10 @@ typedef struct mt__units {
 Dwarf_Die *mt__units_at(mt__units *u, Dwfl_Module *mod, Dwarf_Addr addr, Dwarf_Die *cu,
                         Dwarf_Addr *bias);
 
-/* Whether unit cu's own ranges hold pc (an address in the DWARF's terms). */
-int mt__unit_holds(Dwarf_Die *cu, Dwarf_Addr pc);
+/* Whether unit cu's own ranges hold pc (an address in the DWARF's terms):
+ * a binary search in the unit's ranges, read at its first question (a
+ * unit of a C++ program built with -ffunction-sections has thousands). */
+int mt__units_hold(mt__units *u, Dwarf_Die *cu, Dwarf_Addr pc);
 
 void mt__units_clear(mt__units *u);
 

@@ -108,10 +108,10 @@ static int check_module(Dwfl_Module *mod, void **userdata, const char *name, Dwa
     Dwarf_Die *cu = dwfl_module_addrdie(mod, a, &cu_bias), unit;
     Dwarf_Die *mine = mt__units_at(&units, mod, a, &unit, &unit_bias);
     if (cu) { /* the unit libdwfl finds through .debug_aranges, units.c by the units' ranges */
-      int its = mt__unit_holds(cu, a - cu_bias);
+      int its = mt__units_hold(&units, cu, a - cu_bias);
       if (mine && dwarf_dieoffset(mine) == dwarf_dieoffset(cu) && unit_bias == cu_bias) {
         t->units_same++;
-      } else if (mine ? mt__unit_holds(mine, a - unit_bias) : !its) {
+      } else if (mine ? mt__units_hold(&units, mine, a - unit_bias) : !its) {
         /* libdwfl gives the gaps between aranges to the unit before (no
          * unit holds the address, or another than that one); two units
          * may hold it (libasan's) */
