@@ -36,7 +36,7 @@ struct mt__symbols {
   mt__symtabs symtabs; /* sorted ELF symbols of dwfl's modules, built on use */
   mt__scopes scopes;   /* the functions of dwfl's units, indexed on use */
   mt__srclines lines;  /* the line tables of dwfl's units, read on use */
-  mt__units units;     /* the units of dwfl's modules by address, where libdwfl finds none */
+  mt__units units;     /* dwfl's units by their own ranges, where libdwfl's do not say */
   Dwfl_Callbacks callbacks;
   char *debuginfo_path;
   mt__u64map index; /* code -> entry */
@@ -261,7 +261,8 @@ static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
     if (found) cu = found, bias = unit_bias;
   }
   char path[1024]; /* longer names: libdw's */
-  if (!cu || mt__srclines_at(&s->lines, cu, addr - bias, path, sizeof path, &file, &line, &col) < 0) {
+  if (!cu ||
+      mt__srclines_at(&s->lines, cu, addr - bias, path, sizeof path, &file, &line, &col) < 0) {
     Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);
     if (dl) file = dwfl_lineinfo(dl, NULL, &line, &col, NULL, NULL);
   }

@@ -31,7 +31,7 @@ static void build(mt__units_table *t) {
   uint8_t unit_type;
   Dwarf_Die die;
   while (dwarf_get_units(t->dw, cu, &cu, &version, &unit_type, &die, NULL) == 0) {
-    if (unit_type != DW_UT_compile) continue; /* type, partial and split units hold no code of their own here */
+    if (unit_type != DW_UT_compile) continue; /* type, partial, split units: no code here */
     Dwarf_Addr base, start, end;
     ptrdiff_t off = 0;
     while ((off = dwarf_ranges(&die, off, &base, &start, &end)) > 0) {
