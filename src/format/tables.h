@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 /* Open addressing, linear probing, power-of-two capacity, load <= 1/2.
  * Values are stored +1 so that 0 marks an empty slot; any key is allowed. */
@@ -29,6 +30,19 @@ static inline uint32_t mt__u64map_intern(mt__u64map *m, uint64_t key, uint32_t v
   *fresh = v == NULL;
   if (v) return *v - 1; /* stored + 1 */
   return mt__u64map_put(m, key, val) ? UINT32_MAX : val;
+}
+
+/* Room for one more element of `size` bytes in the array *v, n of *cap
+ * used: 0 (*v and *cap grown by doubling if needed), or -1 when out of
+ * memory (*v unchanged). */
+static inline int mt__reserve(void **v, size_t n, size_t *cap, size_t size) {
+  if (n < *cap) return 0;
+  size_t nc = *cap ? *cap * 2 : 16;
+  void *p = realloc(*v, nc * size);
+  if (!p) return -1;
+  *v = p;
+  *cap = nc;
+  return 0;
 }
 
 static inline uint64_t mt__hash64(uint64_t x) {

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "dwread.h"
+#include "tables.h"
 
 #define LINE_POINT_EVERY 32
 
@@ -183,13 +184,7 @@ static int read_format(cursor *c, entry_format *f) {
 }
 
 static int grow_files(mt__line_table *t, size_t *cap) {
-  if (t->nfiles < *cap) return 1;
-  size_t nc = *cap ? *cap * 2 : 16;
-  lt_file *v = realloc(t->files, nc * sizeof *v);
-  if (!v) return 0;
-  t->files = v;
-  *cap = nc;
-  return 1;
+  return mt__reserve((void **)&t->files, t->nfiles, cap, sizeof *t->files) == 0;
 }
 
 /* The header's directories and files (DWARF 2-4). */
@@ -350,13 +345,7 @@ static inline __attribute__((always_inline)) int next_row(const mt__line_table *
 static regs initial(void) { return (regs){0, 1, 1, 0}; }
 
 static int push_point(mt__line_table *t, size_t *cap, const regs *r, const cursor *c) {
-  if (t->npoints == *cap) {
-    size_t nc = *cap ? *cap * 2 : 64;
-    point *v = realloc(t->points, nc * sizeof *v);
-    if (!v) return 0;
-    t->points = v;
-    *cap = nc;
-  }
+  if (mt__reserve((void **)&t->points, t->npoints, cap, sizeof *t->points)) return 0;
   t->points[t->npoints++] =
       (point){r->addr, (uint32_t)(c->p - t->prog), r->file, (int32_t)r->line, r->column};
   return 1;
@@ -375,13 +364,7 @@ static int scan(mt__line_table *t) {
     if (in_seq ? r.addr < last : 0) return 0; /* going down: libdw's sort */
     if (r.line < INT32_MIN || r.line > INT32_MAX) return 0;
     if (!in_seq) {
-      if (t->nseqs == seq_cap) {
-        size_t nc = seq_cap ? seq_cap * 2 : 8;
-        seq *v = realloc(t->seqs, nc * sizeof *v);
-        if (!v) return 0;
-        t->seqs = v;
-        seq_cap = nc;
-      }
+      if (mt__reserve((void **)&t->seqs, t->nseqs, &seq_cap, sizeof *t->seqs)) return 0;
       t->seqs[t->nseqs] = (seq){r.addr, r.addr, (uint32_t)t->npoints, 0};
     }
     last = r.addr;

@@ -72,17 +72,6 @@ static int may_have_scopes(int tag) {
   }
 }
 
-/* Room for one more of `size` bytes in *v (n used of *cap); 0 or -1. */
-static int reserve(void **v, size_t n, size_t *cap, size_t size) {
-  if (n < *cap) return 0;
-  size_t nc = *cap ? *cap * 2 : 64;
-  void *p = realloc(*v, nc * size);
-  if (!p) return -1;
-  *v = p;
-  *cap = nc;
-  return 0;
-}
-
 /* A level of the walk: the DIE it is at, and the node its DIEs lie in. */
 typedef struct level {
   Dwarf_Die die;
@@ -101,12 +90,12 @@ static int32_t add(mt__cu_scopes *c, ranges *rs, Dwarf_Die *die, int tag, int32_
   while ((off = dwarf_ranges(die, off, &base, &start, &end)) > 0) {
     if (start >= end) continue;
     if (here != id) {
-      if (reserve((void **)&c->nodes, c->nnodes, &c->nodes_cap, sizeof *c->nodes)) break;
+      if (mt__reserve((void **)&c->nodes, c->nnodes, &c->nodes_cap, sizeof *c->nodes)) break;
       c->nodes[c->nnodes++] = (node){.die = *die, .parent = parent, .depth = depth,
                                      .subprogram = tag == DW_TAG_subprogram};
       here = id;
     }
-    if (reserve((void **)&rs->v, rs->n, &rs->cap, sizeof *rs->v)) break;
+    if (mt__reserve((void **)&rs->v, rs->n, &rs->cap, sizeof *rs->v)) break;
     rs->v[rs->n++] = (range){start, end, 0, id, depth};
   }
   if (off > 0) c->failed = 1; /* out of memory */
@@ -132,7 +121,7 @@ static void visit(mt__cu_scopes *c, ranges *rs, const Dwarf_Die *first, int32_t 
                   int outer) {
   level *stack = NULL;
   size_t n = 0, cap = 0;
-  if (reserve((void **)&stack, n, &cap, sizeof *stack)) c->failed = 1;
+  if (mt__reserve((void **)&stack, n, &cap, sizeof *stack)) c->failed = 1;
   else stack[n++] = (level){*first, parent};
   while (n > 0 && !c->failed) {
     level *l = &stack[n - 1];
@@ -152,7 +141,7 @@ static void visit(mt__cu_scopes *c, ranges *rs, const Dwarf_Die *first, int32_t 
     if (outer && (here != in || !has_code(&die, tag))) continue;
     Dwarf_Die child;
     if (!c->failed && dwarf_child(&die, &child) == 0) {
-      if (reserve((void **)&stack, n, &cap, sizeof *stack)) c->failed = 1;
+      if (mt__reserve((void **)&stack, n, &cap, sizeof *stack)) c->failed = 1;
       else stack[n++] = (level){child, here};
     }
   }
@@ -239,7 +228,7 @@ int mt__scopes_at(mt__scopes *s, Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *out, i
   if (ix) {
     c = s->v[*ix - 1]; /* stored + 1 */
   } else {
-    if (reserve((void **)&s->v, s->n, &s->cap, sizeof *s->v)) return -1;
+    if (mt__reserve((void **)&s->v, s->n, &s->cap, sizeof *s->v)) return -1;
     if (!(c = build(cu))) return -1;
     if (mt__u64map_put(&s->index, key, (uint32_t)s->n)) {
       cu_free(c);

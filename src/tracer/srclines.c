@@ -42,13 +42,7 @@ static void find_sections(Dwarf *dw, mt__line_sections *sec) {
 static const mt__line_sections *sections_of(mt__srclines *s, Dwarf *dw) {
   for (size_t i = 0; i < s->ndws; i++)
     if (s->dws[i].dw == dw) return &s->dws[i].sec;
-  if (s->ndws == s->dws_cap) {
-    size_t nc = s->dws_cap ? s->dws_cap * 2 : 8;
-    mt__srclines_dw *v = realloc(s->dws, nc * sizeof *v);
-    if (!v) return NULL;
-    s->dws = v;
-    s->dws_cap = nc;
-  }
+  if (mt__reserve((void **)&s->dws, s->ndws, &s->dws_cap, sizeof *s->dws)) return NULL;
   mt__srclines_dw *d = &s->dws[s->ndws++];
   d->dw = dw;
   find_sections(dw, &d->sec);
@@ -78,13 +72,7 @@ static mt__line_table *table_of(mt__srclines *s, Dwarf_Die *cu) {
   uint64_t key = (uint64_t)(uintptr_t)cu->addr;
   uint32_t *ix = mt__u64map_get(&s->index, key);
   if (ix) return s->v[*ix - 1]; /* stored + 1 */
-  if (s->n == s->cap) {
-    size_t nc = s->cap ? s->cap * 2 : 64;
-    mt__line_table **v = realloc(s->v, nc * sizeof *v);
-    if (!v) return NULL;
-    s->v = v;
-    s->cap = nc;
-  }
+  if (mt__reserve((void **)&s->v, s->n, &s->cap, sizeof *s->v)) return NULL;
   mt__line_table *t = read_table(s, cu);
   if (mt__u64map_put(&s->index, key, (uint32_t)s->n)) {
     mt__line_table_free(t);

@@ -36,13 +36,7 @@ static void build(mt__units_table *t) {
     ptrdiff_t off = 0;
     while ((off = dwarf_ranges(&die, off, &base, &start, &end)) > 0) {
       if (start >= end) continue;
-      if (t->n == cap) {
-        size_t nc = cap ? cap * 2 : 64;
-        unit_range *v = realloc(t->v, nc * sizeof *v);
-        if (!v) goto done;
-        t->v = v;
-        cap = nc;
-      }
+      if (mt__reserve((void **)&t->v, t->n, &cap, sizeof *t->v)) goto done;
       t->v[t->n++] = (unit_range){start, end, 0, die};
     }
   }
@@ -58,13 +52,7 @@ done:
 static const mt__units_table *table_of(mt__units *u, Dwarf *dw) {
   for (size_t i = 0; i < u->n; i++)
     if (u->v[i].dw == dw) return &u->v[i];
-  if (u->n == u->cap) {
-    size_t nc = u->cap ? u->cap * 2 : 8;
-    mt__units_table *v = realloc(u->v, nc * sizeof *v);
-    if (!v) return NULL;
-    u->v = v;
-    u->cap = nc;
-  }
+  if (mt__reserve((void **)&u->v, u->n, &u->cap, sizeof *u->v)) return NULL;
   mt__units_table *t = &u->v[u->n++];
   *t = (mt__units_table){dw, NULL, 0};
   build(t);
@@ -151,13 +139,8 @@ int mt__units_hold(mt__units *u, Dwarf_Die *cu, Dwarf_Addr pc) {
   mt__units_held h;
   if (read_held(cu, &h) != 0) return 0;
   int has = held_has(&h, pc);
-  if (u->nheld == u->held_cap) {
-    size_t nc = u->held_cap ? u->held_cap * 2 : 64;
-    mt__units_held *v = realloc(u->held, nc * sizeof *v);
-    if (!v) return free(h.lohi), has;
-    u->held = v;
-    u->held_cap = nc;
-  }
+  if (mt__reserve((void **)&u->held, u->nheld, &u->held_cap, sizeof *u->held))
+    return free(h.lohi), has;
   if (mt__u64map_put(&u->held_index, key, (uint32_t)u->nheld) != 0) return free(h.lohi), has;
   u->held[u->nheld++] = h;
   return has;
