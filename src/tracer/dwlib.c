@@ -26,17 +26,16 @@
 
 #define MT__DW_FUNCTIONS(X)                                                                  \
   X(dwarf_attr) X(dwarf_attr_integrate) X(dwarf_child) X(dwarf_cu_getdwarf) X(dwarf_cu_info) \
-  X(dwarf_filesrc) X(dwarf_formstring) X(dwarf_get_units) X(dwarf_getelf) X(dwarf_ranges)    \
-  X(dwarf_siblingof) X(dwfl_module_getdwarf)                                                  \
-  X(elf_getdata) X(elf_getshdrstrndx) X(elf_nextscn) X(elf_strptr) X(gelf_getshdr)           \
-  X(dwarf_formudata) X(dwarf_getscopes) X(dwarf_getscopes_die) X(dwarf_getsrcfiles)          \
-  X(dwarf_tag) X(dwfl_addrmodule) X(dwfl_begin) X(dwfl_end) X(dwfl_lineinfo)                 \
-  X(dwfl_linux_proc_find_elf) X(dwfl_linux_proc_report) X(dwfl_module_addrdie)               \
-  X(dwfl_module_address_section) X(dwfl_module_addrinfo) X(dwfl_module_addrname)             \
-  X(dwfl_module_getsrc)                                                                      \
+  X(dwarf_filesrc) X(dwarf_formstring) X(dwarf_formudata) X(dwarf_get_units) X(dwarf_getelf) \
+  X(dwarf_getscopes) X(dwarf_getscopes_die) X(dwarf_getsrc_die) X(dwarf_getsrcfiles)         \
+  X(dwarf_linecol) X(dwarf_lineno) X(dwarf_linesrc) X(dwarf_ranges) X(dwarf_siblingof)       \
+  X(dwarf_tag) X(dwfl_addrmodule) X(dwfl_begin) X(dwfl_end) X(dwfl_linux_proc_find_elf)      \
+  X(dwfl_linux_proc_report) X(dwfl_module_addrdie) X(dwfl_module_address_section)            \
+  X(dwfl_module_addrinfo) X(dwfl_module_addrname) X(dwfl_module_getdwarf)                    \
   X(dwfl_module_getsym_info) X(dwfl_module_getsymtab) X(dwfl_module_getsymtab_first_global)  \
   X(dwfl_module_info) X(dwfl_report_begin) X(dwfl_report_begin_add) X(dwfl_report_end)      \
-  X(dwfl_report_module) X(dwfl_standard_find_debuginfo)
+  X(dwfl_report_module) X(dwfl_standard_find_debuginfo)                                      \
+  X(elf_getdata) X(elf_getshdrstrndx) X(elf_nextscn) X(elf_strptr) X(gelf_getshdr)
 
 #define AS_INDEX(name) I_##name,
 enum { MT__DW_FUNCTIONS(AS_INDEX) NFUNCTIONS };
@@ -130,6 +129,11 @@ FORWARD(int, -1, dwarf_formudata, (Dwarf_Attribute * attr, Dwarf_Word *return_uv
 FORWARD(int, -1, dwarf_getscopes, (Dwarf_Die * cudie, Dwarf_Addr pc, Dwarf_Die **scopes),
         (cudie, pc, scopes))
 FORWARD(int, -1, dwarf_getscopes_die, (Dwarf_Die * die, Dwarf_Die **scopes), (die, scopes))
+FORWARD(Dwarf_Line *, NULL, dwarf_getsrc_die, (Dwarf_Die * cudie, Dwarf_Addr addr), (cudie, addr))
+FORWARD(int, -1, dwarf_linecol, (Dwarf_Line * line, int *colp), (line, colp))
+FORWARD(int, -1, dwarf_lineno, (Dwarf_Line * line, int *linep), (line, linep))
+FORWARD(const char *, NULL, dwarf_linesrc,
+        (Dwarf_Line * line, Dwarf_Word *mtime, Dwarf_Word *length), (line, mtime, length))
 FORWARD(int, -1, dwarf_getsrcfiles, (Dwarf_Die * cudie, Dwarf_Files **files, size_t *nfiles),
         (cudie, files, nfiles))
 FORWARD(int, -1, dwarf_tag, (Dwarf_Die * die), (die))
@@ -137,10 +141,6 @@ FORWARD(Dwfl_Module *, NULL, dwfl_addrmodule, (Dwfl * dwfl, Dwarf_Addr address),
         (dwfl, address))
 FORWARD(Dwfl *, NULL, dwfl_begin, (const Dwfl_Callbacks *callbacks), (callbacks))
 FORWARD_VOID(dwfl_end, (Dwfl * dwfl), (dwfl))
-FORWARD(const char *, NULL, dwfl_lineinfo,
-        (Dwfl_Line * line, Dwarf_Addr *addr, int *linep, int *colp, Dwarf_Word *mtime,
-         Dwarf_Word *length),
-        (line, addr, linep, colp, mtime, length))
 FORWARD(int, -1, dwfl_linux_proc_find_elf,
         (Dwfl_Module * mod, void **userdata, const char *module_name, Dwarf_Addr base,
          char **file_name, Elf **elfp),
@@ -156,8 +156,6 @@ FORWARD(const char *, NULL, dwfl_module_addrinfo,
         (mod, address, offset, sym, shndxp, elfp, bias))
 FORWARD(const char *, NULL, dwfl_module_addrname, (Dwfl_Module * mod, GElf_Addr address),
         (mod, address))
-FORWARD(Dwfl_Line *, NULL, dwfl_module_getsrc, (Dwfl_Module * mod, Dwarf_Addr addr),
-        (mod, addr))
 FORWARD(const char *, NULL, dwfl_module_getsym_info,
         (Dwfl_Module * mod, int ndx, GElf_Sym *sym, GElf_Addr *addr, GElf_Word *shndxp,
          Elf **elfp, Dwarf_Addr *bias),

@@ -261,10 +261,15 @@ static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
     if (found) cu = found, bias = unit_bias;
   }
   char path[1024]; /* longer names: libdw's */
-  if (!cu ||
+  if (cu &&
       mt__srclines_at(&s->lines, cu, addr - bias, path, sizeof path, &file, &line, &col) < 0) {
-    Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);
-    if (dl) file = dwfl_lineinfo(dl, NULL, &line, &col, NULL, NULL);
+    /* a table our reader does not take: libdw's search, in the same unit */
+    Dwarf_Line *l = dwarf_getsrc_die(cu, addr - bias);
+    if (l) {
+      file = dwarf_linesrc(l, NULL, NULL);
+      dwarf_lineno(l, &line);
+      dwarf_linecol(l, &col);
+    }
   }
   /* on the heap: MAX_INLINE DIEs would take a large frame */
   Dwarf_Die *scopes = cu ? malloc(MAX_INLINE * sizeof *scopes) : NULL;
