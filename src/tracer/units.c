@@ -79,15 +79,19 @@ Dwarf_Die *mt__units_at(mt__units *u, Dwfl_Module *mod, Dwarf_Addr addr, Dwarf_D
   return NULL;
 }
 
-/* A unit's ranges, sorted and merged: disjoint [lo, hi) pairs. */
+/* A unit's ranges, sorted and merged: disjoint. */
+typedef struct span {
+  uint64_t lo, hi; /* [lo, hi) */
+} span;
+
 struct mt__units_held {
-  uint64_t *lohi;
+  span *v;
   size_t n;
 };
 
-static int by_first(const void *a, const void *b) {
-  const uint64_t *x = a, *y = b;
-  return (x[0] > y[0]) - (x[0] < y[0]);
+static int by_span_lo(const void *a, const void *b) {
+  const span *x = a, *y = b;
+  return (x->lo > y->lo) - (x->lo < y->lo);
 }
 
 static int read_held(Dwarf_Die *cu, mt__units_held *h) {
@@ -96,26 +100,16 @@ static int read_held(Dwarf_Die *cu, mt__units_held *h) {
   *h = (mt__units_held){NULL, 0};
   for (ptrdiff_t off = 0; (off = dwarf_ranges(cu, off, &base, &lo, &hi)) > 0;) {
     if (lo >= hi) continue;
-    if (h->n == cap) {
-      size_t nc = cap ? cap * 2 : 8;
-      uint64_t *v = realloc(h->lohi, nc * 2 * sizeof *v);
-      if (!v) return free(h->lohi), -1;
-      h->lohi = v;
-      cap = nc;
-    }
-    h->lohi[2 * h->n] = lo;
-    h->lohi[2 * h->n + 1] = hi;
-    h->n++;
+    if (mt__reserve((void **)&h->v, h->n, &cap, sizeof *h->v)) return free(h->v), -1;
+    h->v[h->n++] = (span){lo, hi};
   }
-  if (h->n > 1) qsort(h->lohi, h->n, 2 * sizeof *h->lohi, by_first);
+  if (h->n > 1) qsort(h->v, h->n, sizeof *h->v, by_span_lo);
   size_t m = 0; /* merged */
   for (size_t i = 0; i < h->n; i++) {
-    if (m && h->lohi[2 * i] <= h->lohi[2 * m - 1]) {
-      if (h->lohi[2 * i + 1] > h->lohi[2 * m - 1]) h->lohi[2 * m - 1] = h->lohi[2 * i + 1];
+    if (m && h->v[i].lo <= h->v[m - 1].hi) {
+      if (h->v[i].hi > h->v[m - 1].hi) h->v[m - 1].hi = h->v[i].hi;
     } else {
-      h->lohi[2 * m] = h->lohi[2 * i];
-      h->lohi[2 * m + 1] = h->lohi[2 * i + 1];
-      m++;
+      h->v[m++] = h->v[i];
     }
   }
   h->n = m;
@@ -123,13 +117,13 @@ static int read_held(Dwarf_Die *cu, mt__units_held *h) {
 }
 
 static int held_has(const mt__units_held *h, uint64_t pc) {
-  size_t lo = 0, hi = h->n; /* pairs [0, lo) start at or below pc */
+  size_t lo = 0, hi = h->n; /* spans [0, lo) start at or below pc */
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (h->lohi[2 * mid] <= pc) lo = mid + 1;
+    if (h->v[mid].lo <= pc) lo = mid + 1;
     else hi = mid;
   }
-  return lo > 0 && pc < h->lohi[2 * (lo - 1) + 1];
+  return lo > 0 && pc < h->v[lo - 1].hi;
 }
 
 int mt__units_hold(mt__units *u, Dwarf_Die *cu, Dwarf_Addr pc) {
@@ -140,15 +134,15 @@ int mt__units_hold(mt__units *u, Dwarf_Die *cu, Dwarf_Addr pc) {
   if (read_held(cu, &h) != 0) return 0;
   int has = held_has(&h, pc);
   if (mt__reserve((void **)&u->held, u->nheld, &u->held_cap, sizeof *u->held))
-    return free(h.lohi), has;
-  if (mt__u64map_put(&u->held_index, key, (uint32_t)u->nheld) != 0) return free(h.lohi), has;
+    return free(h.v), has;
+  if (mt__u64map_put(&u->held_index, key, (uint32_t)u->nheld) != 0) return free(h.v), has;
   u->held[u->nheld++] = h;
   return has;
 }
 
 void mt__units_clear(mt__units *u) {
   for (size_t i = 0; i < u->n; i++) free(u->v[i].v);
-  for (size_t i = 0; i < u->nheld; i++) free(u->held[i].lohi);
+  for (size_t i = 0; i < u->nheld; i++) free(u->held[i].v);
   free(u->held);
   mt__u64map_free(&u->held_index);
   free(u->v);
