@@ -63,30 +63,46 @@ static void check_files(mt__srclines *lines, Dwarf_Die *cu, const char *module, 
   }
 }
 
+/* A row as one side gives it: found, and its file, line and column. */
+typedef struct answer {
+  int found;
+  const char *file;
+  int line, col;
+} answer;
+
+/* libdw's row (want) against the reader's (got) at offset off of module:
+ * a mismatch counted and, for the first few, told. */
+static void compare(totals *t, const char *module, Dwarf_Addr off, const char *how,
+                    const answer *want, const answer *got) {
+  if (want->found == got->found &&
+      (!want->found || (same_str(want->file, got->file) && want->line == got->line &&
+                        want->col == got->col)))
+    return;
+  if (t->mismatches < 10)
+    fprintf(stderr, "MISMATCH in %s at +0x%llx%s: libdw %s %s:%d:%d, reader %s %s:%d:%d\n", module,
+            (unsigned long long)off, how, want->found ? "row" : "none",
+            want->file ? want->file : "(null)", want->line, want->col, got->found ? "row" : "none",
+            got->file ? got->file : "(null)", got->line, got->col);
+  t->mismatches++;
+}
+
 /* Where libdwfl finds no unit (no .debug_aranges), the row the reader
  * gives in the unit units.c found, against libdw's dwarf_getsrc_die on
  * that unit (dwfl_module_getsrc's search, by the unit given). */
 static void check_unit_only(mt__srclines *lines, Dwarf_Die *cu, Dwarf_Addr pc, const char *module,
                             Dwarf_Addr off, totals *t) {
   Dwarf_Line *l = dwarf_getsrc_die(cu, pc);
-  const char *want_file = NULL, *got_file = NULL;
-  int want_line = 0, want_col = 0, got_line = 0, got_col = 0;
+  answer want = {l != NULL, NULL, 0, 0}, got = {0, NULL, 0, 0};
   char buf[4096];
   if (l) {
-    want_file = dwarf_linesrc(l, NULL, NULL);
-    dwarf_lineno(l, &want_line);
-    dwarf_linecol(l, &want_col);
+    want.file = dwarf_linesrc(l, NULL, NULL);
+    dwarf_lineno(l, &want.line);
+    dwarf_linecol(l, &want.col);
   }
-  int r = mt__srclines_at(lines, cu, pc, buf, sizeof buf, &got_file, &got_line, &got_col);
+  int r = mt__srclines_at(lines, cu, pc, buf, sizeof buf, &got.file, &got.line, &got.col);
   if (r < 0) return;
-  if ((r == 1) != (l != NULL) ||
-      (l && !(same_str(want_file, got_file) && want_line == got_line && want_col == got_col))) {
-    if (t->mismatches < 10)
-      fprintf(stderr, "MISMATCH in %s at +0x%llx (unit found by units.c): libdw %s:%d:%d, reader %s:%d:%d\n",
-              module, (unsigned long long)off, want_file ? want_file : "(null)", want_line, want_col,
-              got_file ? got_file : "(null)", got_line, got_col);
-    t->mismatches++;
-  }
+  got.found = r == 1;
+  compare(t, module, off, " (unit found by units.c)", &want, &got);
 }
 
 static int check_module(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start,
@@ -133,14 +149,14 @@ static int check_module(Dwfl_Module *mod, void **userdata, const char *name, Dwa
     if (!cu) continue;
     if (cu->addr != last_cu) check_files(&lines, cu, name, t);
     last_cu = cu->addr;
-    const char *want_file = NULL, *got_file = NULL;
-    int want_line = 0, want_col = 0, got_line = 0, got_col = 0;
+    answer want = {0, NULL, 0, 0}, got = {0, NULL, 0, 0};
     char buf[4096];
     double t0 = test_now();
     Dwfl_Line *l = dwfl_module_getsrc(mod, a);
-    if (l) want_file = dwfl_lineinfo(l, NULL, &want_line, &want_col, NULL, NULL);
+    if (l) want.file = dwfl_lineinfo(l, NULL, &want.line, &want.col, NULL, NULL);
+    want.found = l != NULL;
     double t1 = test_now();
-    int r = mt__srclines_at(&lines, cu, a - cu_bias, buf, sizeof buf, &got_file, &got_line, &got_col);
+    int r = mt__srclines_at(&lines, cu, a - cu_bias, buf, sizeof buf, &got.file, &got.line, &got.col);
     double t2 = test_now();
     t->t_libdw += t1 - t0;
     t->t_reader += t2 - t1;
@@ -151,17 +167,9 @@ static int check_module(Dwfl_Module *mod, void **userdata, const char *name, Dwa
       if (own) t->own_left++;
       continue;
     }
-    int same = (r == 1) == (l != NULL) &&
-               (!l || (same_str(want_file, got_file) && want_line == got_line && want_col == got_col));
+    got.found = r == 1;
     if (l) t->rows++;
-    if (!same) {
-      if (t->mismatches < 10)
-        fprintf(stderr, "MISMATCH in %s at +0x%llx: libdw %s %s:%d:%d, reader %s %s:%d:%d\n", name,
-                (unsigned long long)(a - start), l ? "row" : "none", want_file ? want_file : "(null)",
-                want_line, want_col, r ? "row" : "none", got_file ? got_file : "(null)", got_line,
-                got_col);
-      t->mismatches++;
-    }
+    compare(t, name, a - start, "", &want, &got);
   }
   mt__units_clear(&units);
   if (t->addrs > before) {
