@@ -621,6 +621,24 @@ no-aranges)
   [ -s whole.txt ] && diff whole.txt partial.txt > partial.diff && ok ||
     bad "prog_callers.c's names differ when its unit is not in .debug_aranges: $(head -5 partial.diff)"
   ;;
+refused-lines)
+  # Code whose line tables the tracer's own reader refuses (a sequence going
+  # back to a lower address; DW_LNE_define_file), in units written by hand
+  # (refused_lines.S): libdw reads them, in the unit found, the second one
+  # unlisted in .debug_aranges. Every name as the DWARF says, the inlined
+  # call's file (DW_AT_call_file) from libdw's file list too.
+  MEMTRACE_SEED=3 "$memtrace" run -q --rate 1 -o refused.ctf -- "$bin/prog_refused_lines" > /dev/null ||
+    bad "run failed"
+  "$memtrace" dump refused.ctf > refused.txt || bad "dump failed"
+  # (outermost first: each line ends with the innermost frame)
+  for want in ' refused_seq_alloc@/src/refused/refused_seq.c:11:3-3 helper_a@/src/refused/helper.h:5:7-7' \
+              ' refused_define_alloc@/src/refused/extra.h:7:9-9'; do
+    grep -q -- "${want//./\\.}\$" refused.txt && ok || bad "no frames '$want' in: $(grep -m1 refused refused.txt)"
+  done
+  # both calls' sites seen 4 times each, at rate 1
+  [ "$(grep -c 'refused_.*_alloc@' refused.txt)" = 8 ] && ok ||
+    bad "not 8 allocations from the refused units: $(grep -c 'refused_.*_alloc@' refused.txt)"
+  ;;
 tcp)
   "$memtrace" listen 127.0.0.1:0 -o got.ctf 2> listen.err &
   lpid=$!

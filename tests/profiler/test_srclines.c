@@ -15,7 +15,9 @@
  * one libdwfl finds that holds it must be found. Where libdwfl finds none
  * (no .debug_aranges) the rows must be libdw's for the unit units.c found
  * (dwarf_getsrc_die). Every unit of this program's own modules must be read by the
- * reader, not left to libdw. Also times both (informational). */
+ * reader, not left to libdw, but the two of refused_lines.S, whose tables
+ * it must refuse (e2e.sh's refused-lines test names their code by libdw's
+ * way). Also times both (informational). */
 #include <dlfcn.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
@@ -39,6 +41,7 @@ typedef struct totals {
   double t_libdw, t_reader;
   const char *own_dir; /* modules under it must have every unit read */
   long own_addrs, own_left;
+  long refused_units; /* refused_lines.S's units refused, as they must be */
 } totals;
 
 static int same_str(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
@@ -105,6 +108,33 @@ static void check_unit_only(mt__srclines *lines, Dwarf_Die *cu, Dwarf_Addr pc, c
   compare(t, module, off, " (unit found by units.c)", &want, &got);
 }
 
+/* refused_lines.S's library: each unit's table refused by the reader, for
+ * addresses and file names alike. */
+static void check_refused(Dwfl_Module *mod, const char *name, totals *t) {
+  Dwarf_Addr bias;
+  Dwarf *dw = dwfl_module_getdwarf(mod, &bias);
+  mt__srclines lines = {0};
+  Dwarf_Off off = 0, next;
+  size_t hsize;
+  while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+    Dwarf_Die cu;
+    Dwarf_Addr low = 0;
+    char buf[4096];
+    const char *file = NULL;
+    int line, col;
+    if (dwarf_offdie(dw, off + hsize, &cu) && dwarf_lowpc(&cu, &low) == 0 &&
+        mt__srclines_at(&lines, &cu, low, buf, sizeof buf, &file, &line, &col) < 0 &&
+        mt__srclines_file(&lines, &cu, 1, buf, sizeof buf, &file) < 0) {
+      t->refused_units++;
+    } else {
+      fprintf(stderr, "MISMATCH in %s: unit %s read, not refused\n", name, dwarf_diename(&cu));
+      t->mismatches++;
+    }
+    off = next;
+  }
+  mt__srclines_clear(&lines);
+}
+
 static int check_module(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start,
                         void *arg) {
   (void)userdata;
@@ -115,6 +145,10 @@ static int check_module(Dwfl_Module *mod, void **userdata, const char *name, Dwa
   const char *main_file = NULL;
   dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, &main_file, NULL);
   int own = main_file && strncmp(main_file, t->own_dir, strlen(t->own_dir)) == 0;
+  if (main_file && strstr(main_file, "libmt_refused_lines")) {
+    check_refused(mod, name, t);
+    return DWARF_CB_OK;
+  }
   mt__srclines lines = {0};
   mt__units units = {0};
   long before = t->addrs;
@@ -185,7 +219,7 @@ unsigned lines_cases_run(int rounds);
 int main(int argc, char **argv) {
   if (scopes_cases_run(50) == 0) return 1; /* keeps the C++ unit */
   const char *libs[] = {MT_LINES_V4, MT_LINES_GC, MT_LINES_NOARANGES};
-  for (size_t i = 0; i < 3; i++) {
+  for (size_t i = 0; i < sizeof libs / sizeof *libs; i++) {
     void *h = dlopen(libs[i], RTLD_NOW);
     unsigned (*run)(int) = h ? (unsigned (*)(int))dlsym(h, "lines_cases_run") : NULL;
     if (!run || run(3) == 0) {
@@ -193,10 +227,13 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  if (!dlopen(MT_LIBMEMTRACE, RTLD_NOW)) { /* more of this build's code: the format library */
-    fprintf(stderr, "cannot load %s: %s\n", MT_LIBMEMTRACE, dlerror());
-    return 1;
-  }
+  const char *more[] = {MT_LIBMEMTRACE /* more of this build's code: the format library */,
+                        MT_REFUSED_LINES};
+  for (size_t i = 0; i < sizeof more / sizeof *more; i++)
+    if (!dlopen(more[i], RTLD_NOW)) {
+      fprintf(stderr, "cannot load %s: %s\n", more[i], dlerror());
+      return 1;
+    }
   for (int i = 1; i < argc; i++)
     if (!dlopen(argv[i], RTLD_NOW | RTLD_GLOBAL)) fprintf(stderr, "(cannot load %s: %s)\n", argv[i], dlerror());
   Dwfl *dwfl = test_dwfl_self(NULL);
@@ -206,12 +243,13 @@ int main(int argc, char **argv) {
   dwfl_end(dwfl);
   printf("%ld modules with DWARF, %ld addresses, %ld with a row, %ld left to libdw (%ld of them in "
          "this build's %ld), %ld file names, units: %ld as libdwfl's, %ld where it has none, %ld "
-         "in its gaps, %ld held by two; %ld mismatches; per address: libdw %.2f us, reader %.2f us\n",
+         "in its gaps, %ld held by two; %ld units refused as they must be; %ld mismatches; per "
+         "address: libdw %.2f us, reader %.2f us\n",
          t.modules, t.addrs, t.rows, t.libdw_left, t.own_left, t.own_addrs, t.files, t.units_same,
-         t.units_only, t.units_gap, t.units_overlap, t.mismatches,
+         t.units_only, t.units_gap, t.units_overlap, t.refused_units, t.mismatches,
          t.t_libdw * 1e6 / (double)t.addrs, t.t_reader * 1e6 / (double)t.addrs);
   if (t.modules < 3 || t.rows < 20000 || t.own_addrs < 20000 || t.files < 200 ||
-      t.units_only < 100) {
+      t.units_only < 100 || t.refused_units != 2) {
     fprintf(stderr, "too few addresses compared\n");
     return 1;
   }
