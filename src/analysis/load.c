@@ -23,14 +23,7 @@ static int nomem(mt_analysis *a) { return fail(a, MT_ERR_NOMEM, "out of memory")
 
 /* Grows an array of `size`-byte elements to hold at least `need`. */
 static int grow(void **p, size_t *cap, size_t need, size_t size) {
-  if (need <= *cap) return 0;
-  size_t nc = *cap ? *cap : 1024;
-  while (nc < need) nc *= 2;
-  void *q = realloc(*p, nc * size);
-  if (!q) return -1;
-  *p = q;
-  *cap = nc;
-  return 0;
+  return mt__grow(p, cap, need, size, 1024);
 }
 
 static int grow_objects(mt_analysis *a) {

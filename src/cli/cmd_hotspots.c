@@ -56,13 +56,8 @@ static void die_nomem(void) {
 
 /* Grows *p (of *cap elements) to hold at least `need`. */
 static void *grow_array(void *p, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap) return p;
-  size_t nc = *cap ? *cap : 256;
-  while (nc < need) nc *= 2;
-  void *q = realloc(p, nc * elem);
-  if (!q) die_nomem();
-  *cap = nc;
-  return q;
+  if (mt__grow(&p, cap, need, elem, 256) != 0) die_nomem();
+  return p;
 }
 
 /* ---- functions and locations ---- */

@@ -32,17 +32,28 @@ static inline uint32_t mt__u64map_intern(mt__u64map *m, uint64_t key, uint32_t v
   return mt__u64map_put(m, key, val) ? UINT32_MAX : val;
 }
 
-/* Room for one more element of `size` bytes in the array *v, n of *cap
- * used: 0 (*v and *cap grown by doubling if needed), or -1 when out of
- * memory (*v unchanged). */
-static inline int mt__reserve(void **v, size_t n, size_t *cap, size_t size) {
-  if (n < *cap) return 0;
-  size_t nc = *cap ? *cap * 2 : 16;
+/* Room for at least `need` elements of `size` bytes in the array *v of
+ * *cap: 0 (*v and *cap grown by doubling, from `first` elements, if
+ * needed), or -1 when out of memory or the size would not fit a size_t
+ * (*v and *cap unchanged). */
+static inline int mt__grow(void **v, size_t *cap, size_t need, size_t size, size_t first) {
+  if (need <= *cap) return 0;
+  size_t nc = *cap ? *cap : first;
+  while (nc < need) {
+    if (nc > SIZE_MAX / 2) return -1;
+    nc *= 2;
+  }
+  if (size && nc > SIZE_MAX / size) return -1;
   void *p = realloc(*v, nc * size);
   if (!p) return -1;
   *v = p;
   *cap = nc;
   return 0;
+}
+
+/* Room for one more element in the array *v, n of *cap used (mt__grow). */
+static inline int mt__reserve(void **v, size_t n, size_t *cap, size_t size) {
+  return n < *cap ? 0 : mt__grow(v, cap, n + 1, size, 16);
 }
 
 static inline uint64_t mt__hash64(uint64_t x) {
