@@ -23,48 +23,34 @@
 #define SET_FILE(n) .byte 4; .uleb128 n
 #define SET_COLUMN(n) .byte 5; .uleb128 n
 
-        .text
-        .globl refused_seq_alloc
-        .type refused_seq_alloc, @function
-refused_seq_alloc:
-.LA_lo:
+/* A function calling malloc with its argument; its labels: entry, the
+ * call, past the call (the call's rows and inlined range end there), end. */
+        .macro alloc_function name, lo, call, after, hi
+        .globl \name
+        .type \name, @function
+\name:
+\lo:
         .cfi_startproc
         push %rbp
         .cfi_def_cfa_offset 16
         .cfi_offset %rbp, -16
         mov %rsp, %rbp
         .cfi_def_cfa_register %rbp
-.LA_call:
+\call:
         call malloc@PLT
         nop
-.LA_after:
+\after:
         pop %rbp
         .cfi_def_cfa %rsp, 8
         ret
         .cfi_endproc
-.LA_hi:
-        .size refused_seq_alloc, . - refused_seq_alloc
+\hi:
+        .size \name, . - \name
+        .endm
 
-        .globl refused_define_alloc
-        .type refused_define_alloc, @function
-refused_define_alloc:
-.LB_lo:
-        .cfi_startproc
-        push %rbp
-        .cfi_def_cfa_offset 16
-        .cfi_offset %rbp, -16
-        mov %rsp, %rbp
-        .cfi_def_cfa_register %rbp
-.LB_call:
-        call malloc@PLT
-        nop
-.LB_after:
-        pop %rbp
-        .cfi_def_cfa %rsp, 8
-        ret
-        .cfi_endproc
-.LB_hi:
-        .size refused_define_alloc, . - refused_define_alloc
+        .text
+        alloc_function refused_seq_alloc, .LA_lo, .LA_call, .LA_after, .LA_hi
+        alloc_function refused_define_alloc, .LB_lo, .LB_call, .LB_after, .LB_hi
 
 /* ---- abbreviations (DWARF 4: tag, children, then attribute-form pairs) ---- */
         .section .debug_abbrev, "", @progbits
