@@ -5,8 +5,8 @@
 # crash, a leak, a timeout or an out-of-memory, printing the reproducer's
 # path: copy it to tests/fuzz/crashes/ (reader), tests/fuzz/crashes/roundtrip/
 # (roundtrip), tests/fuzz/crashes/viewer_api/ (viewer_api) or
-# tests/fuzz/crashes/analysis/ (analysis) or tests/fuzz/crashes/dwline/
-# (dwline) so that the replay test keeps
+# tests/fuzz/crashes/analysis/ (analysis), tests/fuzz/crashes/dwline/
+# (dwline) or tests/fuzz/crashes/cfi/ (cfi) so that the replay test keeps
 # checking it.
 #
 # Environment:
@@ -23,7 +23,7 @@ build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 # The tests are left out: the fuzz targets need nothing of them (nor cmocka).
 CC=${CC:-clang} cmake -S "$root" -B "$build" -DMT_FUZZ=ON -DMT_SANITIZE=ON -DMT_TESTS=OFF
 cmake --build "$build" -j"$(nproc)" --target fuzz_reader fuzz_roundtrip fuzz_rustdemangle \
-  fuzz_viewer_api fuzz_analysis fuzz_dwline
+  fuzz_viewer_api fuzz_analysis fuzz_dwline fuzz_cfi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/memtrace-fuzz.XXXXXX")
 failed=0
@@ -56,6 +56,7 @@ run fuzz_rustdemangle "$root/tests/fuzz/corpus_rustdemangle"
 run fuzz_viewer_api "$root/tests/fuzz/corpus_viewer_api" -dict="$root/tests/fuzz/fuzz_viewer_api.dict"
 run fuzz_analysis "$root/tests/fuzz/corpus" -dict="$root/tests/fuzz/fuzz_reader.dict"
 run fuzz_dwline "$root/tests/fuzz/corpus_dwline"
+run fuzz_cfi "$root/tests/fuzz/corpus_cfi" -dict="$root/tests/fuzz/fuzz_cfi.dict"
 
 if [ "$failed" -ne 0 ]; then
   echo "fuzzing found failures; inputs and logs kept in $work"

@@ -53,6 +53,11 @@ static void restore(row *r, const row *init, uint64_t reg, unsigned ra_reg) {
   else if (reg == ra_reg) r->ra = init->ra;
 }
 
+/* An operand times the CIE's data alignment factor, wrapping as the
+ * machine does: a corrupt table's huge operands give a rule that a step
+ * then refuses (out of the stack's bounds), not an overflow. */
+static inline int64_t scaled(uint64_t v, int64_t da) { return (int64_t)(v * (uint64_t)da); }
+
 /* Runs the instructions in [p, end) on *r. From the FDE's (loc set), stops
  * before the first row that starts past `at`. `init`: the row after the
  * CIE's instructions (DW_CFA_restore's), NULL while running those.
@@ -71,7 +76,7 @@ static int run(const mt__fde *f, const unsigned char *p, const unsigned char *en
     switch (op >> 6) {
     case 1: advance = op & 0x3f; break; /* DW_CFA_advance_loc */
     case 2:                             /* DW_CFA_offset */
-      set(r, op & 0x3f, ra, R_OFFSET, (int64_t)uleb(&c) * da);
+      set(r, op & 0x3f, ra, R_OFFSET, scaled(uleb(&c), da));
       continue;
     case 3: /* DW_CFA_restore */
       if (!init) return -1;
@@ -103,7 +108,7 @@ static int run(const mt__fde *f, const unsigned char *p, const unsigned char *en
       }
       case 0x05: /* offset_extended */
         reg = uleb(&c);
-        set(r, reg, ra, R_OFFSET, (int64_t)uleb(&c) * da);
+        set(r, reg, ra, R_OFFSET, scaled(uleb(&c), da));
         continue;
       case 0x06: /* restore_extended */
         reg = uleb(&c);
@@ -153,26 +158,26 @@ static int run(const mt__fde *f, const unsigned char *p, const unsigned char *en
       }
       case 0x11: /* offset_extended_sf */
         reg = uleb(&c);
-        set(r, reg, ra, R_OFFSET, sleb(&c) * da);
+        set(r, reg, ra, R_OFFSET, scaled((uint64_t)sleb(&c), da));
         continue;
       case 0x12: /* def_cfa_sf */
         r->cfa_reg = (unsigned)uleb(&c);
-        r->cfa_off = sleb(&c) * da;
+        r->cfa_off = scaled((uint64_t)sleb(&c), da);
         r->cfa_unknown = 0;
         continue;
-      case 0x13: r->cfa_off = sleb(&c) * da; continue; /* def_cfa_offset_sf */
+      case 0x13: r->cfa_off = scaled((uint64_t)sleb(&c), da); continue; /* def_cfa_offset_sf */
       case 0x14:                                       /* val_offset */
         reg = uleb(&c);
-        set(r, reg, ra, R_VAL_OFFSET, (int64_t)uleb(&c) * da);
+        set(r, reg, ra, R_VAL_OFFSET, scaled(uleb(&c), da));
         continue;
       case 0x15: /* val_offset_sf */
         reg = uleb(&c);
-        set(r, reg, ra, R_VAL_OFFSET, sleb(&c) * da);
+        set(r, reg, ra, R_VAL_OFFSET, scaled((uint64_t)sleb(&c), da));
         continue;
       case 0x2e: uleb(&c); continue; /* GNU_args_size */
       case 0x2f:                     /* GNU_negative_offset_extended */
         reg = uleb(&c);
-        set(r, reg, ra, R_OFFSET, -(int64_t)uleb(&c) * da);
+        set(r, reg, ra, R_OFFSET, scaled(0 - uleb(&c), da));
         continue;
       default: return -1;
       }
@@ -310,20 +315,17 @@ void mt__cfi_forget(void) {
     }
 }
 
-/* The row in effect at `at` (f's), from the tables, kept in the cache. 1,
- * 0 for a signal frame's trampoline (*fde filled), -1 where it cannot be
- * told or its CFA is not rsp- or rbp-based, MT__CFI_NO_INFO where no FDE
- * holds it. */
-static int row_at(const mt__cfi_frame *f, uintptr_t at, row *r, mt__fde *fde) {
-  if (mt__fde_of(at, fde) != 1) return MT__CFI_NO_INFO;
-  if (fde->signal && is_sigreturn(fde, f->pc)) return 0;
+/* The row of fde in effect at `at` (the frame at pc's). 1; 0 for a signal
+ * frame's trampoline; -1 where it cannot be told or its CFA is not rsp- or
+ * rbp-based. */
+static int fde_row(const mt__fde *fde, uintptr_t pc, uintptr_t at, row *r) {
+  if (fde->signal && is_sigreturn(fde, pc)) return 0;
   *r = (row){.cfa_reg = REG_SP, .cfa_off = 0, .cfa_unknown = 1,
              .bp = {R_SAME, 0}, .ra = {R_UNKNOWN, 0}};
   if (run(fde, fde->cie_insns, fde->cie_end, r, NULL, at) != 0) return -1;
   row init = *r;
   if (run(fde, fde->insns, fde->insns_end, r, &init, at) != 0) return -1;
   if (r->cfa_unknown || (r->cfa_reg != REG_SP && r->cfa_reg != REG_BP)) return -1;
-  cache_put(at, r);
   return 1;
 }
 
@@ -350,15 +352,26 @@ static inline int step_by(mt__cfi_frame *f, const row *r, uintptr_t lo, uintptr_
 /* A step whose row is not in the cache: found in the tables (out of line,
  * with the FDE and the interpreter's state on its frame, so that a cached
  * step, nearly every one, sets up no such frame). */
+static int step_in(const mt__fde *fde, mt__cfi_frame *f, uintptr_t at, uintptr_t lo, uintptr_t hi,
+                   int keep) {
+  row r;
+  int found = fde_row(fde, f->pc, at, &r);
+  if (found == 0) return signal_step(f, lo, hi);
+  if (found < 0) return found;
+  if (keep) cache_put(at, &r);
+  return step_by(f, &r, lo, hi);
+}
+
 static __attribute__((noinline)) int step_uncached(mt__cfi_frame *f, uintptr_t at, uintptr_t lo,
                                                    uintptr_t hi) {
   atomic_fetch_add_explicit(&mt__cfi_uncached, 1, memory_order_relaxed);
   mt__fde fde;
-  row r;
-  int found = row_at(f, at, &r, &fde);
-  if (found == 0) return signal_step(f, lo, hi);
-  if (found < 0) return found;
-  return step_by(f, &r, lo, hi);
+  if (mt__fde_of(at, &fde) != 1) return MT__CFI_NO_INFO;
+  return step_in(&fde, f, at, lo, hi, 1);
+}
+
+int mt__cfi_step_fde(const mt__fde *fde, mt__cfi_frame *f, uintptr_t lo, uintptr_t hi) {
+  return step_in(fde, f, f->interrupted ? f->pc : f->pc - 1, lo, hi, 0);
 }
 
 int mt__cfi_step(mt__cfi_frame *f, uintptr_t lo, uintptr_t hi) {

@@ -42,6 +42,11 @@ typedef struct mt__cfi_frame {
 void mt__cfi_forget(void);
 int mt__cfi_step(mt__cfi_frame *f, uintptr_t lo, uintptr_t hi);
 
+/* The same step by the FDE given (found by mt__fde_in), without the kept
+ * rows: for the fuzzer (tests/fuzz/fuzz_cfi.c). */
+struct mt__fde;
+int mt__cfi_step_fde(const struct mt__fde *fde, mt__cfi_frame *f, uintptr_t lo, uintptr_t hi);
+
 /* For tests and benchmarks: the steps whose row was not kept (read from
  * the tables), and the set of kept rows an address's falls in (two rows
  * a set: a third address of the same set evicts the older). */

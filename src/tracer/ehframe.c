@@ -110,18 +110,9 @@ static void main_span(uintptr_t *lo, uintptr_t *hi) {
 }
 #endif
 
-int mt__fde_of(uintptr_t pc, mt__fde *out) {
-#if HAVE_FIND_OBJECT
-  struct dl_find_object fo;
-  if (_dl_find_object((void *)pc, &fo) != 0 || !fo.dlfo_eh_frame) return -1;
-  const unsigned char *lo = fo.dlfo_map_start, *end = fo.dlfo_map_end;
-  const unsigned char *hdr = fo.dlfo_eh_frame;
-  if (hdr < lo || hdr >= end) { /* the main program's tables, in another segment */
-    uintptr_t mlo, mhi;
-    main_span(&mlo, &mhi);
-    if ((uintptr_t)hdr < mlo || (uintptr_t)hdr >= mhi || pc < mlo || pc >= mhi) return -1;
-    lo = (const unsigned char *)mlo, end = (const unsigned char *)mhi;
-  }
+int mt__fde_in(const unsigned char *hdr, const unsigned char *lo, const unsigned char *end,
+               uintptr_t pc, mt__fde *out) {
+  if (hdr < lo || hdr >= end) return -1;
   cursor c = {hdr, end, 0};
   uint8_t version = u8(&c), ptr_enc = u8(&c), count_enc = u8(&c), table_enc = u8(&c);
   if (c.bad || version != 1 || table_enc != (PE_DATAREL | PE_SDATA4) || ptr_enc == PE_OMIT ||
@@ -164,7 +155,10 @@ int mt__fde_of(uintptr_t pc, mt__fde *out) {
   if (z < 0) return -1;
   uint64_t begin = pointer(&f, out->enc, (uintptr_t)hdr);
   uint64_t range = value(&f, out->enc); /* a length: the format alone */
-  if (f.bad || begin != start) return -1;
+  /* the code described lies in the object (is_sigreturn reads it) */
+  if (f.bad || begin != start || start < (uintptr_t)lo || start >= (uintptr_t)end ||
+      range > (uintptr_t)end - start)
+    return -1;
   if (z) { /* the FDE's augmentation data (the LSDA): skipped */
     uint64_t len = uleb(&f);
     if (f.bad || len > (size_t)(f.end - f.p)) return -1;
@@ -178,6 +172,21 @@ int mt__fde_of(uintptr_t pc, mt__fde *out) {
   out->obj_lo = lo;
   out->obj_hi = end;
   return pc < out->end ? 1 : 0;
+}
+
+int mt__fde_of(uintptr_t pc, mt__fde *out) {
+#if HAVE_FIND_OBJECT
+  struct dl_find_object fo;
+  if (_dl_find_object((void *)pc, &fo) != 0 || !fo.dlfo_eh_frame) return -1;
+  const unsigned char *lo = fo.dlfo_map_start, *end = fo.dlfo_map_end;
+  const unsigned char *hdr = fo.dlfo_eh_frame;
+  if (hdr < lo || hdr >= end) { /* the main program's tables, in another segment */
+    uintptr_t mlo, mhi;
+    main_span(&mlo, &mhi);
+    if ((uintptr_t)hdr < mlo || (uintptr_t)hdr >= mhi || pc < mlo || pc >= mhi) return -1;
+    lo = (const unsigned char *)mlo, end = (const unsigned char *)mhi;
+  }
+  return mt__fde_in(hdr, lo, end, pc, out);
 #else
   (void)pc;
   (void)out;

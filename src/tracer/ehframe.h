@@ -44,6 +44,12 @@ typedef struct mt__fde {
  * safe wherever a sample is taken. */
 int mt__fde_of(uintptr_t pc, mt__fde *out);
 
+/* The same in an object's tables given: its .eh_frame_hdr at hdr, every
+ * read within [lo, end) (the object's mapping). mt__fde_of's search once
+ * it knows the object; also for the fuzzer (tests/fuzz/fuzz_cfi.c). */
+int mt__fde_in(const unsigned char *hdr, const unsigned char *lo, const unsigned char *end,
+               uintptr_t pc, mt__fde *out);
+
 /* The same, for the range alone. */
 int mt__fde_range_of(uintptr_t pc, mt__fde_range *out);
 
