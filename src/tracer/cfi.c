@@ -349,9 +349,7 @@ static inline int step_by(mt__cfi_frame *f, const row *r, uintptr_t lo, uintptr_
   return 1;
 }
 
-/* A step whose row is not in the cache: found in the tables (out of line,
- * with the FDE and the interpreter's state on its frame, so that a cached
- * step, nearly every one, sets up no such frame). */
+/* f's caller by fde's row at `at`, the row kept if `keep`. */
 static int step_in(const mt__fde *fde, mt__cfi_frame *f, uintptr_t at, uintptr_t lo, uintptr_t hi,
                    int keep) {
   row r;
@@ -362,6 +360,9 @@ static int step_in(const mt__fde *fde, mt__cfi_frame *f, uintptr_t at, uintptr_t
   return step_by(f, &r, lo, hi);
 }
 
+/* A step whose row is not in the cache: found in the tables (out of line,
+ * with the FDE and the interpreter's state on its frame, so that a cached
+ * step, nearly every one, sets up no such frame). */
 static __attribute__((noinline)) int step_uncached(mt__cfi_frame *f, uintptr_t at, uintptr_t lo,
                                                    uintptr_t hi) {
   atomic_fetch_add_explicit(&mt__cfi_uncached, 1, memory_order_relaxed);
