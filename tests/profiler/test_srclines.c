@@ -127,7 +127,8 @@ static void check_refused(Dwfl_Module *mod, const char *name, totals *t) {
         mt__srclines_file(&lines, &cu, 1, buf, sizeof buf, &file) < 0) {
       t->refused_units++;
     } else {
-      fprintf(stderr, "MISMATCH in %s: unit %s read, not refused\n", name, dwarf_diename(&cu));
+      fprintf(stderr, "MISMATCH in %s: the unit at %#llx read, not refused\n", name,
+              (unsigned long long)off);
       t->mismatches++;
     }
     off = next;
