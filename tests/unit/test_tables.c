@@ -201,6 +201,40 @@ static void intern_prefixes(void **state) {
   mt__strtab_free(&t);
 }
 
+/* mt__grow: doubling from the first size to at least what is asked;
+ * mt__reserve: room for one more; a size that would not fit a size_t
+ * refused with the array as it was. */
+static void grow_sizes(void **state) {
+  (void)state;
+  uint32_t *v = NULL;
+  size_t cap = 0;
+  assert_int_equal(mt__grow((void **)&v, &cap, 0, sizeof *v, 8), 0);
+  assert_null(v);
+  assert_int_equal(mt__grow((void **)&v, &cap, 1, sizeof *v, 8), 0);
+  assert_int_equal(cap, 8);
+  assert_int_equal(mt__grow((void **)&v, &cap, 8, sizeof *v, 8), 0);
+  assert_int_equal(cap, 8); /* room enough */
+  assert_int_equal(mt__grow((void **)&v, &cap, 33, sizeof *v, 8), 0);
+  assert_int_equal(cap, 64);
+  for (size_t i = 0; i < 33; i++) v[i] = (uint32_t)i; /* all of it usable (ASan) */
+  uint32_t *before = v;
+  assert_int_equal(mt__grow((void **)&v, &cap, SIZE_MAX / 2, sizeof *v, 8), -1);
+  assert_int_equal(mt__grow((void **)&v, &cap, SIZE_MAX, 1, 8), -1); /* the doubling itself */
+  assert_ptr_equal(v, before);
+  assert_int_equal(cap, 64);
+  assert_int_equal(v[32], 32);
+  size_t n = 64;
+  assert_int_equal(mt__reserve((void **)&v, n - 1, &cap, sizeof *v), 0);
+  assert_int_equal(cap, 64);
+  assert_int_equal(mt__reserve((void **)&v, n, &cap, sizeof *v), 0);
+  assert_int_equal(cap, 128);
+  free(v);
+  v = NULL, cap = 0;
+  assert_int_equal(mt__reserve((void **)&v, 0, &cap, sizeof *v), 0);
+  assert_int_equal(cap, 16);
+  free(v);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(map_empty),
@@ -210,6 +244,7 @@ int main(void) {
       cmocka_unit_test(intern_equal_pointers),
       cmocka_unit_test(intern_long_and_many),
       cmocka_unit_test(intern_prefixes),
+      cmocka_unit_test(grow_sizes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
