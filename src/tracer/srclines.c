@@ -53,11 +53,15 @@ static const mt__line_sections *sections_of(mt__srclines *s, Dwarf *dw) {
 static mt__line_table *read_table(mt__srclines *s, Dwarf_Die *cu) {
   Dwarf_Half version;
   uint8_t unit_type, addr_size, offset_size;
-  if (dwarf_tag(cu) != DW_TAG_compile_unit ||
+  int tag = dwarf_tag(cu);
+  /* A skeleton unit (split DWARF) has the line table, in this file; its
+   * split unit (the .dwo's) and partial units: libdw finds their lines
+   * elsewhere. */
+  if ((tag != DW_TAG_compile_unit && tag != DW_TAG_skeleton_unit) ||
       dwarf_cu_info(cu->cu, &version, &unit_type, NULL, NULL, NULL, &addr_size, &offset_size) !=
           0 ||
-      unit_type != DW_UT_compile)
-    return NULL; /* split and partial units: libdw finds their lines elsewhere */
+      (unit_type != DW_UT_compile && unit_type != DW_UT_skeleton))
+    return NULL;
   Dwarf_Attribute a;
   Dwarf_Word offset;
   if (!dwarf_attr(cu, DW_AT_stmt_list, &a) || dwarf_formudata(&a, &offset) != 0) return NULL;

@@ -240,6 +240,18 @@ static const char *anonymous_name(Dwfl_Module *mod, const char *modname, uint64_
   return buf;
 }
 
+/* The unit holding cu's functions: cu itself, or for a skeleton unit
+ * (split DWARF, -gsplit-dwarf) its split unit in the .dwo file when libdw
+ * finds it (into *split). The line table stays the skeleton's; the
+ * split unit's file names (an inlined call's DW_AT_call_file) are its own. */
+static Dwarf_Die *functions_unit(Dwarf_Die *cu, Dwarf_Die *split) {
+  uint8_t unit_type;
+  if (cu && dwarf_cu_info(cu->cu, NULL, &unit_type, NULL, split, NULL, NULL, NULL) == 0 &&
+      unit_type == DW_UT_skeleton && split->addr)
+    return split;
+  return cu;
+}
+
 /* Fills out[] innermost first; returns the count. */
 static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
   Dwfl_Module *mod = module_at(s, addr);
@@ -271,10 +283,11 @@ static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
       dwarf_linecol(l, &col);
     }
   }
+  Dwarf_Die split, *fcu = functions_unit(cu, &split);
   /* on the heap: MAX_INLINE DIEs would take a large frame */
-  Dwarf_Die *scopes = cu ? malloc(MAX_INLINE * sizeof *scopes) : NULL;
-  int nscopes = scopes ? mt__scopes_at(&s->scopes, cu, addr - bias, scopes, MAX_INLINE) : 0;
-  if (nscopes < 0) nscopes = mt__scopes_by_libdw(cu, addr - bias, scopes, MAX_INLINE);
+  Dwarf_Die *scopes = fcu ? malloc(MAX_INLINE * sizeof *scopes) : NULL;
+  int nscopes = scopes ? mt__scopes_at(&s->scopes, fcu, addr - bias, scopes, MAX_INLINE) : 0;
+  if (nscopes < 0) nscopes = mt__scopes_by_libdw(fcu, addr - bias, scopes, MAX_INLINE);
   size_t n = 0;
   Dwarf_Files *files = NULL;
   size_t nfiles = 0;
@@ -290,8 +303,8 @@ static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
     file = NULL;
     line = col = 0;
     if (dwarf_attr(&scopes[i], DW_AT_call_file, &attr) && dwarf_formudata(&attr, &w) == 0 &&
-        mt__srclines_file(&s->lines, cu, w, path, sizeof path, &file) < 0) {
-      if (!files) dwarf_getsrcfiles(cu, &files, &nfiles); /* the whole table, by libdw */
+        mt__srclines_file(&s->lines, fcu, w, path, sizeof path, &file) < 0) {
+      if (!files) dwarf_getsrcfiles(fcu, &files, &nfiles); /* the whole table, by libdw */
       if (files && w < nfiles) file = dwarf_filesrc(files, w, NULL, NULL);
     }
     if (dwarf_attr(&scopes[i], DW_AT_call_line, &attr) && dwarf_formudata(&attr, &w) == 0)
@@ -309,7 +322,8 @@ static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
     if (!sym) sym = anonymous_name(mod, modname, addr, anon, sizeof anon);
     out[0] = (mt_location){intern(s, file ? file : (modname ? modname : "??")),
                            sym ? intern(s, demangled(s, sym)) : "??",
-                           (uint32_t)(line > 0 ? line : 0), 0, 0};
+                           (uint32_t)(line > 0 ? line : 0), (uint32_t)(col > 0 ? col : 0),
+                           (uint32_t)(col > 0 ? col : 0)};
     n = 1;
   }
   return mt__rustrt_trim(mod, addr, out, n);

@@ -31,7 +31,9 @@ static void build(mt__units_table *t) {
   uint8_t unit_type;
   Dwarf_Die die;
   while (dwarf_get_units(t->dw, cu, &cu, &version, &unit_type, &die, NULL) == 0) {
-    if (unit_type != DW_UT_compile) continue; /* type, partial, split units: no code here */
+    /* type, partial and split units: no code of their own here (a split
+     * unit's is its skeleton's) */
+    if (unit_type != DW_UT_compile && unit_type != DW_UT_skeleton) continue;
     Dwarf_Addr base, start, end;
     ptrdiff_t off = 0;
     while ((off = dwarf_ranges(&die, off, &base, &start, &end)) > 0) {

@@ -621,6 +621,44 @@ no-aranges)
   [ -s whole.txt ] && diff whole.txt partial.txt > partial.diff && ok ||
     bad "prog_callers.c's names differ when its unit is not in .debug_aranges: $(head -5 partial.diff)"
   ;;
+split-dwarf)
+  # Programs built with -gsplit-dwarf: the executable keeps skeleton units
+  # and the line tables, the functions and inlined calls are in a .dwo file
+  # beside it (libdw finds it by the skeleton's name for it). Their traces
+  # must name every code as the same program built without does: functions,
+  # inlined frames, files, lines, columns. gcc's DWARF 5 and 4 forms, and
+  # clang's (which writes no .debug_aranges either). A .dwo gone: named by
+  # the skeleton's lines and the ELF symbols, no crash.
+  command -v g++ > /dev/null || { echo "no g++"; exit 77; }
+  src=$(cd "$(dirname "$0")" && pwd)
+  build() { # DIR COMPILER FLAGS...: prog_cxx.cpp as DIR/prog, traced into DIR/t.ctf
+    local dir=$1 cxx=$2
+    shift 2
+    mkdir -p "$dir" && (cd "$dir" && "$cxx" -O2 -g -fno-omit-frame-pointer "$@" "$src/prog_cxx.cpp" -o prog) ||
+      { bad "cannot build $dir ($cxx $*)"; return 1; }
+    MEMTRACE_SEED=3 "$memtrace" run -q --rate 1 -o "$dir/t.ctf" -- "./$dir/prog" > /dev/null ||
+      bad "$dir: run failed"
+    "$memtrace" dump "$dir/t.ctf" | grep -o '[^ ]*@[^ ]*' | sed "s|$tmp/$dir/prog|PROG|" | sort -u > "$dir.txt"
+  }
+  same_names() { # WHOLE SPLIT
+    diff "$1.txt" "$2.txt" > "$2.diff" && ok || bad "$2's names differ from $1's: $(head -6 "$2.diff")"
+  }
+  build whole g++ && build split5 g++ -gsplit-dwarf && build split4 g++ -gdwarf-4 -gsplit-dwarf
+  ls split5/*.dwo > /dev/null 2>&1 && ok || bad "no .dwo beside split5/prog"
+  # inlined frames from the headers, and the program's own sites, named
+  grep -q '@/usr/include/c++/.*\.h:[1-9][0-9]*:[1-9]' whole.txt && grep -q '@.*prog_cxx\.cpp:14:' whole.txt &&
+    ok || bad "whole build: no inlined header frames or no sites: $(head -5 whole.txt)"
+  same_names whole split5
+  same_names whole split4
+  if command -v clang++ > /dev/null; then
+    build cwhole clang++ && build csplit clang++ -gsplit-dwarf && same_names cwhole csplit
+  fi
+  rm split5/*.dwo
+  # (the dump whole first: a grep -q stopping early would fail the pipe)
+  MEMTRACE_SEED=3 "$memtrace" run -q --rate 1 -o nodwo.ctf -- ./split5/prog > /dev/null &&
+    "$memtrace" dump nodwo.ctf > nodwo.txt && grep -q 'main@.*prog_cxx\.cpp:19:53' nodwo.txt && ok ||
+    bad "without its .dwo: a failed run or no source lines: $(grep -m1 main nodwo.txt)"
+  ;;
 refused-lines)
   # Code whose line tables the tracer's own reader refuses (a sequence going
   # back to a lower address; DW_LNE_define_file), in units written by hand

@@ -2,7 +2,8 @@
  * srclines.c) against libdw's dwfl_module_getsrc and dwfl_lineinfo: the
  * same file, line and column at every third byte of every module of this
  * process that has DWARF: this program (C, and the C++ of scopes_cases.cpp
- * at -O2 -g), the two builds of lines_cases.c (DWARF 4; a library whose
+ * at -O2 -g), the builds of lines_cases.c (DWARF 4; split DWARF, whose
+ * skeleton units hold the line tables; a library whose
  * line tables hold sequences of code the linker dropped, and that one again
  * without its .debug_aranges, as clang builds), libmemtrace.so
  * (the format library, C at -O2 -g), and any library
@@ -219,7 +220,7 @@ unsigned lines_cases_run(int rounds);
 
 int main(int argc, char **argv) {
   if (scopes_cases_run(50) == 0) return 1; /* keeps the C++ unit */
-  const char *libs[] = {MT_LINES_V4, MT_LINES_GC, MT_LINES_NOARANGES};
+  const char *libs[] = {MT_LINES_V4, MT_LINES_SPLIT, MT_LINES_GC, MT_LINES_NOARANGES};
   for (size_t i = 0; i < sizeof libs / sizeof *libs; i++) {
     void *h = dlopen(libs[i], RTLD_NOW);
     unsigned (*run)(int) = h ? (unsigned (*)(int))dlsym(h, "lines_cases_run") : NULL;
