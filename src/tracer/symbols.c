@@ -18,6 +18,7 @@
 #include "bigstack.h"
 #include "cxxrt.h"
 #include "dest.h"
+#include "perfmap.h"
 #include "scopes.h"
 #include "srclines.h"
 #include "symtab.h"
@@ -37,6 +38,7 @@ struct mt__symbols {
   mt__scopes scopes;   /* the functions of dwfl's units, indexed on use */
   mt__srclines lines;  /* the line tables of dwfl's units, read on use */
   mt__units units;     /* dwfl's units by their own ranges, where libdwfl's do not say */
+  mt__perfmap perfmap; /* names of code in no module: a JIT compiler's map */
   Dwfl_Callbacks callbacks;
   char *debuginfo_path;
   mt__u64map index; /* code -> entry */
@@ -179,6 +181,7 @@ void mt__symbols_free(mt__symbols *s) {
   if (!s) return;
   close_dwfl(s);
   drop_entries(s);
+  mt__perfmap_clear(&s->perfmap);
   mt__strtab_free(&s->strings);
   free(s);
 }
@@ -255,8 +258,12 @@ static Dwarf_Die *functions_unit(Dwarf_Die *cu, Dwarf_Die *split) {
 /* Fills out[] innermost first; returns the count. */
 static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
   Dwfl_Module *mod = module_at(s, addr);
-  if (!mod) {
-    out[0] = (mt_location){"??", "??", 0, 0, 0};
+  if (!mod) { /* generated code: named by the runtime's perf map, if any */
+    char map[64];
+    mt__perfmap_path(map, sizeof map);
+    const char *jit = mt__perfmap_name(&s->perfmap, map, addr);
+    out[0] = jit ? (mt_location){intern(s, map), intern(s, jit), 0, 0, 0}
+                 : (mt_location){"??", "??", 0, 0, 0};
     return 1;
   }
   const char *modname = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);

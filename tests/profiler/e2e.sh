@@ -659,6 +659,18 @@ split-dwarf)
     "$memtrace" dump nodwo.ctf > nodwo.txt && grep -q 'main@.*prog_cxx\.cpp:19:53' nodwo.txt && ok ||
     bad "without its .dwo: a failed run or no source lines: $(grep -m1 main nodwo.txt)"
   ;;
+jit)
+  # Generated code named by the runtime's perf map (/tmp/perf-PID.map, as
+  # node --perf-basic-prof writes it): prog_jit calls malloc through a stub
+  # in an anonymous executable mapping. The stack goes through the stub
+  # (walked by its frame record), and the stub is named as its map line
+  # says, where it was "??" before.
+  out=$(MEMTRACE_SEED=3 "$memtrace" run -q --rate 1 -o jit.ctf -- "$bin/prog_jit") || bad "run failed"
+  [[ $out =~ ^[0-9]+$ ]] && rm -f "/tmp/perf-$out.map"
+  "$memtrace" dump jit.ctf > jit.txt || bad "dump failed"
+  n=$(grep -cE "main@[^ ]*prog_jit\.c:[0-9:-]+ jit_stub \[generated\]@/tmp/perf-$out\.map:0:0-0 alloc_from_jit@[^ ]*prog_jit\.c:" jit.txt)
+  [ "$n" = 10 ] && ok || bad "not 10 allocations through the named stub ($n): $(grep -m1 alloc_from_jit jit.txt)"
+  ;;
 refused-lines)
   # Code whose line tables the tracer's own reader refuses (a sequence going
   # back to a lower address; DW_LNE_define_file), in units written by hand

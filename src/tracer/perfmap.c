@@ -1,0 +1,198 @@
+/* The process's perf map (perfmap.h): its lines kept sorted by start
+ * address, read again from where they stopped when the file grows. */
+#include "perfmap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tables.h"
+
+struct mt__perfmap_entry {
+  uint64_t start, end; /* [start, end) */
+  uint64_t seq;        /* the line's rank in the file: the later wins */
+  size_t name;         /* offset in names */
+};
+
+#define MAX_NAME 4096 /* longer names are cut */
+#define MAX_WALK 256  /* entries looked at below an address, at most */
+#define CHUNK 65536
+
+static int by_start(const void *a, const void *b) {
+  const mt__perfmap_entry *x = a, *y = b;
+  if (x->start != y->start) return x->start < y->start ? -1 : 1;
+  return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* A hexadecimal number at *p (an optional 0x, 1-16 digits), *p moved past
+ * it; -1 if there is none or it does not fit 64 bits. */
+static int parse_hex(const char **p, const char *end, uint64_t *out) {
+  const char *s = *p;
+  if (end - s > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s += 2;
+  uint64_t v = 0;
+  int n = 0, d;
+  for (; s < end && (d = hex_digit(*s)) >= 0; s++, n++) {
+    if (n == 16) return -1;
+    v = v << 4 | (uint64_t)d;
+  }
+  if (n == 0) return -1;
+  *p = s;
+  *out = v;
+  return 0;
+}
+
+/* One line [p, end) (without its newline) appended as an entry; 0 if it
+ * does not parse, -1 when out of memory. */
+static int add_line(mt__perfmap *pm, const char *p, const char *end, uint64_t seq) {
+  uint64_t start, size;
+  if (parse_hex(&p, end, &start) != 0 || p == end || *p != ' ') return 0;
+  while (p < end && *p == ' ') p++;
+  if (parse_hex(&p, end, &size) != 0 || p == end || *p != ' ') return 0;
+  while (p < end && *p == ' ') p++;
+  if (end > p && end[-1] == '\r') end--;
+  if (size == 0 || start > UINT64_MAX - size || p == end) return 0;
+  size_t len = (size_t)(end - p) < MAX_NAME ? (size_t)(end - p) : MAX_NAME;
+  if (mt__grow((void **)&pm->names, &pm->names_cap, pm->names_len + len + 1, 1, 4096) ||
+      mt__reserve((void **)&pm->v, pm->n, &pm->cap, sizeof *pm->v))
+    return -1;
+  memcpy(pm->names + pm->names_len, p, len);
+  pm->names[pm->names_len + len] = '\0';
+  pm->v[pm->n++] = (mt__perfmap_entry){start, start + size, seq, pm->names_len};
+  pm->names_len += len + 1;
+  return 0;
+}
+
+/* Entries [0, old) sorted, [old, n) new: sorts the new ones and merges
+ * (a lookup miss after the runtime wrote a few lines costs their sort and
+ * one pass, not a sort of the whole map). Then the reach of each. */
+static int merge_new(mt__perfmap *pm, size_t old) {
+  size_t fresh = pm->n - old;
+  if (fresh) {
+    qsort(pm->v + old, fresh, sizeof *pm->v, by_start);
+    if (old && by_start(&pm->v[old - 1], &pm->v[old]) > 0) {
+      mt__perfmap_entry *tmp = malloc(fresh * sizeof *tmp);
+      if (!tmp) return -1;
+      memcpy(tmp, pm->v + old, fresh * sizeof *tmp);
+      size_t i = old, j = fresh, k = pm->n; /* merged from the top down */
+      while (j > 0) {
+        if (i > 0 && by_start(&pm->v[i - 1], &tmp[j - 1]) > 0) pm->v[--k] = pm->v[--i];
+        else pm->v[--k] = tmp[--j];
+      }
+      free(tmp);
+    }
+  }
+  uint64_t *r = realloc(pm->reach, (pm->n ? pm->n : 1) * sizeof *r);
+  if (!r) return -1;
+  pm->reach = r;
+  uint64_t reach = 0;
+  for (size_t i = 0; i < pm->n; i++) {
+    if (pm->v[i].end > reach) reach = pm->v[i].end;
+    r[i] = reach;
+  }
+  return 0;
+}
+
+/* Reads the lines written since the last read; 0, or -1 (the file is not
+ * there, not the user's or not grown, or out of memory: what was read
+ * stays). */
+static int read_more(mt__perfmap *pm, const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return -1;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0) ||
+      st.st_size <= pm->read_to) {
+    close(fd);
+    return -1;
+  }
+  char *buf = malloc(CHUNK);
+  if (!buf) {
+    close(fd);
+    return -1;
+  }
+  size_t old = pm->n, have = 0;
+  off_t at = pm->read_to;
+  int rc = 0;
+  for (;;) {
+    ssize_t got = pread(fd, buf + have, CHUNK - have, at + (off_t)have);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    have += (size_t)got;
+    const char *p = buf, *end = buf + have, *nl;
+    while ((nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+      if (add_line(pm, p, nl, (uint64_t)pm->n) != 0) {
+        rc = -1;
+        break;
+      }
+      p = nl + 1;
+    }
+    size_t used = (size_t)(p - buf);
+    at += (off_t)used;
+    have -= used;
+    if (rc) break;
+    if (have == CHUNK) { /* a line longer than the buffer: skipped whole, */
+      char c;
+      off_t skip = at + CHUNK;
+      ssize_t r;
+      while ((r = pread(fd, &c, 1, skip)) == 1 && c != '\n') skip++;
+      if (r != 1) break; /* or, not ended yet, read again later */
+      at = skip + 1;
+      have = 0;
+      continue;
+    }
+    memmove(buf, p, have); /* the partial last line: read again next time */
+  }
+  free(buf);
+  close(fd);
+  pm->read_to = at;
+  if (merge_new(pm, old) != 0) rc = -1;
+  return rc;
+}
+
+/* The entry the map gives addr: of those holding it, the line written
+ * last; NULL if none. */
+static const mt__perfmap_entry *find(const mt__perfmap *pm, uint64_t addr) {
+  size_t lo = 0, hi = pm->n; /* entries [0, lo) start at or below addr */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (pm->v[mid].start <= addr) lo = mid + 1;
+    else hi = mid;
+  }
+  const mt__perfmap_entry *best = NULL;
+  for (size_t i = lo, walked = 0; i-- > 0 && pm->reach[i] > addr && walked < MAX_WALK; walked++)
+    if (addr < pm->v[i].end && (!best || pm->v[i].seq > best->seq)) best = &pm->v[i];
+  return best;
+}
+
+const char *mt__perfmap_name(mt__perfmap *pm, const char *path, uint64_t addr) {
+  if (strlen(path) >= sizeof pm->path) return NULL;
+  if (pm->opened && strcmp(pm->path, path) != 0) mt__perfmap_clear(pm);
+  if (!pm->opened) strcpy(pm->path, path);
+  pm->opened = 1;
+  /* what was written since, first: code replaced at these addresses is
+   * named by its new line (an open and a stat per code named this way) */
+  read_more(pm, path);
+  const mt__perfmap_entry *e = find(pm, addr);
+  return e ? pm->names + e->name : NULL;
+}
+
+void mt__perfmap_path(char *buf, size_t cap) {
+  snprintf(buf, cap, "/tmp/perf-%ld.map", (long)getpid());
+}
+
+void mt__perfmap_clear(mt__perfmap *pm) {
+  free(pm->v);
+  free(pm->reach);
+  free(pm->names);
+  *pm = (mt__perfmap){0};
+}

@@ -1,0 +1,49 @@
+/* Names of code generated at run time, from the process's perf map: the
+ * file /tmp/perf-PID.map that JIT compilers write for profilers (node and
+ * V8 with --perf-basic-prof, CPython 3.12 with -X perf, LuaJIT, Java
+ * agents, .NET with DOTNET_PerfMapEnabled, Julia). Each line is
+ * "START SIZE NAME": hexadecimal start and size, then the name to the end
+ * of the line. Code in no loaded object was named "??" before. Internal
+ * (mt__ prefix).
+ *
+ * The file is appended to as the runtime compiles: each lookup reads what
+ * was written since the last one (from where that read stopped; nothing
+ * when the file has not grown). Lookups come once per code, when it is
+ * first named. Where code was replaced at the same
+ * addresses (a runtime freeing and reusing its code space), the line
+ * written last names them. Lines that do not parse are skipped. The file
+ * must be a regular file owned by the process's user or root (as perf
+ * requires): another user's file in /tmp names nothing. */
+#ifndef MT_TRACER_PERFMAP_H
+#define MT_TRACER_PERFMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct mt__perfmap_entry mt__perfmap_entry;
+
+/* What was read of one map. Zero-initialize; mt__perfmap_clear frees it. */
+typedef struct mt__perfmap {
+  mt__perfmap_entry *v; /* sorted by start, then by the order read */
+  size_t n, cap;
+  uint64_t *reach; /* reach[i]: the highest end of entries 0..i */
+  char *names;     /* the names, each NUL-terminated */
+  size_t names_len, names_cap;
+  off_t read_to;   /* bytes of the file read, through its last full line */
+  int opened;      /* 1 once the file was read at all */
+  char path[64];   /* the file read (another after a fork: read anew) */
+} mt__perfmap;
+
+/* The name the map at `path` gives to addr, or NULL (no such file, not
+ * the user's, no line holding addr, out of memory). The name is valid
+ * until the next call or mt__perfmap_clear. */
+const char *mt__perfmap_name(mt__perfmap *pm, const char *path, uint64_t addr);
+
+/* The map's usual path for this process: /tmp/perf-PID.map (fits 64
+ * bytes). */
+void mt__perfmap_path(char *buf, size_t cap);
+
+void mt__perfmap_clear(mt__perfmap *pm);
+
+#endif

@@ -1,0 +1,215 @@
+/* The perf map reader (src/tracer/perfmap.h): lines as runtimes write
+ * them, a file growing between lookups, code replaced at the same
+ * addresses, lines that do not parse, a file not the user's; and against a
+ * model (the last line holding the address) on random maps read in several
+ * growths. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "perfmap.h"
+
+static char path[64];
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(path, sizeof path, "/tmp/mt-perfmap-test-%ld.map", (long)getpid());
+  unlink(path);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  unlink(path);
+  return 0;
+}
+
+static void append(const char *text) {
+  FILE *f = fopen(path, "a");
+  assert_non_null(f);
+  assert_int_equal(fputs(text, f) >= 0, 1);
+  assert_int_equal(fclose(f), 0);
+}
+
+static void assert_name(mt__perfmap *pm, uint64_t addr, const char *want) {
+  const char *got = mt__perfmap_name(pm, path, addr);
+  if (!want) {
+    if (got) fail_msg("%#llx: want none, got %s", (unsigned long long)addr, got);
+    return;
+  }
+  if (!got || strcmp(got, want) != 0)
+    fail_msg("%#llx: want %s, got %s", (unsigned long long)addr, want, got ? got : "(none)");
+}
+
+static void no_file(void **state) {
+  (void)state;
+  mt__perfmap pm = {0};
+  assert_name(&pm, 0x1000, NULL);
+  append("1000 10 late\n"); /* written after the first look: found */
+  assert_name(&pm, 0x1000, "late");
+  mt__perfmap_clear(&pm);
+}
+
+static void lines_and_bounds(void **state) {
+  (void)state;
+  append("7f0000001000 40 JS:~work /tmp/app.js:2:14\n"
+         "7f0000002000 1c8 py::f:/tmp/x.py\n"
+         "0x7f0000003000 0x10 with 0x prefixes\n"
+         "7F0000004000 8 upper case\r\n");
+  mt__perfmap pm = {0};
+  assert_name(&pm, 0x7f0000000fff, NULL);
+  assert_name(&pm, 0x7f0000001000, "JS:~work /tmp/app.js:2:14");
+  assert_name(&pm, 0x7f000000103f, "JS:~work /tmp/app.js:2:14");
+  assert_name(&pm, 0x7f0000001040, NULL); /* the end is not in it */
+  assert_name(&pm, 0x7f00000021c7, "py::f:/tmp/x.py");
+  assert_name(&pm, 0x7f0000003008, "with 0x prefixes");
+  assert_name(&pm, 0x7f0000004000, "upper case"); /* and no \r */
+  mt__perfmap_clear(&pm);
+}
+
+static void growth_and_partial_lines(void **state) {
+  (void)state;
+  append("1000 100 first\n2000 10 sec");
+  mt__perfmap pm = {0};
+  assert_name(&pm, 0x1010, "first");
+  assert_name(&pm, 0x2000, NULL); /* its line is not ended yet */
+  append("ond\n3000 10 third\n");
+  assert_name(&pm, 0x2000, "second");
+  assert_name(&pm, 0x3000, "third");
+  assert_name(&pm, 0x1010, "first");
+  mt__perfmap_clear(&pm);
+}
+
+static void later_line_wins(void **state) {
+  (void)state;
+  /* code replaced at reused addresses, ranges nested and overlapping */
+  append("1000 1000 old big\n1400 100 old small\n");
+  mt__perfmap pm = {0};
+  assert_name(&pm, 0x1450, "old small");
+  assert_name(&pm, 0x1800, "old big");
+  append("1000 800 new low half\n");
+  assert_name(&pm, 0x1450, "new low half");
+  assert_name(&pm, 0x1fff, "old big");
+  assert_name(&pm, 0x2000, NULL);
+  assert_name(&pm, 0x1900, "old big");
+  mt__perfmap_clear(&pm);
+}
+
+static void bad_lines_skipped(void **state) {
+  (void)state;
+  char longline[70000];
+  memset(longline, 'x', sizeof longline);
+  memcpy(longline, "5000 10 ", 8);
+  longline[sizeof longline - 2] = '\n';
+  longline[sizeof longline - 1] = '\0';
+  append("zz 10 not hex\n"
+         "1000 0 empty\n"
+         "1100 10\n"
+         "1200 10 \n"
+         "ffffffffffffff00 1000 past the top\n"
+         "12345678901234567 10 too many digits\n"
+         "1300\n"
+         "\n"
+         "1400 10 good\n");
+  append(longline); /* longer than a read: skipped whole */
+  append("6000 10 after the long line\n");
+  mt__perfmap pm = {0};
+  assert_name(&pm, 0x1000, NULL);
+  assert_name(&pm, 0x1100, NULL);
+  assert_name(&pm, 0x1200, NULL);
+  assert_name(&pm, 0xffffffffffffff10, NULL);
+  assert_name(&pm, 0x1400, "good");
+  assert_name(&pm, 0x5000, NULL);
+  assert_name(&pm, 0x6000, "after the long line");
+  mt__perfmap_clear(&pm);
+}
+
+static void another_users_file(void **state) {
+  (void)state;
+  append("1000 10 planted\n");
+  if (geteuid() != 0) skip(); /* only root can give it away */
+  assert_int_equal(chown(path, 65534, 65534), 0);
+  mt__perfmap pm = {0};
+  assert_name(&pm, 0x1000, NULL);
+  mt__perfmap_clear(&pm);
+}
+
+static void another_path_read_anew(void **state) {
+  (void)state;
+  append("1000 10 parent's\n");
+  mt__perfmap pm = {0};
+  assert_name(&pm, 0x1000, "parent's");
+  char other[80];
+  snprintf(other, sizeof other, "%s.child", path);
+  FILE *f = fopen(other, "w");
+  assert_non_null(f);
+  fputs("1000 10 child's\n", f);
+  fclose(f);
+  const char *got = mt__perfmap_name(&pm, other, 0x1000);
+  unlink(other);
+  assert_non_null(got);
+  assert_string_equal(got, "child's");
+  mt__perfmap_clear(&pm);
+}
+
+/* Random maps, written in several growths, looked up at random addresses
+ * after each: the name of the last line holding the address. */
+static void against_a_model(void **state) {
+  (void)state;
+  enum { LINES = 3000, GROWTHS = 6, LOOKS = 4000 };
+  static uint64_t start[LINES], end[LINES];
+  uint64_t seed = 0x9e3779b97f4a7c15ull;
+  for (int round = 0; round < 5; round++) {
+    unlink(path);
+    mt__perfmap pm = {0};
+    int written = 0;
+    for (int g = 0; g < GROWTHS; g++) {
+      FILE *f = fopen(path, "a");
+      assert_non_null(f);
+      int upto = LINES * (g + 1) / GROWTHS;
+      for (; written < upto; written++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        start[written] = 0x100000 + ((seed >> 20) % 0x40000);
+        end[written] = start[written] + 1 + ((seed >> 44) % (round == 4 ? 0x800 : 0x80));
+        fprintf(f, "%llx %llx line%d\n", (unsigned long long)start[written],
+                (unsigned long long)(end[written] - start[written]), written);
+      }
+      fclose(f);
+      for (int k = 0; k < LOOKS; k++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t a = 0xff000 + ((seed >> 24) % 0x42000);
+        int want = -1;
+        for (int i = written; i-- > 0;)
+          if (start[i] <= a && a < end[i]) {
+            want = i;
+            break;
+          }
+        char name[32];
+        snprintf(name, sizeof name, "line%d", want);
+        assert_name(&pm, a, want < 0 ? NULL : name);
+      }
+    }
+    mt__perfmap_clear(&pm);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(no_file, setup, teardown),
+      cmocka_unit_test_setup_teardown(lines_and_bounds, setup, teardown),
+      cmocka_unit_test_setup_teardown(growth_and_partial_lines, setup, teardown),
+      cmocka_unit_test_setup_teardown(later_line_wins, setup, teardown),
+      cmocka_unit_test_setup_teardown(bad_lines_skipped, setup, teardown),
+      cmocka_unit_test_setup_teardown(another_users_file, setup, teardown),
+      cmocka_unit_test_setup_teardown(another_path_read_anew, setup, teardown),
+      cmocka_unit_test_setup_teardown(against_a_model, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
