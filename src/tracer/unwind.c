@@ -590,13 +590,22 @@ static int record_step(mt__cfi_frame *f) {
   return 1;
 }
 
+/* Whether pc (a return address) lies in an object the loader knows:
+ * not in generated code (a JIT compiler's, in an anonymous mapping). */
+static int in_object(uintptr_t pc) {
+  mt__fde_range r;
+  return mt__fde_range_of(pc - 1, &r) >= 0;
+}
+
 /* The walk on from where AUTO's stopped (the return address in the record
  * at j->rec, whose function keeps no record: buf[n-1], or a hidden frame's
  * when none was kept yet, as operator new's), by call-frame steps (cfi.h),
  * into pcs (buf's n frames first, leading hidden frames left out): how
  * many, or 0 where a step cannot be taken (libunwind's turn). The
  * function's rsp is just above that record (its callee's: rbp, then the
- * return address), its rbp the one saved there. */
+ * return address), its rbp the one saved there. Generated code that keeps
+ * no record (CPython 3.12's perf trampolines) ends the walk: it has no
+ * unwind tables, so libunwind cannot step it either. */
 static size_t cfi_walk(const lu_job *j, uintptr_t *pcs, size_t want) {
   size_t n = j->n;
   if (!j->rec || n > want) return 0; /* not on the stack known */
@@ -605,7 +614,10 @@ static size_t cfi_walk(const lu_job *j, uintptr_t *pcs, size_t want) {
   for (size_t i = 0; i < n; i++) pcs[i] = j->buf[i];
   for (size_t steps = 0; n < want && steps < MAX_WALK; steps++) {
     int r = mt__cfi_step(&f, stack_lo, stack_hi);
-    if (r == MT__CFI_NO_INFO) r = record_step(&f); /* as libunwind does there */
+    if (r == MT__CFI_NO_INFO) { /* as libunwind does there */
+      r = record_step(&f);
+      if (r < 0 && !in_object(f.pc)) break;
+    }
     if (r < 0) return 0;
     if (r == 0 || !f.pc) break;
     if (n || !is_hidden(f.pc)) pcs[n++] = f.pc;
@@ -637,12 +649,19 @@ static void fallback_job(lu_job *j) {
     nl = lu_walk(j, lu, want);
     sl = skip_hidden(lu, nl);
   }
-  if (ended && nl - sl >= n && nl - sl - n <= OUTER_SLACK &&
+  /* What the walk teaches holds only if it reached the stack's root, not
+   * generated code that no walker can pass: a few frames short of a root
+   * would otherwise make the frame it stopped at an entry point (with
+   * CPython's perf trampolines, every later stack through that function
+   * was cut there). */
+  int rooted = nl > sl && in_object(lu[nl - 1]);
+  if (rooted && ended && nl - sl >= n && nl - sl - n <= OUTER_SLACK &&
       memcmp(buf, lu + sl, n * sizeof *buf) == 0)
     verdict_put(last, V_ENTRY);
-  else if (j->trust == 0 && n && !has_verdict(last, V_NOREC))
+  else if (rooted && j->trust == 0 && n && !has_verdict(last, V_NOREC))
     learn_records(j->fp, buf, n, cap, lu + sl, nl - sl);
   j->out = copy_out(lu, sl, nl, buf, cap);
+  if (!rooted) return;
   /* The frame-record walks end where the chain of records does: in the C
    * library's frame that calls main, or a thread's start. This one ends
    * there too, else the stacks that took libunwind's walk would have

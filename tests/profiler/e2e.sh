@@ -670,6 +670,13 @@ jit)
   "$memtrace" dump jit.ctf > jit.txt || bad "dump failed"
   n=$(grep -cE "main@[^ ]*prog_jit\.c:[0-9:-]+ jit_stub \[generated\]@/tmp/perf-$out\.map:0:0-0 alloc_from_jit@[^ ]*prog_jit\.c:" jit.txt)
   [ "$n" = 10 ] && ok || bad "not 10 allocations through the named stub ($n): $(grep -m1 alloc_from_jit jit.txt)"
+  # Through the stub without a record, rbp holding data: the stack goes on
+  # past nofp_alloc (by its call-frame information) to the stub, and ends
+  # there (no walker can pass it). Every sample: once, a walk that stopped
+  # at the stub made nofp_alloc an entry point, and the later stacks ended
+  # at it.
+  n=$(grep -cE " jit_bare \[generated\]@/tmp/perf-$out\.map:0:0-0 nofp_alloc@[^ ]*\$" jit.txt)
+  [ "$n" = 10 ] && ok || bad "not 10 stacks through the bare stub ($n): $(grep -m1 nofp_alloc jit.txt)"
   ;;
 refused-lines)
   # Code whose line tables the tracer's own reader refuses (a sequence going

@@ -1,6 +1,7 @@
-/* Generated code, as a JIT compiler makes it: a stub copied into an
- * anonymous mapping made executable, which calls back into the program,
- * which allocates. Its range and name go to /tmp/perf-PID.map, the perf
+/* Generated code, as a JIT compiler makes it: stubs copied into an
+ * anonymous mapping made executable, which call back into the program,
+ * which allocates: one keeps a frame record, one does not (called with
+ * rbp holding data, calling a function that keeps none either). Its range and name go to /tmp/perf-PID.map, the perf
  * map runtimes write for profilers (e2e.sh, jit). x86-64. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,22 +15,34 @@ __attribute__((noinline)) static void *alloc_from_jit(void) {
   return p;
 }
 
+/* prog_jit_nofp.S */
+void *nofp_outer(void *(*stub)(void *(*)(void)), void *(*callback)(void));
+void *nofp_alloc(void);
+
 int main(void) {
   /* push %rbp; mov %rsp,%rbp; call *%rdi; pop %rbp; ret */
   static const unsigned char stub_code[] = {0x55, 0x48, 0x89, 0xe5, 0xff, 0xd7, 0x5d, 0xc3};
+  /* without a record, as CPython's perf trampolines:
+   * sub $8,%rsp; call *%rdi; add $8,%rsp; ret */
+  static const unsigned char bare_code[] = {0x48, 0x83, 0xec, 0x08, 0xff, 0xd7,
+                                            0x48, 0x83, 0xc4, 0x08, 0xc3};
   unsigned char *m =
       mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return perror("prog_jit: mmap"), 1;
   memcpy(m + 64, stub_code, sizeof stub_code);
+  memcpy(m + 128, bare_code, sizeof bare_code);
   if (mprotect(m, 4096, PROT_READ | PROT_EXEC) != 0) return perror("prog_jit: mprotect"), 1;
   char path[64];
   snprintf(path, sizeof path, "/tmp/perf-%ld.map", (long)getpid());
   FILE *f = fopen(path, "w");
   if (!f) return perror(path), 1;
   fprintf(f, "%lx %zx jit_stub [generated]\n", (unsigned long)(m + 64), sizeof stub_code);
+  fprintf(f, "%lx %zx jit_bare [generated]\n", (unsigned long)(m + 128), sizeof bare_code);
   if (fclose(f) != 0) return perror(path), 1;
   void *(*stub)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 64);
   for (int i = 0; i < 10; i++) free(stub(alloc_from_jit));
+  void *(*bare)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 128);
+  for (int i = 0; i < 10; i++) free(nofp_outer(bare, nofp_alloc));
   printf("%ld\n", (long)getpid()); /* the map stays for the profiler: the test removes it */
   return 0;
 }
