@@ -186,6 +186,50 @@ const char *mt__perfmap_name(mt__perfmap *pm, const char *path, uint64_t addr) {
   return e ? pm->names + e->name : NULL;
 }
 
+/* A decimal number of 1-9 digits ending at end (exclusive), scanning back;
+ * its first digit's position, or NULL. */
+static const char *number_before(const char *begin, const char *end, unsigned *out) {
+  const char *p = end;
+  while (p > begin && p[-1] >= '0' && p[-1] <= '9' && end - p < 9) p--;
+  if (p == end || (p > begin && p[-1] >= '0' && p[-1] <= '9')) return NULL;
+  unsigned v = 0;
+  for (const char *q = p; q < end; q++) v = v * 10 + (unsigned)(*q - '0');
+  *out = v;
+  return p;
+}
+
+void mt__perfmap_where_of(const char *name, mt__perfmap_where *w) {
+  size_t len = strlen(name);
+  *w = (mt__perfmap_where){len, NULL, 0, 0, 0};
+  if (strncmp(name, "py::", 4) == 0) { /* py::QUALNAME:FILE */
+    const char *colon = strchr(name + 4, ':');
+    if (colon && colon > name + 4 && colon[1]) {
+      w->fn_len = (size_t)(colon - name);
+      w->file = colon + 1;
+      w->file_len = len - w->fn_len - 1;
+    }
+    return;
+  }
+  /* ... FILE:LINE[:COL], the last word */
+  const char *space = strrchr(name, ' ');
+  if (!space || space == name) return;
+  const char *word = space + 1, *end = name + len, *p;
+  unsigned a, b;
+  if (!(p = number_before(word, end, &a)) || p == word || p[-1] != ':') return;
+  end = p - 1; /* before the last number's colon */
+  unsigned line = a, col = 0;
+  const char *q = number_before(word, end, &b);
+  if (q && q > word && q[-1] == ':') {
+    line = b, col = a;
+    end = q - 1;
+  }
+  if (end == word) return;
+  const char *fn_end = space;
+  while (fn_end > name && fn_end[-1] == ' ') fn_end--;
+  if (fn_end == name) return;
+  *w = (mt__perfmap_where){(size_t)(fn_end - name), word, (size_t)(end - word), line, col};
+}
+
 void mt__perfmap_path(char *buf, size_t cap) {
   snprintf(buf, cap, "/tmp/perf-%ld.map", (long)getpid());
 }

@@ -40,6 +40,21 @@ typedef struct mt__perfmap {
  * until the next call or mt__perfmap_clear. */
 const char *mt__perfmap_name(mt__perfmap *pm, const char *path, uint64_t addr);
 
+/* A map line's name taken apart where it says where its code comes from:
+ * V8's "JS:~work /app/j.js:2:14" (a last word FILE:LINE or FILE:LINE:COL
+ * after the function) and CPython's "py::work:/app/j.py" (FILE after the
+ * qualified name). The function is the name's first fn_len bytes; file is
+ * NULL (the name says nothing of it) or points into the name, file_len
+ * bytes; line and col are 0 when not said. */
+typedef struct mt__perfmap_where {
+  size_t fn_len;
+  const char *file;
+  size_t file_len;
+  unsigned line, col;
+} mt__perfmap_where;
+
+void mt__perfmap_where_of(const char *name, mt__perfmap_where *w);
+
 /* The map's usual path for this process: /tmp/perf-PID.map (fits 64
  * bytes). */
 void mt__perfmap_path(char *buf, size_t cap);

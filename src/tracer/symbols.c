@@ -259,11 +259,17 @@ static Dwarf_Die *functions_unit(Dwarf_Die *cu, Dwarf_Die *split) {
 static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
   Dwfl_Module *mod = module_at(s, addr);
   if (!mod) { /* generated code: named by the runtime's perf map, if any */
+    out[0] = (mt_location){"??", "??", 0, 0, 0};
     char map[64];
     mt__perfmap_path(map, sizeof map);
     const char *jit = mt__perfmap_name(&s->perfmap, map, addr);
-    out[0] = jit ? (mt_location){intern(s, map), intern(s, jit), 0, 0, 0}
-                 : (mt_location){"??", "??", 0, 0, 0};
+    if (jit) { /* the file the name says, else the map's */
+      mt__perfmap_where w;
+      mt__perfmap_where_of(jit, &w);
+      const char *fn = mt__strtab_intern(&s->strings, jit, w.fn_len);
+      const char *file = w.file ? mt__strtab_intern(&s->strings, w.file, w.file_len) : intern(s, map);
+      out[0] = (mt_location){file ? file : "??", fn ? fn : "??", w.line, w.col, w.col};
+    }
     return 1;
   }
   const char *modname = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);

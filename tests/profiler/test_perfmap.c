@@ -200,6 +200,38 @@ static void against_a_model(void **state) {
   }
 }
 
+/* Names taken apart where they say where their code comes from. */
+static void check_where(const char *name, const char *fn, const char *file, unsigned line,
+                        unsigned col) {
+  mt__perfmap_where w;
+  mt__perfmap_where_of(name, &w);
+  char got_file[256] = "(none)";
+  if (w.file) snprintf(got_file, sizeof got_file, "%.*s", (int)w.file_len, w.file);
+  if (w.fn_len != strlen(fn) || strncmp(name, fn, w.fn_len) != 0 ||
+      strcmp(got_file, file ? file : "(none)") != 0 || w.line != line || w.col != col)
+    fail_msg("%s: got \"%.*s\" %s:%u:%u", name, (int)w.fn_len, name, got_file, w.line, w.col);
+}
+
+static void where_names_say(void **state) {
+  (void)state;
+  check_where("JS:~work /tmp/app.js:2:14", "JS:~work", "/tmp/app.js", 2, 14);
+  check_where("JS:^alloc node:buffer:391:30", "JS:^alloc", "node:buffer", 391, 30);
+  check_where("Eval:~ /tmp/s36/j.js:1:1", "Eval:~", "/tmp/s36/j.js", 1, 1);
+  check_where("LazyCompile:*f  /a/b.js:10", "LazyCompile:*f", "/a/b.js", 10, 0);
+  check_where("py::work:/tmp/x.py", "py::work", "/tmp/x.py", 0, 0);
+  check_where("py::<module>:<frozen os>", "py::<module>", "<frozen os>", 0, 0);
+  check_where("py::nofile", "py::nofile", NULL, 0, 0);
+  check_where("py:::x", "py:::x", NULL, 0, 0);
+  check_where("Builtin:RecordWriteSaveFP", "Builtin:RecordWriteSaveFP", NULL, 0, 0);
+  check_where("jit_stub [generated]", "jit_stub [generated]", NULL, 0, 0);
+  check_where("Lcom/x/Y;.run()V", "Lcom/x/Y;.run()V", NULL, 0, 0);
+  check_where("f :12", "f :12", NULL, 0, 0);             /* no file before the line */
+  check_where(" /a.js:1", " /a.js:1", NULL, 0, 0);       /* no function */
+  check_where("f a.js:1234567890", "f a.js:1234567890", NULL, 0, 0); /* 10 digits */
+  check_where("f a.js:x:1", "f", "a.js:x", 1, 0);
+  check_where("", "", NULL, 0, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(no_file, setup, teardown),
@@ -210,6 +242,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(another_users_file, setup, teardown),
       cmocka_unit_test_setup_teardown(another_path_read_anew, setup, teardown),
       cmocka_unit_test_setup_teardown(against_a_model, setup, teardown),
+      cmocka_unit_test(where_names_say),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
