@@ -1,0 +1,84 @@
+/* libFuzzer target: the perf map reader (src/tracer/perfmap.h), which
+ * reads /tmp/perf-PID.map inside the profiled program: whatever text is
+ * there.
+ *
+ * Input: the map's text, in two parts split at the first NUL byte: the
+ * first is written, looked up, then the second appended (the file grows as
+ * a runtime writes it) and looked up again. The addresses asked: the
+ * first 16 hexadecimal numbers of the text, each, one below and one past.
+ * Checks: memory safety and UBSan; a name found is a string of at most
+ * 4096 bytes, and asked again at once, the same; the parts its name is
+ * taken apart into lie within it. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "perfmap.h"
+
+static char path[64];
+
+static void write_part(const uint8_t *p, size_t n, const char *mode) {
+  FILE *f = fopen(path, mode);
+  if (!f) abort();
+  if (n && fwrite(p, 1, n, f) != n) abort();
+  if (fclose(f) != 0) abort();
+}
+
+static void look(mt__perfmap *pm, uint64_t addr) {
+  const char *name = mt__perfmap_name(pm, path, addr);
+  if (!name) return;
+  size_t len = strlen(name);
+  if (len > 4096) abort();
+  char copy[4097];
+  memcpy(copy, name, len + 1);
+  const char *again = mt__perfmap_name(pm, path, addr);
+  if (!again || strcmp(again, copy) != 0) abort();
+  mt__perfmap_where w;
+  mt__perfmap_where_of(again, &w);
+  if (w.fn_len > len) abort();
+  if (w.file && (w.file < again || w.file + w.file_len > again + len)) abort();
+}
+
+/* The first hexadecimal numbers of the text: the addresses asked. */
+static size_t numbers(const uint8_t *p, size_t n, uint64_t *out, size_t max) {
+  size_t k = 0;
+  for (size_t i = 0; i < n && k < max;) {
+    uint64_t v = 0;
+    size_t digits = 0;
+    for (; i < n && digits < 16; i++, digits++) {
+      uint8_t c = p[i];
+      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (d < 0) break;
+      v = v << 4 | (uint64_t)d;
+    }
+    if (digits) out[k++] = v;
+    else i++;
+  }
+  return k;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (!path[0]) snprintf(path, sizeof path, "/tmp/mt-fuzz-perfmap-%ld.map", (long)getpid());
+  const uint8_t *nul = memchr(data, 0, size);
+  size_t first = nul ? (size_t)(nul - data) : size;
+  uint64_t addrs[16];
+  size_t na = numbers(data, size, addrs, 16);
+  mt__perfmap pm = {0};
+  write_part(data, first, "w");
+  for (size_t i = 0; i < na; i++) {
+    look(&pm, addrs[i]);
+    look(&pm, addrs[i] - 1);
+  }
+  if (nul) {
+    write_part(nul + 1, size - first - 1, "a");
+    for (size_t i = 0; i < na; i++) {
+      look(&pm, addrs[i]);
+      look(&pm, addrs[i] + 1);
+    }
+  }
+  mt__perfmap_clear(&pm);
+  unlink(path);
+  return 0;
+}
