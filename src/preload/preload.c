@@ -35,7 +35,10 @@ __asm__(".text\n"
         ".p2align 4\n"
         ".globl malloc\n"
         ".type malloc, @function\n"
-        "malloc:\n" MT__ENDBR
+        "malloc:\n"
+        ".globl mt__own_malloc\n"
+        ".hidden mt__own_malloc\n"
+        "mt__own_malloc:\n" MT__ENDBR
         /* {disp32}: 3 bytes longer, so that the site below needs no
          * padding (a nop on the path) to be aligned */
         "  {disp32} leaq 7(%rdi), %rdx\n"
@@ -93,6 +96,7 @@ EXPORT void *malloc(size_t n) {
 sampled:
   return mt__malloc_sampled(n);
 }
+__asm__(".globl mt__own_malloc\n.hidden mt__own_malloc\n.set mt__own_malloc, malloc\n");
 
 EXPORT void free(void *p) {
   if (UNLIKELY(mt__maybe_ours(p))) {

@@ -77,6 +77,10 @@ static inline int mt__maybe_ours(const void *p) {
   return p && ((mt__hdr_mode.on && mt__has_magic(p)) || mt__maybe_tracked((uintptr_t)p));
 }
 
+/* This library's malloc (a hidden alias: the name `malloc` in here binds
+ * to whichever definition comes first, the program's if it has one). */
+extern MT__HIDDEN char mt__own_malloc[];
+
 /* The forwarding jumps of malloc and free are made direct at start-up
  * (preload.c, jumps.c) where the wrappers are written in assembly. */
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)

@@ -24,6 +24,7 @@
 #include "exec.h"
 #include "memtrace/tracer.h"
 #include "preload.h"
+#include "tracer_state.h"
 #include "unwind.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -518,6 +519,23 @@ static const char *make_jumps_direct(void) {
 #endif
 }
 
+/* A program that brings its own malloc (an allocator linked in and
+ * exporting it: jemalloc, tcmalloc or mimalloc built so) has every call
+ * bound to it before this library's: none of its allocations would be
+ * seen, and the trace would say nothing of why. Said once, as tracing
+ * starts. */
+static void say_if_bypassed(void) {
+  void *first = dlsym(RTLD_DEFAULT, "malloc");
+  if (!first || first == (void *)mt__own_malloc) return;
+  Dl_info info;
+  const char *where = dladdr(first, &info) && info.dli_fname && *info.dli_fname
+                          ? info.dli_fname
+                          : "the program itself";
+  mt__tr_say("memtrace: malloc is defined by %s, ahead of the interposer: the allocations "
+             "through it are not traced (an allocator linked into the program?)",
+             where);
+}
+
 __attribute__((constructor)) static void preload_init(void) {
   resolve_real(); /* the slots' final values: before the jumps use them */
   const char *jumps = make_jumps_direct();
@@ -533,4 +551,5 @@ __attribute__((constructor)) static void preload_init(void) {
   settings[len] = 0;
   mt__tr_interposer = settings;
   mt_trace_if_requested(mt__env_get("MEMTRACE_CONTEXT"), 0);
+  if (mt_trace_is_tracing()) say_if_bypassed();
 }

@@ -659,6 +659,18 @@ split-dwarf)
     "$memtrace" dump nodwo.ctf > nodwo.txt && grep -q 'main@.*prog_cxx\.cpp:19:53' nodwo.txt && ok ||
     bad "without its .dwo: a failed run or no source lines: $(grep -m1 main nodwo.txt)"
   ;;
+own-malloc)
+  # A program whose own malloc comes ahead of the interposer's (an allocator
+  # linked in): nothing of it can be traced, and memtrace says so, naming
+  # where that malloc is, instead of leaving an empty trace unexplained.
+  # A program without one hears nothing of it.
+  "$memtrace" run -q --rate 1 -o own.ctf -- "$bin/prog_own_malloc" > own.out 2> own.err || bad "run failed"
+  grep -q "own malloc done" own.out && ok || bad "the program did not run: $(cat own.out own.err)"
+  grep -q "memtrace: malloc is defined by .*prog_own_malloc, ahead of the interposer" own.err && ok ||
+    bad "no word of the program's own malloc: $(cat own.err)"
+  "$memtrace" run -q --rate 1 -o plain.ctf -- "$bin/prog_callers" > /dev/null 2> plain.err || bad "run failed"
+  ! grep -q "is defined by" plain.err && ok || bad "said of a program without its own malloc: $(cat plain.err)"
+  ;;
 jit)
   # Generated code named by the runtime's perf map (/tmp/perf-PID.map, as
   # node --perf-basic-prof writes it): prog_jit calls malloc through a stub
