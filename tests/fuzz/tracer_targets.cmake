@@ -1,0 +1,19 @@
+# The tracer's readers of what the profiled program maps or writes, each
+# fuzzed on its own sources (tests/fuzz/fuzz_NAME.c): Rust's symbol names,
+# DWARF line tables, unwind tables and the steps by them, a JIT's perf map.
+# Included by tests/fuzz (the libFuzzer targets) and tests/fuzz_replay (the
+# corpora replayed in every test run), so that the two list the same.
+set(MT_FUZZ_TRACER_TARGETS rustdemangle dwline cfi perfmap)
+set(mt_fuzz_tracer_rustdemangle src/tracer/rustdemangle.c)
+set(mt_fuzz_tracer_dwline src/tracer/dwline.c)
+set(mt_fuzz_tracer_cfi src/tracer/cfi.c src/tracer/ehframe.c)
+set(mt_fuzz_tracer_perfmap src/tracer/perfmap.c)
+
+# mt_fuzz_tracer_target(TARGET NAME HARNESS...): TARGET built from the
+# harness files given and NAME's sources, with the tracer's include paths.
+function(mt_fuzz_tracer_target target name)
+  list(TRANSFORM mt_fuzz_tracer_${name} PREPEND "${PROJECT_SOURCE_DIR}/" OUTPUT_VARIABLE srcs)
+  add_executable(${target} ${ARGN} ${srcs})
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests/fuzz
+    ${PROJECT_SOURCE_DIR}/src/tracer ${PROJECT_SOURCE_DIR}/src/format)
+endfunction()
