@@ -176,9 +176,8 @@ static const mt__perfmap_entry *find(const mt__perfmap *pm, uint64_t addr) {
 
 const char *mt__perfmap_name(mt__perfmap *pm, const char *path, uint64_t addr) {
   if (strlen(path) >= sizeof pm->path) return NULL;
-  if (pm->opened && strcmp(pm->path, path) != 0) mt__perfmap_clear(pm);
-  if (!pm->opened) strcpy(pm->path, path);
-  pm->opened = 1;
+  if (pm->path[0] && strcmp(pm->path, path) != 0) mt__perfmap_clear(pm);
+  if (!pm->path[0]) strcpy(pm->path, path);
   /* what was written since, first: code replaced at these addresses is
    * named by its new line (an open and a stat per code named this way) */
   read_more(pm, path);

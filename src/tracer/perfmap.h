@@ -31,8 +31,8 @@ typedef struct mt__perfmap {
   char *names;     /* the names, each NUL-terminated */
   size_t names_len, names_cap;
   off_t read_to;   /* bytes of the file read, through its last full line */
-  int opened;      /* 1 once the file was read at all */
-  char path[64];   /* the file read (another after a fork: read anew) */
+  char path[64];   /* the file read ("" before the first lookup; another
+                      after a fork: read anew) */
 } mt__perfmap;
 
 /* The name the map at `path` gives to addr, or NULL (no such file, not

@@ -220,10 +220,13 @@ static const char *die_name(mt__symbols *s, Dwarf_Die *die) {
   return n ? n : "??";
 }
 
-static const char *intern(mt__symbols *s, const char *str) {
-  const char *r = mt__strtab_intern(&s->strings, str, strlen(str));
+/* str's first len bytes, interned; "??" when out of memory. */
+static const char *intern_n(mt__symbols *s, const char *str, size_t len) {
+  const char *r = mt__strtab_intern(&s->strings, str, len);
   return r ? r : "??";
 }
+
+static const char *intern(mt__symbols *s, const char *str) { return intern_n(s, str, strlen(str)); }
 
 /* A name for code in no symbol (a stripped library's local functions, such
  * as the C library's __libc_start_call_main): "libc.so.6+0x271d7", the
@@ -266,9 +269,8 @@ static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
     if (jit) { /* the file the name says, else the map's */
       mt__perfmap_where w;
       mt__perfmap_where_of(jit, &w);
-      const char *fn = mt__strtab_intern(&s->strings, jit, w.fn_len);
-      const char *file = w.file ? mt__strtab_intern(&s->strings, w.file, w.file_len) : intern(s, map);
-      out[0] = (mt_location){file ? file : "??", fn ? fn : "??", w.line, w.col, w.col};
+      out[0] = (mt_location){w.file ? intern_n(s, w.file, w.file_len) : intern(s, map),
+                             intern_n(s, jit, w.fn_len), w.line, w.col, w.col};
     }
     return 1;
   }
