@@ -11,7 +11,9 @@
  * Page-aligned requests are kept in the engine's table instead. */
 #include <assert.h>
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -519,18 +521,71 @@ static const char *make_jumps_direct(void) {
 #endif
 }
 
-/* A program that brings its own malloc (an allocator linked in and
- * exporting it: jemalloc, tcmalloc or mimalloc built so) has every call
- * bound to it before this library's: none of its allocations would be
- * seen, and the trace would say nothing of why. Said once, as tracing
- * starts. */
-static void say_if_bypassed(void) {
-  void *first = dlsym(RTLD_DEFAULT, "malloc");
-  if (!first || first == (void *)mt__own_malloc) return;
+/* Whether `object` (a loaded library's name) defines malloc itself: its
+ * handle's lookup, which goes on into its dependencies, ends in it. */
+static int defines_malloc(const char *object) {
+  void *h = dlopen(object, RTLD_LAZY | RTLD_NOLOAD);
+  if (!h) return 0;
+  void *m = dlsym(h, "malloc");
   Dl_info info;
-  const char *where = dladdr(first, &info) && info.dli_fname && *info.dli_fname
-                          ? info.dli_fname
-                          : "the program itself";
+  int here = m && dladdr(m, &info) && info.dli_fname && strcmp(info.dli_fname, object) == 0;
+  dlclose(h);
+  return here;
+}
+
+typedef struct {
+  const char *ours;    /* this library's name, where the search ends */
+  int seen;            /* objects passed */
+  const char *definer; /* the first to define malloc, if before ours */
+} definer_search;
+
+/* dl_iterate_phdr's callback: the objects in load order, which for those
+ * loaded at start-up is the lookup's order (the program, the preloaded
+ * libraries, then the needed ones); the program itself is skipped. */
+static int find_definer(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  definer_search *s = data;
+  if (s->seen++ == 0) return 0;
+  const char *name = info->dlpi_name;
+  if (!name || !*name) return 0;
+  if (strcmp(name, s->ours) == 0) return 1;
+  if (!defines_malloc(name)) return 0;
+  s->definer = name;
+  return 1;
+}
+
+/* Where the malloc that the program's calls reach is defined, if not in
+ * this library; NULL if here. What the loader binds `malloc` to first is
+ * usually the answer, with one exception: a program built without PIE
+ * that takes malloc's address has an undefined `malloc` symbol whose value
+ * is its own PLT entry, for every library's pointer to equal the
+ * program's. The loader's lookup answers with that entry; its calls still
+ * go on to the first definition after the program, looked for among the
+ * libraries loaded ahead of this one (node, as Debian builds it). */
+static const char *malloc_definer(void) {
+  void *first = dlsym(RTLD_DEFAULT, "malloc");
+  if (!first || first == (void *)mt__own_malloc) return NULL;
+  Dl_info info;
+  const ElfW(Sym) *sym = NULL;
+  if (!dladdr1(first, &info, (void **)&sym, RTLD_DL_SYMENT))
+    return "the program itself";
+  if (!sym || sym->st_shndx != SHN_UNDEF)
+    return info.dli_fname && *info.dli_fname ? info.dli_fname : "the program itself";
+  Dl_info mine;
+  if (!dladdr((void *)mt__own_malloc, &mine) || !mine.dli_fname) return NULL;
+  definer_search s = {.ours = mine.dli_fname};
+  dl_iterate_phdr(find_definer, &s);
+  return s.definer;
+}
+
+/* A program that brings its own malloc (an allocator linked in and
+ * exporting it: jemalloc, tcmalloc or mimalloc built so), or a library
+ * preloaded ahead of this one that does, has every call bound to it before
+ * this library's: none of its allocations would be seen, and the trace
+ * would say nothing of why. Said once, as tracing starts. */
+static void say_if_bypassed(void) {
+  const char *where = malloc_definer();
+  if (!where) return;
   mt__tr_say("memtrace: malloc is defined by %s, ahead of the interposer: the allocations "
              "through it are not traced (an allocator linked into the program?)",
              where);
@@ -551,5 +606,5 @@ __attribute__((constructor)) static void preload_init(void) {
   settings[len] = 0;
   mt__tr_interposer = settings;
   mt_trace_if_requested(mt__env_get("MEMTRACE_CONTEXT"), 0);
-  if (mt_trace_is_tracing()) say_if_bypassed();
+  if (mt_trace_is_tracing()) say_if_bypassed(); /* listening too: said before a client comes */
 }

@@ -670,6 +670,32 @@ own-malloc)
     bad "no word of the program's own malloc: $(cat own.err)"
   "$memtrace" run -q --rate 1 -o plain.ctf -- "$bin/prog_callers" > /dev/null 2> plain.err || bad "run failed"
   ! grep -q "is defined by" plain.err && ok || bad "said of a program without its own malloc: $(cat plain.err)"
+  # Built without PIE, taking malloc's address: the loader's lookup of
+  # malloc answers with the program's PLT entry (node, as Debian builds
+  # it, was told it had its own malloc). Not said, and both kinds of call
+  # traced, 100 each.
+  "$memtrace" run -q --rate 1 -o nopie.ctf -- "$bin/prog_nopie_malloc" > nopie.out 2> nopie.err || bad "run failed"
+  grep -q "no-pie malloc done" nopie.out && ok || bad "the program did not run: $(cat nopie.out nopie.err)"
+  ! grep -q "is defined by" nopie.err && ok || bad "said of a program without PIE: $(cat nopie.err)"
+  "$memtrace" dump nopie.ctf > nopie.txt || bad "dump failed"
+  for line in 15 16; do
+    n=$(grep -c "main@[^ ]*prog_nopie_malloc\.c:$line:" nopie.txt)
+    [ "$n" = 100 ] && ok || bad "not 100 allocations from line $line ($n)"
+  done
+  # Serving a trace (listen:), said before any client connects: here none
+  # does.
+  MEMTRACE=listen:127.0.0.1:$(free_port) LD_PRELOAD="$preload" "$bin/prog_own_malloc" > /dev/null 2> listen.err ||
+    bad "run failed in listen mode"
+  grep -q "memtrace: malloc is defined by .*prog_own_malloc, ahead of the interposer" listen.err && ok ||
+    bad "listen mode: no word of the program's own malloc: $(cat listen.err)"
+  # An allocator preloaded ahead of the interposer is named, the program
+  # being built with PIE or without.
+  for prog in prog_callers prog_nopie_malloc; do
+    MEMTRACE=ahead.ctf LD_PRELOAD="$bin/libmt_own_alloc.so:$preload" "$bin/$prog" > /dev/null 2> ahead.err ||
+      bad "$prog failed"
+    grep -q "memtrace: malloc is defined by .*libmt_own_alloc\.so, ahead of the interposer" ahead.err && ok ||
+      bad "$prog: no word of the allocator preloaded ahead: $(cat ahead.err)"
+  done
   ;;
 jit)
   # Generated code named by the runtime's perf map (/tmp/perf-PID.map, as

@@ -1,19 +1,8 @@
-/* A program with a malloc of its own, ahead of the interposer's (as one
- * linking an allocator in statically): memtrace must say that its
- * allocations are not traced (e2e.sh, own-malloc). This one forwards to
- * the C library's allocator under its internal names. */
-#include <stddef.h>
+/* A program with a malloc of its own (own_alloc.c), ahead of the
+ * interposer's, as one linking an allocator in statically: memtrace must
+ * say that its allocations are not traced (e2e.sh, own-malloc). */
 #include <stdio.h>
-
-void *__libc_malloc(size_t n);
-void *__libc_calloc(size_t n, size_t size);
-void *__libc_realloc(void *p, size_t n);
-void __libc_free(void *p);
-
-void *malloc(size_t n) { return __libc_malloc(n); }
-void *calloc(size_t n, size_t size) { return __libc_calloc(n, size); }
-void *realloc(void *p, size_t n) { return __libc_realloc(p, n); }
-void free(void *p) { __libc_free(p); }
+#include <stdlib.h>
 
 int main(void) {
   for (int i = 0; i < 1000; i++) {
