@@ -103,18 +103,54 @@ static int merge_new(mt__perfmap *pm, size_t old) {
   return 0;
 }
 
-/* Reads the lines written since the last read; 0, or -1 (the file is not
- * there, not the user's or not grown, or out of memory: what was read
- * stays). */
+/* Whether bytes [at - len, at) of fd are still `want`. */
+static int still_there(int fd, off_t at, const unsigned char *want, unsigned len) {
+  unsigned char got[sizeof ((mt__perfmap *)0)->tail];
+  ssize_t r;
+  while ((r = pread(fd, got, len, at - (off_t)len)) < 0 && errno == EINTR) {
+  }
+  return r == (ssize_t)len && memcmp(got, want, len) == 0;
+}
+
+/* What was read of the map forgotten, its path kept: to read it anew. */
+static void forget(mt__perfmap *pm) {
+  char path[sizeof pm->path];
+  memcpy(path, pm->path, sizeof path);
+  mt__perfmap_clear(pm);
+  memcpy(pm->path, path, sizeof path);
+}
+
+/* Keeps the last bytes read, [at - tail_len, at), to tell later whether
+ * the file was written anew. */
+static void keep_tail(mt__perfmap *pm, int fd, off_t at) {
+  unsigned len = at < (off_t)sizeof pm->tail ? (unsigned)at : (unsigned)sizeof pm->tail;
+  ssize_t r;
+  while ((r = pread(fd, pm->tail, len, at - (off_t)len)) < 0 && errno == EINTR) {
+  }
+  pm->tail_len = r == (ssize_t)len ? len : 0;
+}
+
+/* Reads the lines written since the last read, all of them if the file
+ * was written anew (perfmap.h); 0, or -1 (the file is not there, not the
+ * user's or not grown, or out of memory: what was read stays). */
 static int read_more(mt__perfmap *pm, const char *path) {
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return -1;
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0) ||
-      st.st_size <= pm->read_to) {
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0)) {
     close(fd);
     return -1;
   }
+  if (pm->read_to > 0 &&
+      (st.st_dev != pm->dev || st.st_ino != pm->ino || st.st_size < pm->read_to ||
+       !still_there(fd, pm->read_to, pm->tail, pm->tail_len)))
+    forget(pm);
+  if (st.st_size <= pm->read_to) {
+    close(fd);
+    return -1;
+  }
+  pm->dev = st.st_dev;
+  pm->ino = st.st_ino;
   char *buf = malloc(CHUNK);
   if (!buf) {
     close(fd);
@@ -153,8 +189,9 @@ static int read_more(mt__perfmap *pm, const char *path) {
     memmove(buf, p, have); /* the partial last line: read again next time */
   }
   free(buf);
-  close(fd);
   pm->read_to = at;
+  keep_tail(pm, fd, at);
+  close(fd);
   if (merge_new(pm, old) != 0) rc = -1;
   return rc;
 }

@@ -13,7 +13,13 @@
  * addresses (a runtime freeing and reusing its code space), the line
  * written last names them. Lines that do not parse are skipped. The file
  * must be a regular file owned by the process's user or root (as perf
- * requires): another user's file in /tmp names nothing. */
+ * requires): another user's file in /tmp names nothing.
+ *
+ * A map written anew from its start is read anew: the JVM's `jcmd PID
+ * Compiler.perfmap` truncates the file and writes every line again, and a
+ * file may be replaced by another. Told by the file's identity (device
+ * and inode), a size below what was read, or the last bytes read no longer
+ * being there. */
 #ifndef MT_TRACER_PERFMAP_H
 #define MT_TRACER_PERFMAP_H
 
@@ -31,6 +37,10 @@ typedef struct mt__perfmap {
   char *names;     /* the names, each NUL-terminated */
   size_t names_len, names_cap;
   off_t read_to;   /* bytes of the file read, through its last full line */
+  dev_t dev;       /* the file read (read_to > 0) */
+  ino_t ino;
+  unsigned char tail[32]; /* its last tail_len bytes read, to [read_to) */
+  unsigned tail_len;
   char path[64];   /* the file read ("" before the first lookup; another
                       after a fork: read anew) */
 } mt__perfmap;

@@ -2,7 +2,7 @@
  * them, a file growing between lookups, code replaced at the same
  * addresses, lines that do not parse, a file not the user's; and against a
  * model (the last line holding the address) on random maps read in several
- * growths. */
+ * growths; a map written anew. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -141,6 +141,50 @@ static void another_users_file(void **state) {
   mt__perfmap_clear(&pm);
 }
 
+/* The map written anew from its start, as `jcmd PID Compiler.perfmap`
+ * writes the JVM's: shorter, longer (what was read then ends mid-line), of
+ * the same size, or another file put in its place. Each time only the new
+ * lines name code. */
+static void rewrite(const char *text) {
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  assert_int_equal(fputs(text, f) >= 0, 1);
+  assert_int_equal(fclose(f), 0);
+}
+
+static void written_anew(void **state) {
+  (void)state;
+  append("1000 10 first\n2000 10 second\n3000 10 third\n");
+  mt__perfmap pm = {0};
+  assert_name(&pm, 0x2000, "second");
+  rewrite("2000 10 shorter\n"); /* truncated, below what was read */
+  assert_name(&pm, 0x2000, "shorter");
+  assert_name(&pm, 0x1000, NULL);
+  assert_name(&pm, 0x3000, NULL);
+  rewrite("4000 10 longer than before, and then some\n2000 10 again\n");
+  assert_name(&pm, 0x2000, "again"); /* not a line read from the middle */
+  assert_name(&pm, 0x4000, "longer than before, and then some");
+  rewrite("4000 10 LONGER THAN BEFORE, AND THEN SOME\n2000 10 AGAIN\n"); /* the same size */
+  assert_name(&pm, 0x4000, "LONGER THAN BEFORE, AND THEN SOME");
+  assert_name(&pm, 0x2000, "AGAIN");
+  /* another file renamed into its place, longer, with the same bytes
+   * where the last read ended */
+  char other[80];
+  snprintf(other, sizeof other, "%s.new", path);
+  FILE *f = fopen(other, "w");
+  assert_non_null(f);
+  fputs("7000 10 LONGER THAN BEFORE, AND THEN SOME\n2000 10 AGAIN\n5000 10 renamed\n", f);
+  fclose(f);
+  assert_int_equal(rename(other, path), 0);
+  assert_name(&pm, 0x5000, "renamed");
+  assert_name(&pm, 0x7000, "LONGER THAN BEFORE, AND THEN SOME");
+  assert_name(&pm, 0x4000, NULL);
+  append("6000 10 appended after\n"); /* and growth is read as before */
+  assert_name(&pm, 0x6000, "appended after");
+  assert_name(&pm, 0x2000, "AGAIN");
+  mt__perfmap_clear(&pm);
+}
+
 static void another_path_read_anew(void **state) {
   (void)state;
   append("1000 10 parent's\n");
@@ -240,6 +284,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(later_line_wins, setup, teardown),
       cmocka_unit_test_setup_teardown(bad_lines_skipped, setup, teardown),
       cmocka_unit_test_setup_teardown(another_users_file, setup, teardown),
+      cmocka_unit_test_setup_teardown(written_anew, setup, teardown),
       cmocka_unit_test_setup_teardown(another_path_read_anew, setup, teardown),
       cmocka_unit_test_setup_teardown(against_a_model, setup, teardown),
       cmocka_unit_test(where_names_say),
