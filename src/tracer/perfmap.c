@@ -1,5 +1,6 @@
-/* The process's perf map (perfmap.h): its lines kept sorted by start
- * address, read again from where they stopped when the file grows. */
+/* The process's perf map (perfmap.h): its lines' ranges kept sorted by
+ * start address, read again from where they stopped when the file grows;
+ * a name read from the file when asked. */
 #include "perfmap.h"
 
 #include <errno.h>
@@ -12,20 +13,23 @@
 
 #include "tables.h"
 
+/* 24 bytes a line, and 8 of reach. The names stay in the file: a
+ * long-running node with --perf-basic-prof writes hundreds of thousands
+ * of lines, whose names, kept, came to ~80 bytes a line (16 MB for a map
+ * of 200k), where a handful of them are ever asked for. */
 struct mt__perfmap_entry {
   uint64_t start, end; /* [start, end) */
-  uint64_t seq;        /* the line's rank in the file: the later wins */
-  size_t name;         /* offset in names */
+  uint64_t at;         /* the name's offset in the file; the later line wins */
 };
 
-#define MAX_NAME 4096 /* longer names are cut */
+#define MAX_NAME MT__PERFMAP_MAX_NAME /* longer names are cut */
 #define MAX_WALK 256  /* entries looked at below an address, at most */
 #define CHUNK 65536
 
 static int by_start(const void *a, const void *b) {
   const mt__perfmap_entry *x = a, *y = b;
   if (x->start != y->start) return x->start < y->start ? -1 : 1;
-  return (x->seq > y->seq) - (x->seq < y->seq);
+  return (x->at > y->at) - (x->at < y->at);
 }
 
 static int hex_digit(char c) {
@@ -52,9 +56,10 @@ static int parse_hex(const char **p, const char *end, uint64_t *out) {
   return 0;
 }
 
-/* One line [p, end) (without its newline) appended as an entry; 0 if it
- * does not parse, -1 when out of memory. */
-static int add_line(mt__perfmap *pm, const char *p, const char *end, uint64_t seq) {
+/* One line [p, end) (without its newline), at offset `at` of the file,
+ * appended as an entry; 0 if it does not parse, -1 when out of memory. */
+static int add_line(mt__perfmap *pm, const char *p, const char *end, off_t at) {
+  const char *line = p;
   uint64_t start, size;
   if (parse_hex(&p, end, &start) != 0 || p == end || *p != ' ') return 0;
   while (p < end && *p == ' ') p++;
@@ -62,14 +67,8 @@ static int add_line(mt__perfmap *pm, const char *p, const char *end, uint64_t se
   while (p < end && *p == ' ') p++;
   if (end > p && end[-1] == '\r') end--;
   if (size == 0 || start > UINT64_MAX - size || p == end) return 0;
-  size_t len = (size_t)(end - p) < MAX_NAME ? (size_t)(end - p) : MAX_NAME;
-  if (mt__grow((void **)&pm->names, &pm->names_cap, pm->names_len + len + 1, 1, 4096) ||
-      mt__reserve((void **)&pm->v, pm->n, &pm->cap, sizeof *pm->v))
-    return -1;
-  memcpy(pm->names + pm->names_len, p, len);
-  pm->names[pm->names_len + len] = '\0';
-  pm->v[pm->n++] = (mt__perfmap_entry){start, start + size, seq, pm->names_len};
-  pm->names_len += len + 1;
+  if (mt__reserve((void **)&pm->v, pm->n, &pm->cap, sizeof *pm->v)) return -1;
+  pm->v[pm->n++] = (mt__perfmap_entry){start, start + size, (uint64_t)(at + (p - line))};
   return 0;
 }
 
@@ -130,32 +129,19 @@ static void keep_tail(mt__perfmap *pm, int fd, off_t at) {
   pm->tail_len = r == (ssize_t)len ? len : 0;
 }
 
-/* Reads the lines written since the last read, all of them if the file
- * was written anew (perfmap.h); 0, or -1 (the file is not there, not the
- * user's or not grown, or out of memory: what was read stays). */
-static int read_more(mt__perfmap *pm, const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return -1;
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0)) {
-    close(fd);
-    return -1;
-  }
+/* Reads the lines of the map open at fd (st: its status) written since
+ * the last read, all of them if the file was written anew (perfmap.h); 0,
+ * or -1 (not grown, or out of memory: what was read stays). */
+static int read_more(mt__perfmap *pm, int fd, const struct stat *st) {
   if (pm->read_to > 0 &&
-      (st.st_dev != pm->dev || st.st_ino != pm->ino || st.st_size < pm->read_to ||
+      (st->st_dev != pm->dev || st->st_ino != pm->ino || st->st_size < pm->read_to ||
        !still_there(fd, pm->read_to, pm->tail, pm->tail_len)))
     forget(pm);
-  if (st.st_size <= pm->read_to) {
-    close(fd);
-    return -1;
-  }
-  pm->dev = st.st_dev;
-  pm->ino = st.st_ino;
+  if (st->st_size <= pm->read_to) return -1;
+  pm->dev = st->st_dev;
+  pm->ino = st->st_ino;
   char *buf = malloc(CHUNK);
-  if (!buf) {
-    close(fd);
-    return -1;
-  }
+  if (!buf) return -1;
   size_t old = pm->n, have = 0;
   off_t at = pm->read_to;
   int rc = 0;
@@ -166,7 +152,7 @@ static int read_more(mt__perfmap *pm, const char *path) {
     have += (size_t)got;
     const char *p = buf, *end = buf + have, *nl;
     while ((nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
-      if (add_line(pm, p, nl, (uint64_t)pm->n) != 0) {
+      if (add_line(pm, p, nl, at + (p - buf)) != 0) {
         rc = -1;
         break;
       }
@@ -191,7 +177,6 @@ static int read_more(mt__perfmap *pm, const char *path) {
   free(buf);
   pm->read_to = at;
   keep_tail(pm, fd, at);
-  close(fd);
   if (merge_new(pm, old) != 0) rc = -1;
   return rc;
 }
@@ -207,19 +192,50 @@ static const mt__perfmap_entry *find(const mt__perfmap *pm, uint64_t addr) {
   }
   const mt__perfmap_entry *best = NULL;
   for (size_t i = lo, walked = 0; i-- > 0 && pm->reach[i] > addr && walked < MAX_WALK; walked++)
-    if (addr < pm->v[i].end && (!best || pm->v[i].seq > best->seq)) best = &pm->v[i];
+    if (addr < pm->v[i].end && (!best || pm->v[i].at > best->at)) best = &pm->v[i];
   return best;
+}
+
+/* e's name, read from fd into pm->name; 0, or -1 if its line is no longer
+ * there whole. */
+static int read_name(mt__perfmap *pm, int fd, const mt__perfmap_entry *e) {
+  ssize_t got;
+  while ((got = pread(fd, pm->name, MAX_NAME, (off_t)e->at)) < 0 && errno == EINTR) {
+  }
+  if (got <= 0) return -1;
+  char *nl = memchr(pm->name, '\n', (size_t)got);
+  size_t len = nl ? (size_t)(nl - pm->name) : (size_t)got;
+  if (!nl && got < MAX_NAME) return -1; /* the file is shorter than it was */
+  if (nl && len > 0 && pm->name[len - 1] == '\r') len--;
+  pm->name[len] = '\0';
+  return len ? 0 : -1;
 }
 
 const char *mt__perfmap_name(mt__perfmap *pm, const char *path, uint64_t addr) {
   if (strlen(path) >= sizeof pm->path) return NULL;
   if (pm->path[0] && strcmp(pm->path, path) != 0) mt__perfmap_clear(pm);
   if (!pm->path[0]) strcpy(pm->path, path);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return NULL;
+  struct stat st;
+  const char *name = NULL;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0))
+    goto out;
   /* what was written since, first: code replaced at these addresses is
-   * named by its new line (an open and a stat per code named this way) */
-  read_more(pm, path);
-  const mt__perfmap_entry *e = find(pm, addr);
-  return e ? pm->names + e->name : NULL;
+   * named by its new line (an open, a stat and two or three reads per code
+   * named this way). Then the name, unless the file was written anew
+   * between the two reads: then once more. */
+  for (int tries = 0; tries < 2 && !name; tries++) {
+    if (tries && fstat(fd, &st) != 0) break;
+    read_more(pm, fd, &st);
+    const mt__perfmap_entry *e = find(pm, addr);
+    if (!e) break;
+    if (read_name(pm, fd, e) == 0 && still_there(fd, pm->read_to, pm->tail, pm->tail_len))
+      name = pm->name;
+  }
+out:
+  close(fd);
+  return name;
 }
 
 /* A decimal number of 1-9 digits ending at end (exclusive), scanning back;
@@ -273,6 +289,5 @@ void mt__perfmap_path(char *buf, size_t cap) {
 void mt__perfmap_clear(mt__perfmap *pm) {
   free(pm->v);
   free(pm->reach);
-  free(pm->names);
-  *pm = (mt__perfmap){0};
+  memset(pm, 0, sizeof *pm);
 }

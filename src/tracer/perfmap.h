@@ -11,7 +11,9 @@
  * when the file has not grown). Lookups come once per code, when it is
  * first named. Where code was replaced at the same
  * addresses (a runtime freeing and reusing its code space), the line
- * written last names them. Lines that do not parse are skipped. The file
+ * written last names them. Lines that do not parse are skipped. What is
+ * kept of a line is its range and where its name is in the file (32
+ * bytes): the name is read when asked for. The file
  * must be a regular file owned by the process's user or root (as perf
  * requires): another user's file in /tmp names nothing.
  *
@@ -29,25 +31,27 @@
 
 typedef struct mt__perfmap_entry mt__perfmap_entry;
 
+#define MT__PERFMAP_MAX_NAME 4096 /* a longer name is cut there */
+
 /* What was read of one map. Zero-initialize; mt__perfmap_clear frees it. */
 typedef struct mt__perfmap {
   mt__perfmap_entry *v; /* sorted by start, then by the order read */
   size_t n, cap;
   uint64_t *reach; /* reach[i]: the highest end of entries 0..i */
-  char *names;     /* the names, each NUL-terminated */
-  size_t names_len, names_cap;
   off_t read_to;   /* bytes of the file read, through its last full line */
   dev_t dev;       /* the file read (read_to > 0) */
   ino_t ino;
   unsigned char tail[32]; /* its last tail_len bytes read, to [read_to) */
   unsigned tail_len;
+  char name[MT__PERFMAP_MAX_NAME + 1]; /* the last name asked for */
   char path[64];   /* the file read ("" before the first lookup; another
                       after a fork: read anew) */
 } mt__perfmap;
 
 /* The name the map at `path` gives to addr, or NULL (no such file, not
  * the user's, no line holding addr, out of memory). The name is valid
- * until the next call or mt__perfmap_clear. */
+ * until the next call or mt__perfmap_clear. A map removed since it was
+ * read names nothing. */
 const char *mt__perfmap_name(mt__perfmap *pm, const char *path, uint64_t addr);
 
 /* A map line's name taken apart where it says where its code comes from:

@@ -2,7 +2,8 @@
  * them, a file growing between lookups, code replaced at the same
  * addresses, lines that do not parse, a file not the user's; and against a
  * model (the last line holding the address) on random maps read in several
- * growths; a map written anew. */
+ * growths; a map written anew; names cut; a large map's memory. */
+#include <malloc.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -128,6 +129,53 @@ static void bad_lines_skipped(void **state) {
   assert_name(&pm, 0x1400, "good");
   assert_name(&pm, 0x5000, NULL);
   assert_name(&pm, 0x6000, "after the long line");
+  mt__perfmap_clear(&pm);
+}
+
+/* A name longer than MT__PERFMAP_MAX_NAME is cut there; the next line is
+ * read as usual. */
+static void long_name_cut(void **state) {
+  (void)state;
+  static char line[6000], want[MT__PERFMAP_MAX_NAME + 1];
+  memcpy(line, "2000 10 ", 8);
+  for (size_t i = 8; i < sizeof line - 2; i++) line[i] = (char)('a' + i % 26);
+  line[sizeof line - 2] = '\n';
+  memcpy(want, line + 8, MT__PERFMAP_MAX_NAME);
+  append(line);
+  append("3000 10 next\n");
+  mt__perfmap pm = {0};
+  assert_name(&pm, 0x2000, want);
+  assert_name(&pm, 0x3000, "next");
+  mt__perfmap_clear(&pm);
+}
+
+/* What is kept of a map is its ranges: a map of 100k lines with names of
+ * 60-odd bytes takes at most 64 bytes a line (24 for the range and where
+ * its name is, 8 for the reach, up to as much again of room to grow), and
+ * every name still comes back right. A map removed since names nothing. */
+static void large_map_kept_small(void **state) {
+  (void)state;
+  enum { LINES = 100000 };
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  for (unsigned i = 0; i < LINES; i++) /* addresses out of order, as runtimes reuse space */
+    fprintf(f, "%x 10 JS:*function_number_%u_with_a_long_name /srv/app/lib/module_%u.js:%u:7\n",
+            0x100000 + (i * 7919u % LINES) * 0x10, i, i % 97, i % 1000 + 1);
+  assert_int_equal(fclose(f), 0);
+  mt__perfmap pm = {0};
+  struct mallinfo2 m0 = mallinfo2(); /* the C library's heap in use, mapped blocks too */
+  char want[128];
+  for (unsigned i = 0; i < LINES; i += 997) {
+    snprintf(want, sizeof want, "JS:*function_number_%u_with_a_long_name /srv/app/lib/module_%u.js:%u:7",
+             i, i % 97, i % 1000 + 1);
+    assert_name(&pm, 0x100000 + (i * 7919u % LINES) * 0x10 + 0xf, want);
+  }
+  struct mallinfo2 m1 = mallinfo2();
+  size_t bytes = (m1.uordblks + m1.hblkhd) - (m0.uordblks + m0.hblkhd);
+  if (bytes > (size_t)LINES * 64)
+    fail_msg("%zu bytes for %d lines: %.1f a line", bytes, LINES, (double)bytes / LINES);
+  unlink(path);
+  assert_name(&pm, 0x100000, NULL);
   mt__perfmap_clear(&pm);
 }
 
@@ -283,6 +331,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(growth_and_partial_lines, setup, teardown),
       cmocka_unit_test_setup_teardown(later_line_wins, setup, teardown),
       cmocka_unit_test_setup_teardown(bad_lines_skipped, setup, teardown),
+      cmocka_unit_test_setup_teardown(long_name_cut, setup, teardown),
+      cmocka_unit_test_setup_teardown(large_map_kept_small, setup, teardown),
       cmocka_unit_test_setup_teardown(another_users_file, setup, teardown),
       cmocka_unit_test_setup_teardown(written_anew, setup, teardown),
       cmocka_unit_test_setup_teardown(another_path_read_anew, setup, teardown),
