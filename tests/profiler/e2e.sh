@@ -326,17 +326,21 @@ signal-exit)
   # exit() from a signal handler that interrupted the profiler, maybe in its
   # lock (the exit handler waited for that lock for ever: 9 runs in 30
   # hung): every run ends, with a readable trace
-  hung=0 broken=0
+  hung=0 broken=0 what=""
   for i in $(seq 1 30); do
     timeout 5 env MEMTRACE=s.ctf MEMTRACE_RATE=1 LD_PRELOAD="$preload" "$bin/prog_signal_exit" \
       $((2000 + i * 1371)) > out.txt 2> err.txt
     rc=$?
     [ $rc = 124 ] && hung=$((hung + 1))
-    [ $rc = 0 ] && grep -q "^pairs [1-9]" out.txt || broken=$((broken + 1))
-    "$bin/check_trace" s.ctf summary > /dev/null 2>&1 || broken=$((broken + 1))
+    "$bin/check_trace" s.ctf summary > ct.txt 2>&1
+    ct=$?
+    if [ $rc != 0 ] || ! grep -q "^pairs [1-9]" out.txt || [ $ct != 0 ]; then
+      broken=$((broken + 1)) # what went wrong, said of the first such run
+      [ -n "$what" ] || what="run $i: status $rc, output '$(cat out.txt)', stderr '$(cat err.txt)', check_trace $ct: $(head -c 300 ct.txt)"
+    fi
   done
   [ $hung = 0 ] && ok || bad "$hung runs of 30 hung"
-  [ $broken = 0 ] && ok || bad "$broken failures in 30 runs (status, output or trace): $(cat out.txt err.txt)"
+  [ $broken = 0 ] && ok || bad "$broken failures in 30 runs (status, output or trace): $what"
   # ends that run no exit handler: the events before them are written
   for how in abort assert quick_exit; do
     MEMTRACE=e.ctf MEMTRACE_RATE=1 traced "$bin/prog_signal_exit" end $how > /dev/null 2> err.txt
