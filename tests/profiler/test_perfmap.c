@@ -32,12 +32,15 @@ static int teardown(void **state) {
   return 0;
 }
 
-static void append(const char *text) {
-  FILE *f = fopen(path, "a");
+/* text written to file, opened with mode ("a" or "w") */
+static void write_to(const char *file, const char *mode, const char *text) {
+  FILE *f = fopen(file, mode);
   assert_non_null(f);
   assert_int_equal(fputs(text, f) >= 0, 1);
   assert_int_equal(fclose(f), 0);
 }
+
+static void append(const char *text) { write_to(path, "a", text); }
 
 static void assert_name(mt__perfmap *pm, uint64_t addr, const char *want) {
   const char *got = mt__perfmap_name(pm, path, addr);
@@ -193,12 +196,7 @@ static void another_users_file(void **state) {
  * writes the JVM's: shorter, longer (what was read then ends mid-line), of
  * the same size, or another file put in its place. Each time only the new
  * lines name code. */
-static void rewrite(const char *text) {
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  assert_int_equal(fputs(text, f) >= 0, 1);
-  assert_int_equal(fclose(f), 0);
-}
+static void rewrite(const char *text) { write_to(path, "w", text); }
 
 static void written_anew(void **state) {
   (void)state;
@@ -219,10 +217,7 @@ static void written_anew(void **state) {
    * where the last read ended */
   char other[80];
   snprintf(other, sizeof other, "%s.new", path);
-  FILE *f = fopen(other, "w");
-  assert_non_null(f);
-  fputs("7000 10 LONGER THAN BEFORE, AND THEN SOME\n2000 10 AGAIN\n5000 10 renamed\n", f);
-  fclose(f);
+  write_to(other, "w", "7000 10 LONGER THAN BEFORE, AND THEN SOME\n2000 10 AGAIN\n5000 10 renamed\n");
   assert_int_equal(rename(other, path), 0);
   assert_name(&pm, 0x5000, "renamed");
   assert_name(&pm, 0x7000, "LONGER THAN BEFORE, AND THEN SOME");
@@ -240,10 +235,7 @@ static void another_path_read_anew(void **state) {
   assert_name(&pm, 0x1000, "parent's");
   char other[80];
   snprintf(other, sizeof other, "%s.child", path);
-  FILE *f = fopen(other, "w");
-  assert_non_null(f);
-  fputs("1000 10 child's\n", f);
-  fclose(f);
+  write_to(other, "w", "1000 10 child's\n");
   const char *got = mt__perfmap_name(&pm, other, 0x1000);
   unlink(other);
   assert_non_null(got);
