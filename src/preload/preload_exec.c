@@ -9,13 +9,16 @@
  * library (execv -> execve, execvp -> execvpe: the same path search). The
  * list forms build their argument vector on the stack,
  * since exec may be called from a signal handler or a vfork child.
- * posix_spawn and posix_spawnp are wrapped too, for %p destinations. */
+ * posix_spawn and posix_spawnp are wrapped too, for %p destinations;
+ * system and popen, to tell `memtrace run` of the shell they start. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "exec.h"
@@ -38,6 +41,8 @@ static struct {
                      const posix_spawnattr_t *, char *const[], char *const[]);
   int (*posix_spawnp)(pid_t *, const char *, const posix_spawn_file_actions_t *,
                       const posix_spawnattr_t *, char *const[], char *const[]);
+  int (*system)(const char *);
+  FILE *(*popen)(const char *, const char *);
 } real;
 
 void mt__exec_resolve(void) {
@@ -47,6 +52,8 @@ void mt__exec_resolve(void) {
   *(void **)&real.execveat = dlsym(RTLD_NEXT, "execveat"); /* glibc 2.34 on */
   *(void **)&real.posix_spawn = dlsym(RTLD_NEXT, "posix_spawn");
   *(void **)&real.posix_spawnp = dlsym(RTLD_NEXT, "posix_spawnp");
+  *(void **)&real.system = dlsym(RTLD_NEXT, "system");
+  *(void **)&real.popen = dlsym(RTLD_NEXT, "popen");
 }
 
 /* Whether the C library's `fn` is known: looked up now if this library's
@@ -201,4 +208,29 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_act
   if (rc == 0 && mt_trace_is_tracing()) mt__runnotes_child(env != NULL, pid ? (long)*pid : 0);
   mt__exec_done(env);
   return rc;
+}
+
+/* system and popen start a shell inside the C library, through its own
+ * posix_spawn, not ours: `memtrace run` counted no such child, and said
+ * nothing of the work a program hands to commands. Told here, once the
+ * shell has started, as a child of unknown pid ("u 0"): it runs untraced,
+ * unless the environment it gets (environ) still asks for a trace
+ * (MEMTRACE_KEEP_ENV=1), and then it tells run itself. */
+static void told_of_shell(void) {
+  const char *dest = getenv("MEMTRACE");
+  if ((!dest || !*dest) && mt_trace_is_tracing()) mt__runnotes_child(0, 0);
+}
+
+EXPORT int system(const char *command) {
+  if (!HAVE(system)) return -1;
+  int rc = real.system(command);
+  if (rc != -1) told_of_shell();
+  return rc;
+}
+
+EXPORT FILE *popen(const char *command, const char *type) {
+  if (!HAVE(popen)) return NULL;
+  FILE *f = real.popen(command, type);
+  if (f) told_of_shell();
+  return f;
 }

@@ -1013,17 +1013,22 @@ run)
     grep -q "memtrace: 1 other process of the run ran untraced" err.txt && ok ||
       bad "untraced $how child: $(cat err.txt)"
   done
-  # system() spawns inside the C library: not seen, nor traced, unless
-  # the environment is kept (MEMTRACE_KEEP_ENV=1): then the child, tracing
-  # itself, tells run so (and the parent's posix_spawn-less view, none)
-  rm -f kids.*.ctf
-  "$memtrace" run -o 'kids.%p.ctf' -- "$bin/prog_exec" system > /dev/null 2> err.txt
-  [ "$(ls kids.*.ctf | wc -l)" = 1 ] && ! grep -q "other process" err.txt && ok ||
-    bad "system() child, environment not kept: $(cat err.txt)"
-  rm -f kids.*.ctf
-  MEMTRACE_KEEP_ENV=1 "$memtrace" run -o 'kids.%p.ctf' -- "$bin/prog_exec" system > /dev/null 2> err.txt
-  grep -q "memtrace: 1 other process of the run wrote its trace: kids\.[0-9]*\.ctf (prog_exec)" err.txt &&
-    ok || bad "system() child, environment kept: $(ls kids.*.ctf) $(cat err.txt)"
+  # system() and popen() spawn their shell inside the C library: untraced,
+  # and counted so (they were not seen before), unless the environment is
+  # kept (MEMTRACE_KEEP_ENV=1): then the child, tracing itself, tells run
+  # so, and is not counted again as untraced
+  for how in system popen; do
+    rm -f kids.*.ctf
+    "$memtrace" run -o 'kids.%p.ctf' -- "$bin/prog_exec" $how > out.txt 2> err.txt
+    [ "$(ls kids.*.ctf | wc -l)" = 1 ] && grep -q "^child MEMTRACE=" out.txt &&
+      grep -qx "memtrace: 1 other process of the run ran untraced (with -o 'NAME.%p.ctf' each writes a trace of its own)" \
+      err.txt && ok || bad "$how child, environment not kept: $(cat out.txt err.txt)"
+    rm -f kids.*.ctf
+    MEMTRACE_KEEP_ENV=1 "$memtrace" run -o 'kids.%p.ctf' -- "$bin/prog_exec" $how > /dev/null 2> err.txt
+    grep -q "memtrace: 1 other process of the run wrote its trace: kids\.[0-9]*\.ctf (prog_exec)" err.txt &&
+      ! grep -q "ran untraced" err.txt && ok ||
+      bad "$how child, environment kept: $(ls kids.*.ctf) $(cat err.txt)"
+  done
   # a program that starts nothing: no such line
   "$memtrace" run -o kids.ctf -- "$bin/prog_slow" 0.01 > /dev/null 2> err.txt
   ! grep -q "other process" err.txt && ok || bad "children of none: $(cat err.txt)"
