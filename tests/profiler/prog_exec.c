@@ -107,27 +107,22 @@ int main(int argc, char **argv) {
     after_return_site();
     return 0;
   }
-  if (strcmp(argv[1], "system") == 0) { /* the C library spawns sh, which runs us */
-    char self[4096], cmd[4200];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) return 1;
-    self[n] = 0;
-    snprintf(cmd, sizeof cmd, "exec '%s' child", self);
-    int status = system(cmd);
-    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
-    after_return_site();
-    return 0;
-  }
-  if (strcmp(argv[1], "popen") == 0) { /* the same through a pipe */
+  if (strcmp(argv[1], "system") == 0 || strcmp(argv[1], "popen") == 0) {
+    /* the C library spawns sh, which runs us; popen's through a pipe */
     char self[4096], cmd[4200], line[256];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) return 1;
     self[n] = 0;
     snprintf(cmd, sizeof cmd, "exec '%s' child", self);
-    FILE *f = popen(cmd, "r");
-    if (!f) return 1;
-    while (fgets(line, sizeof line, f)) fputs(line, stdout);
-    int status = pclose(f);
+    int status;
+    if (argv[1][0] == 's') {
+      status = system(cmd);
+    } else {
+      FILE *f = popen(cmd, "r");
+      if (!f) return 1;
+      while (fgets(line, sizeof line, f)) fputs(line, stdout);
+      status = pclose(f);
+    }
     if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
     after_return_site();
     return 0;
