@@ -102,13 +102,18 @@ static int merge_new(mt__perfmap *pm, size_t old) {
   return 0;
 }
 
+/* pread, again when a signal interrupted it. */
+static ssize_t read_at(int fd, void *buf, size_t len, off_t at) {
+  ssize_t r;
+  while ((r = pread(fd, buf, len, at)) < 0 && errno == EINTR) {
+  }
+  return r;
+}
+
 /* Whether bytes [at - len, at) of fd are still `want`. */
 static int still_there(int fd, off_t at, const unsigned char *want, unsigned len) {
   unsigned char got[sizeof ((mt__perfmap *)0)->tail];
-  ssize_t r;
-  while ((r = pread(fd, got, len, at - (off_t)len)) < 0 && errno == EINTR) {
-  }
-  return r == (ssize_t)len && memcmp(got, want, len) == 0;
+  return read_at(fd, got, len, at - (off_t)len) == (ssize_t)len && memcmp(got, want, len) == 0;
 }
 
 /* What was read of the map forgotten, its path kept: to read it anew. */
@@ -123,10 +128,7 @@ static void forget(mt__perfmap *pm) {
  * the file was written anew. */
 static void keep_tail(mt__perfmap *pm, int fd, off_t at) {
   unsigned len = at < (off_t)sizeof pm->tail ? (unsigned)at : (unsigned)sizeof pm->tail;
-  ssize_t r;
-  while ((r = pread(fd, pm->tail, len, at - (off_t)len)) < 0 && errno == EINTR) {
-  }
-  pm->tail_len = r == (ssize_t)len ? len : 0;
+  pm->tail_len = read_at(fd, pm->tail, len, at - (off_t)len) == (ssize_t)len ? len : 0;
 }
 
 /* Reads the lines of the map open at fd (st: its status) written since
@@ -146,8 +148,7 @@ static int read_more(mt__perfmap *pm, int fd, const struct stat *st) {
   off_t at = pm->read_to;
   int rc = 0;
   for (;;) {
-    ssize_t got = pread(fd, buf + have, CHUNK - have, at + (off_t)have);
-    if (got < 0 && errno == EINTR) continue;
+    ssize_t got = read_at(fd, buf + have, CHUNK - have, at + (off_t)have);
     if (got <= 0) break;
     have += (size_t)got;
     const char *p = buf, *end = buf + have, *nl;
@@ -163,12 +164,13 @@ static int read_more(mt__perfmap *pm, int fd, const struct stat *st) {
     have -= used;
     if (rc) break;
     if (have == CHUNK) { /* a line longer than the buffer: skipped whole, */
-      char c;
       off_t skip = at + CHUNK;
+      const char *nl = NULL;
       ssize_t r;
-      while ((r = pread(fd, &c, 1, skip)) == 1 && c != '\n') skip++;
-      if (r != 1) break; /* or, not ended yet, read again later */
-      at = skip + 1;
+      while ((r = read_at(fd, buf, CHUNK, skip)) > 0 && !(nl = memchr(buf, '\n', (size_t)r)))
+        skip += r;
+      if (!nl) break; /* or, not ended yet, read again later */
+      at = skip + (nl - buf) + 1;
       have = 0;
       continue;
     }
@@ -199,9 +201,7 @@ static const mt__perfmap_entry *find(const mt__perfmap *pm, uint64_t addr) {
 /* e's name, read from fd into pm->name; 0, or -1 if its line is no longer
  * there whole. */
 static int read_name(mt__perfmap *pm, int fd, const mt__perfmap_entry *e) {
-  ssize_t got;
-  while ((got = pread(fd, pm->name, MAX_NAME, (off_t)e->at)) < 0 && errno == EINTR) {
-  }
+  ssize_t got = read_at(fd, pm->name, MAX_NAME, (off_t)e->at);
   if (got <= 0) return -1;
   char *nl = memchr(pm->name, '\n', (size_t)got);
   size_t len = nl ? (size_t)(nl - pm->name) : (size_t)got;

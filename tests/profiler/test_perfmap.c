@@ -132,6 +132,16 @@ static void bad_lines_skipped(void **state) {
   assert_name(&pm, 0x1400, "good");
   assert_name(&pm, 0x5000, NULL);
   assert_name(&pm, 0x6000, "after the long line");
+  /* a long line not ended yet: read again once it is, then skipped */
+  static char unended[150000];
+  memset(unended, 'y', sizeof unended - 1);
+  memcpy(unended, "7000 10 ", 8);
+  append(unended);
+  assert_name(&pm, 0x7000, NULL);
+  append("\n8000 10 after the unended line\n");
+  assert_name(&pm, 0x8000, "after the unended line");
+  assert_name(&pm, 0x7000, NULL);
+  assert_name(&pm, 0x6000, "after the long line");
   mt__perfmap_clear(&pm);
 }
 
