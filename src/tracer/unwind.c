@@ -212,11 +212,18 @@ static inline void know_stack(uintptr_t sp) {
  * of F's callee, and goes on to the record at the rbp value F had. If F set
  * up its own record, that is F's, and the walk misses nothing; if not, rbp
  * is F's caller's record (F's frame is skipped) or garbage. Verdicts per
- * return address, in a lock-free direct-mapped cache. An entry is the
- * address itself for V_RECORD, by far the most common verdict, so the
- * walk's test is one compare; the other verdicts are the address in the
- * low 48 bits and the verdict above (never equal to an address: user space
- * lies below 2^48). 0 is empty. */
+ * return address, in a lock-free cache: an address has a slot of its
+ * own and, second, the other slot of its aligned pair (the same cache
+ * line). Direct-mapped, two addresses of one slot evicted each other, and
+ * where both verdicts took a fallback walk to learn (an entry point and a
+ * function that sets up its record late) every walk through them fell
+ * back (profiler.unwind failed so about one run in 150, the addresses
+ * laid out by ASLR). An entry is the address itself for V_RECORD, by far
+ * the most common verdict, so the walk's test is one compare (two when
+ * the entry sits in the second slot); the other verdicts are the address
+ * in the low 48 bits and the verdict above (never equal to an address:
+ * user space lies below 2^48). 0 is empty. Any entry read is a verdict of
+ * the address it holds: writers racing can only lose one. */
 enum { V_RECORD = 1, V_NONE = 2, V_ENTRY = 3, V_NOREC = 4 }; /* ENTRY: no
     record, but only the C library's entry points lie beyond; NOREC: no
     record, for sure (both learned from libunwind, see learn_records) */
@@ -224,12 +231,20 @@ enum { V_RECORD = 1, V_NONE = 2, V_ENTRY = 3, V_NOREC = 4 }; /* ENTRY: no
 #define ADDR_MASK ((UINT64_C(1) << 48) - 1)
 #define OUTER_SLACK 3 /* start_thread, clone3; __libc_start_call_main,
                          __libc_start_main, _start */
-static _Atomic uint64_t verdicts[1u << VERDICT_BITS];
+static _Alignas(16) _Atomic uint64_t verdicts[1u << VERDICT_BITS];
 extern _Atomic unsigned mt__dlclose_count; /* tracer.c */
 static _Atomic unsigned verdicts_closes;
 
-static _Atomic uint64_t *verdict_slot(uintptr_t r) {
-  return &verdicts[((uint64_t)r * 0x9e3779b97f4a7c15ull) >> (64 - VERDICT_BITS)];
+/* r's slot; the other of its pair is r's second. */
+static size_t verdict_home(uintptr_t r) {
+  return ((uint64_t)r * 0x9e3779b97f4a7c15ull) >> (64 - VERDICT_BITS);
+}
+
+#define SLOT(i) atomic_load_explicit(&verdicts[i], memory_order_relaxed)
+
+/* Whether entry e is a verdict of address r. */
+static inline int of_address(uint64_t e, uintptr_t r) {
+  return e && (e & ADDR_MASK) == ((uint64_t)r & ADDR_MASK);
 }
 
 /* Whether any verdict was stored: forgetting an untouched cache would map
@@ -241,15 +256,33 @@ static inline uint64_t verdict_entry(uintptr_t r, unsigned v) {
   return v == V_RECORD ? (uint64_t)r : ((uint64_t)r & ADDR_MASK) | (uint64_t)v << 56;
 }
 
+/* r's verdict v: over r's entry if there is one (the one lookups find
+ * first), else into r's slot, the entry there moving to the second. */
 static void verdict_put(uintptr_t r, unsigned v) {
   if (!atomic_load_explicit(&verdicts_used, memory_order_relaxed))
     atomic_store_explicit(&verdicts_used, 1, memory_order_relaxed);
-  atomic_store_explicit(verdict_slot(r), verdict_entry(r, v), memory_order_relaxed);
+  size_t i = verdict_home(r);
+  uint64_t e0 = SLOT(i), e = verdict_entry(r, v);
+  if (!of_address(e0, r)) {
+    if (of_address(SLOT(i ^ 1), r)) {
+      atomic_store_explicit(&verdicts[i ^ 1], e, memory_order_relaxed);
+      return;
+    }
+    if (e0) atomic_store_explicit(&verdicts[i ^ 1], e0, memory_order_relaxed);
+  }
+  atomic_store_explicit(&verdicts[i], e, memory_order_relaxed);
+}
+
+/* r's cached entry, or 0. */
+static inline uint64_t entry_of(uintptr_t r) {
+  size_t i = verdict_home(r);
+  uint64_t e = SLOT(i);
+  return of_address(e, r) ? e : of_address(e = SLOT(i ^ 1), r) ? e : 0;
 }
 
 /* Whether r's cached verdict is v. */
 static inline int has_verdict(uintptr_t r, unsigned v) {
-  return atomic_load_explicit(verdict_slot(r), memory_order_relaxed) == verdict_entry(r, v);
+  return entry_of(r) == verdict_entry(r, v);
 }
 
 /* Whether the function around return address r starts by setting up a
@@ -279,9 +312,8 @@ static unsigned examine(uintptr_t r) {
 }
 
 static unsigned verdict(uintptr_t r) {
-  uint64_t e = atomic_load_explicit(verdict_slot(r), memory_order_relaxed);
-  if (__builtin_expect(e == (uint64_t)r, 1)) return V_RECORD;
-  if (e && (e & ADDR_MASK) == ((uint64_t)r & ADDR_MASK) && e >> 56) return (unsigned)(e >> 56);
+  uint64_t e = entry_of(r);
+  if (e) return e == (uint64_t)r ? V_RECORD : (unsigned)(e >> 56);
   unsigned v = examine(r);
   verdict_put(r, v);
   return v;
@@ -428,10 +460,10 @@ static inline int goes_on(uintptr_t fp, uintptr_t next, uintptr_t top) {
   return climbs(fp, next, top) && ((uintptr_t *)next)[1] != 0;
 }
 
-/* Whether ret is known to lie in a function with a record of its own: the
- * walk's test at every frame, one load and one compare. */
+/* Whether ret is known to lie in a function with a record of its own. */
 static inline int known_record(uintptr_t ret) {
-  return atomic_load_explicit(verdict_slot(ret), memory_order_relaxed) == (uint64_t)ret;
+  size_t i = verdict_home(ret);
+  return SLOT(i) == (uint64_t)ret || SLOT(i ^ 1) == (uint64_t)ret;
 }
 
 /* Whether the walk may go on from the record at fp (or end there, if the
@@ -450,14 +482,16 @@ static __attribute__((noinline)) int judge(uintptr_t fp, uintptr_t next, uintptr
 }
 
 /* Whether the walk may go on from the record at fp (see judge): the
- * known cases inline, one load for both. A record-less frame known as an
+ * known cases inline, from one cache line. A record-less frame known as an
  * entry point ends the chain of nearly every walk (clone3, _start); a call
  * to judge there cost a sample about 30 instructions. */
 static inline int may_go_on(uintptr_t fp, uintptr_t ret, uintptr_t top, int *trust) {
-  uint64_t e = atomic_load_explicit(verdict_slot(ret), memory_order_relaxed);
-  if (__builtin_expect(e == (uint64_t)ret, 1)) return 1;
+  size_t i = verdict_home(ret);
+  uint64_t e0 = SLOT(i), e1;
+  if (__builtin_expect(e0 == (uint64_t)ret, 1) || (e1 = SLOT(i ^ 1)) == (uint64_t)ret) return 1;
   uintptr_t next = ((uintptr_t *)fp)[0];
-  if (e == verdict_entry(ret, V_ENTRY) && !goes_on(fp, next, top)) return 1;
+  uint64_t entry = verdict_entry(ret, V_ENTRY);
+  if ((e0 == entry || e1 == entry) && !goes_on(fp, next, top)) return 1;
   return judge(fp, next, ret, top, trust);
 }
 
