@@ -6,7 +6,8 @@
 # path: copy it to tests/fuzz/crashes/ (reader), tests/fuzz/crashes/roundtrip/
 # (roundtrip), tests/fuzz/crashes/viewer_api/ (viewer_api) or
 # tests/fuzz/crashes/analysis/ (analysis), tests/fuzz/crashes/dwline/
-# (dwline), tests/fuzz/crashes/cfi/ (cfi) or tests/fuzz/crashes/perfmap/
+# (dwline), tests/fuzz/crashes/cfi/ (cfi), tests/fuzz/crashes/rustdemangle/
+# (rustdemangle) or tests/fuzz/crashes/perfmap/
 # (perfmap) so that the replay test keeps
 # checking it.
 #

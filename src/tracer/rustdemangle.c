@@ -9,6 +9,12 @@
 #include <string.h>
 
 #define MAX_DEPTH 200 /* nesting of paths and types */
+/* Productions read past one per character of the name: what its
+ * back-references may cost. A fixed number, not one drawn from the room
+ * for the output (sixteen per byte of the largest caller's 4 KiB once
+ * was), so that whether a name is read never depends on `cap`: a
+ * name read at one size of buffer is read the same at any larger one. */
+#define MAX_EXTRA_STEPS (16ul * 4096)
 
 typedef struct rd {
   const char *s; /* the name after "_R" */
@@ -105,10 +111,10 @@ static int ident(rd *r, const char **p, size_t *k) {
 }
 
 /* Work bound and nesting bound, checked at each production, and the end
- * of the name (every production reads at least one character). */
+ * of the name (every production reads at least one character, so a name
+ * read once takes at most n steps; only back-references read more). */
 static int enter(rd *r) {
-  if (r->bad || ++r->depth > MAX_DEPTH || ++r->steps > 64 + 16 * (unsigned long)r->cap ||
-      !peek(r))
+  if (r->bad || ++r->depth > MAX_DEPTH || ++r->steps > r->n + MAX_EXTRA_STEPS || !peek(r))
     return fail(r);
   return 1;
 }

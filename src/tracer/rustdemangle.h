@@ -21,7 +21,10 @@
  * than 0), nested beyond its bound, or longer than cap. The caller then
  * keeps the symbol as it is, or gives it to the C++ demangler. Input is untrusted (any binary's
  * symbol table): every read is bounded, every back-reference points
- * strictly backwards, recursion is bounded, and time is linear in cap.
+ * strictly backwards, recursion is bounded, and time is linear in the
+ * name's length (back-references add a fixed bound). The answer does not
+ * depend on cap except for "longer than cap": a name read into n + 1
+ * bytes reads the same into any more.
  * No allocation, no global state: safe from any thread. */
 long mt__rust_demangle(const char *sym, char *out, size_t cap);
 

@@ -186,12 +186,38 @@ static void test_hostile(void **state) {
   free(deep);
 }
 
+/* Whether a name is read does not hang on the room given for it: an
+ * inherent impl's own path is read but not printed, so 300 generic
+ * arguments there cost work and no output. The work bound once grew with
+ * cap, and this name, read into 4 KiB, was declined into the 10 bytes its
+ * output needs (fuzz_rustdemangle found one such). */
+static void test_work_not_tied_to_room(void **state) {
+  (void)state;
+  char sym[1024] = "_RNvMINtC1a1b", out[CAP], tight[16];
+  size_t n = strlen(sym);
+  for (int i = 0; i < 300; i++) sym[n++] = 'h';
+  strcpy(sym + n, "Eh3new");
+  assert_int_equal(demangle(sym, out), 9);
+  assert_string_equal(out, "<u8>::new");
+  assert_int_equal(mt__rust_demangle(sym, tight, 10), 9);
+  assert_string_equal(tight, "<u8>::new");
+  assert_int_equal(mt__rust_demangle(sym, tight, 9), -1);
+  /* fuzz_rustdemangle's input: accepted at 4 KiB as "<!>", so at 4 bytes */
+  char found[256] = "_RMMMB_AaB_";
+  memset(found + strlen(found), 'Q', 126);
+  strcat(found, "AB_B_z");
+  assert_int_equal(demangle(found, out), 3);
+  assert_int_equal(mt__rust_demangle(found, tight, 4), 3);
+  assert_string_equal(tight, "<!>");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden),
       cmocka_unit_test(test_by_hand),
       cmocka_unit_test(test_declined),
       cmocka_unit_test(test_hostile),
+      cmocka_unit_test(test_work_not_tied_to_room),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
