@@ -79,8 +79,10 @@ __asm__(
     /* a weak label and a global label at one place, then locals */
     ".weak c_wlab\n .globl c_glab\n c_wlab: c_glab: .fill 16,1,0\n"
     ".type c_llast,@function\n .size c_llast,8\n c_llast: .fill 16,1,0\n"
-    /* an absolute symbol */
+    /* absolute symbols, one at the top of the address space (the table's
+     * sort by start then spans all 64 bits) */
     ".globl c_abs\n .set c_abs, 0x1234\n"
+    ".globl c_abs_top\n .set c_abs_top, 0xfffffffffffff000\n"
     /* labels ending read-only data and data: addresses past them lie in
      * other sections */
     ".section .rodata\n .globl c_ro\n .type c_ro,@object\n .size c_ro,8\n c_ro: .fill 8,1,1\n"
