@@ -500,8 +500,10 @@ static void *hist_run(void *arg) {
     mt_object o = mt_analysis_object(a, i);
     mt_tally t = {0};
     mt_tally_object(a, i, &t);
+    /* below 0 only for a word under 8 bits (a corrupt trace's: 2 bits
+     * gave -2, out of the table) */
     int sb = o.length ? 63 - __builtin_clzll(o.length) + shift : 0;
-    mt_tally_add(&h->size[sb < NSIZE ? sb : NSIZE - 1], &t);
+    mt_tally_add(&h->size[sb < 0 ? 0 : sb < NSIZE ? sb : NSIZE - 1], &t);
     if (o.free_time == MT_NEVER) mt_tally_add(&h->end, &t);
     else mt_tally_add(&h->life[life_bin(o.free_time - o.alloc_time)], &t);
   }
