@@ -193,8 +193,9 @@ mt__symtab *mt__symtab_build(Dwfl_Module *mod) {
   int n = dwfl_module_getsymtab(mod);
   int first_global = n > 0 ? dwfl_module_getsymtab_first_global(mod) : -1;
   if (n <= 1 || first_global < 0) return t; /* elfutils names nothing either */
-  /* the kept symbols in table order: start (in keys), index, size; then
-   * the sort's second buffer */
+  /* one block: keys (the kept symbols' starts, in table order, then the
+   * sort's keys), the sort's second buffer, each kept symbol's index and
+   * size */
   size_t cap = (size_t)n;
   uint64_t *keys = malloc(cap * (2 * sizeof(uint64_t) + 2 * sizeof(uint32_t)));
   t->e = malloc(cap * sizeof *t->e);
