@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "environ.h"
 #include "exec.h"
 #include "memtrace/tracer.h"
 #include "preload.h"
@@ -217,7 +218,7 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_act
  * unless the environment it gets (environ) still asks for a trace
  * (MEMTRACE_KEEP_ENV=1), and then it tells run itself. */
 static void told_of_shell(void) {
-  const char *dest = getenv("MEMTRACE");
+  const char *dest = mt__env_get("MEMTRACE"); /* environ's: bash's getenv is its own */
   if ((!dest || !*dest) && mt_trace_is_tracing()) mt__runnotes_child(0, 0);
 }
 
