@@ -250,9 +250,20 @@ static const char *number_before(const char *begin, const char *end, unsigned *o
   return p;
 }
 
+/* Whether [name, end) is a V8 code kind and tier mark with no function
+ * name after them ("JS:~", "Eval:*", "LazyCompile:"): an anonymous
+ * function, or a script's top level. */
+static int v8_no_function(const char *name, const char *end) {
+  const char *p = name;
+  while (p < end && ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z'))) p++;
+  if (p == name || p == end || *p++ != ':') return 0;
+  if (p < end && strchr("~^+*", *p)) p++;
+  return p == end;
+}
+
 void mt__perfmap_where_of(const char *name, mt__perfmap_where *w) {
   size_t len = strlen(name);
-  *w = (mt__perfmap_where){len, NULL, 0, 0, 0};
+  *w = (mt__perfmap_where){len, NULL, 0, 0, 0, 0};
   if (strncmp(name, "py::", 4) == 0) { /* py::QUALNAME:FILE */
     const char *colon = strchr(name + 4, ':');
     if (colon && colon > name + 4 && colon[1]) {
@@ -275,11 +286,14 @@ void mt__perfmap_where_of(const char *name, mt__perfmap_where *w) {
     line = b, col = a;
     end = q - 1;
   }
-  if (end == word) return;
+  /* an empty FILE only with LINE:COL, as V8 writes a script without a name
+   * (new Function, an unnamed eval): "JS:* :1:20" */
+  if (end == word && !col) return;
   const char *fn_end = space;
   while (fn_end > name && fn_end[-1] == ' ') fn_end--;
   if (fn_end == name) return;
-  *w = (mt__perfmap_where){(size_t)(fn_end - name), word, (size_t)(end - word), line, col};
+  *w = (mt__perfmap_where){(size_t)(fn_end - name), word, (size_t)(end - word), line, col, 0};
+  w->anonymous = v8_no_function(name, fn_end);
 }
 
 void mt__perfmap_path(char *buf, size_t cap) {

@@ -59,12 +59,16 @@ const char *mt__perfmap_name(mt__perfmap *pm, const char *path, uint64_t addr);
  * after the function) and CPython's "py::work:/app/j.py" (FILE after the
  * qualified name). The function is the name's first fn_len bytes; file is
  * NULL (the name says nothing of it) or points into the name, file_len
- * bytes; line and col are 0 when not said. */
+ * bytes: 0 for a script V8 gives no name (" :1:20": new Function, eval);
+ * line and col are 0 when not said. anonymous: the function part is only
+ * V8's code kind and tier mark ("JS:~ /app/j.js:3:9"): a function without
+ * a name, or a script's top level. */
 typedef struct mt__perfmap_where {
   size_t fn_len;
   const char *file;
   size_t file_len;
   unsigned line, col;
+  int anonymous;
 } mt__perfmap_where;
 
 void mt__perfmap_where_of(const char *name, mt__perfmap_where *w);

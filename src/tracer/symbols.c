@@ -269,8 +269,18 @@ static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
     if (jit) { /* the file the name says, else the map's */
       mt__perfmap_where w;
       mt__perfmap_where_of(jit, &w);
-      out[0] = (mt_location){w.file ? intern_n(s, w.file, w.file_len) : intern(s, map),
-                             intern_n(s, jit, w.fn_len), w.line, w.col, w.col};
+      /* V8's names for what it has no name for, as its stack traces say:
+       * a function "(anonymous)" (kept after its kind and tier mark, which
+       * tell its instances apart), a script "<anonymous>" */
+      char fn[64];
+      const char *fname = w.anonymous && w.fn_len < sizeof fn - sizeof "(anonymous)"
+                              ? (snprintf(fn, sizeof fn, "%.*s(anonymous)", (int)w.fn_len, jit), fn)
+                              : NULL;
+      const char *file = !w.file ? intern(s, map)
+                         : w.file_len ? intern_n(s, w.file, w.file_len)
+                                      : intern(s, "<anonymous>");
+      out[0] = (mt_location){file, fname ? intern(s, fname) : intern_n(s, jit, w.fn_len),
+                             w.line, w.col, w.col};
     }
     return 1;
   }

@@ -1,7 +1,9 @@
 /* Generated code, as a JIT compiler makes it: stubs copied into an
  * anonymous mapping made executable, which call back into the program,
  * which allocates: one keeps a frame record, one does not (called with
- * rbp holding data, calling a function that keeps none either). Its range and name go to /tmp/perf-PID.map, the perf
+ * rbp holding data, calling a function that keeps none either), and a copy
+ * of the first named as V8 names a function without a name in a script
+ * without one. Their ranges and names go to /tmp/perf-PID.map, the perf
  * map runtimes write for profilers (e2e.sh, jit). x86-64. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,7 @@ int main(void) {
   if (m == MAP_FAILED) return perror("prog_jit: mmap"), 1;
   memcpy(m + 64, stub_code, sizeof stub_code);
   memcpy(m + 128, bare_code, sizeof bare_code);
+  memcpy(m + 192, stub_code, sizeof stub_code); /* named as V8 names an unnamed function */
   if (mprotect(m, 4096, PROT_READ | PROT_EXEC) != 0) return perror("prog_jit: mprotect"), 1;
   char path[64];
   snprintf(path, sizeof path, "/tmp/perf-%ld.map", (long)getpid());
@@ -38,11 +41,14 @@ int main(void) {
   if (!f) return perror(path), 1;
   fprintf(f, "%lx %zx jit_stub [generated]\n", (unsigned long)(m + 64), sizeof stub_code);
   fprintf(f, "%lx %zx jit_bare [generated]\n", (unsigned long)(m + 128), sizeof bare_code);
+  fprintf(f, "%lx %zx JS:* :1:20\n", (unsigned long)(m + 192), sizeof stub_code);
   if (fclose(f) != 0) return perror(path), 1;
   void *(*stub)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 64);
   for (int i = 0; i < 10; i++) free(stub(alloc_from_jit));
   void *(*bare)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 128);
   for (int i = 0; i < 10; i++) free(nofp_outer(bare, nofp_alloc));
+  void *(*anon)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 192);
+  for (int i = 0; i < 10; i++) free(anon(alloc_from_jit));
   printf("%ld\n", (long)getpid()); /* the map stays for the profiler: the test removes it */
   return 0;
 }

@@ -295,22 +295,37 @@ static void against_a_model(void **state) {
 }
 
 /* Names taken apart where they say where their code comes from. */
-static void check_where(const char *name, const char *fn, const char *file, unsigned line,
-                        unsigned col) {
+static void check_where_anon(const char *name, const char *fn, int anonymous, const char *file,
+                             unsigned line, unsigned col) {
   mt__perfmap_where w;
   mt__perfmap_where_of(name, &w);
   char got_file[256] = "(none)";
   if (w.file) snprintf(got_file, sizeof got_file, "%.*s", (int)w.file_len, w.file);
-  if (w.fn_len != strlen(fn) || strncmp(name, fn, w.fn_len) != 0 ||
+  if (w.fn_len != strlen(fn) || strncmp(name, fn, w.fn_len) != 0 || w.anonymous != anonymous ||
       strcmp(got_file, file ? file : "(none)") != 0 || w.line != line || w.col != col)
-    fail_msg("%s: got \"%.*s\" %s:%u:%u", name, (int)w.fn_len, name, got_file, w.line, w.col);
+    fail_msg("%s: got \"%.*s\"%s %s:%u:%u", name, (int)w.fn_len, name,
+             w.anonymous ? " (anonymous)" : "", got_file, w.line, w.col);
+}
+
+static void check_where(const char *name, const char *fn, const char *file, unsigned line,
+                        unsigned col) {
+  check_where_anon(name, fn, 0, file, line, col);
 }
 
 static void where_names_say(void **state) {
   (void)state;
   check_where("JS:~work /tmp/app.js:2:14", "JS:~work", "/tmp/app.js", 2, 14);
   check_where("JS:^alloc node:buffer:391:30", "JS:^alloc", "node:buffer", 391, 30);
-  check_where("Eval:~ /tmp/s36/j.js:1:1", "Eval:~", "/tmp/s36/j.js", 1, 1);
+  /* V8's functions without names, scripts without names */
+  check_where_anon("Eval:~ /tmp/s36/j.js:1:1", "Eval:~", 1, "/tmp/s36/j.js", 1, 1);
+  check_where_anon("JS:~ node:internal/util:801:18", "JS:~", 1, "node:internal/util", 801, 18);
+  check_where_anon("JS:* :1:20", "JS:*", 1, "", 1, 20);
+  check_where_anon("LazyCompile: /a.js:2:3", "LazyCompile:", 1, "/a.js", 2, 3);
+  check_where("JS:*f :1:20", "JS:*f", "", 1, 20);
+  check_where("JS:~~ /a.js:1:1", "JS:~~", "/a.js", 1, 1);   /* a function named "~" */
+  check_where("JS :~ /a.js:1:1", "JS :~", "/a.js", 1, 1);   /* no kind */
+  check_where(":~ /a.js:1:1", ":~", "/a.js", 1, 1);
+  check_where("f :1:2", "f", "", 1, 2);
   check_where("LazyCompile:*f  /a/b.js:10", "LazyCompile:*f", "/a/b.js", 10, 0);
   check_where("py::work:/tmp/x.py", "py::work", "/tmp/x.py", 0, 0);
   check_where("py::<module>:<frozen os>", "py::<module>", "<frozen os>", 0, 0);
