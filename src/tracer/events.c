@@ -43,6 +43,7 @@
 #include "clock.h"
 #include "cxxrt.h"
 #include "engine_internal.h"
+#include "jitcodes.h"
 #include "tracer_state.h"
 #include "unwind.h"
 #include "writer_internal.h"
@@ -156,6 +157,7 @@ static int check_unloads(const unloads *u) {
   if (write_queued_events() != 0) return -1;
   __atomic_store_n(&tr.gen, (tr.gen + 1) & 0x7fff, __ATOMIC_RELAXED);
   mt__symbols_reset(tr.syms);
+  mt__jit_reset();
   for (size_t i = 0; i < sizeof described / sizeof *described; i++) STORE(&described[i], 0);
   mt__unwind_forget();
   return 0;
@@ -269,7 +271,7 @@ static inline uint64_t rec_start(const ring *r, uint64_t t) {
 static __attribute__((noinline)) void describe_new(_Atomic uint64_t *seen, uint64_t code) {
   const mt_location *l;
   size_t k;
-  if (mt__symbols_lookup(tr.syms, code, code & MT__PC_MASK, &l, &k) == 0) STORE(seen, code);
+  if (mt__symbols_lookup(tr.syms, code, mt__jit_code_pc(code), &l, &k) == 0) STORE(seen, code);
 }
 
 /* Describes code now if it is new (tr.lock held): inline, as the writer
@@ -287,9 +289,15 @@ static inline void describe_code(uint64_t code) {
 static inline size_t kept_frames(const uint64_t *codes, size_t n) {
   if (n) describe_code(codes[n - 1]);
   if (__builtin_expect(atomic_load_explicit(&mt__unwind_late, memory_order_relaxed), 0))
-    while (n > 1 && mt__unwind_is_hidden(codes[n - 1] & MT__PC_MASK)) describe_code(codes[--n - 1]);
+    while (n > 1 && mt__unwind_is_hidden(mt__jit_code_pc(codes[n - 1])))
+      describe_code(codes[--n - 1]);
   return n;
 }
+
+/* A record's codes with their JIT aliases (jitcodes.h), under tr.lock: the
+ * ring's own stay as queued (their owner compares its next sample's with
+ * them, without the lock). */
+static uint64_t mapped_codes[MT__MAX_DEPTH];
 
 /* Writes the alloc event queued at r's tail, whose record starts at t
  * (tr.lock held). Its cell gets the object's id, or DEAD when the session
@@ -303,11 +311,24 @@ static void write_one_alloc(ring *r, uint64_t t) {
   size_t kept = n;
   if (tr.active && tr.w && c->session == tr.session && MT_BENCH_STAGE != 4) {
     uint64_t got;
-    kept = kept_frames(rec + REC_HEAD, n);
+    const uint64_t *codes = rec + REC_HEAD;
+    if (__builtin_expect(mt__jit_watching, 0)) {
+      /* Named now, not when the writer's packet ends (up to a second
+       * later): by then the map may name other code at those addresses.
+       * The codes shared with this ring's record written just before were
+       * named with it. */
+      size_t i = drain.last_alloc_ring == r && same <= n ? same : 0;
+      if (mt__jit_aliased) { /* and the writer compares the prefix anew */
+        codes = mt__jit_map(codes, n, rec[2], mapped_codes);
+        same = 0;
+      }
+      for (; i < n; i++) describe_code(codes[i]);
+    }
+    kept = kept_frames(codes, n);
     /* `same` counts codes shared with the record before, as queued */
     size_t known = drain.last_alloc_ring == r && same <= kept ? same : 0;
-    if (mt__writer_alloc_known(tr.w, rec[2], 0, rec[3], rec[4], (mt_source)(w0 >> 32),
-                               rec + REC_HEAD, kept, known, &got) == MT_OK)
+    if (mt__writer_alloc_known(tr.w, rec[2], 0, rec[3], rec[4], (mt_source)(w0 >> 32), codes,
+                               kept, known, &got) == MT_OK)
       id = got;
     else
       mt__tr_session_failed();
@@ -360,6 +381,7 @@ static void ring_drain(ring *r) {
 }
 
 void mt__tr_flush_queues(void) {
+  mt__jit_poll(mt__clock_us(), tr.gen << MT__GEN_SHIFT);
   for (ring *r = drain.rings; r; r = r->next) ring_drain(r);
 }
 
@@ -376,6 +398,7 @@ static void cells_refill(ring *r) {
 /* What the owner does whenever it holds the lock: its own queue, every
  * queue if the last sweep is old, its cells. */
 static void owner_flush(ring *r, uint64_t now) {
+  mt__jit_poll(now, tr.gen << MT__GEN_SHIFT);
   if (r) {
     ring_drain(r);
     cells_refill(r);
@@ -465,10 +488,11 @@ static __attribute__((noinline)) void *alloc_locked(ring *r, uint64_t now,
     uint64_t pc = info->callstack[i];
     uint64_t code = (pc & MT__PC_MASK) | tr.gen << MT__GEN_SHIFT;
     codes[n - 1 - i] = code; /* the writer wants the outermost frame first */
-    /* Describe new codes now, while their library is surely loaded; the
-     * writer asks again at flush time and finds the cached answer. */
-    describe_code(code);
   }
+  if (__builtin_expect(mt__jit_aliased, 0)) mt__jit_map(codes, n, now, codes);
+  /* Describe new codes now, while their library is surely loaded; the
+   * writer asks again at flush time and finds the cached answer. */
+  for (size_t i = 0; i < n; i++) describe_code(codes[i]);
   n = kept_frames(codes, n);
   if (r && r->ncells) {
     c = r->cellv[--r->ncells];

@@ -116,12 +116,29 @@ static int still_there(int fd, off_t at, const unsigned char *want, unsigned len
   return read_at(fd, got, len, at - (off_t)len) == (ssize_t)len && memcmp(got, want, len) == 0;
 }
 
-/* What was read of the map forgotten, its path kept: to read it anew. */
+/* What was read of the map forgotten, its path kept: to read it anew.
+ * Every line read then is new to whoever watches (fresh_all). */
 static void forget(mt__perfmap *pm) {
   char path[sizeof pm->path];
   memcpy(path, pm->path, sizeof path);
+  int watch = pm->watch;
   mt__perfmap_clear(pm);
   memcpy(pm->path, path, sizeof path);
+  pm->watch = watch;
+  pm->fresh_all = watch;
+}
+
+/* Entries [old, n) just read, noted for the watcher (perfmap.h); when
+ * out of memory, noted as "everything". */
+static void note_fresh(mt__perfmap *pm, size_t old) {
+  if (!pm->watch || pm->fresh_all) return;
+  for (size_t i = old; i < pm->n; i++) {
+    if (mt__reserve((void **)&pm->fresh, pm->nfresh, &pm->fresh_cap, sizeof *pm->fresh)) {
+      pm->fresh_all = 1;
+      return;
+    }
+    pm->fresh[pm->nfresh++] = (mt__perfmap_range){pm->v[i].start, pm->v[i].end};
+  }
 }
 
 /* Keeps the last bytes read, [at - tail_len, at), to tell later whether
@@ -179,6 +196,7 @@ static int read_more(mt__perfmap *pm, int fd, const struct stat *st) {
   free(buf);
   pm->read_to = at;
   keep_tail(pm, fd, at);
+  note_fresh(pm, old);
   if (merge_new(pm, old) != 0) rc = -1;
   return rc;
 }
@@ -211,16 +229,46 @@ static int read_name(mt__perfmap *pm, int fd, const mt__perfmap_entry *e) {
   return len ? 0 : -1;
 }
 
-const char *mt__perfmap_name(mt__perfmap *pm, const char *path, uint64_t addr) {
-  if (strlen(path) >= sizeof pm->path) return NULL;
-  if (pm->path[0] && strcmp(pm->path, path) != 0) mt__perfmap_clear(pm);
+/* The map at path opened, *st its status: its descriptor, or -1 (none, not
+ * a regular file, another user's). Another path than the last one's
+ * forgets what was read. */
+static int open_map(mt__perfmap *pm, const char *path, struct stat *st) {
+  if (strlen(path) >= sizeof pm->path) return -1;
+  if (pm->path[0] && strcmp(pm->path, path) != 0) {
+    int watch = pm->watch;
+    mt__perfmap_clear(pm);
+    pm->watch = pm->fresh_all = watch;
+  }
   if (!pm->path[0]) strcpy(pm->path, path);
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return NULL;
+  if (fd < 0) return -1;
+  if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode) ||
+      (st->st_uid != geteuid() && st->st_uid != 0)) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void mt__perfmap_refresh(mt__perfmap *pm, const char *path) {
   struct stat st;
+  /* one system call when nothing was written (the usual case): the same
+   * file, no larger (a file written anew no larger than it was is read
+   * at the next lookup, which checks its last bytes) */
+  if (pm->read_to > 0 && strcmp(pm->path, path) == 0 && stat(path, &st) == 0 &&
+      st.st_dev == pm->dev && st.st_ino == pm->ino && st.st_size == pm->read_to)
+    return;
+  int fd = open_map(pm, path, &st);
+  if (fd < 0) return;
+  read_more(pm, fd, &st);
+  close(fd);
+}
+
+const char *mt__perfmap_name(mt__perfmap *pm, const char *path, uint64_t addr) {
+  struct stat st;
+  int fd = open_map(pm, path, &st);
+  if (fd < 0) return NULL;
   const char *name = NULL;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0))
-    goto out;
   /* what was written since, first: code replaced at these addresses is
    * named by its new line (an open, a stat and two or three reads per code
    * named this way). Then the name, unless the file was written anew
@@ -233,7 +281,6 @@ const char *mt__perfmap_name(mt__perfmap *pm, const char *path, uint64_t addr) {
     if (read_name(pm, fd, e) == 0 && still_there(fd, pm->read_to, pm->tail, pm->tail_len))
       name = pm->name;
   }
-out:
   close(fd);
   return name;
 }
@@ -303,5 +350,6 @@ void mt__perfmap_path(char *buf, size_t cap) {
 void mt__perfmap_clear(mt__perfmap *pm) {
   free(pm->v);
   free(pm->reach);
+  free(pm->fresh);
   memset(pm, 0, sizeof *pm);
 }

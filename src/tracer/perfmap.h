@@ -30,6 +30,9 @@
 #include <sys/types.h>
 
 typedef struct mt__perfmap_entry mt__perfmap_entry;
+typedef struct mt__perfmap_range {
+  uint64_t start, end; /* [start, end) */
+} mt__perfmap_range;
 
 #define MT__PERFMAP_MAX_NAME 4096 /* a longer name is cut there */
 
@@ -46,6 +49,13 @@ typedef struct mt__perfmap {
   char name[MT__PERFMAP_MAX_NAME + 1]; /* the last name asked for */
   char path[64];   /* the file read ("" before the first lookup; another
                       after a fork: read anew) */
+  /* For a watcher of code named again (symbols.c): with watch set, the
+   * ranges of the lines read since the watcher last emptied fresh; or
+   * fresh_all, when the map was read anew from its start (or the list ran
+   * out of memory): then any line may be new. */
+  int watch, fresh_all;
+  mt__perfmap_range *fresh;
+  size_t nfresh, fresh_cap;
 } mt__perfmap;
 
 /* The name the map at `path` gives to addr, or NULL (no such file, not
@@ -53,6 +63,10 @@ typedef struct mt__perfmap {
  * until the next call or mt__perfmap_clear. A map removed since it was
  * read names nothing. */
 const char *mt__perfmap_name(mt__perfmap *pm, const char *path, uint64_t addr);
+
+/* Reads what was written to the map at `path` since the last read, as a
+ * lookup does first, naming nothing (watch: the lines then noted). */
+void mt__perfmap_refresh(mt__perfmap *pm, const char *path);
 
 /* A map line's name taken apart where it says where its code comes from:
  * V8's "JS:~work /app/j.js:2:14" (a last word FILE:LINE or FILE:LINE:COL

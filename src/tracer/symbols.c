@@ -32,6 +32,12 @@ typedef struct entry {
   size_t n;
 } entry;
 
+/* Code in no module (a JIT compiler's), as the perf map named it. */
+typedef struct jit_named {
+  uint64_t addr; /* the call's address: the return address less one */
+  uint64_t name; /* a hash of the map's name for it (0: none) */
+} jit_named;
+
 struct mt__symbols {
   Dwfl *dwfl;
   mt__symtabs symtabs; /* sorted ELF symbols of dwfl's modules, built on use */
@@ -49,6 +55,9 @@ struct mt__symbols {
    * look for a C++ runtime */
   uintptr_t sought[16];
   size_t nsought;
+  /* code in no module, as named: watched for the map naming it again */
+  jit_named *jit; /* sorted by addr */
+  size_t njit, jitcap;
 };
 
 /* The modules are listed from /proc/self/maps at the first lookup. A
@@ -182,6 +191,7 @@ void mt__symbols_free(mt__symbols *s) {
   close_dwfl(s);
   drop_entries(s);
   mt__perfmap_clear(&s->perfmap);
+  free(s->jit);
   mt__strtab_free(&s->strings);
   free(s);
 }
@@ -190,6 +200,80 @@ void mt__symbols_reset(mt__symbols *s) {
   close_dwfl(s); /* listed again at the next lookup */
   drop_entries(s);
   s->nsought = 0;
+  s->njit = 0; /* noted again as they are described again */
+}
+
+/* ---- code named by the perf map, watched ---- */
+
+static uint64_t name_hash(const char *name) { /* FNV-1a; never 0 for a name */
+  if (!name) return 0;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (; *name; name++) h = (h ^ (unsigned char)*name) * 0x100000001b3ull;
+  return h ? h : 1;
+}
+
+/* The first watched code at or above addr. */
+static size_t jit_lower_bound(const mt__symbols *s, uint64_t addr) {
+  size_t lo = 0, hi = s->njit;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (s->jit[mid].addr < addr) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* addr, in no module, was named `name` (NULL: the map does not name it):
+ * watched from now on. Out of memory, it is not. */
+static void note_jit(mt__symbols *s, uint64_t addr, const char *name) {
+  size_t i = jit_lower_bound(s, addr);
+  if (i < s->njit && s->jit[i].addr == addr) {
+    s->jit[i].name = name_hash(name);
+    return;
+  }
+  if (mt__reserve((void **)&s->jit, s->njit, &s->jitcap, sizeof *s->jit)) return;
+  memmove(&s->jit[i + 1], &s->jit[i], (s->njit - i) * sizeof *s->jit);
+  s->jit[i] = (jit_named){addr, name_hash(name)};
+  s->njit++;
+  s->perfmap.watch = 1;
+}
+
+int mt__symbols_jit_watched(const mt__symbols *s) { return s->njit != 0; }
+
+/* Whether the map now names watched code i otherwise: its hash updated.
+ * A map that names it no more (gone since it was read) changes nothing. */
+static int renamed(mt__symbols *s, const char *map, size_t i) {
+  uint64_t h = name_hash(mt__perfmap_name(&s->perfmap, map, s->jit[i].addr));
+  if (!h || h == s->jit[i].name) return 0;
+  s->jit[i].name = h;
+  return 1;
+}
+
+void mt__symbols_jit_poll(mt__symbols *s, void (*on_renamed)(void *ctx, uint64_t pc),
+                          void *ctx) {
+  if (!s->njit) return;
+  char map[64];
+  mt__perfmap_path(map, sizeof map);
+  mt__perfmap *pm = &s->perfmap;
+  mt__perfmap_refresh(pm, map);
+  if (!pm->nfresh && !pm->fresh_all) return;
+  /* taken out first: naming reads the map, which may note more */
+  mt__perfmap_range *fresh = pm->fresh;
+  size_t nfresh = pm->nfresh;
+  int all = pm->fresh_all;
+  pm->fresh = NULL;
+  pm->nfresh = pm->fresh_cap = 0;
+  pm->fresh_all = 0;
+  if (all) {
+    for (size_t i = 0; i < s->njit; i++)
+      if (renamed(s, map, i)) on_renamed(ctx, s->jit[i].addr + 1);
+  } else {
+    for (size_t k = 0; k < nfresh; k++)
+      for (size_t i = jit_lower_bound(s, fresh[k].start); i < s->njit && s->jit[i].addr < fresh[k].end;
+           i++)
+        if (renamed(s, map, i)) on_renamed(ctx, s->jit[i].addr + 1);
+  }
+  free(fresh);
 }
 
 /* Readable names: Rust's here (rustdemangle.h), C++'s through the C++
@@ -266,6 +350,7 @@ static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
     char map[64];
     mt__perfmap_path(map, sizeof map);
     const char *jit = mt__perfmap_name(&s->perfmap, map, addr);
+    note_jit(s, addr, jit);
     if (jit) { /* the file the name says, else the map's */
       mt__perfmap_where w;
       mt__perfmap_where_of(jit, &w);

@@ -28,6 +28,18 @@ int mt__symbols_lookup(mt__symbols *s, uint64_t code, uint64_t pc,
  * was unloaded: its addresses may now mean something else). */
 void mt__symbols_reset(mt__symbols *s);
 
+/* Code in no module named by a JIT compiler's perf map is watched: a
+ * runtime may free code and compile other code at the same addresses,
+ * with a new line of the map for it. mt__symbols_jit_poll reads what the
+ * map gained since it was last read and calls on_renamed with the return
+ * address of each code described so far that the map now names otherwise.
+ * mt__symbols_jit_watched: whether any code is watched (none: the poll
+ * would do nothing). The watch ends with mt__symbols_reset, codes being
+ * described again after it. */
+int mt__symbols_jit_watched(const mt__symbols *s);
+void mt__symbols_jit_poll(mt__symbols *s, void (*on_renamed)(void *ctx, uint64_t pc),
+                          void *ctx);
+
 /* Opens libdw, which the symbolizer loads only when tracing starts
  * (dwlib.c); once per process. Its functions open it on first use
  * otherwise. Call it without the tracer's lock. */

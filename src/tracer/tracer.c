@@ -32,6 +32,7 @@
 #include "engine_internal.h"
 #include "environ.h"
 #include "exec.h"
+#include "jitcodes.h"
 #include "memtrace/tracer.h"
 #include "runnotes.h"
 #include "symbols.h"
@@ -127,7 +128,7 @@ static void close_trace_fd(void) {
 
 static int resolve(void *ctx, uint64_t code, const mt_location **locs, size_t *n) {
   (void)ctx;
-  return mt__symbols_lookup(tr.syms, code, code & MT__PC_MASK, locs, n) ? -1 : 0;
+  return mt__symbols_lookup(tr.syms, code, mt__jit_code_pc(code), locs, n) ? -1 : 0;
 }
 
 /* Ends the session (tr.lock held). `flush`: write what is buffered. */

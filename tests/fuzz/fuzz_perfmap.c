@@ -66,6 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint64_t addrs[16];
   size_t na = numbers(data, size, addrs, 16);
   mt__perfmap pm = {0};
+  pm.watch = size & 1; /* the lines read noted for a watcher, or not */
   write_part(data, first, "w");
   for (size_t i = 0; i < na; i++) {
     look(&pm, addrs[i]);
@@ -73,6 +74,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   if (nul) {
     write_part(nul + 1, size - first - 1, "a");
+    size_t before = pm.n, noted = pm.nfresh;
+    mt__perfmap_refresh(&pm, path);
+    /* what was read since is noted, each range a line's, unless all is */
+    if (!pm.watch && (pm.nfresh || pm.fresh_all)) abort();
+    if (pm.watch && !pm.fresh_all && pm.nfresh - noted != pm.n - before) abort();
+    for (size_t i = 0; i < pm.nfresh; i++)
+      if (pm.fresh[i].start >= pm.fresh[i].end) abort();
     for (size_t i = 0; i < na; i++) {
       look(&pm, addrs[i]);
       look(&pm, addrs[i] + 1);

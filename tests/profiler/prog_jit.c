@@ -3,12 +3,13 @@
  * which allocates: one keeps a frame record, one does not (called with
  * rbp holding data, calling a function that keeps none either), and a copy
  * of the first named as V8 names a function without a name in a script
- * without one. Their ranges and names go to /tmp/perf-PID.map, the perf
+ * without one, then replaced by other code named by a later line. Their ranges and names go to /tmp/perf-PID.map, the perf
  * map runtimes write for profilers (e2e.sh, jit). x86-64. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 __attribute__((noinline)) static void *alloc_from_jit(void) {
@@ -48,6 +49,24 @@ int main(void) {
   void *(*bare)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 128);
   for (int i = 0; i < 10; i++) free(nofp_outer(bare, nofp_alloc));
   void *(*anon)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 192);
+  for (int i = 0; i < 10; i++) free(anon(alloc_from_jit));
+  /* The runtime replaces that code by other code at the same addresses,
+   * with a new line (V8 reusing its code space): the later samples through
+   * it are named by the new line, the earlier ones keep the first name.
+   * Paced so that the tracer writes the first ones before the new line:
+   * an allocation over a millisecond after its queued ones writes them,
+   * the tracer having looked for the map (every 10 ms) since it was
+   * written. */
+  struct timespec pause = {0, 15 * 1000 * 1000};
+  nanosleep(&pause, NULL);
+  free(malloc(1));
+  if (mprotect(m, 4096, PROT_READ | PROT_WRITE) != 0) return perror("prog_jit: mprotect"), 1;
+  memcpy(m + 192, stub_code, sizeof stub_code);
+  if (mprotect(m, 4096, PROT_READ | PROT_EXEC) != 0) return perror("prog_jit: mprotect"), 1;
+  if (!(f = fopen(path, "a"))) return perror(path), 1;
+  fprintf(f, "%lx %zx JS:*replaced /app/r.js:7:3\n", (unsigned long)(m + 192), sizeof stub_code);
+  if (fclose(f) != 0) return perror(path), 1;
+  nanosleep(&pause, NULL);
   for (int i = 0; i < 10; i++) free(anon(alloc_from_jit));
   printf("%ld\n", (long)getpid()); /* the map stays for the profiler: the test removes it */
   return 0;

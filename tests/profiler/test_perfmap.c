@@ -2,7 +2,8 @@
  * them, a file growing between lookups, code replaced at the same
  * addresses, lines that do not parse, a file not the user's; and against a
  * model (the last line holding the address) on random maps read in several
- * growths; a map written anew; names cut; a large map's memory. */
+ * growths; a map written anew; names cut; a large map's memory; the
+ * lines read since, for the watcher of renamed code. */
 #include <malloc.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -295,6 +296,41 @@ static void against_a_model(void **state) {
 }
 
 /* Names taken apart where they say where their code comes from. */
+/* The lines read since the watcher last took them: by lookups and
+ * refreshes alike; all of them when the map is written anew. */
+static void fresh_lines_noted(void **state) {
+  (void)state;
+  mt__perfmap pm = {0};
+  append("1000 10 a\n");
+  assert_name(&pm, 0x1000, "a");
+  assert_int_equal(pm.nfresh, 0); /* not watched then */
+  pm.watch = 1;
+  append("2000 20 b\n3000 8 c\n40");
+  mt__perfmap_refresh(&pm, path);
+  assert_int_equal(pm.nfresh, 2);
+  assert_int_equal(pm.fresh_all, 0);
+  uint64_t seen = 0;
+  for (size_t i = 0; i < pm.nfresh; i++) {
+    if (pm.fresh[i].start == 0x2000 && pm.fresh[i].end == 0x2020) seen |= 1;
+    if (pm.fresh[i].start == 0x3000 && pm.fresh[i].end == 0x3008) seen |= 2;
+  }
+  assert_int_equal(seen, 3);
+  pm.nfresh = 0;
+  append("00 4 d\n"); /* the partial line ended: noted once whole */
+  assert_name(&pm, 0x4000, "d");
+  assert_int_equal(pm.nfresh, 1);
+  assert_int_equal(pm.fresh[0].start, 0x4000);
+  pm.nfresh = 0;
+  mt__perfmap_refresh(&pm, path); /* not grown: nothing */
+  assert_int_equal(pm.nfresh, 0);
+  rewrite("1000 10 e\n");
+  mt__perfmap_refresh(&pm, path);
+  assert_int_equal(pm.fresh_all, 1);
+  assert_int_equal(pm.watch, 1);
+  assert_name(&pm, 0x1000, "e");
+  mt__perfmap_clear(&pm);
+}
+
 static void check_where_anon(const char *name, const char *fn, int anonymous, const char *file,
                              unsigned line, unsigned col) {
   mt__perfmap_where w;
@@ -354,6 +390,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(written_anew, setup, teardown),
       cmocka_unit_test_setup_teardown(another_path_read_anew, setup, teardown),
       cmocka_unit_test_setup_teardown(against_a_model, setup, teardown),
+      cmocka_unit_test_setup_teardown(fresh_lines_noted, setup, teardown),
       cmocka_unit_test(where_names_say),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
