@@ -36,6 +36,7 @@ typedef struct entry {
 typedef struct jit_named {
   uint64_t addr; /* the call's address: the return address less one */
   uint64_t name; /* a hash of the map's name for it (0: none) */
+  uint32_t next; /* the next one in its page, + 1 (0: none) */
 } jit_named;
 
 struct mt__symbols {
@@ -56,8 +57,9 @@ struct mt__symbols {
   uintptr_t sought[16];
   size_t nsought;
   /* code in no module, as named: watched for the map naming it again */
-  jit_named *jit; /* sorted by addr */
+  jit_named *jit;
   size_t njit, jitcap;
+  mt__u64map jit_pages; /* a 4 KiB page -> its first jit[] (+ 1 as stored) */
 };
 
 /* The modules are listed from /proc/self/maps at the first lookup. A
@@ -192,6 +194,7 @@ void mt__symbols_free(mt__symbols *s) {
   drop_entries(s);
   mt__perfmap_clear(&s->perfmap);
   free(s->jit);
+  mt__u64map_free(&s->jit_pages);
   mt__strtab_free(&s->strings);
   free(s);
 }
@@ -201,6 +204,7 @@ void mt__symbols_reset(mt__symbols *s) {
   drop_entries(s);
   s->nsought = 0;
   s->njit = 0; /* noted again as they are described again */
+  mt__u64map_free(&s->jit_pages);
 }
 
 /* ---- code named by the perf map, watched ---- */
@@ -212,29 +216,30 @@ static uint64_t name_hash(const char *name) { /* FNV-1a; never 0 for a name */
   return h ? h : 1;
 }
 
-/* The first watched code at or above addr. */
-static size_t jit_lower_bound(const mt__symbols *s, uint64_t addr) {
-  size_t lo = 0, hi = s->njit;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (s->jit[mid].addr < addr) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+/* Watched codes are listed by page: a line of the map names a few hundred
+ * bytes of code, and a process may have tens of thousands of codes named. */
+#define JIT_PAGE_BITS 12
+
+/* jit[] index of the first code watched in addr's page, + 1 (0: none). */
+static uint32_t jit_first(const mt__symbols *s, uint64_t page) {
+  const uint32_t *v = mt__u64map_get(&s->jit_pages, page);
+  return v ? *v - 1 : 0; /* the map stores value + 1 */
 }
 
 /* addr, in no module, was named `name` (NULL: the map does not name it):
  * watched from now on. Out of memory, it is not. */
 static void note_jit(mt__symbols *s, uint64_t addr, const char *name) {
-  size_t i = jit_lower_bound(s, addr);
-  if (i < s->njit && s->jit[i].addr == addr) {
-    s->jit[i].name = name_hash(name);
+  uint64_t page = addr >> JIT_PAGE_BITS;
+  uint32_t first = jit_first(s, page);
+  for (uint32_t i = first; i; i = s->jit[i - 1].next)
+    if (s->jit[i - 1].addr == addr) {
+      s->jit[i - 1].name = name_hash(name);
+      return;
+    }
+  if (s->njit >= UINT32_MAX - 2 || mt__reserve((void **)&s->jit, s->njit, &s->jitcap, sizeof *s->jit) ||
+      mt__u64map_put(&s->jit_pages, page, (uint32_t)s->njit + 1))
     return;
-  }
-  if (mt__reserve((void **)&s->jit, s->njit, &s->jitcap, sizeof *s->jit)) return;
-  memmove(&s->jit[i + 1], &s->jit[i], (s->njit - i) * sizeof *s->jit);
-  s->jit[i] = (jit_named){addr, name_hash(name)};
-  s->njit++;
+  s->jit[s->njit++] = (jit_named){addr, name_hash(name), first};
   s->perfmap.watch = 1;
 }
 
@@ -264,15 +269,21 @@ void mt__symbols_jit_poll(mt__symbols *s, void (*on_renamed)(void *ctx, uint64_t
   pm->fresh = NULL;
   pm->nfresh = pm->fresh_cap = 0;
   pm->fresh_all = 0;
-  if (all) {
+  for (size_t k = 0; k < nfresh && !all; k++) {
+    uint64_t lo = fresh[k].start >> JIT_PAGE_BITS, hi = (fresh[k].end - 1) >> JIT_PAGE_BITS;
+    if (hi - lo >= s->njit) { /* a range wider than the codes are many */
+      all = 1;
+      break;
+    }
+    for (uint64_t page = lo; page <= hi; page++)
+      for (uint32_t i = jit_first(s, page); i; i = s->jit[i - 1].next)
+        if (s->jit[i - 1].addr >= fresh[k].start && s->jit[i - 1].addr < fresh[k].end &&
+            renamed(s, map, i - 1))
+          on_renamed(ctx, s->jit[i - 1].addr + 1);
+  }
+  if (all)
     for (size_t i = 0; i < s->njit; i++)
       if (renamed(s, map, i)) on_renamed(ctx, s->jit[i].addr + 1);
-  } else {
-    for (size_t k = 0; k < nfresh; k++)
-      for (size_t i = jit_lower_bound(s, fresh[k].start); i < s->njit && s->jit[i].addr < fresh[k].end;
-           i++)
-        if (renamed(s, map, i)) on_renamed(ctx, s->jit[i].addr + 1);
-  }
   free(fresh);
 }
 

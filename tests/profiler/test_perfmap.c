@@ -12,11 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "perfmap.h"
+#include "symbols.h"
 
 static char path[64];
 
@@ -331,6 +333,87 @@ static void fresh_lines_noted(void **state) {
   mt__perfmap_clear(&pm);
 }
 
+/* The symbolizer's watch over code it named by the map (symbols.h): the
+ * codes a later line names otherwise are reported, those named the same
+ * again are not; a map written anew renames nothing that kept its name. */
+static uint64_t renamed_pcs[8];
+static size_t nrenamed;
+
+static void on_renamed(void *ctx, uint64_t pc) {
+  (void)ctx;
+  if (nrenamed < 8) renamed_pcs[nrenamed] = pc;
+  nrenamed++;
+}
+
+static int was_renamed(uint64_t pc) {
+  for (size_t i = 0; i < nrenamed && i < 8; i++)
+    if (renamed_pcs[i] == pc) return 1;
+  return 0;
+}
+
+static void assert_function(mt__symbols *s, uint64_t code, uint64_t pc, const char *want) {
+  const mt_location *l;
+  size_t n;
+  assert_int_equal(mt__symbols_lookup(s, code, pc, &l, &n), 0);
+  assert_int_equal(n, 1);
+  if (strcmp(l[0].defname, want) != 0) fail_msg("%#llx: want %s, got %s", (unsigned long long)pc, want, l[0].defname);
+}
+
+static void watched_codes_renamed(void **state) {
+  (void)state;
+  char map[64];
+  mt__perfmap_path(map, sizeof map);
+  /* code in no module: an anonymous mapping's three pages */
+  char *m = mmap(NULL, 3 * 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(m != MAP_FAILED);
+  uint64_t b = (uint64_t)(uintptr_t)m, a = b + 0x10, bb = b + 0x40, c = b + 0x1010, d = b + 0x2000;
+  char text[512];
+  snprintf(text, sizeof text,
+           "%llx 20 JS:*a /x.js:1:1\n%llx 20 JS:*b /x.js:2:1\n%llx 20 JS:*c /x.js:3:1\n"
+           "%llx 10 JS:*d /x.js:4:1\n",
+           (unsigned long long)a, (unsigned long long)bb, (unsigned long long)c,
+           (unsigned long long)d);
+  write_to(map, "w", text);
+  mt__symbols *s = mt__symbols_new(0);
+  assert_non_null(s);
+  assert_int_equal(mt__symbols_jit_watched(s), 0);
+  /* a code is its return address: the call is at pc - 1 */
+  assert_function(s, a + 1, a + 1, "JS:*a");
+  assert_function(s, bb + 1, bb + 1, "JS:*b");
+  assert_function(s, c + 1, c + 1, "JS:*c");
+  assert_function(s, d + 1, d + 1, "JS:*d");
+  assert_int_equal(mt__symbols_jit_watched(s), 1);
+  nrenamed = 0;
+  mt__symbols_jit_poll(s, on_renamed, NULL);
+  assert_int_equal(nrenamed, 0); /* nothing written since */
+  /* b replaced; a named the same again; one line over c's page and d's */
+  snprintf(text, sizeof text, "%llx 20 JS:*b2 /y.js:2:1\n%llx 20 JS:*a /x.js:1:1\n%llx 1010 JS:*wide /y.js:9:1\n",
+           (unsigned long long)bb, (unsigned long long)a, (unsigned long long)(b + 0x1000));
+  write_to(map, "a", text);
+  mt__symbols_jit_poll(s, on_renamed, NULL);
+  assert_int_equal(nrenamed, 3);
+  assert_true(was_renamed(bb + 1) && was_renamed(c + 1) && was_renamed(d + 1));
+  /* their new codes named by the new lines; the old ones keep their names */
+  assert_function(s, bb + 1 + (1ull << 47), bb + 1, "JS:*b2");
+  assert_function(s, c + 1 + (1ull << 47), c + 1, "JS:*wide");
+  assert_function(s, bb + 1, bb + 1, "JS:*b");
+  /* the map written anew (shorter), its last lines only: read again
+   * whole, nothing renamed; then a renamed there */
+  write_to(map, "w", text);
+  nrenamed = 0;
+  mt__symbols_jit_poll(s, on_renamed, NULL);
+  assert_int_equal(nrenamed, 0);
+  snprintf(text, sizeof text, "%llx 20 JS:*a2 /x.js:1:1\n%llx 20 JS:*b2 /y.js:2:1\n",
+           (unsigned long long)a, (unsigned long long)bb);
+  write_to(map, "w", text);
+  mt__symbols_jit_poll(s, on_renamed, NULL);
+  assert_int_equal(nrenamed, 1);
+  assert_true(was_renamed(a + 1));
+  mt__symbols_free(s);
+  unlink(map);
+  munmap(m, 3 * 4096);
+}
+
 static void check_where_anon(const char *name, const char *fn, int anonymous, const char *file,
                              unsigned line, unsigned col) {
   mt__perfmap_where w;
@@ -391,6 +474,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(another_path_read_anew, setup, teardown),
       cmocka_unit_test_setup_teardown(against_a_model, setup, teardown),
       cmocka_unit_test_setup_teardown(fresh_lines_noted, setup, teardown),
+      cmocka_unit_test(watched_codes_renamed),
       cmocka_unit_test(where_names_say),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
