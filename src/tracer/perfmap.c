@@ -297,20 +297,21 @@ static const char *number_before(const char *begin, const char *end, unsigned *o
   return p;
 }
 
-/* Whether [name, end) is a V8 code kind and tier mark with no function
- * name after them ("JS:~", "Eval:*", "LazyCompile:"): an anonymous
- * function, or a script's top level. */
-static int v8_no_function(const char *name, const char *end) {
-  const char *p = name;
-  while (p < end && ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z'))) p++;
-  if (p == name || p == end || *p++ != ':') return 0;
-  if (p < end && strchr("~^+*", *p)) p++;
-  return p == end;
+/* Where V8's kind of JavaScript code ("JS:", "Eval:", "LazyCompile:")
+ * ends in the function part [name, end), or NULL if it has none (other
+ * kinds have no tier mark: "RegExp:^a+" is a pattern). */
+static const char *v8_kind_end(const char *name, const char *end) {
+  static const char *const kinds[] = {"JS:", "Function:", "LazyCompile:", "Script:", "Eval:"};
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+    size_t n = strlen(kinds[i]);
+    if ((size_t)(end - name) >= n && memcmp(name, kinds[i], n) == 0) return name + n;
+  }
+  return NULL;
 }
 
 void mt__perfmap_where_of(const char *name, mt__perfmap_where *w) {
   size_t len = strlen(name);
-  *w = (mt__perfmap_where){len, NULL, 0, 0, 0, 0};
+  *w = (mt__perfmap_where){len, NULL, 0, 0, 0, 0, 0};
   if (strncmp(name, "py::", 4) == 0) { /* py::QUALNAME:FILE */
     const char *colon = strchr(name + 4, ':');
     if (colon && colon > name + 4 && colon[1]) {
@@ -339,8 +340,12 @@ void mt__perfmap_where_of(const char *name, mt__perfmap_where *w) {
   const char *fn_end = space;
   while (fn_end > name && fn_end[-1] == ' ') fn_end--;
   if (fn_end == name) return;
-  *w = (mt__perfmap_where){(size_t)(fn_end - name), word, (size_t)(end - word), line, col, 0};
-  w->anonymous = v8_no_function(name, fn_end);
+  *w = (mt__perfmap_where){(size_t)(fn_end - name), word, (size_t)(end - word), line, col, 0, 0};
+  const char *k = v8_kind_end(name, fn_end);
+  if (k) {
+    if (k < fn_end && strchr("~^+*", *k)) w->mark = (size_t)(k++ - name); /* tier */
+    w->anonymous = k == fn_end;
+  }
 }
 
 void mt__perfmap_path(char *buf, size_t cap) {

@@ -74,15 +74,18 @@ void mt__perfmap_refresh(mt__perfmap *pm, const char *path);
  * qualified name). The function is the name's first fn_len bytes; file is
  * NULL (the name says nothing of it) or points into the name, file_len
  * bytes: 0 for a script V8 gives no name (" :1:20": new Function, eval);
- * line and col are 0 when not said. anonymous: the function part is only
- * V8's code kind and tier mark ("JS:~ /app/j.js:3:9"): a function without
- * a name, or a script's top level. */
+ * line and col are 0 when not said. V8's function part starts with the
+ * code's kind and its tier mark ("JS:*", ~ ^ + * for its four compilers):
+ * mark is the mark's offset in the name (0: none); anonymous, the part
+ * has nothing after them ("JS:~ /app/j.js:3:9"): a function without a
+ * name, or a script's top level. */
 typedef struct mt__perfmap_where {
   size_t fn_len;
   const char *file;
   size_t file_len;
   unsigned line, col;
   int anonymous;
+  size_t mark;
 } mt__perfmap_where;
 
 void mt__perfmap_where_of(const char *name, mt__perfmap_where *w);

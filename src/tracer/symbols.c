@@ -365,18 +365,23 @@ static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
     if (jit) { /* the file the name says, else the map's */
       mt__perfmap_where w;
       mt__perfmap_where_of(jit, &w);
-      /* V8's names for what it has no name for, as its stack traces say:
-       * a function "(anonymous)" (kept after its kind and tier mark, which
-       * tell its instances apart), a script "<anonymous>" */
-      char fn[64];
-      const char *fname = w.anonymous && w.fn_len < sizeof fn - sizeof "(anonymous)"
-                              ? (snprintf(fn, sizeof fn, "%.*s(anonymous)", (int)w.fn_len, jit), fn)
-                              : NULL;
+      /* V8's function named without its tier mark (a function's code by
+       * each of V8's compilers is one function to the tools: its
+       * allocations are not split between "JS:^f" and "JS:*f"), and what
+       * it has no name for as its stack traces say: a function
+       * "(anonymous)", a script "<anonymous>" */
+      char fn[MT__PERFMAP_MAX_NAME + sizeof "(anonymous)"];
+      size_t k = 0;
+      for (size_t i = 0; i < w.fn_len; i++)
+        if (i != w.mark || !w.mark) fn[k++] = jit[i];
+      if (w.anonymous) {
+        memcpy(fn + k, "(anonymous)", sizeof "(anonymous)" - 1);
+        k += sizeof "(anonymous)" - 1;
+      }
       const char *file = !w.file ? intern(s, map)
                          : w.file_len ? intern_n(s, w.file, w.file_len)
                                       : intern(s, "<anonymous>");
-      out[0] = (mt_location){file, fname ? intern(s, fname) : intern_n(s, jit, w.fn_len),
-                             w.line, w.col, w.col};
+      out[0] = (mt_location){file, intern_n(s, fn, k), w.line, w.col, w.col};
     }
     return 1;
   }
