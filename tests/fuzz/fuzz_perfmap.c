@@ -39,6 +39,8 @@ static void look(mt__perfmap *pm, uint64_t addr) {
   mt__perfmap_where_of(again, &w);
   if (w.fn_len > len) abort();
   if (w.file && (w.file < again || w.file + w.file_len > again + len)) abort();
+  if (w.mark && (w.mark >= w.fn_len || !strchr("~^+*", again[w.mark]))) abort();
+  if (w.anonymous && w.fn_len > w.mark + 1 && w.mark) abort(); /* nothing after the mark */
 }
 
 /* The first hexadecimal numbers of the text: the addresses asked. */
