@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bigstack.h"
 #include "perfmap.h"
 #include "tables.h"
 #include "tracer_state.h"
@@ -62,7 +63,7 @@ static void on_renamed(void *arg, uint64_t pc) {
 static uint64_t last_look;
 static int map_seen;
 
-static int has_map(uint64_t now) {
+static int has_map(uint64_t now) { /* little stack: on the sampling thread's */
   if (!map_seen && (int64_t)(now - last_look) >= LOOK_US) {
     last_look = now;
     char path[64];
@@ -73,6 +74,8 @@ static int has_map(uint64_t now) {
   return map_seen;
 }
 
+static void poll_on(void *arg) { mt__symbols_jit_poll(mt__tr.syms, on_renamed, arg); }
+
 void mt__jit_poll(uint64_t now, uint64_t gen) {
   int watched = mt__tr.syms && mt__symbols_jit_watched(mt__tr.syms);
   mt__jit_watching = watched || has_map(now);
@@ -82,7 +85,9 @@ void mt__jit_poll(uint64_t now, uint64_t gen) {
   }
   poll_ctx p = {last_poll, gen};
   last_poll = now;
-  mt__symbols_jit_poll(mt__tr.syms, on_renamed, &p);
+  /* reading and naming on the tracer's own stack, not the sampling
+   * thread's (which may be a small one) */
+  mt__on_big_stack(poll_on, &p);
 }
 
 const uint64_t *mt__jit_map(const uint64_t *codes, size_t n, uint64_t time, uint64_t *out) {

@@ -349,7 +349,21 @@ void mt__perfmap_where_of(const char *name, mt__perfmap_where *w) {
 }
 
 void mt__perfmap_path(char *buf, size_t cap) {
-  snprintf(buf, cap, "/tmp/perf-%ld.map", (long)getpid());
+  /* by hand: snprintf takes ~2 KiB of stack, and this runs on a sampling
+   * thread's (jitcodes.c), which may be a 16 KiB one nearly used up */
+  char digits[24];
+  size_t n = 0;
+  for (unsigned long pid = (unsigned long)getpid(); n == 0 || pid; pid /= 10)
+    digits[n++] = (char)('0' + pid % 10);
+  static const char head[] = "/tmp/perf-", tail[] = ".map";
+  if (cap < sizeof head - 1 + n + sizeof tail) {
+    if (cap) buf[0] = '\0';
+    return;
+  }
+  memcpy(buf, head, sizeof head - 1);
+  char *p = buf + sizeof head - 1;
+  while (n) *p++ = digits[--n];
+  memcpy(p, tail, sizeof tail);
 }
 
 void mt__perfmap_clear(mt__perfmap *pm) {

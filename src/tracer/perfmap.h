@@ -91,7 +91,7 @@ typedef struct mt__perfmap_where {
 void mt__perfmap_where_of(const char *name, mt__perfmap_where *w);
 
 /* The map's usual path for this process: /tmp/perf-PID.map (fits 64
- * bytes). */
+ * bytes; "" if cap is too small). Takes little stack. */
 void mt__perfmap_path(char *buf, size_t cap);
 
 void mt__perfmap_clear(mt__perfmap *pm);

@@ -361,8 +361,12 @@ static void assert_function(mt__symbols *s, uint64_t code, uint64_t pc, const ch
 
 static void watched_codes_renamed(void **state) {
   (void)state;
-  char map[64];
+  char map[64], want[64], small[8] = "x";
   mt__perfmap_path(map, sizeof map);
+  snprintf(want, sizeof want, "/tmp/perf-%ld.map", (long)getpid());
+  assert_string_equal(map, want);
+  mt__perfmap_path(small, sizeof small); /* too small: empty */
+  assert_string_equal(small, "");
   /* code in no module: an anonymous mapping's three pages */
   char *m = mmap(NULL, 3 * 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   assert_true(m != MAP_FAILED);
