@@ -316,11 +316,11 @@ static void write_one_alloc(ring *r, uint64_t t) {
       /* Named now, not when the writer's packet ends (up to a second
        * later): by then the map may name other code at those addresses.
        * The codes shared with this ring's record written just before were
-       * named with it. */
+       * named with it (unless aliases may map them otherwise now). */
       size_t i = drain.last_alloc_ring == r && same <= n ? same : 0;
       if (mt__jit_aliased) { /* and the writer compares the prefix anew */
         codes = mt__jit_map(codes, n, rec[2], mapped_codes);
-        same = 0;
+        same = i = 0;
       }
       for (; i < n; i++) describe_code(codes[i]);
     }
