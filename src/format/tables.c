@@ -60,7 +60,7 @@ int mt__u64map_put(mt__u64map *m, uint64_t key, uint32_t val) {
 
 /* ---- string interner ---- */
 
-static uint64_t hash_bytes(const char *s, size_t len) {
+uint64_t mt__hash_bytes(const char *s, size_t len) {
   uint64_t h = 0xcbf29ce484222325ull ^ len; /* FNV-1a, then mixed */
   for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
   return mt__hash64(h);
@@ -101,7 +101,7 @@ static int strtab_grow(mt__strtab *t) {
   if (!ns) return -1;
   for (size_t j = 0; j < t->cap; j++) {
     if (!t->slots[j]) continue;
-    size_t i = hash_bytes(t->slots[j], strlen(t->slots[j])) & (ncap - 1);
+    size_t i = mt__hash_bytes(t->slots[j], strlen(t->slots[j])) & (ncap - 1);
     while (ns[i]) i = (i + 1) & (ncap - 1);
     ns[i] = t->slots[j];
   }
@@ -114,7 +114,7 @@ static int strtab_grow(mt__strtab *t) {
 const char *mt__strtab_intern(mt__strtab *t, const char *s, size_t len) {
   if ((t->count + 1) * 2 > t->cap && strtab_grow(t) != 0) return NULL;
   size_t mask = t->cap - 1;
-  size_t i = hash_bytes(s, len) & mask;
+  size_t i = mt__hash_bytes(s, len) & mask;
   for (; t->slots[i]; i = (i + 1) & mask) {
     const char *c = t->slots[i];
     if (strncmp(c, s, len) == 0 && c[len] == 0) return c;

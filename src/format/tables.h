@@ -63,6 +63,9 @@ static inline uint64_t mt__hash64(uint64_t x) {
   return x;
 }
 
+/* A hash of len bytes at s (FNV-1a, then mixed as mt__hash64). */
+uint64_t mt__hash_bytes(const char *s, size_t len);
+
 /* Interned strings: equal strings give the same pointer, valid until the
  * table is freed. */
 typedef struct mt__strtab {

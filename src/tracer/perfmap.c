@@ -235,9 +235,8 @@ static int read_name(mt__perfmap *pm, int fd, const mt__perfmap_entry *e) {
 static int open_map(mt__perfmap *pm, const char *path, struct stat *st) {
   if (strlen(path) >= sizeof pm->path) return -1;
   if (pm->path[0] && strcmp(pm->path, path) != 0) {
-    int watch = pm->watch;
-    mt__perfmap_clear(pm);
-    pm->watch = pm->fresh_all = watch;
+    forget(pm);
+    pm->path[0] = '\0';
   }
   if (!pm->path[0]) strcpy(pm->path, path);
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);

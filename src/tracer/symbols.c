@@ -209,10 +209,9 @@ void mt__symbols_reset(mt__symbols *s) {
 
 /* ---- code named by the perf map, watched ---- */
 
-static uint64_t name_hash(const char *name) { /* FNV-1a; never 0 for a name */
+static uint64_t name_hash(const char *name) { /* never 0 for a name */
   if (!name) return 0;
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (; *name; name++) h = (h ^ (unsigned char)*name) * 0x100000001b3ull;
+  uint64_t h = mt__hash_bytes(name, strlen(name));
   return h ? h : 1;
 }
 
