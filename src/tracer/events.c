@@ -380,9 +380,14 @@ static void ring_drain(ring *r) {
   }
 }
 
+/* Every ring's events, the perf map read first (jitcodes.h) by the caller. */
+static void drain_rings(void) {
+  for (ring *r = drain.rings; r; r = r->next) ring_drain(r);
+}
+
 void mt__tr_flush_queues(void) {
   mt__jit_poll(mt__clock_us(), tr.gen << MT__GEN_SHIFT);
-  for (ring *r = drain.rings; r; r = r->next) ring_drain(r);
+  drain_rings();
 }
 
 /* The owner's cell stack back to CELLS_LOCAL (tr.lock held). */
@@ -405,7 +410,7 @@ static void owner_flush(ring *r, uint64_t now) {
   }
   if ((int64_t)(now - drain.last_sweep) > SWEEP_US) { /* now may be a little behind */
     drain.last_sweep = now;
-    mt__tr_flush_queues();
+    drain_rings(); /* the map was read above */
     if ((int64_t)(now - drain.last_write) > WRITE_US) {
       drain.last_write = now;
       if (tr.w && mt_writer_flush(tr.w) != MT_OK) mt__tr_session_failed();
