@@ -49,19 +49,23 @@ static int query(long fd, uintptr_t addr, uintptr_t *lo, uintptr_t *hi, unsigned
   return 1;
 }
 
-static int by_query(long fd, uintptr_t addr, mt__mapping *out) {
+/* What a mapping must allow: reading and writing (a stack), or reading
+ * (code a walk reads). */
+enum { NEED_RW = Q_READABLE | Q_WRITABLE, NEED_R = Q_READABLE };
+
+static int by_query(long fd, uintptr_t addr, unsigned need, mt__mapping *out) {
   uintptr_t lo, hi, nlo, nhi;
   unsigned f, nf;
   int r = query(fd, addr, &lo, &hi, &f);
   if (r <= 0) return r;
-  if ((f & (Q_READABLE | Q_WRITABLE)) != (Q_READABLE | Q_WRITABLE)) return -1;
+  if ((f & need) != need) return -1;
   for (int k = 0; k < MAX_JOINED && query(fd, hi, &nlo, &nhi, &nf) > 0 && nlo == hi &&
-                  (nf & (Q_READABLE | Q_WRITABLE)) == (Q_READABLE | Q_WRITABLE);
+                  (nf & need) == need;
        k++)
     hi = nhi;
   /* guarded: a mapping without access right below */
   out->lo = lo, out->hi = hi;
-  out->guarded = lo && query(fd, lo - 1, &nlo, &nhi, &nf) > 0 && nhi == lo &&
+  out->guarded = need == NEED_RW && lo && query(fd, lo - 1, &nlo, &nhi, &nf) > 0 && nhi == lo &&
                  !(nf & (Q_READABLE | Q_WRITABLE | Q_EXECUTABLE));
   return 1;
 }
@@ -76,6 +80,7 @@ typedef struct map_line {
 
 typedef struct text_scan {
   uintptr_t addr;
+  unsigned need;
   map_line cur, prev;
   int state, nperm, found;
   mt__mapping *out;
@@ -89,7 +94,9 @@ static int hexval(char c) {
   return -1;
 }
 
-static int rw(const map_line *l) { return l->perms[0] == 'r' && l->perms[1] == 'w'; }
+static int allows(const map_line *l, unsigned need) {
+  return l->perms[0] == 'r' && (!(need & Q_WRITABLE) || l->perms[1] == 'w');
+}
 
 /* One whole line's fields: 1 when the scan is over (found or passed). */
 static int take_line(text_scan *s) {
@@ -97,7 +104,7 @@ static int take_line(text_scan *s) {
   if (!s->found) {
     if (s->addr < l->lo) return 1; /* passed it: not mapped */
     if (s->addr < l->hi) {
-      if (!rw(l)) return 1;
+      if (!allows(l, s->need)) return 1;
       s->found = 1;
       s->out->lo = l->lo, s->out->hi = l->hi;
       s->out->guarded = s->prev.hi == l->lo && s->prev.perms[0] == '-' && s->prev.perms[1] == '-' &&
@@ -107,7 +114,7 @@ static int take_line(text_scan *s) {
     s->prev = *l;
     return 0;
   }
-  if (l->lo != s->out->hi || !rw(l) || s->found > MAX_JOINED) return 1;
+  if (l->lo != s->out->hi || !allows(l, s->need) || s->found > MAX_JOINED) return 1;
   s->out->hi = l->hi, s->found++;
   return 0;
 }
@@ -146,8 +153,8 @@ static int scan(text_scan *s, const char *p, long n) {
   return 0;
 }
 
-static int by_text(long fd, uintptr_t addr, mt__mapping *out) {
-  text_scan s = {.addr = addr, .out = out};
+static int by_text(long fd, uintptr_t addr, unsigned need, mt__mapping *out) {
+  text_scan s = {.addr = addr, .need = need, .out = out};
   char buf[512]; /* on the thread's stack, which may be small */
   long n;
   while ((n = syscall(SYS_read, (int)fd, buf, sizeof buf)) > 0)
@@ -158,17 +165,17 @@ static int by_text(long fd, uintptr_t addr, mt__mapping *out) {
 /* 0 until known whether the kernel answers PROCMAP_QUERY, then 1 or -1 */
 static _Atomic int has_query;
 
-static int mapping_of(uintptr_t addr, mt__mapping *out, int text_only) {
+static int mapping_of(uintptr_t addr, unsigned need, mt__mapping *out, int text_only) {
   int saved = errno; /* the program's, whatever happens here */
   long fd = raw_open("/proc/self/maps");
   int r = -1;
   if (fd >= 0) {
     r = 0;
     if (!text_only && atomic_load_explicit(&has_query, memory_order_relaxed) >= 0) {
-      r = by_query(fd, addr, out);
+      r = by_query(fd, addr, need, out);
       atomic_store_explicit(&has_query, r == 0 ? -1 : 1, memory_order_relaxed);
     }
-    if (r == 0) r = by_text(fd, addr, out);
+    if (r == 0) r = by_text(fd, addr, need, out);
     raw_close(fd);
   }
   if (r > 0 && &__libc_stack_end && __libc_stack_end) {
@@ -179,6 +186,18 @@ static int mapping_of(uintptr_t addr, mt__mapping *out, int text_only) {
   return r > 0;
 }
 
-int mt__mapping_of(uintptr_t addr, mt__mapping *out) { return mapping_of(addr, out, 0); }
+int mt__mapping_of(uintptr_t addr, mt__mapping *out) { return mapping_of(addr, NEED_RW, out, 0); }
 
-int mt__mapping_of_text(uintptr_t addr, mt__mapping *out) { return mapping_of(addr, out, 1); }
+int mt__mapping_of_text(uintptr_t addr, mt__mapping *out) {
+  return mapping_of(addr, NEED_RW, out, 1);
+}
+
+static int readable(uintptr_t addr, size_t len, int text_only) {
+  mt__mapping m;
+  return len && addr + len > addr && mapping_of(addr, NEED_R, &m, text_only) &&
+         addr + len <= m.hi;
+}
+
+int mt__readable(uintptr_t addr, size_t len) { return readable(addr, len, 0); }
+
+int mt__readable_text(uintptr_t addr, size_t len) { return readable(addr, len, 1); }

@@ -1,8 +1,10 @@
 /* The mapping that holds an address, as the kernel has it (stackmap.c):
- * how a sample finds the stack its thread runs on. */
+ * how a sample finds the stack its thread runs on, and whether code
+ * outside every loaded object can be read. */
 #ifndef MT_TRACER_STACKMAP_H
 #define MT_TRACER_STACKMAP_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct mt__mapping {
@@ -27,7 +29,15 @@ typedef struct mt__mapping {
  * later (PROCMAP_QUERY), else a read of the whole map. */
 int mt__mapping_of(uintptr_t addr, mt__mapping *out);
 
+/* Whether every byte of [addr, addr + len) can be read: it lies in
+ * readable mappings (adjacent ones joined, as above). 1 or 0 (as above,
+ * or len 0, or the range wrapping). Safe where mt__mapping_of is: how a
+ * walk reads code that lies in no loaded object (a JIT's) without
+ * faulting, whatever address a corrupt stack gave it. */
+int mt__readable(uintptr_t addr, size_t len);
+
 /* The same from the map's text alone, as before Linux 6.11 (for tests). */
 int mt__mapping_of_text(uintptr_t addr, mt__mapping *out);
+int mt__readable_text(uintptr_t addr, size_t len);
 
 #endif

@@ -224,9 +224,10 @@ static inline void know_stack(uintptr_t sp) {
  * in the low 48 bits and the verdict above (never equal to an address:
  * user space lies below 2^48). 0 is empty. Any entry read is a verdict of
  * the address it holds: writers racing can only lose one. */
-enum { V_RECORD = 1, V_NONE = 2, V_ENTRY = 3, V_NOREC = 4 }; /* ENTRY: no
-    record, but only the C library's entry points lie beyond; NOREC: no
-    record, for sure (both learned from libunwind, see learn_records) */
+enum { V_RECORD = 1, V_NONE = 2, V_ENTRY = 3, V_NOREC = 4, V_TRAMP = 5 }; /* ENTRY:
+    no record, but only the C library's entry points lie beyond; NOREC: no
+    record, for sure (both learned from libunwind, see learn_records);
+    TRAMP: in a CPython perf trampoline (see trampoline_step), for good */
 #define VERDICT_BITS 14
 #define ADDR_MASK ((UINT64_C(1) << 48) - 1)
 #define OUTER_SLACK 3 /* start_thread, clone3; __libc_start_call_main,
@@ -257,14 +258,19 @@ static inline uint64_t verdict_entry(uintptr_t r, unsigned v) {
 }
 
 /* r's verdict v: over r's entry if there is one (the one lookups find
- * first), else into r's slot, the entry there moving to the second. */
+ * first), else into r's slot, the entry there moving to the second. A
+ * trampoline's stays: what the walks teach (learn_records) assumes frame
+ * records, which a trampoline's step does not follow. */
 static void verdict_put(uintptr_t r, unsigned v) {
   if (!atomic_load_explicit(&verdicts_used, memory_order_relaxed))
     atomic_store_explicit(&verdicts_used, 1, memory_order_relaxed);
   size_t i = verdict_home(r);
-  uint64_t e0 = SLOT(i), e = verdict_entry(r, v);
+  uint64_t e0 = SLOT(i), e = verdict_entry(r, v), tramp = verdict_entry(r, V_TRAMP);
+  if (e0 == tramp) return;
   if (!of_address(e0, r)) {
-    if (of_address(SLOT(i ^ 1), r)) {
+    uint64_t e1 = SLOT(i ^ 1);
+    if (e1 == tramp) return;
+    if (of_address(e1, r)) {
       atomic_store_explicit(&verdicts[i ^ 1], e, memory_order_relaxed);
       return;
     }
@@ -631,6 +637,43 @@ static int in_object(uintptr_t pc) {
   return mt__fde_range_of(pc - 1, &r) >= 0;
 }
 
+/* CPython's perf trampolines (3.12 and 3.13 on x86-64, `-X perf`: the
+ * interpreter copies one per code object into anonymous executable memory
+ * and names it in the perf map, py::function): [endbr64;] sub $8,%rsp;
+ * call *%rcx; add $8,%rsp; ret. No frame record (rbp is still the
+ * caller's) and no unwind tables, so neither a record step nor libunwind
+ * can pass one; its shape gives the step: the return address 8 bytes above
+ * rsp. (Later versions keep a record: push %rbp; mov %rsp,%rbp, which
+ * record_step follows.) Told by the 11 bytes around the return address,
+ * read only once the kernel says they are mapped readable (a corrupt stack
+ * may give any address), once an address: the verdict is kept. */
+static int is_trampoline(uintptr_t pc) {
+  static const unsigned char before[] = {0x48, 0x83, 0xec, 0x08, 0xff}; /* sub; call *%r.. */
+  static const unsigned char after[] = {0x48, 0x83, 0xc4, 0x08, 0xc3};  /* add; ret */
+  if (pc < 6 || in_object(pc) || !mt__readable(pc - 6, 11)) return 0;
+  const unsigned char *p = (const unsigned char *)(pc - 6);
+  return memcmp(p, before, sizeof before) == 0 && (p[5] & 0xf8) == 0xd0 && /* modrm: a register */
+         memcmp(p + 6, after, sizeof after) == 0;
+}
+
+/* The step through a trampoline: 1, or 0 if f's pc is in none (or f's rsp
+ * cannot be read). Other generated code without tables (V8's) is cached
+ * as NONE, its verdict when examined (no unwind tables: no start known),
+ * so it is looked at once. */
+static int trampoline_step(mt__cfi_frame *f) {
+  uintptr_t pc = f->pc, sp = f->sp;
+  if (f->interrupted) return 0;
+  uint64_t e = entry_of(pc), tramp = verdict_entry(pc, V_TRAMP);
+  if (!e) {
+    e = is_trampoline(pc) ? tramp : verdict_entry(pc, V_NONE);
+    verdict_put(pc, e == tramp ? V_TRAMP : V_NONE);
+  }
+  if (e != tramp || sp < stack_lo || (sp & 7) || stack_hi < 16 || sp > stack_hi - 16) return 0;
+  f->pc = ((const uintptr_t *)sp)[1]; /* [sp]: the trampoline's 8 bytes */
+  f->sp = sp + 16;
+  return 1;
+}
+
 /* The walk on from where AUTO's stopped (the return address in the record
  * at j->rec, whose function keeps no record: buf[n-1], or a hidden frame's
  * when none was kept yet, as operator new's), by call-frame steps (cfi.h),
@@ -638,7 +681,7 @@ static int in_object(uintptr_t pc) {
  * many, or 0 where a step cannot be taken (libunwind's turn). The
  * function's rsp is just above that record (its callee's: rbp, then the
  * return address), its rbp the one saved there. Generated code that keeps
- * no record (CPython 3.12's perf trampolines) ends the walk: it has no
+ * no record (and is no CPython trampoline) ends the walk: it has no
  * unwind tables, so libunwind cannot step it either. */
 static size_t cfi_walk(const lu_job *j, uintptr_t *pcs, size_t want) {
   size_t n = j->n;
@@ -648,8 +691,8 @@ static size_t cfi_walk(const lu_job *j, uintptr_t *pcs, size_t want) {
   for (size_t i = 0; i < n; i++) pcs[i] = j->buf[i];
   for (size_t steps = 0; n < want && steps < MAX_WALK; steps++) {
     int r = mt__cfi_step(&f, stack_lo, stack_hi);
-    if (r == MT__CFI_NO_INFO) { /* as libunwind does there */
-      r = record_step(&f);
+    if (r == MT__CFI_NO_INFO) { /* as libunwind does there, but for trampolines */
+      r = trampoline_step(&f) ? 1 : record_step(&f);
       if (r < 0 && !in_object(f.pc)) break;
     }
     if (r < 0) return 0;
@@ -692,7 +735,8 @@ static void fallback_job(lu_job *j) {
   if (rooted && ended && nl - sl >= n && nl - sl - n <= OUTER_SLACK &&
       memcmp(buf, lu + sl, n * sizeof *buf) == 0)
     verdict_put(last, V_ENTRY);
-  else if (rooted && j->trust == 0 && n && !has_verdict(last, V_NOREC))
+  else if (rooted && j->trust == 0 && n && !has_verdict(last, V_NOREC) &&
+           !has_verdict(last, V_TRAMP))
     learn_records(j->fp, buf, n, cap, lu + sl, nl - sl);
   j->out = copy_out(lu, sl, nl, buf, cap);
   if (!rooted) return;

@@ -712,13 +712,16 @@ jit)
   "$memtrace" dump jit.ctf > jit.txt || bad "dump failed"
   n=$(grep -cE "main@[^ ]*prog_jit\.c:[0-9:-]+ jit_stub \[generated\]@/tmp/perf-$out\.map:0:0-0 alloc_from_jit@[^ ]*prog_jit\.c:" jit.txt)
   [ "$n" = 10 ] && ok || bad "not 10 allocations through the named stub ($n): $(grep -m1 alloc_from_jit jit.txt)"
-  # Through the stub without a record, rbp holding data: the stack goes on
-  # past nofp_alloc (by its call-frame information) to the stub, and ends
-  # there (no walker can pass it). Every sample: once, a walk that stopped
-  # at the stub made nofp_alloc an entry point, and the later stacks ended
-  # at it.
-  n=$(grep -cE " jit_bare \[generated\]@/tmp/perf-$out\.map:0:0-0 nofp_alloc@[^ ]*\$" jit.txt)
-  [ "$n" = 10 ] && ok || bad "not 10 stacks through the bare stub ($n): $(grep -m1 nofp_alloc jit.txt)"
+  # Through CPython's perf trampolines, which keep no record (rbp holding
+  # data), without and with endbr64: the stack goes on past nofp_alloc (by
+  # its call-frame information), through the trampoline (by its shape) and
+  # nofp_outer, to main. Every sample: the stacks used to end at the
+  # trampoline, and once a walk that stopped there made nofp_alloc an entry
+  # point, and the later stacks ended at it.
+  for stub in "jit_bare \[generated\]@/tmp/perf-$out\.map" "py::jit_cet@/app/t\.py"; do
+    n=$(grep -cE "main@[^ ]*prog_jit\.c:[0-9:-]+ nofp_outer@[^ ]*prog_jit_nofp\.S:[0-9:-]+ $stub:0:0-0 nofp_alloc@[^ ]*\$" jit.txt)
+    [ "$n" = 10 ] && ok || bad "not 10 whole stacks through the trampoline $stub ($n): $(grep -m1 -F "${stub%%[ @]*}" jit.txt)"
+  done
   # V8's line for an unnamed function of an unnamed script (new Function),
   # "JS:* :1:20": the function and the script named as V8's stack traces
   # name them, without V8's tier mark.

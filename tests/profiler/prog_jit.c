@@ -1,7 +1,8 @@
 /* Generated code, as a JIT compiler makes it: stubs copied into an
  * anonymous mapping made executable, which call back into the program,
- * which allocates: one keeps a frame record, one does not (called with
- * rbp holding data, calling a function that keeps none either), and a copy
+ * which allocates: one keeps a frame record, two do not (CPython's perf
+ * trampolines, with and without endbr64: called with rbp holding data,
+ * calling a function that keeps none either), and a copy
  * of the first named as V8 names a function without a name in a script
  * without one, then replaced by other code named by a later line. Their ranges and names go to /tmp/perf-PID.map, the perf
  * map runtimes write for profilers (e2e.sh, jit). x86-64. */
@@ -25,16 +26,20 @@ void *nofp_alloc(void);
 int main(void) {
   /* push %rbp; mov %rsp,%rbp; call *%rdi; pop %rbp; ret */
   static const unsigned char stub_code[] = {0x55, 0x48, 0x89, 0xe5, 0xff, 0xd7, 0x5d, 0xc3};
-  /* without a record, as CPython's perf trampolines:
-   * sub $8,%rsp; call *%rdi; add $8,%rsp; ret */
-  static const unsigned char bare_code[] = {0x48, 0x83, 0xec, 0x08, 0xff, 0xd7,
+  /* without a record: CPython 3.12's and 3.13's perf trampoline,
+   * sub $8,%rsp; call *%rcx; add $8,%rsp; ret, and the same built with
+   * -fcf-protection (endbr64 first) */
+  static const unsigned char bare_code[] = {0x48, 0x83, 0xec, 0x08, 0xff, 0xd1,
                                             0x48, 0x83, 0xc4, 0x08, 0xc3};
+  static const unsigned char cet_code[] = {0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x83, 0xec, 0x08,
+                                           0xff, 0xd1, 0x48, 0x83, 0xc4, 0x08, 0xc3};
   unsigned char *m =
       mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return perror("prog_jit: mmap"), 1;
   memcpy(m + 64, stub_code, sizeof stub_code);
   memcpy(m + 128, bare_code, sizeof bare_code);
   memcpy(m + 192, stub_code, sizeof stub_code); /* named as V8 names an unnamed function */
+  memcpy(m + 256, cet_code, sizeof cet_code);
   if (mprotect(m, 4096, PROT_READ | PROT_EXEC) != 0) return perror("prog_jit: mprotect"), 1;
   char path[64];
   snprintf(path, sizeof path, "/tmp/perf-%ld.map", (long)getpid());
@@ -43,11 +48,14 @@ int main(void) {
   fprintf(f, "%lx %zx jit_stub [generated]\n", (unsigned long)(m + 64), sizeof stub_code);
   fprintf(f, "%lx %zx jit_bare [generated]\n", (unsigned long)(m + 128), sizeof bare_code);
   fprintf(f, "%lx %zx JS:* :1:20\n", (unsigned long)(m + 192), sizeof stub_code);
+  fprintf(f, "%lx %zx py::jit_cet:/app/t.py\n", (unsigned long)(m + 256), sizeof cet_code);
   if (fclose(f) != 0) return perror(path), 1;
   void *(*stub)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 64);
   for (int i = 0; i < 10; i++) free(stub(alloc_from_jit));
   void *(*bare)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 128);
   for (int i = 0; i < 10; i++) free(nofp_outer(bare, nofp_alloc));
+  void *(*cet)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 256);
+  for (int i = 0; i < 10; i++) free(nofp_outer(cet, nofp_alloc));
   void *(*anon)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 192);
   for (int i = 0; i < 10; i++) free(anon(alloc_from_jit));
   /* The runtime replaces that code by other code at the same addresses,

@@ -3,7 +3,8 @@
  * none either, as CPython 3.12's perf trampolines, where rbp holds data.
  *
  * nofp_outer(stub, callback): rbp set to a value that is no record, then
- * stub(callback). nofp_alloc(): malloc(4096). x86-64. */
+ * stub(?, ?, ?, callback), the callback in rcx as CPython passes its
+ * evaluator to a trampoline. nofp_alloc(): malloc(4096). x86-64. */
         .text
         .globl nofp_outer
         .type nofp_outer, @function
@@ -14,7 +15,7 @@ nofp_outer:
         .cfi_offset %rbp, -16
         mov $0x1234, %ebp
         mov %rdi, %rax
-        mov %rsi, %rdi
+        mov %rsi, %rcx
         call *%rax
         pop %rbp
         .cfi_def_cfa_offset 8

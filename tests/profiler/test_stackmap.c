@@ -107,6 +107,35 @@ static void test_unmapped(void **state) {
   release(p, 1);
 }
 
+/* Readable ranges (code a walk reads outside every loaded object): r-x and
+ * rw- pages count, joined; a page without access, a gap, a range wrapping
+ * or empty do not. */
+typedef int (*reader)(uintptr_t, size_t);
+static const reader readers[] = {mt__readable, mt__readable_text};
+
+static void test_readable(void **state) {
+  (void)state;
+  char *p = reserve(4);
+  assert_int_equal(mprotect(p, page, PROT_READ | PROT_EXEC), 0);
+  assert_int_equal(mprotect(p + page, page, PROT_READ | PROT_WRITE), 0);
+  assert_int_equal(mprotect(p + 2 * page, page, PROT_READ), 0); /* p + 3 pages: no access */
+  for (size_t f = 0; f < sizeof readers / sizeof *readers; f++) {
+    uintptr_t a = (uintptr_t)p;
+    assert_true(readers[f](a + 100, 11));
+    assert_true(readers[f](a, 3 * page));                /* three mappings joined */
+    assert_true(readers[f](a + page - 6, 11));           /* across two */
+    assert_true(readers[f](a + 3 * page - 11, 11));      /* up to the last byte */
+    assert_false(readers[f](a + 3 * page - 6, 11));      /* into no access */
+    assert_false(readers[f](a + 3 * page, 1));
+    assert_false(readers[f](a - 6, 11));                 /* from the guard below */
+    assert_false(readers[f](a - 2 * page + 8, 8));       /* the gap */
+    assert_false(readers[f](a + 100, 0));
+    assert_false(readers[f](UINTPTR_MAX - 4, 11));
+    assert_false(readers[f](0, 11));
+  }
+  release(p, 4);
+}
+
 /* The main thread's stack: guarded (the kernel's gap under it). */
 static void test_main_stack(void **state) {
   (void)state;
@@ -152,6 +181,7 @@ int main(void) {
       cmocka_unit_test(test_guarded),     cmocka_unit_test(test_unguarded),
       cmocka_unit_test(test_joined),      cmocka_unit_test(test_unmapped),
       cmocka_unit_test(test_main_stack),  cmocka_unit_test(test_thread_stack),
+      cmocka_unit_test(test_readable),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
