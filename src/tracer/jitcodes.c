@@ -54,7 +54,8 @@ static void on_renamed(void *arg, uint64_t pc) {
   mt__jit_aliased = 1;
 }
 
-/* Whether the process has a perf map, looked at most every LOOK_US until
+/* Whether the process has a perf map (or a jitdump named a code), looked
+ * at most every LOOK_US until
  * it has: a runtime writes it as it starts compiling, and from then on the
  * samples' codes are named as they are written, so that its first code
  * named is watched from its first sample (else: from the writer's next
@@ -69,7 +70,8 @@ static int has_map(uint64_t now) { /* little stack: on the sampling thread's */
     char path[64];
     struct stat st;
     mt__perfmap_path(path, sizeof path);
-    map_seen = stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    map_seen = (stat(path, &st) == 0 && S_ISREG(st.st_mode)) ||
+               (mt__tr.syms && mt__symbols_jitdump_found(mt__tr.syms));
   }
   return map_seen;
 }

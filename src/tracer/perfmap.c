@@ -1,6 +1,6 @@
-/* The process's perf map (perfmap.h): its lines' ranges kept sorted by
- * start address, read again from where they stopped when the file grows;
- * a name read from the file when asked. */
+/* The process's perf map or jitdump (perfmap.h): its lines' (records')
+ * ranges kept sorted by start address, read again from where they stopped
+ * when the file grows; a name read from the file when asked. */
 #include "perfmap.h"
 
 #include <errno.h>
@@ -116,6 +116,87 @@ static int still_there(int fd, off_t at, const unsigned char *want, unsigned len
   return read_at(fd, got, len, at - (off_t)len) == (ssize_t)len && memcmp(got, want, len) == 0;
 }
 
+/* ---- jitdump (perf's tools/perf/Documentation/jitdump-specification.txt) ----
+ *
+ * A header, then records, in the writer's byte order (the magic tells it:
+ * only this machine's is read). The header: magic u32, version u32, its
+ * own size u32, the ELF machine u32, padding u32, pid u32, timestamp u64,
+ * flags u64. A record: id u32, its whole size u32 (fields, name, code),
+ * timestamp u64, then the id's fields. JIT_CODE_LOAD's: pid u32, tid u32,
+ * vma u64, code_addr u64, code_size u64, code_index u64, the name (ended by
+ * a NUL), then the code's bytes. The others (code moved, line tables,
+ * unwinding tables, close) are skipped by their size. */
+#define JITDUMP_MAGIC 0x4A695444u /* "JiTD" */
+#define JD_HEADER_MIN 40
+#define JD_RECORD_HEAD 16
+#define JD_CODE_LOAD 0
+#define JD_LOAD_NAME 40 /* the name's offset after the record's head */
+
+static uint32_t rd32(const unsigned char *p) {
+  uint32_t v;
+  memcpy(&v, p, sizeof v); /* this machine's order, as the magic said */
+  return v;
+}
+
+static uint64_t rd64(const unsigned char *p) {
+  uint64_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+/* The records of the jitdump open at fd from *at (a record's start) up to
+ * size, the last one whole: each code load an entry, its name's offset
+ * kept. *at: where reading stopped (a record not whole yet, or one too
+ * small to be one: nothing after it is read). 0, or -1 when out of memory. */
+static int read_records(mt__perfmap *pm, int fd, off_t size, off_t *at, unsigned char *buf) {
+  for (;;) {
+    ssize_t got = read_at(fd, buf, CHUNK, *at);
+    if (got < JD_RECORD_HEAD) return 0;
+    size_t p = 0, n = (size_t)got;
+    int stop = 0;
+    while (!stop && p + JD_RECORD_HEAD <= n) {
+      uint32_t id = rd32(buf + p), len = rd32(buf + p + 4);
+      if (len < JD_RECORD_HEAD || (uint64_t)len > (uint64_t)(size - *at) - p) {
+        stop = 1; /* not a record, or not whole yet */
+        break;
+      }
+      if (id == JD_CODE_LOAD && len > JD_RECORD_HEAD + JD_LOAD_NAME) {
+        size_t name = p + JD_RECORD_HEAD + JD_LOAD_NAME, lim = p + len < n ? p + len : n;
+        const unsigned char *nul = name < lim ? memchr(buf + name, 0, lim - name) : NULL;
+        if (!nul && p > 0 && p + len > n) break; /* read again from this record */
+        /* (a name the buffer cannot hold, or not ended in its record: none) */
+        uint64_t start = nul ? rd64(buf + p + JD_RECORD_HEAD + 16) : 0,
+                 bytes = nul ? rd64(buf + p + JD_RECORD_HEAD + 24) : 0;
+        if (nul > buf + name && bytes && start <= UINT64_MAX - bytes) {
+          if (mt__reserve((void **)&pm->v, pm->n, &pm->cap, sizeof *pm->v)) {
+            *at += (off_t)p;
+            return -1;
+          }
+          pm->v[pm->n++] = (mt__perfmap_entry){start, start + bytes, (uint64_t)*at + name};
+        }
+      }
+      p += len; /* may pass the buffer's end: the next read starts there */
+    }
+    *at += (off_t)p;
+    if (stop) return 0;
+  }
+}
+
+/* The jitdump's header, if the map at fd is one (its magic first): 1 and
+ * *records, where its records start; 0 if the file is text; -1 if it
+ * cannot be told yet (shorter than a header), or the header is not one. */
+static int jitdump_header(int fd, off_t size, off_t *records) {
+  unsigned char h[JD_HEADER_MIN];
+  ssize_t got = read_at(fd, h, sizeof h, 0);
+  if (got < 4) return -1;
+  if (rd32(h) != JITDUMP_MAGIC) return 0;
+  if (got < JD_HEADER_MIN) return -1;
+  uint32_t len = rd32(h + 8);
+  if (len < JD_HEADER_MIN || (off_t)len > size) return -1;
+  *records = (off_t)len;
+  return 1;
+}
+
 /* What was read of the map forgotten, its path kept: to read it anew.
  * Every line read then is new to whoever watches (fresh_all). */
 static void forget(mt__perfmap *pm) {
@@ -157,13 +238,22 @@ static int read_more(mt__perfmap *pm, int fd, const struct stat *st) {
        !still_there(fd, pm->read_to, pm->tail, pm->tail_len)))
     forget(pm);
   if (st->st_size <= pm->read_to) return -1;
+  off_t at = pm->read_to;
+  if (at == 0) {
+    int kind = jitdump_header(fd, st->st_size, &at);
+    if (kind < 0) return -1;
+    pm->jitdump = kind;
+  }
   pm->dev = st->st_dev;
   pm->ino = st->st_ino;
   char *buf = malloc(CHUNK);
   if (!buf) return -1;
   size_t old = pm->n, have = 0;
-  off_t at = pm->read_to;
   int rc = 0;
+  if (pm->jitdump) {
+    rc = read_records(pm, fd, st->st_size, &at, (unsigned char *)buf);
+    goto read;
+  }
   for (;;) {
     ssize_t got = read_at(fd, buf + have, CHUNK - have, at + (off_t)have);
     if (got <= 0) break;
@@ -193,6 +283,7 @@ static int read_more(mt__perfmap *pm, int fd, const struct stat *st) {
     }
     memmove(buf, p, have); /* the partial last line: read again next time */
   }
+read:
   free(buf);
   pm->read_to = at;
   keep_tail(pm, fd, at);
@@ -216,15 +307,15 @@ static const mt__perfmap_entry *find(const mt__perfmap *pm, uint64_t addr) {
   return best;
 }
 
-/* e's name, read from fd into pm->name; 0, or -1 if its line is no longer
- * there whole. */
+/* e's name, read from fd into pm->name; 0, or -1 if its line (record) is
+ * no longer there whole. */
 static int read_name(mt__perfmap *pm, int fd, const mt__perfmap_entry *e) {
   ssize_t got = read_at(fd, pm->name, MAX_NAME, (off_t)e->at);
   if (got <= 0) return -1;
-  char *nl = memchr(pm->name, '\n', (size_t)got);
+  char *nl = memchr(pm->name, pm->jitdump ? '\0' : '\n', (size_t)got);
   size_t len = nl ? (size_t)(nl - pm->name) : (size_t)got;
   if (!nl && got < MAX_NAME) return -1; /* the file is shorter than it was */
-  if (nl && len > 0 && pm->name[len - 1] == '\r') len--;
+  if (nl && len > 0 && pm->name[len - 1] == '\r' && !pm->jitdump) len--;
   pm->name[len] = '\0';
   return len ? 0 : -1;
 }
@@ -363,6 +454,59 @@ void mt__perfmap_path(char *buf, size_t cap) {
   char *p = buf + sizeof head - 1;
   while (n) *p++ = digits[--n];
   memcpy(p, tail, sizeof tail);
+}
+
+/* "/jit-PID.dump" for this process, into buf (32 bytes). */
+static void jitdump_tail(char *buf) {
+  char digits[24];
+  size_t n = 0;
+  for (unsigned long pid = (unsigned long)getpid(); n == 0 || pid; pid /= 10)
+    digits[n++] = (char)('0' + pid % 10);
+  memcpy(buf, "/jit-", 5);
+  char *p = buf + 5;
+  while (n) *p++ = digits[--n];
+  memcpy(p, ".dump", sizeof ".dump");
+}
+
+int mt__jitdump_path(char *buf, size_t cap) {
+  char tail[32];
+  jitdump_tail(tail);
+  size_t tail_len = strlen(tail);
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char *text = NULL;
+  size_t len = 0, size = 0;
+  for (;;) {
+    if (size - len < 4096) {
+      char *t = realloc(text, size + CHUNK);
+      if (!t) break;
+      text = t;
+      size += CHUNK;
+    }
+    ssize_t got = read(fd, text + len, size - len);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    len += (size_t)got;
+  }
+  close(fd);
+  int found = 0;
+  /* "lo-hi perms offset dev inode PATH": the path is the line's first '/' */
+  for (size_t at = 0; text && at < len && !found;) {
+    const char *line = text + at, *nl = memchr(line, '\n', len - at);
+    size_t n = nl ? (size_t)(nl - line) : len - at;
+    const char *path = memchr(line, '/', n);
+    if (path && n >= tail_len && memcmp(line + n - tail_len, tail, tail_len) == 0) {
+      size_t plen = (size_t)(line + n - path);
+      if (plen < cap) {
+        memcpy(buf, path, plen);
+        buf[plen] = '\0';
+        found = 1;
+      }
+    }
+    at += n + 1;
+  }
+  free(text);
+  return found;
 }
 
 void mt__perfmap_clear(mt__perfmap *pm) {

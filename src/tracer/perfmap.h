@@ -6,6 +6,13 @@
  * of the line. Code in no loaded object was named "??" before. Internal
  * (mt__ prefix).
  *
+ * Or from its jitdump, the binary file perf's `inject --jit` reads
+ * (jit-PID.dump: CPython 3.13 with -X perf_jit, LLVM's JITs (Julia,
+ * PostgreSQL), wasmtime, node with --perf-prof, Java's JVMTI agent),
+ * told by its magic number: each code load record is a range and a name.
+ * Records of code moved are not followed (the name stays where the code
+ * was loaded), nor its line tables. Its path: mt__jitdump_path.
+ *
  * The file is appended to as the runtime compiles: each lookup reads what
  * was written since the last one (from where that read stopped; nothing
  * when the file has not grown). Lookups come once per code, when it is
@@ -47,7 +54,8 @@ typedef struct mt__perfmap {
   unsigned char tail[32]; /* its last tail_len bytes read, to [read_to) */
   unsigned tail_len;
   char name[MT__PERFMAP_MAX_NAME + 1]; /* the last name asked for */
-  char path[64];   /* the file read ("" before the first lookup; another
+  int jitdump;     /* the file is a jitdump (read_to > 0) */
+  char path[256];  /* the file read ("" before the first lookup; another
                       after a fork: read anew) */
   /* For a watcher of code named again (symbols.c): with watch set, the
    * ranges of the lines read since the watcher last emptied fresh; or
@@ -93,6 +101,13 @@ void mt__perfmap_where_of(const char *name, mt__perfmap_where *w);
 /* The map's usual path for this process: /tmp/perf-PID.map (fits 64
  * bytes; "" if cap is too small). Takes little stack. */
 void mt__perfmap_path(char *buf, size_t cap);
+
+/* The path of the process's jitdump, found among its mappings (a runtime
+ * maps the file it writes, so that perf sees it): a file named
+ * jit-PID.dump, this process's pid. 1 and the path in buf, or 0 (none,
+ * longer than cap, or the mappings unreadable). Reads /proc/self/maps
+ * (with the heap's buffer): for the naming of codes, not every sample. */
+int mt__jitdump_path(char *buf, size_t cap);
 
 void mt__perfmap_clear(mt__perfmap *pm);
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bigstack.h"
@@ -46,6 +47,10 @@ struct mt__symbols {
   mt__srclines lines;  /* the line tables of dwfl's units, read on use */
   mt__units units;     /* dwfl's units by their own ranges, where libdwfl's do not say */
   mt__perfmap perfmap; /* names of code in no module: a JIT compiler's map */
+  mt__perfmap jitdump; /* or its jitdump, at jd_path (see jitdump_path) */
+  char jd_path[256];
+  pid_t jd_pid;        /* the process jd_path was looked for in */
+  uint64_t jd_looked;  /* when, in ns (0: never) */
   Dwfl_Callbacks callbacks;
   char *debuginfo_path;
   mt__u64map index; /* code -> entry */
@@ -193,6 +198,7 @@ void mt__symbols_free(mt__symbols *s) {
   close_dwfl(s);
   drop_entries(s);
   mt__perfmap_clear(&s->perfmap);
+  mt__perfmap_clear(&s->jitdump);
   free(s->jit);
   mt__u64map_free(&s->jit_pages);
   mt__strtab_free(&s->strings);
@@ -225,6 +231,43 @@ static uint32_t jit_first(const mt__symbols *s, uint64_t page) {
   return v ? *v - 1 : 0; /* the map stores value + 1 */
 }
 
+/* The process's jitdump (perfmap.h), looked for among its mappings while
+ * none is found at most every JD_LOOK_NS (a code in no module that the
+ * perf map does not name asks: in a process with neither, many do), and
+ * again in a forked child. NULL: none (yet). */
+#define JD_LOOK_NS 10000000
+static const char *jitdump_path(mt__symbols *s) {
+  pid_t pid = getpid();
+  if (s->jd_pid != pid) {
+    s->jd_pid = pid;
+    s->jd_path[0] = '\0';
+    s->jd_looked = 0;
+  }
+  if (s->jd_path[0]) return s->jd_path;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + 1;
+  if (s->jd_looked && now - s->jd_looked < JD_LOOK_NS) return NULL;
+  s->jd_looked = now;
+  return mt__jitdump_path(s->jd_path, sizeof s->jd_path) ? s->jd_path : NULL;
+}
+
+int mt__symbols_jitdump_found(const mt__symbols *s) {
+  return s->jd_path[0] && s->jd_pid == getpid();
+}
+
+/* The name the runtime gives code at addr, in no module: its perf map's,
+ * else its jitdump's (*file: that file's path; map: room for the perf
+ * map's). NULL if neither names it. */
+static const char *jit_name(mt__symbols *s, uint64_t addr, char map[64], const char **file) {
+  mt__perfmap_path(map, 64);
+  const char *name = mt__perfmap_name(&s->perfmap, map, addr), *jd;
+  *file = map;
+  if (!name && (jd = jitdump_path(s)) && (name = mt__perfmap_name(&s->jitdump, jd, addr)))
+    *file = jd;
+  return name;
+}
+
 /* addr, in no module, was named `name` (NULL: the map does not name it):
  * watched from now on. Out of memory, it is not. */
 static void note_jit(mt__symbols *s, uint64_t addr, const char *name) {
@@ -240,14 +283,17 @@ static void note_jit(mt__symbols *s, uint64_t addr, const char *name) {
     return;
   s->jit[s->njit++] = (jit_named){addr, name_hash(name), first};
   s->perfmap.watch = 1;
+  s->jitdump.watch = 1;
 }
 
 int mt__symbols_jit_watched(const mt__symbols *s) { return s->njit != 0; }
 
-/* Whether the map now names watched code i otherwise: its hash updated.
+/* Whether the maps now name watched code i otherwise: its hash updated.
  * A map that names it no more (gone since it was read) changes nothing. */
-static int renamed(mt__symbols *s, const char *map, size_t i) {
-  uint64_t h = name_hash(mt__perfmap_name(&s->perfmap, map, s->jit[i].addr));
+static int renamed(mt__symbols *s, size_t i) {
+  char map[64];
+  const char *file;
+  uint64_t h = name_hash(jit_name(s, s->jit[i].addr, map, &file));
   if (!h || h == s->jit[i].name) return 0;
   s->jit[i].name = h;
   return 1;
@@ -258,32 +304,39 @@ void mt__symbols_jit_poll(mt__symbols *s, void (*on_renamed)(void *ctx, uint64_t
   if (!s->njit) return;
   char map[64];
   mt__perfmap_path(map, sizeof map);
-  mt__perfmap *pm = &s->perfmap;
-  mt__perfmap_refresh(pm, map);
-  if (!pm->nfresh && !pm->fresh_all) return;
-  /* taken out first: naming reads the map, which may note more */
-  mt__perfmap_range *fresh = pm->fresh;
-  size_t nfresh = pm->nfresh;
-  int all = pm->fresh_all;
-  pm->fresh = NULL;
-  pm->nfresh = pm->fresh_cap = 0;
-  pm->fresh_all = 0;
-  for (size_t k = 0; k < nfresh && !all; k++) {
-    uint64_t lo = fresh[k].start >> JIT_PAGE_BITS, hi = (fresh[k].end - 1) >> JIT_PAGE_BITS;
-    if (hi - lo >= s->njit) { /* a range wider than the codes are many */
-      all = 1;
-      break;
-    }
-    for (uint64_t page = lo; page <= hi; page++)
-      for (uint32_t i = jit_first(s, page); i; i = s->jit[i - 1].next)
-        if (s->jit[i - 1].addr >= fresh[k].start && s->jit[i - 1].addr < fresh[k].end &&
-            renamed(s, map, i - 1))
-          on_renamed(ctx, s->jit[i - 1].addr + 1);
+  mt__perfmap_refresh(&s->perfmap, map);
+  if (mt__symbols_jitdump_found(s)) mt__perfmap_refresh(&s->jitdump, s->jd_path);
+  /* taken out first: naming reads the maps, which may note more */
+  mt__perfmap *maps[2] = {&s->perfmap, &s->jitdump};
+  mt__perfmap_range *fresh[2];
+  size_t nfresh[2];
+  int all = 0;
+  for (int m = 0; m < 2; m++) {
+    fresh[m] = maps[m]->fresh;
+    nfresh[m] = maps[m]->nfresh;
+    all |= maps[m]->fresh_all;
+    maps[m]->fresh = NULL;
+    maps[m]->nfresh = maps[m]->fresh_cap = 0;
+    maps[m]->fresh_all = 0;
   }
+  for (int m = 0; m < 2; m++)
+    for (size_t k = 0; k < nfresh[m] && !all; k++) {
+      mt__perfmap_range r = fresh[m][k];
+      uint64_t lo = r.start >> JIT_PAGE_BITS, hi = (r.end - 1) >> JIT_PAGE_BITS;
+      if (hi - lo >= s->njit) { /* a range wider than the codes are many */
+        all = 1;
+        break;
+      }
+      for (uint64_t page = lo; page <= hi; page++)
+        for (uint32_t i = jit_first(s, page); i; i = s->jit[i - 1].next)
+          if (s->jit[i - 1].addr >= r.start && s->jit[i - 1].addr < r.end && renamed(s, i - 1))
+            on_renamed(ctx, s->jit[i - 1].addr + 1);
+    }
   if (all)
     for (size_t i = 0; i < s->njit; i++)
-      if (renamed(s, map, i)) on_renamed(ctx, s->jit[i].addr + 1);
-  free(fresh);
+      if (renamed(s, i)) on_renamed(ctx, s->jit[i].addr + 1);
+  free(fresh[0]);
+  free(fresh[1]);
 }
 
 /* Readable names: Rust's here (rustdemangle.h), C++'s through the C++
@@ -358,8 +411,8 @@ static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
   if (!mod) { /* generated code: named by the runtime's perf map, if any */
     out[0] = (mt_location){"??", "??", 0, 0, 0};
     char map[64];
-    mt__perfmap_path(map, sizeof map);
-    const char *jit = mt__perfmap_name(&s->perfmap, map, addr);
+    const char *mapfile;
+    const char *jit = jit_name(s, addr, map, &mapfile);
     note_jit(s, addr, jit);
     if (jit) { /* the file the name says, else the map's */
       mt__perfmap_where w;
@@ -377,7 +430,7 @@ static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
         memcpy(fn + k, "(anonymous)", sizeof "(anonymous)" - 1);
         k += sizeof "(anonymous)" - 1;
       }
-      const char *file = !w.file ? intern(s, map)
+      const char *file = !w.file ? intern(s, mapfile)
                          : w.file_len ? intern_n(s, w.file, w.file_len)
                                       : intern(s, "<anonymous>");
       out[0] = (mt_location){file, intern_n(s, fn, k), w.line, w.col, w.col};

@@ -28,7 +28,7 @@ int mt__symbols_lookup(mt__symbols *s, uint64_t code, uint64_t pc,
  * was unloaded: its addresses may now mean something else). */
 void mt__symbols_reset(mt__symbols *s);
 
-/* Code in no module named by a JIT compiler's perf map is watched: a
+/* Code in no module named by a JIT compiler's perf map (or jitdump) is watched: a
  * runtime may free code and compile other code at the same addresses,
  * with a new line of the map for it. mt__symbols_jit_poll reads what the
  * map gained since it was last read and calls on_renamed with the return
@@ -39,6 +39,12 @@ void mt__symbols_reset(mt__symbols *s);
 int mt__symbols_jit_watched(const mt__symbols *s);
 void mt__symbols_jit_poll(mt__symbols *s, void (*on_renamed)(void *ctx, uint64_t pc),
                           void *ctx);
+
+/* Whether this process's jitdump was found: code in no module that its
+ * perf map does not name is named by the jitdump's records (perfmap.h),
+ * which are watched as the map's lines are. Looked for as such code is
+ * described. */
+int mt__symbols_jitdump_found(const mt__symbols *s);
 
 /* Opens libdw, which the symbolizer loads only when tracing starts
  * (dwlib.c); once per process. Its functions open it on first use

@@ -1,11 +1,14 @@
 /* libFuzzer target: the perf map reader (src/tracer/perfmap.h), which
- * reads /tmp/perf-PID.map inside the profiled program: whatever text is
- * there.
+ * reads /tmp/perf-PID.map (or a jitdump) inside the profiled program:
+ * whatever is there.
  *
  * Input: the map's text, in two parts split at the first NUL byte: the
  * first is written, looked up, then the second appended (the file grows as
  * a runtime writes it) and looked up again. The addresses asked: the
  * first 16 hexadecimal numbers of the text, each, one below and one past.
+ * An input that starts with the jitdump's magic is a jitdump, split in
+ * halves; the addresses asked are its code load records' (read as the
+ * records' sizes lead, the header's size first).
  * Checks: memory safety and UBSan; a name found is a string of at most
  * 4096 bytes, and asked again at once, the same; the parts its name is
  * taken apart into lie within it. */
@@ -61,12 +64,31 @@ static size_t numbers(const uint8_t *p, size_t n, uint64_t *out, size_t max) {
   return k;
 }
 
+static uint32_t u32_at(const uint8_t *p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+
+/* A jitdump's code load addresses, following the records' sizes. */
+static size_t loads(const uint8_t *p, size_t n, uint64_t *out, size_t max) {
+  size_t k = 0, at = n >= 12 ? u32_at(p + 8) : n;
+  while (k < max && at + 16 <= n) {
+    uint32_t id = u32_at(p + at), len = u32_at(p + at + 4);
+    if (len < 16) break;
+    if (id == 0 && at + 16 + 24 <= n) memcpy(&out[k++], p + at + 16 + 16, 8);
+    at += len;
+  }
+  return k;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!path[0]) snprintf(path, sizeof path, "/tmp/mt-fuzz-perfmap-%ld.map", (long)getpid());
-  const uint8_t *nul = memchr(data, 0, size);
+  int jitdump = size >= 4 && u32_at(data) == 0x4A695444;
+  const uint8_t *nul = jitdump ? data + size / 2 : memchr(data, 0, size);
   size_t first = nul ? (size_t)(nul - data) : size;
   uint64_t addrs[16];
-  size_t na = numbers(data, size, addrs, 16);
+  size_t na = jitdump ? loads(data, size, addrs, 16) : numbers(data, size, addrs, 16);
   mt__perfmap pm = {0};
   pm.watch = size & 1; /* the lines read noted for a watcher, or not */
   write_part(data, first, "w");
@@ -75,7 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     look(&pm, addrs[i] - 1);
   }
   if (nul) {
-    write_part(nul + 1, size - first - 1, "a");
+    write_part(nul + !jitdump, size - first - !jitdump, "a");
     size_t before = pm.n, noted = pm.nfresh;
     mt__perfmap_refresh(&pm, path);
     /* what was read since is noted, each range a line's, unless all is */

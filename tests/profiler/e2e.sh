@@ -708,7 +708,7 @@ jit)
   # (walked by its frame record), and the stub is named as its map line
   # says, where it was "??" before.
   out=$(MEMTRACE_SEED=3 "$memtrace" run -q --rate 1 -o jit.ctf -- "$bin/prog_jit") || bad "run failed"
-  [[ $out =~ ^[0-9]+$ ]] && rm -f "/tmp/perf-$out.map"
+  [[ $out =~ ^[0-9]+$ ]] && rm -f "/tmp/perf-$out.map" "/tmp/jit-$out.dump"
   "$memtrace" dump jit.ctf > jit.txt || bad "dump failed"
   n=$(grep -cE "main@[^ ]*prog_jit\.c:[0-9:-]+ jit_stub \[generated\]@/tmp/perf-$out\.map:0:0-0 alloc_from_jit@[^ ]*prog_jit\.c:" jit.txt)
   [ "$n" = 10 ] && ok || bad "not 10 allocations through the named stub ($n): $(grep -m1 alloc_from_jit jit.txt)"
@@ -722,6 +722,10 @@ jit)
     n=$(grep -cE "main@[^ ]*prog_jit\.c:[0-9:-]+ nofp_outer@[^ ]*prog_jit_nofp\.S:[0-9:-]+ $stub:0:0-0 nofp_alloc@[^ ]*\$" jit.txt)
     [ "$n" = 10 ] && ok || bad "not 10 whole stacks through the trampoline $stub ($n): $(grep -m1 -F "${stub%%[ @]*}" jit.txt)"
   done
+  # Code named in the jitdump alone (found among the process's mappings):
+  # its record's name.
+  n=$(grep -cE "main@[^ ]*prog_jit\.c:[0-9:-]+ wasm\[0\]::function\[1\]::dumped@/tmp/jit-$out\.dump:0:0-0 alloc_from_jit@" jit.txt)
+  [ "$n" = 10 ] && ok || bad "not 10 allocations through the code the jitdump names ($n): $(grep -m1 'dumped' jit.txt)"
   # V8's line for an unnamed function of an unnamed script (new Function),
   # "JS:* :1:20": the function and the script named as V8's stack traces
   # name them, without V8's tier mark.

@@ -2,10 +2,13 @@
  * anonymous mapping made executable, which call back into the program,
  * which allocates: one keeps a frame record, two do not (CPython's perf
  * trampolines, with and without endbr64: called with rbp holding data,
- * calling a function that keeps none either), and a copy
+ * calling a function that keeps none either), one named in a jitdump
+ * rather than the perf map, and a copy
  * of the first named as V8 names a function without a name in a script
  * without one, then replaced by other code named by a later line. Their ranges and names go to /tmp/perf-PID.map, the perf
  * map runtimes write for profilers (e2e.sh, jit). x86-64. */
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +20,46 @@ __attribute__((noinline)) static void *alloc_from_jit(void) {
   void *p = malloc(4096);
   __asm__ volatile("" ::: "memory"); /* no tail call */
   return p;
+}
+
+/* The jitdump runtimes write for perf (LLVM's JITs, wasmtime, node
+ * --perf-prof, CPython 3.13 -X perf_jit): /tmp/jit-PID.dump, a header and a
+ * code load record naming [code, code + size), mapped executable as they
+ * map it (perf finds it so; the profiler too). 0, or -1 and a message. */
+static int write_jitdump(const void *code, size_t size) {
+  unsigned char b[256] = {0};
+  const char name[] = "wasm[0]::function[1]::dumped";
+  uint32_t u32;
+  uint64_t u64;
+  size_t n = 0;
+#define PUT(v) (memcpy(b + n, &(v), sizeof(v)), n += sizeof(v))
+  u32 = 0x4A695444, PUT(u32); /* magic, version, header size, EM_X86_64, pad, pid */
+  u32 = 1, PUT(u32);
+  u32 = 40, PUT(u32);
+  u32 = 62, PUT(u32);
+  u32 = 0, PUT(u32);
+  u32 = (uint32_t)getpid(), PUT(u32);
+  u64 = 0, PUT(u64), PUT(u64); /* timestamp, flags */
+  u32 = 0, PUT(u32); /* JIT_CODE_LOAD, its size, timestamp */
+  u32 = (uint32_t)(16 + 40 + sizeof name + size), PUT(u32);
+  u64 = 0, PUT(u64);
+  u32 = (uint32_t)getpid(), PUT(u32), PUT(u32); /* pid, tid */
+  u64 = (uint64_t)(uintptr_t)code, PUT(u64), PUT(u64); /* vma, code_addr */
+  u64 = size, PUT(u64);
+  u64 = 1, PUT(u64); /* code_index */
+#undef PUT
+  memcpy(b + n, name, sizeof name);
+  n += sizeof name;
+  memcpy(b + n, code, size);
+  n += size;
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/jit-%ld.dump", (long)getpid());
+  int fd = open(path, O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0 || write(fd, b, n) != (ssize_t)n) return perror(path), -1;
+  if (mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) == MAP_FAILED)
+    return perror("prog_jit: mmap of the jitdump"), -1;
+  close(fd);
+  return 0;
 }
 
 /* prog_jit_nofp.S */
@@ -40,6 +83,7 @@ int main(void) {
   memcpy(m + 128, bare_code, sizeof bare_code);
   memcpy(m + 192, stub_code, sizeof stub_code); /* named as V8 names an unnamed function */
   memcpy(m + 256, cet_code, sizeof cet_code);
+  memcpy(m + 320, stub_code, sizeof stub_code); /* named in the jitdump alone */
   if (mprotect(m, 4096, PROT_READ | PROT_EXEC) != 0) return perror("prog_jit: mprotect"), 1;
   char path[64];
   snprintf(path, sizeof path, "/tmp/perf-%ld.map", (long)getpid());
@@ -50,6 +94,7 @@ int main(void) {
   fprintf(f, "%lx %zx JS:* :1:20\n", (unsigned long)(m + 192), sizeof stub_code);
   fprintf(f, "%lx %zx py::jit_cet:/app/t.py\n", (unsigned long)(m + 256), sizeof cet_code);
   if (fclose(f) != 0) return perror(path), 1;
+  if (write_jitdump(m + 320, sizeof stub_code) != 0) return 1;
   void *(*stub)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 64);
   for (int i = 0; i < 10; i++) free(stub(alloc_from_jit));
   void *(*bare)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 128);
@@ -58,6 +103,8 @@ int main(void) {
   for (int i = 0; i < 10; i++) free(nofp_outer(cet, nofp_alloc));
   void *(*anon)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 192);
   for (int i = 0; i < 10; i++) free(anon(alloc_from_jit));
+  void *(*dumped)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 320);
+  for (int i = 0; i < 10; i++) free(dumped(alloc_from_jit));
   /* The runtime replaces that code by other code at the same addresses,
    * with a new line (V8 reusing its code space): the later samples through
    * it are named by the new line, the earlier ones keep the first name.
@@ -76,6 +123,6 @@ int main(void) {
   if (fclose(f) != 0) return perror(path), 1;
   nanosleep(&pause, NULL);
   for (int i = 0; i < 10; i++) free(anon(alloc_from_jit));
-  printf("%ld\n", (long)getpid()); /* the map stays for the profiler: the test removes it */
+  printf("%ld\n", (long)getpid()); /* the maps stay for the profiler: the test removes them */
   return 0;
 }

@@ -3,7 +3,8 @@
  * addresses, lines that do not parse, a file not the user's; and against a
  * model (the last line holding the address) on random maps read in several
  * growths; a map written anew; names cut; a large map's memory; the
- * lines read since, for the watcher of renamed code. */
+ * lines read since, for the watcher of renamed code; jitdumps' records,
+ * and the jitdump found among the process's mappings. */
 #include <malloc.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -469,6 +471,162 @@ static void where_names_say(void **state) {
   check_where("", "", NULL, 0, 0);
 }
 
+/* ---- jitdumps ---- */
+
+/* A jitdump being built: a header, then records (jitdump_* below). */
+typedef struct jd {
+  unsigned char *b;
+  size_t n, cap;
+} jd;
+
+static void jd_put(jd *d, const void *p, size_t len) {
+  if (d->n + len > d->cap) {
+    d->cap = (d->n + len) * 2;
+    d->b = realloc(d->b, d->cap);
+    assert_non_null(d->b);
+  }
+  memcpy(d->b + d->n, p, len);
+  d->n += len;
+}
+
+static void jd_u32(jd *d, uint32_t v) { jd_put(d, &v, 4); }
+static void jd_u64(jd *d, uint64_t v) { jd_put(d, &v, 8); }
+
+static void jd_header(jd *d) {
+  jd_u32(d, 0x4A695444); /* magic */
+  jd_u32(d, 1);          /* version */
+  jd_u32(d, 40);         /* the header's size */
+  jd_u32(d, 62);         /* EM_X86_64 */
+  jd_u32(d, 0);
+  jd_u32(d, (uint32_t)getpid());
+  jd_u64(d, 123);        /* timestamp */
+  jd_u64(d, 0);          /* flags */
+}
+
+/* A code load record of code [addr, addr + size), its code `code_len`
+ * bytes (zeros). */
+static void jd_load(jd *d, uint64_t addr, uint64_t size, const char *name, size_t code_len) {
+  size_t len = 16 + 40 + strlen(name) + 1 + code_len;
+  jd_u32(d, 0);
+  jd_u32(d, (uint32_t)len);
+  jd_u64(d, 1000);
+  jd_u32(d, 1), jd_u32(d, 2);      /* pid, tid */
+  jd_u64(d, addr), jd_u64(d, addr); /* vma, code_addr */
+  jd_u64(d, size);
+  jd_u64(d, 7); /* code_index */
+  jd_put(d, name, strlen(name) + 1);
+  for (size_t i = 0; i < code_len; i++) jd_put(d, "", 1);
+}
+
+/* A record of another kind (2: line tables, 4: unwinding), len bytes. */
+static void jd_other(jd *d, uint32_t id, size_t len) {
+  jd_u32(d, id);
+  jd_u32(d, (uint32_t)len);
+  jd_u64(d, 1000);
+  for (size_t i = 16; i < len; i++) jd_put(d, "\xff", 1);
+}
+
+/* bytes [from, to) of d appended to the file (from 0: written anew) */
+static void jd_write(const jd *d, size_t from, size_t to) {
+  FILE *f = fopen(path, from ? "a" : "w");
+  assert_non_null(f);
+  assert_int_equal(fwrite(d->b + from, 1, to - from, f), to - from);
+  assert_int_equal(fclose(f), 0);
+}
+
+static void jitdump_records(void **state) {
+  (void)state;
+  jd d = {0};
+  jd_header(&d);
+  jd_load(&d, 0x7f0000001000, 0x40, "py::work:/app/j.py", 0x40);
+  jd_other(&d, 2, 100);                                    /* line tables */
+  jd_load(&d, 0x7f0000002000, 0x10, "wasm[0]::function[3]", 0x10);
+  jd_other(&d, 4, 70000);                                  /* past a read's buffer */
+  jd_load(&d, 0x7f0000003000, 0x20, "big", 100000);        /* its code past it too */
+  jd_load(&d, 0x7f0000004000, 0x8, "after the big one", 8);
+  jd_load(&d, 0x7f0000005000, 0, "empty", 0);              /* no code: none */
+  jd_load(&d, 0x7f0000001000, 0x40, "JS:replaced /app/r.js:1:1", 0); /* the later wins */
+  size_t whole = d.n;
+  jd_write(&d, 0, whole);
+  mt__perfmap pm = {0};
+  assert_name(&pm, 0x7f0000000fff, NULL);
+  assert_name(&pm, 0x7f0000001000, "JS:replaced /app/r.js:1:1");
+  assert_name(&pm, 0x7f0000002008, "wasm[0]::function[3]");
+  assert_name(&pm, 0x7f0000002010, NULL);
+  assert_name(&pm, 0x7f000000301f, "big");
+  assert_name(&pm, 0x7f0000004000, "after the big one");
+  assert_name(&pm, 0x7f0000005000, NULL);
+  assert_int_equal(pm.jitdump, 1);
+  assert_int_equal(pm.n, 5);
+  /* grown a record at a time, in pieces: a record not whole is read once it is */
+  jd_load(&d, 0x7f0000006000, 0x30, "grown", 5);
+  size_t mid = whole + 30;
+  jd_write(&d, whole, mid);
+  assert_name(&pm, 0x7f0000006000, NULL);
+  jd_write(&d, mid, d.n);
+  assert_name(&pm, 0x7f0000006010, "grown");
+  /* a record whose size cannot be one: nothing after it is read */
+  jd_u32(&d, 0), jd_u32(&d, 8), jd_u64(&d, 0);
+  size_t bad = d.n;
+  jd_load(&d, 0x7f0000007000, 0x10, "beyond", 0);
+  jd_write(&d, bad - 16, d.n);
+  assert_name(&pm, 0x7f0000007000, NULL);
+  assert_name(&pm, 0x7f0000006010, "grown");
+  mt__perfmap_clear(&pm);
+  free(d.b);
+}
+
+/* Records whose name lies across the reader's 64 KiB buffers, at many
+ * places: each is read whole. A header alone names nothing; a file shorter
+ * than a header is read once it is one. */
+static void jitdump_boundaries(void **state) {
+  (void)state;
+  for (size_t pad = 65400; pad < 65536 + 64; pad += 13) {
+    jd d = {0};
+    jd_header(&d);
+    mt__perfmap pm = {0};
+    jd_write(&d, 0, 20);
+    assert_name(&pm, 0x1000, NULL);
+    jd_write(&d, 20, d.n);
+    assert_name(&pm, 0x1000, NULL);
+    assert_int_equal(pm.jitdump, 1);
+    jd_other(&d, 4, pad - d.n); /* the next record starts at pad */
+    jd_load(&d, 0x1000, 0x10, "a name across the boundary", 3);
+    jd_load(&d, 0x2000, 0x10, "the next", 0);
+    jd_write(&d, 40, d.n);
+    assert_name(&pm, 0x1000, "a name across the boundary");
+    assert_name(&pm, 0x2000, "the next");
+    mt__perfmap_clear(&pm);
+    free(d.b);
+  }
+}
+
+/* The jitdump of this process found among its mappings, as a runtime maps
+ * it (perf's convention): by its name, jit-PID.dump; not while unmapped. */
+static void jitdump_found_mapped(void **state) {
+  (void)state;
+  char dir[] = "/tmp/mt-jitdump-XXXXXX", file[128], found[256];
+  assert_non_null(mkdtemp(dir));
+  snprintf(file, sizeof file, "%s/jit-%ld.dump", dir, (long)getpid());
+  FILE *f = fopen(file, "w");
+  assert_non_null(f);
+  assert_int_equal(fputs("JiTD and more", f) >= 0, 1);
+  assert_int_equal(fclose(f), 0);
+  assert_int_equal(mt__jitdump_path(found, sizeof found), 0);
+  int fd = open(file, O_RDONLY);
+  assert_true(fd >= 0);
+  void *m = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+  assert_true(m != MAP_FAILED);
+  close(fd);
+  assert_int_equal(mt__jitdump_path(found, sizeof found), 1);
+  assert_string_equal(found, file);
+  assert_int_equal(mt__jitdump_path(found, strlen(file)), 0); /* no room */
+  munmap(m, 4096);
+  assert_int_equal(mt__jitdump_path(found, sizeof found), 0);
+  unlink(file);
+  rmdir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(no_file, setup, teardown),
@@ -484,6 +642,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(against_a_model, setup, teardown),
       cmocka_unit_test_setup_teardown(fresh_lines_noted, setup, teardown),
       cmocka_unit_test(watched_codes_renamed),
+      cmocka_unit_test_setup_teardown(jitdump_records, setup, teardown),
+      cmocka_unit_test_setup_teardown(jitdump_boundaries, setup, teardown),
+      cmocka_unit_test(jitdump_found_mapped),
       cmocka_unit_test(where_names_say),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
