@@ -167,7 +167,7 @@ static int read_records(mt__perfmap *pm, int fd, off_t size, off_t *at, unsigned
         /* (a name the buffer cannot hold, or not ended in its record: none) */
         uint64_t start = nul ? rd64(buf + p + JD_RECORD_HEAD + 16) : 0,
                  bytes = nul ? rd64(buf + p + JD_RECORD_HEAD + 24) : 0;
-        if (nul > buf + name && bytes && start <= UINT64_MAX - bytes) {
+        if (nul && nul > buf + name && bytes && start <= UINT64_MAX - bytes) {
           if (mt__reserve((void **)&pm->v, pm->n, &pm->cap, sizeof *pm->v)) {
             *at += (off_t)p;
             return -1;
@@ -438,39 +438,29 @@ void mt__perfmap_where_of(const char *name, mt__perfmap_where *w) {
   }
 }
 
-void mt__perfmap_path(char *buf, size_t cap) {
-  /* by hand: snprintf takes ~2 KiB of stack, and this runs on a sampling
-   * thread's (jitcodes.c), which may be a 16 KiB one nearly used up */
+/* head, this process's pid in decimal, then tail, into buf ("" if cap is
+ * too small). By hand: snprintf takes ~2 KiB of stack, and this runs on a
+ * sampling thread's (jitcodes.c), which may be a 16 KiB one nearly used up. */
+static void with_pid(char *buf, size_t cap, const char *head, const char *tail) {
   char digits[24];
-  size_t n = 0;
+  size_t n = 0, hl = strlen(head), tl = strlen(tail);
   for (unsigned long pid = (unsigned long)getpid(); n == 0 || pid; pid /= 10)
     digits[n++] = (char)('0' + pid % 10);
-  static const char head[] = "/tmp/perf-", tail[] = ".map";
-  if (cap < sizeof head - 1 + n + sizeof tail) {
+  if (cap < hl + n + tl + 1) {
     if (cap) buf[0] = '\0';
     return;
   }
-  memcpy(buf, head, sizeof head - 1);
-  char *p = buf + sizeof head - 1;
+  memcpy(buf, head, hl);
+  char *p = buf + hl;
   while (n) *p++ = digits[--n];
-  memcpy(p, tail, sizeof tail);
+  memcpy(p, tail, tl + 1);
 }
 
-/* "/jit-PID.dump" for this process, into buf (32 bytes). */
-static void jitdump_tail(char *buf) {
-  char digits[24];
-  size_t n = 0;
-  for (unsigned long pid = (unsigned long)getpid(); n == 0 || pid; pid /= 10)
-    digits[n++] = (char)('0' + pid % 10);
-  memcpy(buf, "/jit-", 5);
-  char *p = buf + 5;
-  while (n) *p++ = digits[--n];
-  memcpy(p, ".dump", sizeof ".dump");
-}
+void mt__perfmap_path(char *buf, size_t cap) { with_pid(buf, cap, "/tmp/perf-", ".map"); }
 
 int mt__jitdump_path(char *buf, size_t cap) {
-  char tail[32];
-  jitdump_tail(tail);
+  char tail[48];
+  with_pid(tail, sizeof tail, "/jit-", ".dump");
   size_t tail_len = strlen(tail);
   int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
