@@ -1,6 +1,7 @@
 /* memtrace run's closing report (run_report.h): where the trace went, the
- * run's other processes, the top allocation sites with their main callers,
- * the live heap's peak. */
+ * run's other processes, the top allocation sites with their main callers
+ * (and the program's own function, under a language runtime), the live
+ * heap's peak. */
 #include "run_report.h"
 
 #include <limits.h>
@@ -145,6 +146,63 @@ static void print_callers(const mt_analysis *a, const caller_path *p) {
   fputc('\n', stderr);
 }
 
+/* ---- The program's own function, under a language runtime ----
+ *
+ * A program run by an interpreter or a JIT compiler (CPython, node) has
+ * every site in the runtime's C code (_PyObject_Malloc, node::Buffer), and
+ * its main callers too. The program's own functions are the code the
+ * runtime compiled and named in its perf map or jitdump, by its naming
+ * conventions: CPython's "py::", V8's "JS:" and its older kinds. The
+ * innermost of them in a stack is the program's function that allocated:
+ * under each site, the heaviest one, with its share of the site. */
+static int compiled_by_runtime(const char *name) {
+  static const char *const kinds[] = {"py::", "JS:", "LazyCompile:", "Function:", "Script:", "Eval:"};
+  for (size_t i = 0; name && i < sizeof kinds / sizeof *kinds; i++)
+    if (strncmp(name, kinds[i], strlen(kinds[i])) == 0) return 1;
+  return 0;
+}
+
+/* The innermost such function of stack s, or UINT32_MAX. */
+static uint32_t program_function(const mt_analysis *a, uint32_t s) {
+  for (; s != 0; s = mt_analysis_stack_parent(a, s)) {
+    size_t nf;
+    const mt_frame *fr = mt_analysis_code_frames(a, mt_analysis_stack_code(a, s), &nf);
+    for (; nf > 0; nf--)
+      if (compiled_by_runtime(mt_analysis_function_name(a, fr[nf - 1].function)))
+        return fr[nf - 1].function;
+  }
+  return UINT32_MAX;
+}
+
+static void print_program_function(const mt_analysis *a, const mt_tally *per,
+                                   const uint32_t *stacks, size_t ns) {
+  mt__u64map index = {0};
+  double *sums = malloc((ns ? ns : 1) * sizeof *sums), site = 0, best_w = 0;
+  uint32_t best = UINT32_MAX;
+  size_t nsums = 0;
+  for (size_t i = 0; sums && i < ns; i++) {
+    double w = (double)per[stacks[i]].samples;
+    site += w;
+    uint32_t f = program_function(a, stacks[i]);
+    if (f == UINT32_MAX) continue;
+    int fresh;
+    uint32_t ix = mt__u64map_intern(&index, f, (uint32_t)nsums, &fresh);
+    if (ix == UINT32_MAX) break;
+    if (fresh) sums[nsums++] = 0;
+    double sum = sums[ix] += w;
+    if (sum > best_w || (sum == best_w && f < best)) best = f, best_w = sum;
+  }
+  mt__u64map_free(&index);
+  free(sums);
+  if (best == UINT32_MAX || site <= 0) return;
+  const char *file = mt_analysis_function_file(a, best), *slash = file ? strrchr(file, '/') : NULL;
+  fprintf(stderr, "              in ");
+  print_caller(a, best, 48);
+  if (file && *file) fprintf(stderr, " [%s]", slash && slash[1] ? slash + 1 : file);
+  if (best_w / site < 0.995) fprintf(stderr, " (%.0f%%)", 100 * best_w / site);
+  fputc('\n', stderr);
+}
+
 static int by_bytes(const void *x, const void *y) {
   const site *a = x, *b = y;
   if (a->t.samples != b->t.samples) return a->t.samples < b->t.samples ? 1 : -1;
@@ -256,6 +314,7 @@ static int report(const char *path, int top) {
       if (per[s].objects && keys[s] == sites[i].key) stacks[n++] = s;
     caller_path p = main_callers(a, per, stacks, n);
     print_callers(a, &p);
+    print_program_function(a, per, stacks, n);
   }
   heap_line(a, per, path);
   fprintf(stderr, "memtrace: explore it with: memtrace view %s (or hotspots, flamegraph, top)\n",

@@ -726,6 +726,15 @@ jit)
   # its record's name.
   n=$(grep -cE "main@[^ ]*prog_jit\.c:[0-9:-]+ wasm\[0\]::function\[1\]::dumped@/tmp/jit-$out\.dump:0:0-0 alloc_from_jit@" jit.txt)
   [ "$n" = 10 ] && ok || bad "not 10 allocations through the code the jitdump names ($n): $(grep -m1 'dumped' jit.txt)"
+  # memtrace run's report gives, under each site, the program's own
+  # function when a language runtime runs it (the innermost code named as
+  # CPython or V8 name theirs): nofp_alloc's is py::jit_cet for half its
+  # samples; the sites in C alone get no such line.
+  pid=$(MEMTRACE_SEED=3 "$memtrace" run --rate 1 -o jr.ctf -- "$bin/prog_jit" 2> jr.txt) || bad "run with a report failed"
+  [[ $pid =~ ^[0-9]+$ ]] && rm -f "/tmp/perf-$pid.map" "/tmp/jit-$pid.dump"
+  grep -A2 "  nofp_alloc (" jr.txt | grep -qx "  *in py::jit_cet \[t\.py\] (50%)" && ok ||
+    bad "no 'in py::jit_cet [t.py] (50%)' under nofp_alloc: $(cat jr.txt)"
+  [ "$(grep -c "^  *in " jr.txt)" = 2 ] && ok || bad "not 2 sites with the program's function: $(cat jr.txt)"
   # V8's line for an unnamed function of an unnamed script (new Function),
   # "JS:* :1:20": the function and the script named as V8's stack traces
   # name them, without V8's tier mark.
