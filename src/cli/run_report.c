@@ -203,6 +203,32 @@ static void print_program_function(const mt_analysis *a, const mt_tally *per,
   fputc('\n', stderr);
 }
 
+/* A runtime that can name the program's functions for profilers, but
+ * named none in this trace (no stack went through one): how to ask it,
+ * for the interpreters whose names this report reads. The executable's
+ * base name tells which (python3.12, node). */
+static void runtime_hint(const mt_analysis *a, const mt_tally *per, size_t ns) {
+  const char *exe = mt_analysis_info(a)->executable_name, *slash;
+  if (!exe) return;
+  if ((slash = strrchr(exe, '/'))) exe = slash + 1;
+  int python = strncmp(exe, "python3", 7) == 0, node = strcmp(exe, "node") == 0 ||
+                                                       strcmp(exe, "nodejs") == 0;
+  if (!python && !node) return;
+  for (uint32_t s = 0; s < ns; s++)
+    if (per[s].objects && program_function(a, s) != UINT32_MAX) return;
+  if (node) {
+    fprintf(stderr, "memtrace: no JavaScript function is named in this trace: node names them "
+                    "for profilers with --perf-basic-prof\n");
+    return;
+  }
+  const char *malloc_env = getenv("PYTHONMALLOC");
+  fprintf(stderr, "memtrace: no Python function is named in this trace: CPython 3.12+ names "
+                  "them for profilers with -X perf%s\n",
+          malloc_env && strcmp(malloc_env, "malloc") == 0
+              ? ""
+              : "; PYTHONMALLOC=malloc also shows the small objects its own allocator serves");
+}
+
 static int by_bytes(const void *x, const void *y) {
   const site *a = x, *b = y;
   if (a->t.samples != b->t.samples) return a->t.samples < b->t.samples ? 1 : -1;
@@ -316,6 +342,7 @@ static int report(const char *path, int top) {
     print_callers(a, &p);
     print_program_function(a, per, stacks, n);
   }
+  runtime_hint(a, per, ns);
   heap_line(a, per, path);
   fprintf(stderr, "memtrace: explore it with: memtrace view %s (or hotspots, flamegraph, top)\n",
           path);

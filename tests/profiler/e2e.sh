@@ -919,6 +919,17 @@ run)
   grep -q "site_reallocarray" err.txt && ok || bad "largest site missing: $(cat err.txt)"
   "$bin/check_trace" r.ctf sites > sites.txt && compare_exact out.txt sites.txt
   grep -q "explore it with: memtrace view r.ctf" err.txt && ok || bad "no hint: $(cat err.txt)"
+  # a runtime that did not name the program's functions is told how to (a
+  # C program is not; PYTHONMALLOC only when not set already)
+  ! grep -q "is named in this trace" err.txt && ok || bad "a runtime's hint for a C program: $(cat err.txt)"
+  if command -v python3 > /dev/null; then
+    hint="memtrace: no Python function is named in this trace: CPython 3.12+ names them for profilers with -X perf"
+    "$memtrace" run -o py.ctf --rate 1e-3 -- python3 -c 'x = [str(i) * 50 for i in range(100000)]' 2> pyerr.txt
+    grep -qxF "$hint; PYTHONMALLOC=malloc also shows the small objects its own allocator serves" pyerr.txt &&
+      ok || bad "no hint for CPython: $(cat pyerr.txt)"
+    PYTHONMALLOC=malloc "$memtrace" run -o py.ctf --rate 1e-3 -- python3 -c 'x = [str(i) * 50 for i in range(100000)]' 2> pyerr.txt
+    grep -qxF "$hint" pyerr.txt && ok || bad "hint for CPython with PYTHONMALLOC=malloc: $(cat pyerr.txt)"
+  fi
   # under each site its heaviest callers, with their shares of the site
   # (prog_callers.c gives the truth), recursion shown once, in every mode
   for mode in auto libunwind fp; do
