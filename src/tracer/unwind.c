@@ -291,6 +291,28 @@ static inline int has_verdict(uintptr_t r, unsigned v) {
   return entry_of(r) == verdict_entry(r, v);
 }
 
+/* CPython's perf trampolines (3.12 and 3.13 on x86-64, `-X perf`: the
+ * interpreter copies one per code object into anonymous executable memory
+ * and names it in the perf map, py::function): [endbr64;] sub $8,%rsp;
+ * call *%rcx; add $8,%rsp; ret. No frame record (rbp is still the
+ * caller's) and no unwind tables, so neither a record step nor libunwind
+ * can pass one; its shape gives the step: the return address 8 bytes above
+ * rsp. (Later versions keep a record: push %rbp; mov %rsp,%rbp, which
+ * record_step follows.) Told by the 11 bytes around the return address,
+ * read only once the kernel says they are mapped readable (a corrupt stack
+ * may give any address), once an address: the verdict is kept (TRAMP),
+ * whether the record walk (examine) or the call-frame walk
+ * (trampoline_step) meets it first: a CPython built with frame pointers
+ * has records on both sides of its trampolines. */
+static int is_trampoline(uintptr_t pc) { /* pc in no loaded object */
+  static const unsigned char before[] = {0x48, 0x83, 0xec, 0x08, 0xff}; /* sub; call *%r.. */
+  static const unsigned char after[] = {0x48, 0x83, 0xc4, 0x08, 0xc3};  /* add; ret */
+  if (pc < 6 || !mt__readable(pc - 6, 11)) return 0;
+  const unsigned char *p = (const unsigned char *)(pc - 6);
+  return memcmp(p, before, sizeof before) == 0 && (p[5] & 0xf8) == 0xd0 && /* modrm: a register */
+         memcmp(p + 6, after, sizeof after) == 0;
+}
+
 /* Whether the function around return address r starts by setting up a
  * frame record: [endbr64] push %rbp; ...; mov %rsp,%rbp. Its start comes from
  * the unwind tables; code they do not cover counts as without. */
@@ -299,6 +321,7 @@ static unsigned examine(uintptr_t r) {
   int found = mt__fde_range_of(r - 1, &fr); /* libunwind's answer, without its lock */
   if (found == 0) return V_NONE;
   if (found < 0) {
+    if (is_trampoline(r)) return V_TRAMP; /* in no object: generated code */
     unw_proc_info_t pi;
     if (!lu_ready()) return V_NONE;
     if (unw_get_proc_info_by_ip(unw_local_addr_space, (unw_word_t)(r - 1), &pi, NULL) != 0 ||
@@ -637,25 +660,6 @@ static int in_object(uintptr_t pc) {
   return mt__fde_range_of(pc - 1, &r) >= 0;
 }
 
-/* CPython's perf trampolines (3.12 and 3.13 on x86-64, `-X perf`: the
- * interpreter copies one per code object into anonymous executable memory
- * and names it in the perf map, py::function): [endbr64;] sub $8,%rsp;
- * call *%rcx; add $8,%rsp; ret. No frame record (rbp is still the
- * caller's) and no unwind tables, so neither a record step nor libunwind
- * can pass one; its shape gives the step: the return address 8 bytes above
- * rsp. (Later versions keep a record: push %rbp; mov %rsp,%rbp, which
- * record_step follows.) Told by the 11 bytes around the return address,
- * read only once the kernel says they are mapped readable (a corrupt stack
- * may give any address), once an address: the verdict is kept. */
-static int is_trampoline(uintptr_t pc) {
-  static const unsigned char before[] = {0x48, 0x83, 0xec, 0x08, 0xff}; /* sub; call *%r.. */
-  static const unsigned char after[] = {0x48, 0x83, 0xc4, 0x08, 0xc3};  /* add; ret */
-  if (pc < 6 || in_object(pc) || !mt__readable(pc - 6, 11)) return 0;
-  const unsigned char *p = (const unsigned char *)(pc - 6);
-  return memcmp(p, before, sizeof before) == 0 && (p[5] & 0xf8) == 0xd0 && /* modrm: a register */
-         memcmp(p + 6, after, sizeof after) == 0;
-}
-
 /* The step through a trampoline: 1, or 0 if f's pc is in none (or f's rsp
  * cannot be read). Other generated code without tables (V8's) is cached
  * as NONE, its verdict when examined (no unwind tables: no start known),
@@ -665,7 +669,7 @@ static int trampoline_step(mt__cfi_frame *f) {
   if (f->interrupted) return 0;
   uint64_t e = entry_of(pc), tramp = verdict_entry(pc, V_TRAMP);
   if (!e) {
-    e = is_trampoline(pc) ? tramp : verdict_entry(pc, V_NONE);
+    e = !in_object(pc) && is_trampoline(pc) ? tramp : verdict_entry(pc, V_NONE);
     verdict_put(pc, e == tramp ? V_TRAMP : V_NONE);
   }
   if (e != tramp || sp < stack_lo || (sp & 7) || stack_hi < 16 || sp > stack_hi - 16) return 0;

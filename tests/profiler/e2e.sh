@@ -722,6 +722,11 @@ jit)
     n=$(grep -cE "main@[^ ]*prog_jit\.c:[0-9:-]+ nofp_outer@[^ ]*prog_jit_nofp\.S:[0-9:-]+ $stub:0:0-0 nofp_alloc@[^ ]*\$" jit.txt)
     [ "$n" = 10 ] && ok || bad "not 10 whole stacks through the trampoline $stub ($n): $(grep -m1 -F "${stub%%[ @]*}" jit.txt)"
   done
+  # The same trampoline between two functions that keep records, as in a
+  # CPython built with frame pointers: there the record walk meets it
+  # first, and the stacks lost its caller (rec_outer) when it did.
+  n=$(grep -cE "main@[^ ]*prog_jit\.c:[0-9:-]+ rec_outer@[^ ]*prog_jit\.c:[0-9:-]+ py::jit_fp@/app/t\.py:0:0-0 alloc_from_jit@" jit.txt)
+  [ "$n" = 10 ] && ok || bad "not 10 whole stacks through the trampoline between records ($n): $(grep -m1 'jit_fp' jit.txt)"
   # Code named in the jitdump alone (found among the process's mappings):
   # its record's name.
   n=$(grep -cE "main@[^ ]*prog_jit\.c:[0-9:-]+ wasm\[0\]::function\[1\]::dumped@/tmp/jit-$out\.dump:0:0-0 alloc_from_jit@" jit.txt)

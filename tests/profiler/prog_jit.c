@@ -22,6 +22,16 @@ __attribute__((noinline)) static void *alloc_from_jit(void) {
   return p;
 }
 
+/* A trampoline called as CPython built with frame pointers calls it: from
+ * a function that keeps a record, the evaluator (here alloc_from_jit)
+ * keeping one too, in rcx, the fourth argument. */
+typedef void *(*trampoline)(void *, void *, void *, void *(*)(void));
+__attribute__((noinline)) static void *rec_outer(trampoline t) {
+  void *p = t(NULL, NULL, NULL, alloc_from_jit);
+  __asm__ volatile("" ::: "memory"); /* no tail call */
+  return p;
+}
+
 /* The jitdump runtimes write for perf (LLVM's JITs, wasmtime, node
  * --perf-prof, CPython 3.13 -X perf_jit): /tmp/jit-PID.dump, a header and a
  * code load record naming [code, code + size), mapped executable as they
@@ -84,6 +94,7 @@ int main(void) {
   memcpy(m + 192, stub_code, sizeof stub_code); /* named as V8 names an unnamed function */
   memcpy(m + 256, cet_code, sizeof cet_code);
   memcpy(m + 320, stub_code, sizeof stub_code); /* named in the jitdump alone */
+  memcpy(m + 384, bare_code, sizeof bare_code); /* called from code with records */
   if (mprotect(m, 4096, PROT_READ | PROT_EXEC) != 0) return perror("prog_jit: mprotect"), 1;
   char path[64];
   snprintf(path, sizeof path, "/tmp/perf-%ld.map", (long)getpid());
@@ -93,6 +104,7 @@ int main(void) {
   fprintf(f, "%lx %zx jit_bare [generated]\n", (unsigned long)(m + 128), sizeof bare_code);
   fprintf(f, "%lx %zx JS:* :1:20\n", (unsigned long)(m + 192), sizeof stub_code);
   fprintf(f, "%lx %zx py::jit_cet:/app/t.py\n", (unsigned long)(m + 256), sizeof cet_code);
+  fprintf(f, "%lx %zx py::jit_fp:/app/t.py\n", (unsigned long)(m + 384), sizeof bare_code);
   if (fclose(f) != 0) return perror(path), 1;
   if (write_jitdump(m + 320, sizeof stub_code) != 0) return 1;
   void *(*stub)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 64);
@@ -101,6 +113,7 @@ int main(void) {
   for (int i = 0; i < 10; i++) free(nofp_outer(bare, nofp_alloc));
   void *(*cet)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 256);
   for (int i = 0; i < 10; i++) free(nofp_outer(cet, nofp_alloc));
+  for (int i = 0; i < 10; i++) free(rec_outer((trampoline)(void *)(m + 384)));
   void *(*anon)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 192);
   for (int i = 0; i < 10; i++) free(anon(alloc_from_jit));
   void *(*dumped)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 320);
