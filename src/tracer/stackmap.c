@@ -162,6 +162,114 @@ static int by_text(long fd, uintptr_t addr, unsigned need, mt__mapping *out) {
   return s.found ? 1 : -1;
 }
 
+/* ---- the file mapped at an address (mt__file_mapping_of) ---- */
+
+static int file_by_query(long fd, uintptr_t addr, mt__file_mapping *out) {
+  struct procmap_query q = {.size = sizeof q, .query_addr = addr};
+  if (syscall(SYS_ioctl, (int)fd, (unsigned long)PROCMAP_QUERY_CMD, &q) != 0)
+    return errno == ENOENT ? -1 : 0;
+  *out = (mt__file_mapping){(uintptr_t)q.vma_start, (uintptr_t)q.vma_end, q.vma_offset, q.inode,
+                            q.dev_major, q.dev_minor, (q.vma_flags & Q_EXECUTABLE) != 0};
+  return 1;
+}
+
+/* The text, "lo-hi perms offset major:minor inode path", a field at a time. */
+enum { F_LO, F_HI, F_PERMS, F_OFF, F_MAJ, F_MIN, F_INODE, F_REST };
+
+typedef struct file_scan {
+  uintptr_t addr;
+  mt__file_mapping cur;
+  int state, nperm, found;
+} file_scan;
+
+/* The line's fields, whole: 1 when the scan is over (found, or passed). */
+static int take_file_line(file_scan *s) {
+  if (s->addr < s->cur.lo) return 1;
+  if (s->addr >= s->cur.hi) return 0;
+  s->found = 1;
+  return 1;
+}
+
+static int scan_files(file_scan *s, const char *p, long n) {
+  mt__file_mapping *m = &s->cur;
+  for (long i = 0; i < n; i++) {
+    char c = p[i];
+    int v = hexval(c);
+    switch (s->state) {
+    case F_LO:
+      if (v >= 0) m->lo = m->lo << 4 | (uintptr_t)v;
+      else s->state = c == '-' ? F_HI : F_REST;
+      break;
+    case F_HI:
+      if (v >= 0) m->hi = m->hi << 4 | (uintptr_t)v;
+      else s->state = c == ' ' ? F_PERMS : F_REST;
+      break;
+    case F_PERMS:
+      if (s->nperm++ == 2) m->exec = c == 'x';
+      if (c == ' ') s->state = F_OFF;
+      break;
+    case F_OFF:
+      if (v >= 0) m->offset = m->offset << 4 | (uint64_t)v;
+      else s->state = c == ' ' ? F_MAJ : F_REST;
+      break;
+    case F_MAJ:
+      if (v >= 0) m->dev_major = m->dev_major << 4 | (unsigned)v;
+      else s->state = c == ':' ? F_MIN : F_REST;
+      break;
+    case F_MIN:
+      if (v >= 0) m->dev_minor = m->dev_minor << 4 | (unsigned)v;
+      else s->state = c == ' ' ? F_INODE : F_REST;
+      break;
+    case F_INODE:
+      if (c >= '0' && c <= '9') {
+        m->inode = m->inode * 10 + (uint64_t)(c - '0');
+      } else {
+        if (take_file_line(s)) return 1;
+        s->state = F_REST;
+      }
+      break;
+    }
+    if (c == '\n') { /* a line ends (early too, if malformed) */
+      s->state = F_LO;
+      s->nperm = 0;
+      *m = (mt__file_mapping){0};
+    }
+  }
+  return 0;
+}
+
+static int file_by_text(long fd, uintptr_t addr, mt__file_mapping *out) {
+  file_scan s = {.addr = addr};
+  char buf[512];
+  long n;
+  while ((n = syscall(SYS_read, (int)fd, buf, sizeof buf)) > 0)
+    if (scan_files(&s, buf, n)) break;
+  if (!s.found) return -1;
+  *out = s.cur;
+  return 1;
+}
+
+static int file_mapping_of(uintptr_t addr, mt__file_mapping *out, int text_only) {
+  int saved = errno;
+  long fd = raw_open("/proc/self/maps");
+  int r = -1;
+  if (fd >= 0) {
+    r = text_only ? 0 : file_by_query(fd, addr, out);
+    if (r == 0) r = file_by_text(fd, addr, out);
+    raw_close(fd);
+  }
+  errno = saved;
+  return r > 0;
+}
+
+int mt__file_mapping_of(uintptr_t addr, mt__file_mapping *out) {
+  return file_mapping_of(addr, out, 0);
+}
+
+int mt__file_mapping_of_text(uintptr_t addr, mt__file_mapping *out) {
+  return file_mapping_of(addr, out, 1);
+}
+
 /* 0 until known whether the kernel answers PROCMAP_QUERY, then 1 or -1 */
 static _Atomic int has_query;
 

@@ -36,7 +36,24 @@ int mt__mapping_of(uintptr_t addr, mt__mapping *out);
  * faulting, whatever address a corrupt stack gave it. */
 int mt__readable(uintptr_t addr, size_t len);
 
+/* The mapping holding an address, whatever it allows, and the file it
+ * maps: [lo, hi), the file offset at lo, the file's device and inode (0:
+ * anonymous memory), and whether it is executable. */
+typedef struct mt__file_mapping {
+  uintptr_t lo, hi;
+  uint64_t offset, inode;
+  unsigned dev_major, dev_minor;
+  int exec;
+} mt__file_mapping;
+
+/* 1 and *out, or 0 (not mapped, or /proc/self/maps unreadable). As safe
+ * as mt__mapping_of. For the symbolizer: code of a loaded file mapped
+ * again where the loader does not know it (node's V8 maps its builtins,
+ * from node's own text, next to the code it compiles). */
+int mt__file_mapping_of(uintptr_t addr, mt__file_mapping *out);
+
 /* The same from the map's text alone, as before Linux 6.11 (for tests). */
+int mt__file_mapping_of_text(uintptr_t addr, mt__file_mapping *out);
 int mt__mapping_of_text(uintptr_t addr, mt__mapping *out);
 int mt__readable_text(uintptr_t addr, size_t len);
 

@@ -20,6 +20,7 @@
 #include "cxxrt.h"
 #include "dest.h"
 #include "perfmap.h"
+#include "remaps.h"
 #include "scopes.h"
 #include "srclines.h"
 #include "symtab.h"
@@ -48,6 +49,7 @@ struct mt__symbols {
   mt__units units;     /* dwfl's units by their own ranges, where libdwfl's do not say */
   mt__perfmap perfmap; /* names of code in no module: a JIT compiler's map */
   mt__perfmap jitdump; /* or its jitdump, at jd_path (see jitdump_path) */
+  mt__remaps remaps;   /* a loaded file's code mapped again (V8's builtins) */
   char jd_path[256];
   pid_t jd_pid;        /* the process jd_path was looked for in */
   uint64_t jd_looked;  /* when, in ns (0: never) */
@@ -139,6 +141,22 @@ static Dwfl_Module *report_module_at(mt__symbols *s, uint64_t addr) {
 }
 #endif
 
+/* Whether addr lies in an object the loader mapped. A second mapping of an
+ * object's file (remaps.h) does not, though libdwfl's listing may take it
+ * for the object's (its module then spans from one to the other, and the
+ * code there was named by an offset past the object's end). Without
+ * _dl_find_object (glibc before 2.35), only code in no module is looked
+ * at again. */
+static int in_loaded_object(uint64_t addr) {
+#if MODULES_ONE_BY_ONE
+  struct dl_find_object fo;
+  return _dl_find_object((void *)(uintptr_t)addr, &fo) == 0;
+#else
+  (void)addr;
+  return 0;
+#endif
+}
+
 /* The module holding addr, reported now if need be; NULL if none. */
 static Dwfl_Module *module_at(mt__symbols *s, uint64_t addr) {
   if (!s->dwfl) open_dwfl(s); /* without it, every code gets "??" */
@@ -210,6 +228,7 @@ void mt__symbols_reset(mt__symbols *s) {
   drop_entries(s);
   s->nsought = 0;
   s->njit = 0; /* noted again as they are described again */
+  mt__remaps_clear(&s->remaps);
   mt__u64map_free(&s->jit_pages);
 }
 
@@ -408,6 +427,11 @@ static Dwarf_Die *functions_unit(Dwarf_Die *cu, Dwarf_Die *split) {
 /* Fills out[] innermost first; returns the count. */
 static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
   Dwfl_Module *mod = module_at(s, addr);
+  uint64_t same;
+  Dwfl_Module *owner;
+  if (!in_loaded_object(addr) && mt__remap_of(&s->remaps, addr, &same) &&
+      (owner = module_at(s, same)))
+    mod = owner, addr = same; /* the object's own copy of this code, named as it is */
   if (!mod) { /* generated code: named by the runtime's perf map, if any */
     out[0] = (mt_location){"??", "??", 0, 0, 0};
     char map[64];

@@ -727,6 +727,11 @@ jit)
   # first, and the stacks lost its caller (rec_outer) when it did.
   n=$(grep -cE "main@[^ ]*prog_jit\.c:[0-9:-]+ rec_outer@[^ ]*prog_jit\.c:[0-9:-]+ py::jit_fp@/app/t\.py:0:0-0 alloc_from_jit@" jit.txt)
   [ "$n" = 10 ] && ok || bad "not 10 whole stacks through the trampoline between records ($n): $(grep -m1 'jit_fp' jit.txt)"
+  # A function of the program run from a second mapping of its file, as
+  # V8 runs node's builtins: named as the function (it was "??" in node;
+  # here the program's name and an offset far past its end).
+  n=$(grep -cE "main@[^ ]*prog_jit\.c:[0-9:-]+ remap_caller@[^ ]*prog_jit_nofp\.S:[0-9:-]+ alloc_from_jit@" jit.txt)
+  [ "$n" = 10 ] && ok || bad "not 10 stacks through the program's code mapped again ($n): $(grep -m1 -E 'prog_jit\+|remap_caller' jit.txt)"
   # Code named in the jitdump alone (found among the process's mappings):
   # its record's name.
   n=$(grep -cE "main@[^ ]*prog_jit\.c:[0-9:-]+ wasm\[0\]::function\[1\]::dumped@/tmp/jit-$out\.dump:0:0-0 alloc_from_jit@" jit.txt)

@@ -3,11 +3,13 @@
  * which allocates: one keeps a frame record, two do not (CPython's perf
  * trampolines, with and without endbr64: called with rbp holding data,
  * calling a function that keeps none either), one named in a jitdump
- * rather than the perf map, and a copy
+ * rather than the perf map, a function of the program run from a second
+ * mapping of its file, and a copy
  * of the first named as V8 names a function without a name in a script
  * without one, then replaced by other code named by a later line. Their ranges and names go to /tmp/perf-PID.map, the perf
  * map runtimes write for profilers (e2e.sh, jit). x86-64. */
 #include <fcntl.h>
+#include <link.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +77,38 @@ static int write_jitdump(const void *code, size_t size) {
 /* prog_jit_nofp.S */
 void *nofp_outer(void *(*stub)(void *(*)(void)), void *(*callback)(void));
 void *nofp_alloc(void);
+void *remap_caller(void *(*callback)(void));
+
+/* remap_caller as a second mapping of this program's file runs it, where
+ * the loader does not know it (V8 maps node's builtins so): the page that
+ * holds it mapped again from the file, at the same offset. NULL, and a
+ * message, if that fails. */
+typedef struct { uintptr_t at; uint64_t offset; } segment_search;
+static int find_text(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  segment_search *s = data;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type == PT_LOAD && s->at >= lo && s->at < lo + ph->p_filesz) {
+      s->offset = ph->p_offset + (s->at - lo);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static void *(*remapped_caller(void))(void *(*)(void)) {
+  segment_search s = {(uintptr_t)remap_caller, 0};
+  if (!dl_iterate_phdr(find_text, &s)) return fprintf(stderr, "prog_jit: remap_caller not found\n"), NULL;
+  int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  uint64_t page = s.offset & ~(uint64_t)4095;
+  unsigned char *m = fd < 0 ? MAP_FAILED
+                            : mmap(NULL, 8192, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, (off_t)page);
+  if (fd >= 0) close(fd);
+  if (m == MAP_FAILED) return perror("prog_jit: mapping itself again"), NULL;
+  return (void *(*)(void *(*)(void)))(void *)(m + (s.offset - page));
+}
 
 int main(void) {
   /* push %rbp; mov %rsp,%rbp; call *%rdi; pop %rbp; ret */
@@ -114,6 +148,9 @@ int main(void) {
   void *(*cet)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 256);
   for (int i = 0; i < 10; i++) free(nofp_outer(cet, nofp_alloc));
   for (int i = 0; i < 10; i++) free(rec_outer((trampoline)(void *)(m + 384)));
+  void *(*again)(void *(*)(void)) = remapped_caller();
+  if (!again) return 1;
+  for (int i = 0; i < 10; i++) free(again(alloc_from_jit));
   void *(*anon)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 192);
   for (int i = 0; i < 10; i++) free(anon(alloc_from_jit));
   void *(*dumped)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 320);

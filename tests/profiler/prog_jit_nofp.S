@@ -37,4 +37,23 @@ nofp_alloc:
         .cfi_endproc
         .size nofp_alloc, . - nofp_alloc
 
+/* remap_caller(f): f(), with a frame record and nothing addressed
+ * relative to itself, so that a second mapping of this file's page runs
+ * it as well (prog_jit maps it again, as V8 maps node's builtins). */
+        .globl remap_caller
+        .type remap_caller, @function
+remap_caller:
+        .cfi_startproc
+        push %rbp
+        .cfi_def_cfa_offset 16
+        .cfi_offset %rbp, -16
+        mov %rsp, %rbp
+        .cfi_def_cfa_register %rbp
+        call *%rdi
+        pop %rbp
+        .cfi_def_cfa %rsp, 8
+        ret
+        .cfi_endproc
+        .size remap_caller, . - remap_caller
+
         .section .note.GNU-stack, "", @progbits

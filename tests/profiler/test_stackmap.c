@@ -1,17 +1,23 @@
 /* The mapping that holds an address (stackmap.h), by PROCMAP_QUERY and by
  * the map's text, on mappings made to measure: the two must agree with
- * each other and with what was mapped. */
+ * each other and with what was mapped. And code of this program mapped
+ * again, told as the program's (remaps.h). */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <fcntl.h>
+#include <link.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "remaps.h"
 #include "stackmap.h"
 
 typedef int (*finder)(uintptr_t, mt__mapping *);
@@ -136,6 +142,88 @@ static void test_readable(void **state) {
   release(p, 4);
 }
 
+/* The file mapped at an address: its offset, device and inode, whether
+ * executable; anonymous memory has inode 0; a gap, nothing. */
+typedef int (*file_finder)(uintptr_t, mt__file_mapping *);
+static const file_finder file_finders[] = {mt__file_mapping_of, mt__file_mapping_of_text};
+
+static void test_file_mapping(void **state) {
+  (void)state;
+  char path[] = "/tmp/mt-stackmap-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  unlink(path);
+  assert_int_equal(ftruncate(fd, (off_t)(4 * page)), 0);
+  struct stat st;
+  assert_int_equal(fstat(fd, &st), 0);
+  char *p = reserve(3);
+  assert_true(mmap(p, 2 * page, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd, (off_t)page) == p);
+  assert_int_equal(mprotect(p + 2 * page, page, PROT_READ | PROT_WRITE), 0); /* anonymous */
+  close(fd);
+  for (size_t f = 0; f < sizeof file_finders / sizeof *file_finders; f++) {
+    mt__file_mapping m = {0};
+    assert_true(file_finders[f]((uintptr_t)p + page + 5, &m));
+    assert_ptr_equal(m.lo, p);
+    assert_ptr_equal(m.hi, p + 2 * page);
+    assert_int_equal(m.offset, page);
+    assert_int_equal(m.inode, st.st_ino);
+    assert_int_equal(m.dev_major, major(st.st_dev));
+    assert_int_equal(m.dev_minor, minor(st.st_dev));
+    assert_int_equal(m.exec, 1);
+    assert_true(file_finders[f]((uintptr_t)p + 2 * page, &m));
+    assert_int_equal(m.inode, 0);
+    assert_int_equal(m.exec, 0);
+    assert_true(file_finders[f]((uintptr_t)p - page, &m)); /* the guard: no access */
+    assert_int_equal(m.exec, 0);
+    assert_false(file_finders[f]((uintptr_t)p - 2 * page + 8, &m)); /* the gap */
+  }
+  release(p, 3);
+}
+
+/* This program's own code mapped again from its file: told as the same
+ * code in the program; anonymous memory is no object's. */
+__attribute__((noinline)) static int remapped_here(int x) { return x * 3 + 1; }
+
+typedef struct { uintptr_t at; uint64_t offset; } text_search;
+static int find_text(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  text_search *t = data;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type == PT_LOAD && t->at >= lo && t->at < lo + ph->p_filesz) {
+      t->offset = ph->p_offset + (t->at - lo);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static void test_remapped_code(void **state) {
+  (void)state;
+  text_search t = {(uintptr_t)remapped_here, 0};
+  assert_int_equal(dl_iterate_phdr(find_text, &t), 1);
+  int fd = open("/proc/self/exe", O_RDONLY);
+  assert_true(fd >= 0);
+  uint64_t off = t.offset & ~(uint64_t)(page - 1);
+  char *m = mmap(NULL, 2 * page, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, (off_t)off);
+  assert_true(m != MAP_FAILED);
+  close(fd);
+  mt__remaps r = {0};
+  uint64_t same = 0, at = (uint64_t)(uintptr_t)m + (t.offset - off);
+  assert_int_equal(mt__remap_of(&r, at + 3, &same), 1);
+  assert_int_equal(same, (uintptr_t)remapped_here + 3);
+  assert_int_equal(mt__remap_of(&r, at, &same), 1); /* kept: the same answer */
+  assert_int_equal(same, (uintptr_t)remapped_here);
+  char *anon = mmap(NULL, page, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(anon != MAP_FAILED);
+  assert_int_equal(mt__remap_of(&r, (uintptr_t)anon + 8, &same), 0);
+  assert_int_equal(mt__remap_of(&r, (uintptr_t)anon + 16, &same), 0);
+  assert_int_equal(remapped_here(2), 7);
+  munmap(anon, page);
+  munmap(m, 2 * page);
+}
+
 /* The main thread's stack: guarded (the kernel's gap under it). */
 static void test_main_stack(void **state) {
   (void)state;
@@ -181,7 +269,8 @@ int main(void) {
       cmocka_unit_test(test_guarded),     cmocka_unit_test(test_unguarded),
       cmocka_unit_test(test_joined),      cmocka_unit_test(test_unmapped),
       cmocka_unit_test(test_main_stack),  cmocka_unit_test(test_thread_stack),
-      cmocka_unit_test(test_readable),
+      cmocka_unit_test(test_readable),    cmocka_unit_test(test_file_mapping),
+      cmocka_unit_test(test_remapped_code),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
