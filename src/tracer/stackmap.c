@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <string.h>
 #include <unistd.h>
 
 /* The kernel's interface (linux/fs.h from 6.11; older headers lack it). */
@@ -173,66 +174,53 @@ static int file_by_query(long fd, uintptr_t addr, mt__file_mapping *out) {
   return 1;
 }
 
-/* The text, "lo-hi perms offset major:minor inode path", a field at a time. */
+/* The text, "lo-hi perms offset major:minor inode path", a field at a time:
+ * the hexadecimal ones each ended by its character, then the next. */
 enum { F_LO, F_HI, F_PERMS, F_OFF, F_MAJ, F_MIN, F_INODE, F_REST };
+static const char field_end[F_REST] = {[F_LO] = '-', [F_HI] = ' ', [F_OFF] = ' ', [F_MAJ] = ':',
+                                       [F_MIN] = ' '};
 
 typedef struct file_scan {
   uintptr_t addr;
-  mt__file_mapping cur;
-  int state, nperm, found;
+  uint64_t f[F_REST]; /* the line's fields so far */
+  int exec, state, nperm, found;
 } file_scan;
 
 /* The line's fields, whole: 1 when the scan is over (found, or passed). */
 static int take_file_line(file_scan *s) {
-  if (s->addr < s->cur.lo) return 1;
-  if (s->addr >= s->cur.hi) return 0;
+  if (s->addr < s->f[F_LO]) return 1;
+  if (s->addr >= s->f[F_HI]) return 0;
   s->found = 1;
   return 1;
 }
 
 static int scan_files(file_scan *s, const char *p, long n) {
-  mt__file_mapping *m = &s->cur;
   for (long i = 0; i < n; i++) {
     char c = p[i];
     int v = hexval(c);
     switch (s->state) {
-    case F_LO:
-      if (v >= 0) m->lo = m->lo << 4 | (uintptr_t)v;
-      else s->state = c == '-' ? F_HI : F_REST;
-      break;
-    case F_HI:
-      if (v >= 0) m->hi = m->hi << 4 | (uintptr_t)v;
-      else s->state = c == ' ' ? F_PERMS : F_REST;
-      break;
     case F_PERMS:
-      if (s->nperm++ == 2) m->exec = c == 'x';
+      if (s->nperm++ == 2) s->exec = c == 'x';
       if (c == ' ') s->state = F_OFF;
-      break;
-    case F_OFF:
-      if (v >= 0) m->offset = m->offset << 4 | (uint64_t)v;
-      else s->state = c == ' ' ? F_MAJ : F_REST;
-      break;
-    case F_MAJ:
-      if (v >= 0) m->dev_major = m->dev_major << 4 | (unsigned)v;
-      else s->state = c == ':' ? F_MIN : F_REST;
-      break;
-    case F_MIN:
-      if (v >= 0) m->dev_minor = m->dev_minor << 4 | (unsigned)v;
-      else s->state = c == ' ' ? F_INODE : F_REST;
       break;
     case F_INODE:
       if (c >= '0' && c <= '9') {
-        m->inode = m->inode * 10 + (uint64_t)(c - '0');
+        s->f[F_INODE] = s->f[F_INODE] * 10 + (uint64_t)(c - '0');
       } else {
         if (take_file_line(s)) return 1;
         s->state = F_REST;
       }
       break;
+    case F_REST:
+      break;
+    default: /* a hexadecimal field */
+      if (v >= 0) s->f[s->state] = s->f[s->state] << 4 | (uint64_t)v;
+      else s->state = c == field_end[s->state] ? s->state + 1 : F_REST;
     }
     if (c == '\n') { /* a line ends (early too, if malformed) */
       s->state = F_LO;
-      s->nperm = 0;
-      *m = (mt__file_mapping){0};
+      s->nperm = s->exec = 0;
+      memset(s->f, 0, sizeof s->f);
     }
   }
   return 0;
@@ -245,7 +233,8 @@ static int file_by_text(long fd, uintptr_t addr, mt__file_mapping *out) {
   while ((n = syscall(SYS_read, (int)fd, buf, sizeof buf)) > 0)
     if (scan_files(&s, buf, n)) break;
   if (!s.found) return -1;
-  *out = s.cur;
+  *out = (mt__file_mapping){(uintptr_t)s.f[F_LO], (uintptr_t)s.f[F_HI], s.f[F_OFF], s.f[F_INODE],
+                            (unsigned)s.f[F_MAJ], (unsigned)s.f[F_MIN], s.exec};
   return 1;
 }
 
