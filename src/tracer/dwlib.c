@@ -35,7 +35,8 @@
   X(dwfl_module_getsym_info) X(dwfl_module_getsymtab) X(dwfl_module_getsymtab_first_global)  \
   X(dwfl_module_info) X(dwfl_report_begin) X(dwfl_report_begin_add) X(dwfl_report_end)      \
   X(dwfl_report_module) X(dwfl_standard_find_debuginfo)                                      \
-  X(elf_getdata) X(elf_getshdrstrndx) X(elf_nextscn) X(elf_strptr) X(gelf_getshdr)
+  X(elf_getdata) X(elf_getshdrstrndx) X(elf_nextscn) X(elf_strptr) X(gelf_getshdr)       \
+  X(dwfl_getmodules) X(dwfl_module_getelf) X(elf_getphdrnum) X(gelf_getphdr)
 
 #define AS_INDEX(name) I_##name,
 enum { MT__DW_FUNCTIONS(AS_INDEX) NFUNCTIONS };
@@ -115,6 +116,13 @@ FORWARD(int, -1, elf_getshdrstrndx, (Elf * elf, size_t *dst), (elf, dst))
 FORWARD(Elf_Scn *, NULL, elf_nextscn, (Elf * elf, Elf_Scn *scn), (elf, scn))
 FORWARD(char *, NULL, elf_strptr, (Elf * elf, size_t index, size_t offset), (elf, index, offset))
 FORWARD(GElf_Shdr *, NULL, gelf_getshdr, (Elf_Scn * scn, GElf_Shdr *dst), (scn, dst))
+FORWARD(int, -1, elf_getphdrnum, (Elf * elf, size_t *dst), (elf, dst))
+FORWARD(GElf_Phdr *, NULL, gelf_getphdr, (Elf * elf, int ndx, GElf_Phdr *dst), (elf, ndx, dst))
+FORWARD(ptrdiff_t, -1, dwfl_getmodules,
+        (Dwfl * dwfl, int (*callback)(Dwfl_Module *, void **, const char *, Dwarf_Addr, void *),
+         void *arg, ptrdiff_t offset),
+        (dwfl, callback, arg, offset))
+FORWARD(Elf *, NULL, dwfl_module_getelf, (Dwfl_Module * mod, GElf_Addr *bias), (mod, bias))
 FORWARD(ptrdiff_t, -1, dwarf_ranges,
         (Dwarf_Die * die, ptrdiff_t offset, Dwarf_Addr *basep, Dwarf_Addr *startp,
          Dwarf_Addr *endp),

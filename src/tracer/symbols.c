@@ -429,7 +429,7 @@ static size_t describe_once(mt__symbols *s, uint64_t addr, mt_location *out) {
   Dwfl_Module *mod = module_at(s, addr);
   uint64_t same;
   Dwfl_Module *owner;
-  if (!in_loaded_object(addr) && mt__remap_of(&s->remaps, addr, &same) &&
+  if (!in_loaded_object(addr) && mt__remap_of(&s->remaps, s->dwfl, addr, &same) &&
       (owner = module_at(s, same)))
     mod = owner, addr = same; /* the object's own copy of this code, named as it is */
   if (!mod) { /* generated code: named by the runtime's perf map, if any */

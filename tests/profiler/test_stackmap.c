@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include <elfutils/libdwfl.h>
+
 #include "remaps.h"
 #include "stackmap.h"
 
@@ -201,6 +203,14 @@ static int find_text(struct dl_phdr_info *info, size_t size, void *data) {
 
 static void test_remapped_code(void **state) {
   (void)state;
+  /* the symbolizer's list of the loaded objects, as it makes it */
+  static const Dwfl_Callbacks callbacks = {.find_elf = dwfl_linux_proc_find_elf,
+                                           .find_debuginfo = dwfl_standard_find_debuginfo};
+  Dwfl *dwfl = dwfl_begin(&callbacks);
+  assert_non_null(dwfl);
+  dwfl_report_begin(dwfl);
+  assert_int_equal(dwfl_linux_proc_report(dwfl, getpid()), 0);
+  assert_int_equal(dwfl_report_end(dwfl, NULL, NULL), 0);
   text_search t = {(uintptr_t)remapped_here, 0};
   assert_int_equal(dl_iterate_phdr(find_text, &t), 1);
   int fd = open("/proc/self/exe", O_RDONLY);
@@ -211,17 +221,19 @@ static void test_remapped_code(void **state) {
   close(fd);
   mt__remaps r = {0};
   uint64_t same = 0, at = (uint64_t)(uintptr_t)m + (t.offset - off);
-  assert_int_equal(mt__remap_of(&r, at + 3, &same), 1);
+  assert_int_equal(mt__remap_of(&r, dwfl, at + 3, &same), 1);
   assert_int_equal(same, (uintptr_t)remapped_here + 3);
-  assert_int_equal(mt__remap_of(&r, at, &same), 1); /* kept: the same answer */
+  assert_int_equal(mt__remap_of(&r, dwfl, at, &same), 1); /* kept: the same answer */
   assert_int_equal(same, (uintptr_t)remapped_here);
   char *anon = mmap(NULL, page, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   assert_true(anon != MAP_FAILED);
-  assert_int_equal(mt__remap_of(&r, (uintptr_t)anon + 8, &same), 0);
-  assert_int_equal(mt__remap_of(&r, (uintptr_t)anon + 16, &same), 0);
+  assert_int_equal(mt__remap_of(&r, dwfl, (uintptr_t)anon + 8, &same), 0);
+  assert_int_equal(mt__remap_of(&r, dwfl, (uintptr_t)anon + 16, &same), 0);
   assert_int_equal(remapped_here(2), 7);
+  assert_int_equal(mt__remap_of(&r, NULL, at + 64, &same), 1); /* kept: no list needed */
   munmap(anon, page);
   munmap(m, 2 * page);
+  dwfl_end(dwfl);
 }
 
 /* The main thread's stack: guarded (the kernel's gap under it). */
