@@ -153,8 +153,9 @@ static void print_callers(const mt_analysis *a, const caller_path *p) {
  * its main callers too. The program's own functions are the code the
  * runtime compiled and named in its perf map or jitdump, by its naming
  * conventions: CPython's "py::", V8's "JS:" and its older kinds. The
- * innermost of them in a stack is the program's function that allocated:
- * under each site, the heaviest one, with its share of the site. */
+ * innermost of them in a stack (past those of the runtime's own library)
+ * is the program's function that allocated: under each site, the
+ * heaviest one, with its share of the site. */
 static int compiled_by_runtime(const char *name) {
   static const char *const kinds[] = {"py::", "JS:", "LazyCompile:", "Function:", "Script:", "Eval:"};
   for (size_t i = 0; name && i < sizeof kinds / sizeof *kinds; i++)
@@ -162,16 +163,30 @@ static int compiled_by_runtime(const char *name) {
   return 0;
 }
 
-/* The innermost such function of stack s, or UINT32_MAX. */
+/* Whether a function so named is the runtime's own, written in the
+ * program's language: node's built-in modules ("node:buffer",
+ * "node:internal/..."), CPython's frozen import machinery ("<frozen
+ * importlib._bootstrap>"). The program's function is the innermost one
+ * that is not, when there is one. */
+static int runtime_library(const char *file) {
+  return file && (strncmp(file, "node:", 5) == 0 || strncmp(file, "<frozen ", 8) == 0);
+}
+
+/* The innermost such function of stack s (past the runtime's library, if
+ * the stack has another), or UINT32_MAX. */
 static uint32_t program_function(const mt_analysis *a, uint32_t s) {
+  uint32_t library = UINT32_MAX;
   for (; s != 0; s = mt_analysis_stack_parent(a, s)) {
     size_t nf;
     const mt_frame *fr = mt_analysis_code_frames(a, mt_analysis_stack_code(a, s), &nf);
-    for (; nf > 0; nf--)
-      if (compiled_by_runtime(mt_analysis_function_name(a, fr[nf - 1].function)))
-        return fr[nf - 1].function;
+    for (; nf > 0; nf--) {
+      uint32_t f = fr[nf - 1].function;
+      if (!compiled_by_runtime(mt_analysis_function_name(a, f))) continue;
+      if (!runtime_library(mt_analysis_function_file(a, f))) return f;
+      if (library == UINT32_MAX) library = f;
+    }
   }
-  return UINT32_MAX;
+  return library;
 }
 
 static void print_program_function(const mt_analysis *a, const mt_tally *per,
