@@ -744,7 +744,11 @@ jit)
   [[ $pid =~ ^[0-9]+$ ]] && rm -f "/tmp/perf-$pid.map" "/tmp/jit-$pid.dump"
   grep -A2 "  nofp_alloc (" jr.txt | grep -qx "  *in py::jit_cet \[t\.py\] (50%)" && ok ||
     bad "no 'in py::jit_cet [t.py] (50%)' under nofp_alloc: $(cat jr.txt)"
-  [ "$(grep -c "^  *in " jr.txt)" = 2 ] && ok || bad "not 2 sites with the program's function: $(cat jr.txt)"
+  [ "$(grep -c "^  *in " jr.txt)" = 3 ] && ok || bad "not 3 sites with the program's function: $(cat jr.txt)"
+  # past the runtime's own library: alloc_from_lib is reached through the
+  # script's JS:user, then node's JS:lib (node:buffer), innermost
+  grep -A2 "  alloc_from_lib (" jr.txt | grep -qx "  *in JS:user \[u\.js\]" && ok ||
+    bad "no 'in JS:user [u.js]' under alloc_from_lib: $(cat jr.txt)"
   # V8's line for an unnamed function of an unnamed script (new Function),
   # "JS:* :1:20": the function and the script named as V8's stack traces
   # name them, without V8's tier mark.

@@ -4,7 +4,8 @@
  * trampolines, with and without endbr64: called with rbp holding data,
  * calling a function that keeps none either), one named in a jitdump
  * rather than the perf map, a function of the program run from a second
- * mapping of its file, and a copy
+ * mapping of its file, a script's function calling the runtime's library
+ * code (named as node's built-in modules are), and a copy
  * of the first named as V8 names a function without a name in a script
  * without one, then replaced by other code named by a later line. Their ranges and names go to /tmp/perf-PID.map, the perf
  * map runtimes write for profilers (e2e.sh, jit). x86-64. */
@@ -74,6 +75,21 @@ static int write_jitdump(const void *code, size_t size) {
   return 0;
 }
 
+/* Script code calling the runtime's own library code (node's built-in
+ * modules), which allocates: user -> inner_hop -> lib -> alloc_from_lib. */
+__attribute__((noinline)) static void *alloc_from_lib(void) {
+  void *p = malloc(2048);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+
+static void *(*lib_stub)(void *(*)(void));
+__attribute__((noinline)) static void *inner_hop(void) {
+  void *p = lib_stub(alloc_from_lib);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+
 /* prog_jit_nofp.S */
 void *nofp_outer(void *(*stub)(void *(*)(void)), void *(*callback)(void));
 void *nofp_alloc(void);
@@ -129,6 +145,8 @@ int main(void) {
   memcpy(m + 256, cet_code, sizeof cet_code);
   memcpy(m + 320, stub_code, sizeof stub_code); /* named in the jitdump alone */
   memcpy(m + 384, bare_code, sizeof bare_code); /* called from code with records */
+  memcpy(m + 448, stub_code, sizeof stub_code); /* a script's function */
+  memcpy(m + 512, stub_code, sizeof stub_code); /* the runtime's library's */
   if (mprotect(m, 4096, PROT_READ | PROT_EXEC) != 0) return perror("prog_jit: mprotect"), 1;
   char path[64];
   snprintf(path, sizeof path, "/tmp/perf-%ld.map", (long)getpid());
@@ -139,6 +157,8 @@ int main(void) {
   fprintf(f, "%lx %zx JS:* :1:20\n", (unsigned long)(m + 192), sizeof stub_code);
   fprintf(f, "%lx %zx py::jit_cet:/app/t.py\n", (unsigned long)(m + 256), sizeof cet_code);
   fprintf(f, "%lx %zx py::jit_fp:/app/t.py\n", (unsigned long)(m + 384), sizeof bare_code);
+  fprintf(f, "%lx %zx JS:user /app/u.js:1:1\n", (unsigned long)(m + 448), sizeof stub_code);
+  fprintf(f, "%lx %zx JS:lib node:buffer:1:1\n", (unsigned long)(m + 512), sizeof stub_code);
   if (fclose(f) != 0) return perror(path), 1;
   if (write_jitdump(m + 320, sizeof stub_code) != 0) return 1;
   void *(*stub)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 64);
@@ -148,6 +168,9 @@ int main(void) {
   void *(*cet)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 256);
   for (int i = 0; i < 10; i++) free(nofp_outer(cet, nofp_alloc));
   for (int i = 0; i < 10; i++) free(rec_outer((trampoline)(void *)(m + 384)));
+  lib_stub = (void *(*)(void *(*)(void)))(void *)(m + 512);
+  void *(*user)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 448);
+  for (int i = 0; i < 10; i++) free(user(inner_hop));
   void *(*again)(void *(*)(void)) = remapped_caller();
   if (!again) return 1;
   for (int i = 0; i < 10; i++) free(again(alloc_from_jit));
