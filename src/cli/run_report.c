@@ -62,6 +62,30 @@ static size_t callers_of(const mt_analysis *a, uint32_t s, uint64_t *out, size_t
   return n;
 }
 
+/* The key with the most samples among those added, the lowest key among
+ * equals: a tally of keys (their sums in the caller's array, one slot per
+ * key). */
+typedef struct heaviest {
+  mt__u64map index; /* key -> its slot of sums */
+  double *sums;
+  size_t n;
+  int full;     /* out of memory: nothing more is counted */
+  uint64_t key; /* the heaviest so far... */
+  double w;     /* ...and its samples (0: none yet) */
+} heaviest;
+
+static void heaviest_add(heaviest *h, uint64_t key, double w) {
+  int fresh;
+  uint32_t ix = h->full ? UINT32_MAX : mt__u64map_intern(&h->index, key, (uint32_t)h->n, &fresh);
+  if (ix == UINT32_MAX) {
+    h->full = 1;
+    return;
+  }
+  if (fresh) h->sums[h->n++] = 0;
+  double sum = h->sums[ix] += w;
+  if (sum > h->w || (sum == h->w && key < h->key)) h->key = key, h->w = sum;
+}
+
 typedef struct caller_path {
   uint64_t key[CALLERS];
   double share[CALLERS]; /* of the site's samples */
@@ -89,21 +113,12 @@ static caller_path main_callers(const mt_analysis *a, const mt_tally *per, const
   }
   size_t live = ns; /* w[0..live): the stacks on the path so far */
   for (size_t level = 0; level < CALLERS && site > 0; level++) {
-    mt__u64map index = {0};
-    uint64_t best = 0;
-    double best_w = 0;
-    size_t nsums = 0;
-    for (size_t i = 0; i < live; i++) {
-      if (w[i].n <= level) continue;
-      int fresh;
-      uint32_t ix = mt__u64map_intern(&index, w[i].key[level], (uint32_t)nsums, &fresh);
-      if (ix == UINT32_MAX) break;
-      if (fresh) sums[nsums++] = 0;
-      double sum = sums[ix] += w[i].samples;
-      if (sum > best_w || (sum == best_w && w[i].key[level] < best))
-        best = w[i].key[level], best_w = sum;
-    }
-    mt__u64map_free(&index);
+    heaviest h = {.sums = sums};
+    for (size_t i = 0; i < live; i++)
+      if (w[i].n > level) heaviest_add(&h, w[i].key[level], w[i].samples);
+    mt__u64map_free(&h.index);
+    uint64_t best = h.key;
+    double best_w = h.w;
     if (best_w <= 0) break;
     size_t kept = 0; /* the stacks through `best` move to the front */
     for (size_t i = 0; i < live; i++)
@@ -191,25 +206,19 @@ static uint32_t program_function(const mt_analysis *a, uint32_t s) {
 
 static void print_program_function(const mt_analysis *a, const mt_tally *per,
                                    const uint32_t *stacks, size_t ns) {
-  mt__u64map index = {0};
-  double *sums = malloc((ns ? ns : 1) * sizeof *sums), site = 0, best_w = 0;
-  uint32_t best = UINT32_MAX;
-  size_t nsums = 0;
-  for (size_t i = 0; sums && i < ns; i++) {
+  heaviest h = {.sums = malloc((ns ? ns : 1) * sizeof *h.sums)};
+  double site = 0;
+  for (size_t i = 0; h.sums && i < ns; i++) {
     double w = (double)per[stacks[i]].samples;
     site += w;
     uint32_t f = program_function(a, stacks[i]);
-    if (f == UINT32_MAX) continue;
-    int fresh;
-    uint32_t ix = mt__u64map_intern(&index, f, (uint32_t)nsums, &fresh);
-    if (ix == UINT32_MAX) break;
-    if (fresh) sums[nsums++] = 0;
-    double sum = sums[ix] += w;
-    if (sum > best_w || (sum == best_w && f < best)) best = f, best_w = sum;
+    if (f != UINT32_MAX) heaviest_add(&h, f, w);
   }
-  mt__u64map_free(&index);
-  free(sums);
-  if (best == UINT32_MAX || site <= 0) return;
+  mt__u64map_free(&h.index);
+  free(h.sums);
+  uint32_t best = (uint32_t)h.key;
+  double best_w = h.w;
+  if (best_w <= 0 || site <= 0) return;
   const char *file = mt_analysis_function_file(a, best), *slash = file ? strrchr(file, '/') : NULL;
   fprintf(stderr, "              in ");
   print_caller(a, best, 48);
