@@ -660,19 +660,12 @@ static int in_object(uintptr_t pc) {
   return mt__fde_range_of(pc - 1, &r) >= 0;
 }
 
-/* The step through a trampoline: 1, or 0 if f's pc is in none (or f's rsp
- * cannot be read). Other generated code without tables (V8's) is cached
- * as NONE, its verdict when examined (no unwind tables: no start known),
- * so it is looked at once. */
+/* The step through a trampoline: 1, or 0 if f's pc is in none (its
+ * verdict, examined once an address, cached) or f's rsp cannot be read. */
 static int trampoline_step(mt__cfi_frame *f) {
-  uintptr_t pc = f->pc, sp = f->sp;
-  if (f->interrupted) return 0;
-  uint64_t e = entry_of(pc), tramp = verdict_entry(pc, V_TRAMP);
-  if (!e) {
-    e = !in_object(pc) && is_trampoline(pc) ? tramp : verdict_entry(pc, V_NONE);
-    verdict_put(pc, e == tramp ? V_TRAMP : V_NONE);
-  }
-  if (e != tramp || sp < stack_lo || (sp & 7) || stack_hi < 16 || sp > stack_hi - 16) return 0;
+  uintptr_t sp = f->sp;
+  if (f->interrupted || verdict(f->pc) != V_TRAMP) return 0;
+  if (sp < stack_lo || (sp & 7) || stack_hi < 16 || sp > stack_hi - 16) return 0;
   f->pc = ((const uintptr_t *)sp)[1]; /* [sp]: the trampoline's 8 bytes */
   f->sp = sp + 16;
   return 1;
