@@ -153,12 +153,11 @@ static int read_records(mt__perfmap *pm, int fd, off_t size, off_t *at, unsigned
     ssize_t got = read_at(fd, buf, CHUNK, *at);
     if (got < JD_RECORD_HEAD) return 0;
     size_t p = 0, n = (size_t)got;
-    int stop = 0;
-    while (!stop && p + JD_RECORD_HEAD <= n) {
+    while (p + JD_RECORD_HEAD <= n) {
       uint32_t id = rd32(buf + p), len = rd32(buf + p + 4);
       if (len < JD_RECORD_HEAD || (uint64_t)len > (uint64_t)(size - *at) - p) {
-        stop = 1; /* not a record, or not whole yet */
-        break;
+        *at += (off_t)p; /* not a record, or not whole yet */
+        return 0;
       }
       if (id == JD_CODE_LOAD && len > JD_RECORD_HEAD + JD_LOAD_NAME) {
         size_t name = p + JD_RECORD_HEAD + JD_LOAD_NAME, lim = p + len < n ? p + len : n;
@@ -178,7 +177,6 @@ static int read_records(mt__perfmap *pm, int fd, off_t size, off_t *at, unsigned
       p += len; /* may pass the buffer's end: the next read starts there */
     }
     *at += (off_t)p;
-    if (stop) return 0;
   }
 }
 
