@@ -10,7 +10,6 @@
  * without one, then replaced by other code named by a later line. Their ranges and names go to /tmp/perf-PID.map, the perf
  * map runtimes write for profilers (e2e.sh, jit). x86-64. */
 #include <fcntl.h>
-#include <link.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,8 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "map_again.h"
 
 __attribute__((noinline)) static void *alloc_from_jit(void) {
   void *p = malloc(4096);
@@ -95,37 +96,6 @@ void *nofp_outer(void *(*stub)(void *(*)(void)), void *(*callback)(void));
 void *nofp_alloc(void);
 void *remap_caller(void *(*callback)(void));
 
-/* remap_caller as a second mapping of this program's file runs it, where
- * the loader does not know it (V8 maps node's builtins so): the page that
- * holds it mapped again from the file, at the same offset. NULL, and a
- * message, if that fails. */
-typedef struct { uintptr_t at; uint64_t offset; } segment_search;
-static int find_text(struct dl_phdr_info *info, size_t size, void *data) {
-  (void)size;
-  segment_search *s = data;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-    if (ph->p_type == PT_LOAD && s->at >= lo && s->at < lo + ph->p_filesz) {
-      s->offset = ph->p_offset + (s->at - lo);
-      return 1;
-    }
-  }
-  return 0;
-}
-
-static void *(*remapped_caller(void))(void *(*)(void)) {
-  segment_search s = {(uintptr_t)remap_caller, 0};
-  if (!dl_iterate_phdr(find_text, &s)) return fprintf(stderr, "prog_jit: remap_caller not found\n"), NULL;
-  int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-  uint64_t page = s.offset & ~(uint64_t)4095;
-  unsigned char *m = fd < 0 ? MAP_FAILED
-                            : mmap(NULL, 8192, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, (off_t)page);
-  if (fd >= 0) close(fd);
-  if (m == MAP_FAILED) return perror("prog_jit: mapping itself again"), NULL;
-  return (void *(*)(void *(*)(void)))(void *)(m + (s.offset - page));
-}
-
 int main(void) {
   /* push %rbp; mov %rsp,%rbp; call *%rdi; pop %rbp; ret */
   static const unsigned char stub_code[] = {0x55, 0x48, 0x89, 0xe5, 0xff, 0xd7, 0x5d, 0xc3};
@@ -171,8 +141,9 @@ int main(void) {
   lib_stub = (void *(*)(void *(*)(void)))(void *)(m + 512);
   void *(*user)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 448);
   for (int i = 0; i < 10; i++) free(user(inner_hop));
-  void *(*again)(void *(*)(void)) = remapped_caller();
-  if (!again) return 1;
+  /* remap_caller run from a second mapping of this program's file */
+  void *(*again)(void *(*)(void)) = (void *(*)(void *(*)(void)))map_code_again((void *)remap_caller);
+  if (!again) return perror("prog_jit: mapping itself again"), 1;
   for (int i = 0; i < 10; i++) free(again(alloc_from_jit));
   void *(*anon)(void *(*)(void)) = (void *(*)(void *(*)(void)))(void *)(m + 192);
   for (int i = 0; i < 10; i++) free(anon(alloc_from_jit));

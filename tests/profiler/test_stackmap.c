@@ -9,7 +9,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <fcntl.h>
-#include <link.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -19,6 +18,7 @@
 
 #include <elfutils/libdwfl.h>
 
+#include "map_again.h"
 #include "remaps.h"
 #include "stackmap.h"
 
@@ -186,21 +186,6 @@ static void test_file_mapping(void **state) {
  * code in the program; anonymous memory is no object's. */
 __attribute__((noinline)) static int remapped_here(int x) { return x * 3 + 1; }
 
-typedef struct { uintptr_t at; uint64_t offset; } text_search;
-static int find_text(struct dl_phdr_info *info, size_t size, void *data) {
-  (void)size;
-  text_search *t = data;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-    if (ph->p_type == PT_LOAD && t->at >= lo && t->at < lo + ph->p_filesz) {
-      t->offset = ph->p_offset + (t->at - lo);
-      return 1;
-    }
-  }
-  return 0;
-}
-
 static void test_remapped_code(void **state) {
   (void)state;
   /* the symbolizer's list of the loaded objects, as it makes it */
@@ -211,16 +196,10 @@ static void test_remapped_code(void **state) {
   dwfl_report_begin(dwfl);
   assert_int_equal(dwfl_linux_proc_report(dwfl, getpid()), 0);
   assert_int_equal(dwfl_report_end(dwfl, NULL, NULL), 0);
-  text_search t = {(uintptr_t)remapped_here, 0};
-  assert_int_equal(dl_iterate_phdr(find_text, &t), 1);
-  int fd = open("/proc/self/exe", O_RDONLY);
-  assert_true(fd >= 0);
-  uint64_t off = t.offset & ~(uint64_t)(page - 1);
-  char *m = mmap(NULL, 2 * page, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, (off_t)off);
-  assert_true(m != MAP_FAILED);
-  close(fd);
+  char *at_fn = map_code_again((void *)remapped_here);
+  assert_non_null(at_fn);
   mt__remaps r = {0};
-  uint64_t same = 0, at = (uint64_t)(uintptr_t)m + (t.offset - off);
+  uint64_t same = 0, at = (uint64_t)(uintptr_t)at_fn;
   assert_int_equal(mt__remap_of(&r, dwfl, at + 3, &same), 1);
   assert_int_equal(same, (uintptr_t)remapped_here + 3);
   assert_int_equal(mt__remap_of(&r, dwfl, at, &same), 1); /* kept: the same answer */
@@ -232,7 +211,7 @@ static void test_remapped_code(void **state) {
   assert_int_equal(remapped_here(2), 7);
   assert_int_equal(mt__remap_of(&r, NULL, at + 64, &same), 1); /* kept: no list needed */
   munmap(anon, page);
-  munmap(m, 2 * page);
+  munmap((void *)((uintptr_t)at_fn & ~(uintptr_t)(page - 1)), MAP_AGAIN_BYTES);
   dwfl_end(dwfl);
 }
 
