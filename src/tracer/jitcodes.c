@@ -55,11 +55,10 @@ static void on_renamed(void *arg, uint64_t pc) {
 }
 
 /* Whether the process has a perf map (or a jitdump named a code), looked
- * at most every LOOK_US until
- * it has: a runtime writes it as it starts compiling, and from then on the
- * samples' codes are named as they are written, so that its first code
- * named is watched from its first sample (else: from the writer's next
- * packet, up to a second later). */
+ * at most every LOOK_US until it has: a runtime writes it as it starts
+ * compiling, and from then on the samples' codes are named as they are
+ * written, so that its first code named is watched from its first sample
+ * (else: from the writer's next packet, up to a second later). */
 #define LOOK_US 10000
 static uint64_t last_look;
 static int map_seen;
