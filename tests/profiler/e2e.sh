@@ -707,7 +707,8 @@ jit)
   # in an anonymous executable mapping. The stack goes through the stub
   # (walked by its frame record), and the stub is named as its map line
   # says, where it was "??" before.
-  out=$(MEMTRACE_SEED=3 "$memtrace" run -q --rate 1 -o jit.ctf -- "$bin/prog_jit") || bad "run failed"
+  # (without -q: the report on stderr, checked below)
+  out=$(MEMTRACE_SEED=3 "$memtrace" run --rate 1 -o jit.ctf -- "$bin/prog_jit" 2> jr.txt) || bad "run failed"
   [[ $out =~ ^[0-9]+$ ]] && rm -f "/tmp/perf-$out.map" "/tmp/jit-$out.dump"
   "$memtrace" dump jit.ctf > jit.txt || bad "dump failed"
   n=$(grep -cE "main@[^ ]*prog_jit\.c:[0-9:-]+ jit_stub \[generated\]@/tmp/perf-$out\.map:0:0-0 alloc_from_jit@[^ ]*prog_jit\.c:" jit.txt)
@@ -740,8 +741,6 @@ jit)
   # function when a language runtime runs it (the innermost code named as
   # CPython or V8 name theirs): nofp_alloc's is py::jit_cet for half its
   # samples; the sites in C alone get no such line.
-  pid=$(MEMTRACE_SEED=3 "$memtrace" run --rate 1 -o jr.ctf -- "$bin/prog_jit" 2> jr.txt) || bad "run with a report failed"
-  [[ $pid =~ ^[0-9]+$ ]] && rm -f "/tmp/perf-$pid.map" "/tmp/jit-$pid.dump"
   grep -A2 "  nofp_alloc (" jr.txt | grep -qx "  *in py::jit_cet \[t\.py\] (50%)" && ok ||
     bad "no 'in py::jit_cet [t.py] (50%)' under nofp_alloc: $(cat jr.txt)"
   [ "$(grep -c "^  *in " jr.txt)" = 3 ] && ok || bad "not 3 sites with the program's function: $(cat jr.txt)"
