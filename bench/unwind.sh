@@ -27,3 +27,8 @@ for variant in fp nofp; do
     awk '{ t[NR] = $2; line[NR] = $0 } END {
            for (i = 1; i <= NR; i++) printf "  %s  x%.2f\n", line[i], t[i] / t[1] }'
 done
+echo "call chains built with frame pointers, through CPython's perf trampolines (as CPython 3.12+ -X perf"
+echo "runs Python functions; fp: the trampolines' callers skipped, libunwind: stopped or skipping):"
+"$out/unwind_walks" -t "$out/unwind_cases_fp.so" libunwind auto fp |
+  awk '{ t[NR] = $2; line[NR] = $0 } END {
+         for (i = 1; i <= NR; i++) printf "  %s  x%.2f\n", line[i], t[i] / t[1] }'

@@ -1,17 +1,18 @@
-/* unwind_walks LIB MODE...: the CPU time of the profiler's stack walks.
+/* unwind_walks [-t] LIB MODE...: the CPU time of the profiler's stack walks.
  * LIB is tests/profiler/unwind_cases.c built as a shared object (with or
  * without frame pointers); its call chains (1 to 14 deep, through
- * functions without frame records too) call back here, where each leaf
- * walks its stack with mt__unwind. MODE: auto, libunwind or fp (the
- * profiler's unwinders). Prints, per mode, microseconds per walk, frames
- * per walk and the call-frame steps per walk whose rows were not kept (read
- * from the tables: ~90 ns each), over 20,000 chains after 2,000 to warm
- * up. */
+ * functions without frame records too; with -t, through CPython's perf
+ * trampolines instead) call back here, where each leaf walks its stack
+ * with mt__unwind. MODE: auto, libunwind or fp (the profiler's
+ * unwinders). Prints, per mode, microseconds per walk, frames per walk and
+ * the call-frame steps per walk whose rows were not kept (read from the
+ * tables: ~90 ns each), over 20,000 chains after 2,000 to warm up. */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "cfi.h"
@@ -29,6 +30,20 @@ static void leaf(void) {
   walks++;
 }
 
+static void around_trampoline(int entering) { (void)entering; }
+
+/* CPython 3.12's perf trampoline (sub $8,%rsp; call *%rcx; add $8,%rsp;
+ * ret) in anonymous executable memory, as CPython copies it; NULL on
+ * failure. */
+static void *trampoline(void) {
+  static const unsigned char code[] = {0x48, 0x83, 0xec, 0x08, 0xff, 0xd1,
+                                       0x48, 0x83, 0xc4, 0x08, 0xc3};
+  unsigned char *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return NULL;
+  memcpy(m, code, sizeof code);
+  return mprotect(m, 4096, PROT_READ | PROT_EXEC) == 0 ? m : NULL;
+}
+
 static double cpu_seconds(void) {
   struct timespec t;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
@@ -36,16 +51,25 @@ static double cpu_seconds(void) {
 }
 
 int main(int argc, char **argv) {
+  int chains = 1; /* unwind_cases_run's no_record: through functions without records */
+  if (argc > 1 && strcmp(argv[1], "-t") == 0) {
+    chains = 3; /* through trampolines */
+    argc--, argv++;
+  }
   if (argc < 3) {
-    fprintf(stderr, "usage: unwind_walks LIB auto|libunwind|fp...\n");
+    fprintf(stderr, "usage: unwind_walks [-t] LIB auto|libunwind|fp...\n");
     return 2;
   }
   void *lib = dlopen(argv[1], RTLD_NOW);
   run_fn run = lib ? (run_fn)dlsym(lib, "unwind_cases_run") : NULL;
-  if (!run) {
-    fprintf(stderr, "unwind_walks: cannot load %s: %s\n", argv[1], dlerror());
+  void (*set)(void *, void *, void (*)(int)) =
+      lib ? (void (*)(void *, void *, void (*)(int)))dlsym(lib, "unwind_cases_trampolines") : NULL;
+  void *stub = trampoline();
+  if (!run || !set || !stub) {
+    fprintf(stderr, "unwind_walks: cannot load %s: %s\n", argv[1], stub ? dlerror() : "no stub");
     return 1;
   }
+  set(stub, stub, around_trampoline);
   if (mt__unw_load() != 0) {
     fprintf(stderr, "unwind_walks: cannot load libunwind\n");
     return 1;
@@ -60,11 +84,11 @@ int main(int argc, char **argv) {
       return 2;
     }
     mt__unwind_init(mode);
-    run(leaf, 1, 2000, 1); /* warm: rows, verdicts, libunwind's caches */
+    run(leaf, 1, 2000, chains); /* warm: rows, verdicts, libunwind's caches */
     walks = 0, frames = 0;
     unsigned long uncached = mt__cfi_uncached;
     double t0 = cpu_seconds();
-    run(leaf, 2, 20000, 1);
+    run(leaf, 2, 20000, chains);
     double t = cpu_seconds() - t0;
     printf("%-10s %6.3f us/walk %5.1f frames/walk %6.3f CFI steps/walk by the tables\n", argv[i],
            t / (double)walks * 1e6, (double)frames / (double)walks,

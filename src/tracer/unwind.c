@@ -497,21 +497,22 @@ static inline int known_record(uintptr_t ret) {
 
 /* Whether the walk may go on from the record at fp (or end there, if the
  * chain does), ret not being known to lie in a function with a record:
- * yes if ret is a known entry point (V_ENTRY) and the chain ends there (the
- * outermost frame of every walk, which may_go_on answers before calling
- * here), or if examining ret finds a record after all. If not, sets *trust
- * (see walk). */
+ * yes (1) if ret is a known entry point (V_ENTRY) and the chain ends there
+ * (the outermost frame of every walk, which may_go_on answers before
+ * calling here), or if examining ret finds a record after all. If not,
+ * sets *trust (see walk), and returns 2 if ret is in a CPython trampoline
+ * (walk may step it), else 0. */
 static __attribute__((noinline)) int judge(uintptr_t fp, uintptr_t next, uintptr_t ret,
                                            uintptr_t top, int *trust) {
   int more = goes_on(fp, next, top);
   unsigned v = verdict(ret);
   if (v == V_RECORD || (v == V_ENTRY && !more)) return 1;
   *trust = more ? 0 : -1;
-  return 0;
+  return v == V_TRAMP && more ? 2 : 0;
 }
 
-/* Whether the walk may go on from the record at fp (see judge): the
- * known cases inline, from one cache line. A record-less frame known as an
+/* Whether the walk may go on from the record at fp (see judge: 1, or 0,
+ * or 2 for a trampoline): the known cases inline, from one cache line. A record-less frame known as an
  * entry point ends the chain of nearly every walk (clone3, _start); a call
  * to judge there cost a sample about 30 instructions. */
 static inline int may_go_on(uintptr_t fp, uintptr_t ret, uintptr_t top, int *trust) {
@@ -524,20 +525,38 @@ static inline int may_go_on(uintptr_t fp, uintptr_t ret, uintptr_t top, int *tru
   return judge(fp, next, ret, top, trust);
 }
 
+/* The return address of the function that called a CPython trampoline
+ * (is_trampoline) whose callee's record, at fp, holds the return address
+ * into it: above that one, the trampoline's 8 bytes, then its caller's.
+ * rbp passes through the trampoline, so the record saved there is its
+ * caller's; it must lie above those slots. 0 if not so. */
+static uintptr_t trampoline_caller(uintptr_t fp, uintptr_t top) {
+  if (fp + 16 > top || !climbs(fp + 24, ((uintptr_t *)fp)[0], top)) return 0;
+  return ((uintptr_t *)fp)[3];
+}
+
+enum { WALK_RECORDS = 0, WALK_AUTO = 1, WALK_LEARN = 2 }; /* walk's check */
+
 /* The frame-pointer walk, from the record at fp, straight into buf: the
  * leading hidden frames are dropped (only those: the check stops at the
  * first frame kept), and the walk goes while the records climb.
  *
- * With `check` (AUTO), every return address passed must lie in a function
- * that sets up its own record, else the next record is not its caller's.
- * *trust: 1 if every one does (or the one that does not is the chain's
- * last, known as an entry point); else the walk stops there, with that
- * address last in buf, and *trust is 0, or -1 if the chain ended at it (it
- * may be an entry point). *trust is 0 too, with nothing walked, when fp is
- * not on the stack known (a coroutine's, once the thread has asked
- * MAX_ASKS times). When it stops so, *rec is the record holding that
- * last address. The second loop is most of a sample's unwinding: about
- * twenty instructions per frame. */
+ * With `check` WALK_AUTO, every return address passed must lie in a
+ * function that sets up its own record, else the next record is not its
+ * caller's; but for a CPython trampoline (a Python function's frame, in a
+ * CPython built with frame pointers, as distributions now build theirs),
+ * whose caller's return address is read past it, as its shape says, and
+ * must itself lie in such a function. *trust: 1 if every one does (or the
+ * one that does not is the chain's last, known as an entry point); else
+ * the walk stops there, with that address last in buf (after the
+ * trampoline's, if it is the trampoline's caller), and *trust is 0, or -1
+ * if the chain ended at it (it may be an entry point). *trust is 0 too,
+ * with nothing walked, when fp is not on the stack known (a coroutine's,
+ * once the thread has asked MAX_ASKS times). When it stops so, *rec is the
+ * record holding that last address, or the trampoline's before it. With
+ * WALK_LEARN (learn_records), nothing is checked, but trampolines known
+ * as such are stepped so. The second loop is most of a sample's unwinding:
+ * about twenty instructions per frame. */
 static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t *buf, size_t cap,
                                                          const int check, int *trust,
                                                          uintptr_t *rec) {
@@ -553,7 +572,7 @@ static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t 
     next = ((uintptr_t *)fp)[0], ret = ((uintptr_t *)fp)[1];
     if (!ret) return 0;
     int hidden = is_hidden(ret);
-    if (check && !may_go_on(fp, ret, top, trust)) {
+    if (check == WALK_AUTO && may_go_on(fp, ret, top, trust) != 1) {
       if (!hidden) buf[n++] = ret;
       *rec = fp;
       return n;
@@ -571,10 +590,26 @@ static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t 
     fp = next;
     ret = ((uintptr_t *)fp)[1];
     if (!ret) break;
-    if (check && !may_go_on(fp, ret, top, trust)) {
-      *out++ = ret;
-      *rec = fp;
-      break;
+    if (check == WALK_AUTO) {
+      int go = may_go_on(fp, ret, top, trust);
+      if (__builtin_expect(go != 1, 0)) {
+        uintptr_t caller;
+        if (go == 2 && end - out >= 2 && (caller = trampoline_caller(fp, top))) {
+          *out++ = ret; /* the trampoline's */
+          ret = caller;
+          if (may_go_on(fp, caller, top, trust) == 1) {
+            *trust = 1;
+            next = ((uintptr_t *)fp)[0];
+            continue;
+          }
+        }
+        *out++ = ret;
+        *rec = fp;
+        break;
+      }
+    } else if (check == WALK_LEARN && has_verdict(ret, V_TRAMP)) {
+      uintptr_t caller = trampoline_caller(fp, top);
+      if (caller && end - out >= 2) *out++ = ret, ret = caller;
     }
     next = ((uintptr_t *)fp)[0];
   }
@@ -605,7 +640,7 @@ static __attribute__((noinline, cold)) void learn_records(uintptr_t fp, uint64_t
                                                          size_t nlu) {
   int t;
   uintptr_t rec;
-  size_t nw = walk(fp, buf, cap < nlu ? cap : nlu, 0, &t, &rec);
+  size_t nw = walk(fp, buf, cap < nlu ? cap : nlu, WALK_LEARN, &t, &rec);
   if (nw < n || memcmp(buf, lu, n * sizeof *buf) != 0) return; /* not the same walk */
   if (nw > n && buf[n] != lu[n]) {
     verdict_put(buf[n - 1], V_NOREC);
@@ -673,7 +708,8 @@ static int trampoline_step(mt__cfi_frame *f) {
 
 /* The walk on from where AUTO's stopped (the return address in the record
  * at j->rec, whose function keeps no record: buf[n-1], or a hidden frame's
- * when none was kept yet, as operator new's), by call-frame steps (cfi.h),
+ * when none was kept yet, as operator new's; or the trampoline's, buf[n-2],
+ * that function being its caller), by call-frame steps (cfi.h),
  * into pcs (buf's n frames first, leading hidden frames left out): how
  * many, or 0 where a step cannot be taken (libunwind's turn). The
  * function's rsp is just above that record (its callee's: rbp, then the
@@ -684,6 +720,8 @@ static size_t cfi_walk(const lu_job *j, uintptr_t *pcs, size_t want) {
   size_t n = j->n;
   if (!j->rec || n > want) return 0; /* not on the stack known */
   mt__cfi_frame f = frame_above(j->rec);
+  /* stopped past a trampoline, at its caller: the record holds the former */
+  if (n >= 2 && f.pc == j->buf[n - 2] && f.pc != j->buf[n - 1]) trampoline_step(&f);
   if (n ? f.pc != j->buf[n - 1] : !is_hidden(f.pc)) return 0; /* not where walk stopped */
   for (size_t i = 0; i < n; i++) pcs[i] = j->buf[i];
   for (size_t steps = 0; n < want && steps < MAX_WALK; steps++) {
@@ -770,14 +808,14 @@ size_t mt__unwind(void *ctx, uint64_t *buf, size_t cap) {
   uintptr_t fp = from ? from : (uintptr_t)__builtin_frame_address(0);
   int trust;
   uintptr_t rec = 0;
-  if (unwind_mode() == MT__UNWIND_FRAME_POINTERS) return walk(fp, buf, cap, 0, &trust, &rec);
+  if (unwind_mode() == MT__UNWIND_FRAME_POINTERS) return walk(fp, buf, cap, WALK_RECORDS, &trust, &rec);
   /* after a dlclose, other code may come to the same addresses */
   unsigned closes = atomic_load_explicit(&mt__dlclose_count, memory_order_relaxed);
   if (closes != verdicts_closes) {
     verdicts_closes = closes;
     mt__unwind_forget();
   }
-  size_t n = walk(fp, buf, cap, 1, &trust, &rec);
+  size_t n = walk(fp, buf, cap, WALK_AUTO, &trust, &rec);
   if (trust > 0) return n;
   return fallback(fp, rec, buf, cap, n, trust);
 }

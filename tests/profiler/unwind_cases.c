@@ -8,7 +8,8 @@
  * has a record, and every walk goes by call-frame steps. In both, with
  * `no_record` 2, some chains go on in a signal handler (a signal frame,
  * over the C library's raise), and through a frame sized at run time (its
- * CFA follows rbp even without frame pointers). */
+ * CFA follows rbp even without frame pointers). And chains through CPython's
+ * perf trampolines, which keep no record and have no unwind tables. */
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -17,7 +18,7 @@ typedef void (*unwind_case_leaf)(void);
 
 static unwind_case_leaf at_leaf;
 static uint64_t state;
-static int with_no_record;
+static int with_no_record, with_trampolines;
 
 static unsigned rnd(void) {
   state ^= state << 13;
@@ -75,6 +76,35 @@ __attribute__((noinline)) void uc_sized(int depth) {
   __asm__ volatile("" ::: "memory");
 }
 
+/* CPython's perf trampolines (copied by the test into anonymous
+ * executable memory, as CPython does: unwind_cases_trampolines), with and
+ * without endbr64, called as CPython calls one: the evaluator (which keeps
+ * a frame record in a CPython built with frame pointers) in rcx, the
+ * fourth argument. */
+typedef void (*trampoline_fn)(int depth, void *, void *, void (*callee)(int));
+static trampoline_fn trampolines[2];
+static void (*around_trampoline)(int entering); /* the test's reference walks */
+
+void unwind_cases_trampolines(void *bare, void *cet, void (*around)(int entering)) {
+  trampolines[0] = (trampoline_fn)bare;
+  trampolines[1] = (trampoline_fn)cet;
+  around_trampoline = around;
+}
+
+__attribute__((noinline)) static void tramp_callee(int depth) {
+  if (rnd() & 1)
+    uc_f1(depth);
+  else
+    uc_f2(depth);
+  __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void uc_tramp(int depth) {
+  around_trampoline(1);
+  trampolines[rnd() & 1](depth, NULL, NULL, tramp_callee);
+  around_trampoline(0);
+}
+
 /* The chain goes on in a handler of SIGUSR1, raised here. */
 static volatile int in_handler_depth;
 
@@ -117,7 +147,9 @@ static void on_signal_outer(int sig) {
       for (unsigned i = 0; i <= r % 3; i++) at_leaf();                         \
       return;                                                                  \
     }                                                                          \
-    if (with_no_record && r % 5 == 0)                                          \
+    if (with_trampolines && r % 4 == 0)                                        \
+      uc_tramp(depth - 1);                                                     \
+    else if (with_no_record && r % 5 == 0)                                     \
       uc_no_record(depth - 1);                                                 \
     else if (with_no_record && r % 5 == 1)                                     \
       uc_via(depth - 1, 1 + (int)(r >> 8) % 3);                                \
@@ -138,7 +170,8 @@ LEVEL(uc_f3, uc_f0, uc_f2)
 
 /* `rounds` call chains, 1 to 14 deep. no_record: 0, chains of functions
  * with records; 1, through functions without too; 2, and through signal
- * handlers and frames sized at run time. */
+ * handlers and frames sized at run time; 3, functions with records and
+ * CPython trampolines. */
 void unwind_cases_run(unwind_case_leaf leaf, uint64_t seed, int rounds, int no_record) {
   if (no_record > 1) {
     struct sigaction sa;
@@ -148,7 +181,8 @@ void unwind_cases_run(unwind_case_leaf leaf, uint64_t seed, int rounds, int no_r
   }
   at_leaf = leaf;
   state = seed | 1;
-  with_no_record = no_record;
+  with_no_record = no_record < 3 ? no_record : 0;
+  with_trampolines = no_record == 3;
   for (int r = 0; r < rounds; r++) {
     int depth = 1 + (int)(rnd() % 14);
     if (rnd() & 1)
