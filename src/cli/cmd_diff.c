@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "emit.h"
+#include "sites.h"
 #include "tables.h"
 
 static const char usage[] =

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "emit.h"
+#include "sites.h"
 #include "stack_rank.h"
 
 static const char usage[] =

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emit.h"
+#include "sites.h"
 #include "rng.h"
 
 /* The fingerprint of a backtrace is a polynomial over its printed frames
