@@ -500,19 +500,18 @@ static inline int known_record(uintptr_t ret) {
  * yes (1) if ret is a known entry point (V_ENTRY) and the chain ends there
  * (the outermost frame of every walk, which may_go_on answers before
  * calling here), or if examining ret finds a record after all. If not,
- * sets *trust (see walk), and returns 2 if ret is in a CPython trampoline
- * (walk may step it), else 0. */
+ * sets *trust (see walk). */
 static __attribute__((noinline)) int judge(uintptr_t fp, uintptr_t next, uintptr_t ret,
                                            uintptr_t top, int *trust) {
   int more = goes_on(fp, next, top);
   unsigned v = verdict(ret);
   if (v == V_RECORD || (v == V_ENTRY && !more)) return 1;
-  *trust = more ? 0 : -1;
-  return v == V_TRAMP && more ? 2 : 0;
+  *trust = !more ? -1 : v == V_TRAMP ? 2 : 0;
+  return 0;
 }
 
-/* Whether the walk may go on from the record at fp (see judge: 1, or 0,
- * or 2 for a trampoline): the known cases inline, from one cache line. A record-less frame known as an
+/* Whether the walk may go on from the record at fp (see judge): the
+ * known cases inline, from one cache line. A record-less frame known as an
  * entry point ends the chain of nearly every walk (clone3, _start); a call
  * to judge there cost a sample about 30 instructions. */
 static inline int may_go_on(uintptr_t fp, uintptr_t ret, uintptr_t top, int *trust) {
@@ -543,20 +542,16 @@ enum { WALK_RECORDS = 0, WALK_AUTO = 1, WALK_LEARN = 2 }; /* walk's check */
  *
  * With `check` WALK_AUTO, every return address passed must lie in a
  * function that sets up its own record, else the next record is not its
- * caller's; but for a CPython trampoline (a Python function's frame, in a
- * CPython built with frame pointers, as distributions now build theirs),
- * whose caller's return address is read past it, as its shape says, and
- * must itself lie in such a function. *trust: 1 if every one does (or the
- * one that does not is the chain's last, known as an entry point); else
- * the walk stops there, with that address last in buf (after the
- * trampoline's, if it is the trampoline's caller), and *trust is 0, or -1
- * if the chain ended at it (it may be an entry point). *trust is 0 too,
- * with nothing walked, when fp is not on the stack known (a coroutine's,
- * once the thread has asked MAX_ASKS times). When it stops so, *rec is the
- * record holding that last address, or the trampoline's before it. With
- * WALK_LEARN (learn_records), nothing is checked, but trampolines known
- * as such are stepped so. The second loop is most of a sample's unwinding:
- * about twenty instructions per frame. */
+ * caller's. *trust: 1 if every one does (or the one that does not is the
+ * chain's last, known as an entry point); else the walk stops there, with
+ * that address last in buf, and *trust is 0, or -1 if the chain ended at
+ * it (it may be an entry point), or 2 if it is in a CPython trampoline
+ * (past_trampolines). *trust is 0 too, with nothing walked, when fp is not
+ * on the stack known (a coroutine's, once the thread has asked MAX_ASKS
+ * times). When it stops so, *rec is the record holding that last address.
+ * With WALK_LEARN (learn_records), nothing is checked, but trampolines
+ * known as such are stepped as past_trampolines does. The second loop is
+ * most of a sample's unwinding: about twenty instructions per frame. */
 static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t *buf, size_t cap,
                                                          const int check, int *trust,
                                                          uintptr_t *rec) {
@@ -572,7 +567,7 @@ static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t 
     next = ((uintptr_t *)fp)[0], ret = ((uintptr_t *)fp)[1];
     if (!ret) return 0;
     int hidden = is_hidden(ret);
-    if (check == WALK_AUTO && may_go_on(fp, ret, top, trust) != 1) {
+    if (check == WALK_AUTO && !may_go_on(fp, ret, top, trust)) {
       if (!hidden) buf[n++] = ret;
       *rec = fp;
       return n;
@@ -590,30 +585,48 @@ static inline __attribute__((always_inline)) size_t walk(uintptr_t fp, uint64_t 
     fp = next;
     ret = ((uintptr_t *)fp)[1];
     if (!ret) break;
-    if (check == WALK_AUTO) {
-      int go = may_go_on(fp, ret, top, trust);
-      if (__builtin_expect(go != 1, 0)) {
-        uintptr_t caller;
-        if (go == 2 && end - out >= 2 && (caller = trampoline_caller(fp, top))) {
-          *out++ = ret; /* the trampoline's */
-          ret = caller;
-          if (may_go_on(fp, caller, top, trust) == 1) {
-            *trust = 1;
-            next = ((uintptr_t *)fp)[0];
-            continue;
-          }
-        }
-        *out++ = ret;
-        *rec = fp;
-        break;
-      }
-    } else if (check == WALK_LEARN && has_verdict(ret, V_TRAMP)) {
+    if (check == WALK_AUTO && !may_go_on(fp, ret, top, trust)) {
+      *out++ = ret;
+      *rec = fp;
+      break;
+    }
+    if (check == WALK_LEARN && has_verdict(ret, V_TRAMP)) {
       uintptr_t caller = trampoline_caller(fp, top);
       if (caller && end - out >= 2) *out++ = ret, ret = caller;
     }
     next = ((uintptr_t *)fp)[0];
   }
   return (size_t)(out - buf);
+}
+
+/* The AUTO walk stopped at buf[n-1], a return address into a CPython
+ * trampoline, in the record at *rec (*trust 2): the walk of records goes
+ * on past it, at the return address of the function that called it (in a
+ * CPython built with frame pointers, as Fedora's and Ubuntu's are, the
+ * evaluator called through the trampoline keeps a record, so the walk
+ * meets every trampoline). That address must lie in a function that keeps
+ * a record, as any other; if not, the walk stops there (*trust 0 or -1),
+ * the record at *rec still holding the trampoline's: cfi_walk steps it
+ * again. Out of line: the walk's loop keeps its registers. */
+static __attribute__((noinline)) size_t past_trampolines(uint64_t *buf, size_t n, size_t cap,
+                                                         int *trust, uintptr_t *rec) {
+  const uintptr_t top = stack_hi - 16;
+  while (*trust == 2) {
+    uintptr_t fp = *rec, caller;
+    *trust = 0;
+    if (n >= cap || !(caller = trampoline_caller(fp, top))) return n;
+    buf[n++] = caller;
+    if (!may_go_on(fp, caller, top, trust)) {
+      if (*trust == 2) *trust = 0; /* a trampoline calling one: not CPython's way */
+      return n;
+    }
+    if (n == cap) {
+      *trust = 1;
+      return n;
+    }
+    n += walk(((uintptr_t *)fp)[0], buf + n, cap - n, WALK_AUTO, trust, rec);
+  }
+  return n;
 }
 
 /* The AUTO walk stopped at buf[n-1]: a return address whose function does
@@ -816,7 +829,11 @@ size_t mt__unwind(void *ctx, uint64_t *buf, size_t cap) {
     mt__unwind_forget();
   }
   size_t n = walk(fp, buf, cap, WALK_AUTO, &trust, &rec);
-  if (trust > 0) return n;
+  if (trust == 1) return n;
+  if (trust == 2) {
+    n = past_trampolines(buf, n, cap, &trust, &rec);
+    if (trust == 1) return n;
+  }
   return fallback(fp, rec, buf, cap, n, trust);
 }
 
