@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "cfi.h"
+#include "cpython_trampoline.h"
 #include "unwind.h"
 
 typedef void (*leaf_fn)(void);
@@ -32,15 +33,12 @@ static void leaf(void) {
 
 static void around_trampoline(int entering) { (void)entering; }
 
-/* CPython 3.12's perf trampoline (sub $8,%rsp; call *%rcx; add $8,%rsp;
- * ret) in anonymous executable memory, as CPython copies it; NULL on
- * failure. */
+/* CPython's perf trampoline (cpython_trampoline.h) in anonymous executable
+ * memory, as CPython copies it; NULL on failure. */
 static void *trampoline(void) {
-  static const unsigned char code[] = {0x48, 0x83, 0xec, 0x08, 0xff, 0xd1,
-                                       0x48, 0x83, 0xc4, 0x08, 0xc3};
   unsigned char *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return NULL;
-  memcpy(m, code, sizeof code);
+  put_cpython_trampoline(m, 0);
   return mprotect(m, 4096, PROT_READ | PROT_EXEC) == 0 ? m : NULL;
 }
 

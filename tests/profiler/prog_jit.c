@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpython_trampoline.h"
 #include "map_again.h"
 
 __attribute__((noinline)) static void *alloc_from_jit(void) {
@@ -99,22 +100,16 @@ void *remap_caller(void *(*callback)(void));
 int main(void) {
   /* push %rbp; mov %rsp,%rbp; call *%rdi; pop %rbp; ret */
   static const unsigned char stub_code[] = {0x55, 0x48, 0x89, 0xe5, 0xff, 0xd7, 0x5d, 0xc3};
-  /* without a record: CPython 3.12's and 3.13's perf trampoline,
-   * sub $8,%rsp; call *%rcx; add $8,%rsp; ret, and the same built with
-   * -fcf-protection (endbr64 first) */
-  static const unsigned char bare_code[] = {0x48, 0x83, 0xec, 0x08, 0xff, 0xd1,
-                                            0x48, 0x83, 0xc4, 0x08, 0xc3};
-  static const unsigned char cet_code[] = {0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x83, 0xec, 0x08,
-                                           0xff, 0xd1, 0x48, 0x83, 0xc4, 0x08, 0xc3};
   unsigned char *m =
       mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return perror("prog_jit: mmap"), 1;
   memcpy(m + 64, stub_code, sizeof stub_code);
-  memcpy(m + 128, bare_code, sizeof bare_code);
+  /* without a record: CPython's perf trampolines, bare and with endbr64 */
+  size_t bare_size = put_cpython_trampoline(m + 128, 0);
   memcpy(m + 192, stub_code, sizeof stub_code); /* named as V8 names an unnamed function */
-  memcpy(m + 256, cet_code, sizeof cet_code);
+  size_t cet_size = put_cpython_trampoline(m + 256, 1);
   memcpy(m + 320, stub_code, sizeof stub_code); /* named in the jitdump alone */
-  memcpy(m + 384, bare_code, sizeof bare_code); /* called from code with records */
+  put_cpython_trampoline(m + 384, 0); /* called from code with records */
   memcpy(m + 448, stub_code, sizeof stub_code); /* a script's function */
   memcpy(m + 512, stub_code, sizeof stub_code); /* the runtime's library's */
   if (mprotect(m, 4096, PROT_READ | PROT_EXEC) != 0) return perror("prog_jit: mprotect"), 1;
@@ -123,10 +118,10 @@ int main(void) {
   FILE *f = fopen(path, "w");
   if (!f) return perror(path), 1;
   fprintf(f, "%lx %zx jit_stub [generated]\n", (unsigned long)(m + 64), sizeof stub_code);
-  fprintf(f, "%lx %zx jit_bare [generated]\n", (unsigned long)(m + 128), sizeof bare_code);
+  fprintf(f, "%lx %zx jit_bare [generated]\n", (unsigned long)(m + 128), bare_size);
   fprintf(f, "%lx %zx JS:* :1:20\n", (unsigned long)(m + 192), sizeof stub_code);
-  fprintf(f, "%lx %zx py::jit_cet:/app/t.py\n", (unsigned long)(m + 256), sizeof cet_code);
-  fprintf(f, "%lx %zx py::jit_fp:/app/t.py\n", (unsigned long)(m + 384), sizeof bare_code);
+  fprintf(f, "%lx %zx py::jit_cet:/app/t.py\n", (unsigned long)(m + 256), cet_size);
+  fprintf(f, "%lx %zx py::jit_fp:/app/t.py\n", (unsigned long)(m + 384), bare_size);
   fprintf(f, "%lx %zx JS:user /app/u.js:1:1\n", (unsigned long)(m + 448), sizeof stub_code);
   fprintf(f, "%lx %zx JS:lib node:buffer:1:1\n", (unsigned long)(m + 512), sizeof stub_code);
   if (fclose(f) != 0) return perror(path), 1;

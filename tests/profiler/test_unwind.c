@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "cpython_trampoline.h"
 #include "unwind.h"
 
 #define CAP 256
@@ -34,12 +35,9 @@ extern _Atomic unsigned long mt__unwind_fallbacks, mt__unwind_lu_walks;
 static void *self_base;
 static __thread long walks, mismatches;
 
-/* CPython's perf trampolines (3.12, 3.13 on x86-64), bare and with
- * endbr64, copied into anonymous executable memory as CPython copies them;
- * the return addresses into them; the function of the loaded cases that
- * calls them. */
-static const unsigned char trampoline_code[] = {0x48, 0x83, 0xec, 0x08, 0xff, 0xd1,
-                                                0x48, 0x83, 0xc4, 0x08, 0xc3};
+/* CPython's perf trampolines (cpython_trampoline.h), bare and with
+ * endbr64: the return addresses into them; the function of the loaded
+ * cases that calls them. */
 static uintptr_t trampoline_ret[2];
 static const void *tramp_caller_fn;
 
@@ -158,15 +156,11 @@ static run_fn load(const char *path, int (**signals)(void), unsigned char *stubs
 
 /* The two trampolines, 64 bytes apart, in a mapping made executable. */
 static unsigned char *make_trampolines(void) {
-  static const unsigned char endbr64[] = {0xf3, 0x0f, 0x1e, 0xfa};
   unsigned char *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return NULL;
-  memcpy(m, trampoline_code, sizeof trampoline_code);
-  memcpy(m + 64, endbr64, sizeof endbr64);
-  memcpy(m + 64 + sizeof endbr64, trampoline_code, sizeof trampoline_code);
+  trampoline_ret[0] = (uintptr_t)m + put_cpython_trampoline(m, 0) - 5;
+  trampoline_ret[1] = (uintptr_t)m + 64 + put_cpython_trampoline(m + 64, 1) - 5;
   if (mprotect(m, 4096, PROT_READ | PROT_EXEC) != 0) return NULL;
-  trampoline_ret[0] = (uintptr_t)m + 6; /* past sub; call *%rcx */
-  trampoline_ret[1] = (uintptr_t)m + 64 + sizeof endbr64 + 6;
   return m;
 }
 
