@@ -6,10 +6,10 @@
 #include <link.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "stackmap.h"
 #include "unwind.h"
 
 extern int mt__dlclose_hooked; /* events.c: the interposer's dlclose is in place */
@@ -161,22 +161,15 @@ void mt__cxxrt_pin(void) {
 
 int mt__cxxrt_has_demangler(void) { return atomic_load(&demangle) != NULL; }
 
+static int unlearned_runtime(const mt__file_mapping *m, const char *path, void *ctx) {
+  (void)ctx;
+  return is_runtime(path) && !is_known(m->lo, m->hi);
+}
+
 uintptr_t mt__cxxrt_unlearned(void) {
-  FILE *f = fopen("/proc/self/maps", "re");
-  if (!f) return 0;
-  char line[PATH_MAX + 128];
-  uintptr_t found = 0;
-  while (!found && fgets(line, sizeof line, f)) {
-    unsigned long lo, hi;
-    int at = 0;
-    /* start-end perms offset device inode path */
-    if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &at) < 2 || !at) continue;
-    char *path = line + at;
-    path[strcspn(path, "\n")] = 0;
-    if (is_runtime(path) && !is_known(lo, hi)) found = lo;
-  }
-  fclose(f);
-  return found;
+  static char path[PATH_MAX]; /* under the tracer's lock */
+  mt__file_mapping m;
+  return mt__maps_find(unlearned_runtime, NULL, path, sizeof path, &m) ? m.lo : 0;
 }
 
 char *mt__cxxrt_demangle(const char *name) {

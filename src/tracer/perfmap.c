@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "stackmap.h"
 #include "tables.h"
 
 /* 24 bytes a line, and 8 of reach. The names stay in the file: a
@@ -456,45 +457,18 @@ static void with_pid(char *buf, size_t cap, const char *head, const char *tail) 
 
 void mt__perfmap_path(char *buf, size_t cap) { with_pid(buf, cap, "/tmp/perf-", ".map"); }
 
+/* Whether path is a jitdump's of this process (ctx: "/jit-PID.dump"). */
+static int is_jitdump(const mt__file_mapping *m, const char *path, void *ctx) {
+  (void)m;
+  size_t n = strlen(path), tail = strlen(ctx);
+  return path[0] == '/' && n >= tail && memcmp(path + n - tail, ctx, tail) == 0;
+}
+
 int mt__jitdump_path(char *buf, size_t cap) {
   char tail[48];
   with_pid(tail, sizeof tail, "/jit-", ".dump");
-  size_t tail_len = strlen(tail);
-  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  char *text = NULL;
-  size_t len = 0, size = 0;
-  for (;;) {
-    if (size - len < 4096) {
-      char *t = realloc(text, size + CHUNK);
-      if (!t) break;
-      text = t;
-      size += CHUNK;
-    }
-    ssize_t got = read(fd, text + len, size - len);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    len += (size_t)got;
-  }
-  close(fd);
-  int found = 0;
-  /* "lo-hi perms offset dev inode PATH": the path is the line's first '/' */
-  for (size_t at = 0; text && at < len && !found;) {
-    const char *line = text + at, *nl = memchr(line, '\n', len - at);
-    size_t n = nl ? (size_t)(nl - line) : len - at;
-    const char *path = memchr(line, '/', n);
-    if (path && n >= tail_len && memcmp(line + n - tail_len, tail, tail_len) == 0) {
-      size_t plen = (size_t)(line + n - path);
-      if (plen < cap) {
-        memcpy(buf, path, plen);
-        buf[plen] = '\0';
-        found = 1;
-      }
-    }
-    at += n + 1;
-  }
-  free(text);
-  return found;
+  mt__file_mapping m;
+  return mt__maps_find(is_jitdump, tail, buf, cap, &m);
 }
 
 void mt__perfmap_clear(mt__perfmap *pm) {

@@ -78,7 +78,12 @@ struct line_scan {
   vma cur, prev;
   int state, nperm, found;
   int (*take)(line_scan *s); /* a line's fields, whole: 1 when the scan is over */
-  int (*by_query)(long fd, line_scan *s);
+  int (*by_query)(long fd, line_scan *s); /* NULL: by the text only */
+  /* with a path (mt__maps_find): the line's path, then take at its end */
+  char *path;
+  size_t path_cap, path_len;
+  mt__map_match *match;
+  void *ctx;
 };
 
 /* ---- the region allowing `need` (mt__mapping_of, mt__readable) ---- */
@@ -133,14 +138,31 @@ static int take_file(line_scan *s) {
   return 1;
 }
 
+/* ---- a mapping by its path (mt__maps_find) ---- */
+
+static mt__file_mapping file_mapping(const vma *v) {
+  return (mt__file_mapping){v->lo,        v->hi,        v->offset,
+                            v->inode,     v->dev_major, v->dev_minor,
+                            (v->flags & Q_EXECUTABLE) != 0};
+}
+
+static int take_path(line_scan *s) {
+  if (!s->path_len || s->path_len > s->path_cap) return 0; /* none, or longer than the buffer */
+  s->path[s->path_len] = '\0';
+  mt__file_mapping m = file_mapping(&s->cur);
+  if (!s->match(&m, s->path, s->ctx)) return 0;
+  s->found = 1;
+  return 1;
+}
+
 /* ---- the text ----
  *
  * "lo-hi perms offset major:minor inode path\n" per mapping, in address
  * order. Read through a small buffer, one character at a time (a line may
  * straddle reads): the hexadecimal fields each ended by its character,
- * then the next; the permissions; the inode in decimal; the path is not
- * needed. */
-enum { F_LO, F_HI, F_PERMS, F_OFF, F_MAJ, F_MIN, F_INODE, F_REST };
+ * then the next; the permissions; the inode in decimal; the path, after
+ * the spaces that align it, only if the search wants it (F_PATH). */
+enum { F_LO, F_HI, F_PERMS, F_OFF, F_MAJ, F_MIN, F_INODE, F_REST, F_PATH };
 static const char field_end[F_REST] = {[F_LO] = '-', [F_HI] = ' ', [F_OFF] = ' ', [F_MAJ] = ':',
                                        [F_MIN] = ' '};
 
@@ -170,10 +192,23 @@ static int scan(line_scan *s, const char *p, long n) {
       }
       s->cur = (vma){(uintptr_t)s->f[F_LO], (uintptr_t)s->f[F_HI], s->flags, s->f[F_OFF],
                      s->f[F_INODE], (unsigned)s->f[F_MAJ], (unsigned)s->f[F_MIN]};
+      if (s->path) {
+        s->path_len = 0;
+        s->state = F_PATH;
+        break;
+      }
       if (s->take(s)) return 1;
       s->state = F_REST;
       break;
     case F_REST:
+      break;
+    case F_PATH:
+      if (c == '\n') {
+        if (s->take(s)) return 1;
+      } else if (c != ' ' || s->path_len) { /* past the spaces that align it */
+        if (s->path_len < s->path_cap) s->path[s->path_len++] = c;
+        else s->path_len = s->path_cap + 1; /* too long */
+      }
       break;
     default: /* a hexadecimal field */
       if ((v = hexval(c)) >= 0) s->f[s->state] = s->f[s->state] << 4 | (uint64_t)v;
@@ -208,7 +243,7 @@ static int search(line_scan *s, int text_only) {
   int r = -1;
   if (fd >= 0) {
     r = 0;
-    if (!text_only && atomic_load_explicit(&has_query, memory_order_relaxed) >= 0) {
+    if (!text_only && s->by_query && atomic_load_explicit(&has_query, memory_order_relaxed) >= 0) {
       r = s->by_query(fd, s);
       atomic_store_explicit(&has_query, r == 0 ? -1 : 1, memory_order_relaxed);
     }
@@ -249,9 +284,7 @@ int mt__readable_text(uintptr_t addr, size_t len) { return readable(addr, len, 1
 static int file_mapping_of(uintptr_t addr, mt__file_mapping *out, int text_only) {
   line_scan s = {.addr = addr, .take = take_file, .by_query = file_by_query};
   if (!search(&s, text_only)) return 0;
-  *out = (mt__file_mapping){s.cur.lo,    s.cur.hi,        s.cur.offset,
-                            s.cur.inode, s.cur.dev_major, s.cur.dev_minor,
-                            (s.cur.flags & Q_EXECUTABLE) != 0};
+  *out = file_mapping(&s.cur);
   return 1;
 }
 
@@ -261,4 +294,12 @@ int mt__file_mapping_of(uintptr_t addr, mt__file_mapping *out) {
 
 int mt__file_mapping_of_text(uintptr_t addr, mt__file_mapping *out) {
   return file_mapping_of(addr, out, 1);
+}
+
+int mt__maps_find(mt__map_match *match, void *ctx, char *path, size_t cap, mt__file_mapping *out) {
+  if (!cap) return 0;
+  line_scan s = {.take = take_path, .path = path, .path_cap = cap - 1, .match = match, .ctx = ctx};
+  if (!search(&s, 1)) return 0;
+  *out = file_mapping(&s.cur);
+  return 1;
 }

@@ -52,6 +52,17 @@ typedef struct mt__file_mapping {
  * from node's own text, next to the code it compiles). */
 int mt__file_mapping_of(uintptr_t addr, mt__file_mapping *out);
 
+/* The first mapping, in address order, whose path `match` takes (returns
+ * 1 for), given the mapping, its path (NUL-terminated, in `path`, a
+ * buffer of cap bytes: paths that do not fit are skipped) and ctx: 1, the
+ * mapping in *out and its path in `path`; or 0 (none, or the map
+ * unreadable). Mappings without a path are skipped too; pseudo-paths
+ * ("[heap]") are given. Reads the map's text: for the symbolizer, at the
+ * rare times it looks for a file among the mappings (a C++ runtime, a
+ * JIT's jitdump), not for samples. */
+typedef int mt__map_match(const mt__file_mapping *m, const char *path, void *ctx);
+int mt__maps_find(mt__map_match *match, void *ctx, char *path, size_t cap, mt__file_mapping *out);
+
 /* The same from the map's text alone, as before Linux 6.11 (for tests). */
 int mt__file_mapping_of_text(uintptr_t addr, mt__file_mapping *out);
 int mt__mapping_of_text(uintptr_t addr, mt__mapping *out);

@@ -7,7 +7,7 @@ set(MT_FUZZ_TRACER_TARGETS rustdemangle dwline cfi perfmap)
 set(mt_fuzz_tracer_rustdemangle src/tracer/rustdemangle.c)
 set(mt_fuzz_tracer_dwline src/tracer/dwline.c)
 set(mt_fuzz_tracer_cfi src/tracer/cfi.c src/tracer/ehframe.c)
-set(mt_fuzz_tracer_perfmap src/tracer/perfmap.c)
+set(mt_fuzz_tracer_perfmap src/tracer/perfmap.c src/tracer/stackmap.c)
 
 # mt_fuzz_tracer_target(TARGET NAME HARNESS...): TARGET built from the
 # harness files given and NAME's sources, with the tracer's include paths.

@@ -7,7 +7,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -182,6 +184,66 @@ static void test_file_mapping(void **state) {
   release(p, 3);
 }
 
+/* mt__maps_find's matcher in the tests: the mapping whose path is ctx's,
+ * from the address above ctx's `after` on; every path given is checked
+ * for being one (not empty). */
+typedef struct path_query {
+  const char *path;
+  uintptr_t after;
+  int empty_seen;
+} path_query;
+
+static int path_is(const mt__file_mapping *m, const char *path, void *ctx) {
+  path_query *q = ctx;
+  if (!path[0]) q->empty_seen = 1;
+  return strcmp(path, q->path) == 0 && m->lo >= q->after;
+}
+
+/* A file mapped twice, at two places, under a name with spaces: found by
+ * its path, the lower place first, the higher one past it; not when the
+ * buffer is one byte short of the path; and a pseudo-path, the stack's. */
+static void test_maps_find(void **state) {
+  (void)state;
+  char dir[] = "/tmp/mt-stackmap-XXXXXX", path[128], got[128];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/a lib (1).so", dir);
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+  assert_true(fd >= 0);
+  assert_int_equal(ftruncate(fd, (off_t)(2 * page)), 0);
+  struct stat st;
+  assert_int_equal(fstat(fd, &st), 0);
+  char *p = reserve(3);
+  assert_true(mmap(p, page, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) == p);
+  assert_true(mmap(p + 2 * page, page, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd,
+                   (off_t)page) == p + 2 * page);
+  close(fd);
+  path_query q = {.path = path};
+  mt__file_mapping m = {0};
+  assert_true(mt__maps_find(path_is, &q, got, sizeof got, &m));
+  assert_string_equal(got, path);
+  assert_ptr_equal(m.lo, p);
+  assert_ptr_equal(m.hi, p + page);
+  assert_int_equal(m.inode, st.st_ino);
+  assert_int_equal(m.exec, 0);
+  q.after = (uintptr_t)p + page;
+  assert_true(mt__maps_find(path_is, &q, got, sizeof got, &m));
+  assert_ptr_equal(m.lo, p + 2 * page);
+  assert_int_equal(m.offset, page);
+  assert_int_equal(m.exec, 1);
+  assert_true(mt__maps_find(path_is, &q, got, strlen(path) + 1, &m)); /* just fits */
+  assert_false(mt__maps_find(path_is, &q, got, strlen(path), &m));    /* one byte short */
+  assert_false(q.empty_seen); /* anonymous mappings are not given */
+  unlink(path);
+  rmdir(dir);
+  release(p, 3);
+  int local = 0;
+  q = (path_query){.path = "[stack]"};
+  assert_true(mt__maps_find(path_is, &q, got, sizeof got, &m));
+  assert_true(m.lo <= (uintptr_t)&local && (uintptr_t)&local < m.hi);
+  q = (path_query){.path = path}; /* unmapped now */
+  assert_false(mt__maps_find(path_is, &q, got, sizeof got, &m));
+}
+
 /* This program's own code mapped again from its file: told as the same
  * code in the program; anonymous memory is no object's. */
 __attribute__((noinline)) static int remapped_here(int x) { return x * 3 + 1; }
@@ -261,7 +323,7 @@ int main(void) {
       cmocka_unit_test(test_joined),      cmocka_unit_test(test_unmapped),
       cmocka_unit_test(test_main_stack),  cmocka_unit_test(test_thread_stack),
       cmocka_unit_test(test_readable),    cmocka_unit_test(test_file_mapping),
-      cmocka_unit_test(test_remapped_code),
+      cmocka_unit_test(test_remapped_code), cmocka_unit_test(test_maps_find),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
