@@ -37,6 +37,13 @@ typedef struct site {
  * The site is found as mt_analysis_stack_site finds it: the innermost
  * location of the last code that has one, past at most two undescribed
  * codes. */
+/* The part of a path after its last '/' (the whole path if it has none,
+ * or ends in one). */
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash && slash[1] ? slash + 1 : path;
+}
+
 static size_t callers_of(const mt_analysis *a, uint32_t s, uint64_t *out, size_t max) {
   size_t n = 0, undescribed = 0;
   uint64_t last = UINT64_MAX; /* the site's function, then the last caller's */
@@ -219,10 +226,10 @@ static void print_program_function(const mt_analysis *a, const mt_tally *per,
   uint32_t best = (uint32_t)h.key;
   double best_w = h.w;
   if (best_w <= 0 || site <= 0) return;
-  const char *file = mt_analysis_function_file(a, best), *slash = file ? strrchr(file, '/') : NULL;
+  const char *file = mt_analysis_function_file(a, best);
   fprintf(stderr, "              in ");
   print_caller(a, best, 48);
-  if (file && *file) fprintf(stderr, " [%s]", slash && slash[1] ? slash + 1 : file);
+  if (file && *file) fprintf(stderr, " [%s]", base_name(file));
   if (best_w / site < 0.995) fprintf(stderr, " (%.0f%%)", 100 * best_w / site);
   fputc('\n', stderr);
 }
@@ -232,9 +239,9 @@ static void print_program_function(const mt_analysis *a, const mt_tally *per,
  * for the interpreters whose names this report reads. The executable's
  * base name tells which (python3.12, node). */
 static void runtime_hint(const mt_analysis *a, const mt_tally *per, size_t ns) {
-  const char *exe = mt_analysis_info(a)->executable_name, *slash;
+  const char *exe = mt_analysis_info(a)->executable_name;
   if (!exe) return;
-  if ((slash = strrchr(exe, '/'))) exe = slash + 1;
+  exe = base_name(exe);
   int python = strncmp(exe, "python3", 7) == 0, node = strcmp(exe, "node") == 0 ||
                                                        strcmp(exe, "nodejs") == 0;
   if (!python && !node) return;
@@ -292,9 +299,7 @@ static uint64_t trace_owner(const char *path, char *exe, size_t n) {
   if (mt_reader_open(&r, path) == MT_OK) {
     const mt_trace_info *in = mt_reader_info(r);
     pid = in->pid;
-    const char *name = in->executable_name ? in->executable_name : "";
-    const char *slash = strrchr(name, '/');
-    if (exe) snprintf(exe, n, "%s", slash ? slash + 1 : name);
+    if (exe) snprintf(exe, n, "%s", base_name(in->executable_name ? in->executable_name : ""));
   }
   mt_reader_close(r);
   return pid;
