@@ -51,7 +51,7 @@
 #include <unistd.h>
 
 #include "memtrace/format.h"
-#include "rng.h"
+#include "base/rng.h"
 
 #define DEFAULT_EVENTS 12000000ull
 

@@ -19,7 +19,7 @@ lib=$build/libmemtrace_profiler_static.a
 [ -f "$lib" ] || { echo "unwind.sh: no $lib: run make build first" >&2; exit 1; }
 cc -O2 -fPIC -shared -fno-omit-frame-pointer "$root/tests/profiler/unwind_cases.c" -o "$out/unwind_cases_fp.so"
 cc -O2 -fPIC -shared -fomit-frame-pointer "$root/tests/profiler/unwind_cases.c" -o "$out/unwind_cases_nofp.so"
-cc -O2 -fno-omit-frame-pointer -I"$root/src/tracer" -I"$root/tests/profiler" "$here/unwind_walks.c" "$lib" -ldl -lpthread -lm \
+cc -O2 -fno-omit-frame-pointer -I"$root/src" -I"$root/tests/profiler" "$here/unwind_walks.c" "$lib" -ldl -lpthread -lm \
   -o "$out/unwind_walks"
 for variant in fp nofp; do
   echo "call chains built $([ $variant = fp ] && echo with || echo without) frame pointers:"

@@ -15,9 +15,9 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "cfi.h"
 #include "cpython_trampoline.h"
-#include "unwind.h"
+#include "tracer/unwind/cfi.h"
+#include "tracer/unwind/unwind.h"
 
 typedef void (*leaf_fn)(void);
 typedef void (*run_fn)(leaf_fn leaf, uint64_t seed, int rounds, int no_record);

@@ -3,19 +3,21 @@
  *
  * One streaming pass over a trace (memtrace/format.h) builds:
  *   - objects: one row per sampled allocation (times, size, samples, source,
- *     stack), in allocation order;
+ *     backtrace), in allocation order;
  *   - backtraces: each distinct one stored once, objects naming it by id;
- *   - stacks: every distinct backtrace, interned as a tree of frames (a stack
- *     id names a path from the root; 0 is the empty stack), built on demand;
  *   - codes and functions: each location code's inlined locations, each
  *     function (name, file) once;
  *   - the live heap over time: its exact peak and a bounded envelope.
  * Memory grows with sampled objects (19 bytes each) and distinct backtraces,
  * never with events.
  *
- * Queries take a filter (which objects) and return tallies: additive sums
- * from which the estimators give bytes and object counts with 95% confidence
- * intervals. docs/estimators.md derives the estimators and their intervals.
+ * Queries take a filter (memtrace/filter.h: which objects) and return
+ * tallies: additive sums from which the estimators give bytes and object
+ * counts with 95% confidence intervals. docs/estimators.md derives the
+ * estimators and their intervals. The answers the tools give (rankings,
+ * leaks, call trees, statistics, the live heap, diffs, profiles) are built
+ * on these: memtrace/rank.h, memtrace/calltree.h, memtrace/stats.h,
+ * memtrace/profile.h.
  *
  * Times in this API are microseconds since the trace's start. Sizes are in
  * bytes unless a name says words. All functions are safe to call
@@ -28,14 +30,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memtrace/filter.h"
 #include "memtrace/format.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* A time that never comes: the free time of an object never collected. */
-#define MT_NEVER UINT64_MAX
 
 typedef struct mt_analysis mt_analysis;
 
@@ -75,22 +75,16 @@ typedef struct mt_object {
   uint64_t free_time;    /* MT_NEVER if never collected                 */
   uint64_t length;       /* words                                       */
   uint64_t nsamples;
-  uint32_t stack;        /* its stack id once the stack tree is built (see
-                            below), else 0: mt_analysis_object_stack builds
-                            it                                           */
+  uint32_t backtrace;    /* its backtrace id (below)                    */
   mt_source source;
 } mt_object;
 
 MT_API size_t mt_analysis_object_count(const mt_analysis *a);
 /* Object i (0 <= i < count), in allocation order. */
 MT_API mt_object mt_analysis_object(const mt_analysis *a, size_t i);
-/* Object i's stack id, building the stack tree if need be. */
-MT_API uint32_t mt_analysis_object_stack(const mt_analysis *a, size_t i);
 /* Object i's backtrace as code ids, outermost first, into out[0..cap);
- * returns its length (which may exceed cap: then out holds the first cap).
- * Needs no stack tree (as mt_analysis_backtrace_codes of its backtrace id),
- * so it suits queries over a subset of the objects (leaks, a filtered
- * view). */
+ * returns its length (which may exceed cap: then out holds the first cap):
+ * mt_analysis_backtrace_codes of its backtrace id. */
 MT_API size_t mt_analysis_object_backtrace(const mt_analysis *a, size_t i,
                                            uint32_t *out, size_t cap);
 
@@ -101,8 +95,8 @@ MT_API size_t mt_analysis_object_backtrace(const mt_analysis *a, size_t i,
  * at most one more than every id before it), and objects with equal
  * backtraces share it. Distinctness rests on a 64-bit hash of the sequence
  * (two different backtraces share an id with probability ~n^2 / 2^65 for n
- * distinct ones). Unlike stack ids these need no stack tree: a tool can
- * tally per backtrace id and then visit only the backtraces it needs.
+ * distinct ones). A tool can tally per backtrace id and then visit only the
+ * backtraces it needs.
  * On a trace where most objects bring a new backtrace (past 2^18 of them),
  * interning stops, as it would cost more than it saves: then an object
  * shares an id only with the object before it when their backtraces are
@@ -120,8 +114,6 @@ MT_API size_t mt_analysis_backtrace_codes(const mt_analysis *a, uint32_t bt, uin
                                           size_t cap);
 /* Its allocation site, as mt_analysis_object_site. */
 MT_API uint32_t mt_analysis_backtrace_site(const mt_analysis *a, uint32_t bt);
-/* Its stack id (builds the stack tree if need be). */
-MT_API uint32_t mt_analysis_backtrace_stack(const mt_analysis *a, uint32_t bt);
 /* Calls fn(ctx, bt, codes, n) for every distinct backtrace in id order (the
  * `object` argument of mt_backtrace_fn is the backtrace id): one sequential
  * pass. Stops at fn's first non-zero result and returns it; else MT_OK (or
@@ -130,20 +122,14 @@ typedef int (*mt_backtrace_fn)(void *ctx, size_t object, const uint32_t *codes,
                                size_t n);
 MT_API int mt_analysis_each_distinct_backtrace(const mt_analysis *a, mt_backtrace_fn fn,
                                                void *ctx);
+/* For an analysis that answers many questions (the viewer): keeps a
+ * 64-bit fingerprint of each distinct backtrace's printed frames (8 bytes
+ * a backtrace), so that rankings by stack and leaks without hidden frames
+ * read no backtrace. Safe to call while other threads query: the index is
+ * used once complete. MT_OK or MT_ERR_NOMEM. */
+MT_API int mt_analysis_index_stacks(mt_analysis *a);
 
-/* ---- Stacks, codes, functions --------------------------------------------- */
-
-/* Number of stack ids (including 0, the empty stack). */
-MT_API size_t mt_analysis_stack_count(const mt_analysis *a);
-/* The parent of a stack (its path minus the last frame); 0 for depth 1. */
-MT_API uint32_t mt_analysis_stack_parent(const mt_analysis *a, uint32_t stack);
-/* The code id of a stack's last frame. Undefined for stack 0. */
-MT_API uint32_t mt_analysis_stack_code(const mt_analysis *a, uint32_t stack);
-MT_API uint32_t mt_analysis_stack_depth(const mt_analysis *a, uint32_t stack);
-/* A stack's code ids, outermost first, into out[0..depth); returns depth.
- * `cap` must be at least the depth. */
-MT_API size_t mt_analysis_stack_codes(const mt_analysis *a, uint32_t stack,
-                                      uint32_t *out, size_t cap);
+/* ---- Codes, functions ----------------------------------------------------- */
 
 typedef struct mt_frame {
   uint32_t function; /* function id */
@@ -161,18 +147,6 @@ MT_API const mt_frame *mt_analysis_code_frames(const mt_analysis *a,
 MT_API size_t mt_analysis_function_count(const mt_analysis *a);
 MT_API const char *mt_analysis_function_name(const mt_analysis *a, uint32_t f);
 MT_API const char *mt_analysis_function_file(const mt_analysis *a, uint32_t f);
-
-/* The allocation site of a stack: the innermost location of its last frame
- * that has one (skipping at most 2 undescribed frames, as memtrace does).
- * Returns 0 and fills *site, or -1 when the stack has none.
- *
- * Stack ids exist once the stack tree is built: on the first call to a
- * stack function (mt_analysis_stack_count, _tally_stacks, _object, a filter
- * with `inside`/`not_inside`). Building it costs time and memory in the
- * number of distinct stack prefixes; queries by site (below) never need it.
- * Ids are stable once built. */
-MT_API int mt_analysis_stack_site(const mt_analysis *a, uint32_t stack,
-                                  mt_frame *site);
 
 /* ---- Live heap over time --------------------------------------------------- */
 
@@ -192,34 +166,6 @@ MT_API void mt_analysis_peak(const mt_analysis *a, uint64_t *time,
  * whole trace (min, max and final value in each); returns the bin count. */
 MT_API size_t mt_analysis_live_envelope(const mt_analysis *a,
                                         mt_live_point *out, size_t cap);
-
-/* ---- Filters --------------------------------------------------------------- */
-
-enum {
-  MT_LIVE_ANY = 0,   /* no condition                                      */
-  MT_LIVE_AT = 1,    /* alive at `live_at`: allocated at or before it and
-                        not yet collected                                 */
-  MT_LIVE_AT_PEAK = 2,
-  MT_LIVE_AT_END = 3 /* never collected                                   */
-};
-enum { MT_COLLECTED_ANY = 0, MT_COLLECTED_IN = 1, MT_COLLECTED_NEVER = 2 };
-
-typedef struct mt_filter {
-  uint64_t alloc_from, alloc_to;     /* allocated in [from, to)           */
-  int live;                          /* MT_LIVE_*                         */
-  uint64_t live_at;
-  int collected;                     /* MT_COLLECTED_*                    */
-  uint64_t collect_from, collect_to; /* with MT_COLLECTED_IN              */
-  uint64_t size_min, size_max;       /* bytes, inclusive                  */
-  uint64_t lifetime_min, lifetime_max; /* us, inclusive; an object never
-                                        collected lives to the trace end  */
-  unsigned sources;                  /* bit (1 << MT_SOURCE_x); 0 = all   */
-  const char *inside;     /* a frame's function name contains this        */
-  const char *not_inside; /* no frame's function name contains this       */
-} mt_filter;
-
-/* A filter that keeps every object. */
-MT_API void mt_filter_init(mt_filter *f);
 
 /* ---- Tallies and estimates ------------------------------------------------- */
 
@@ -255,6 +201,23 @@ MT_API mt_estimate mt_estimate_bytes(const mt_analysis *a, const mt_tally *t);
 /* Estimated number of allocations they stand for. */
 MT_API mt_estimate mt_estimate_objects(const mt_analysis *a, const mt_tally *t);
 
+/* What the estimators need of a trace: its sampling. Kept by answers that
+ * outlive their analysis (a diff's sides). */
+typedef struct mt_sampling {
+  double rate;       /* per word */
+  double word_bytes;
+} mt_sampling;
+
+MT_API mt_sampling mt_analysis_sampling(const mt_analysis *a);
+MT_API mt_estimate mt_sampling_bytes(const mt_sampling *s, const mt_tally *t);
+MT_API mt_estimate mt_sampling_objects(const mt_sampling *s, const mt_tally *t);
+
+/* The tally of every object of the trace. */
+MT_API mt_tally mt_analysis_total(const mt_analysis *a);
+/* The tally of the objects passing the filter (its `objects` counts
+ * them). MT_OK or MT_ERR_NOMEM. */
+MT_API int mt_analysis_tally(const mt_analysis *a, const mt_filter *f, mt_tally *t);
+
 /* Sets mask[i] to 1 for each object i passing the filter, else 0 (mask has
  * mt_analysis_object_count entries); *count (may be NULL) receives how
  * many pass. MT_OK or MT_ERR_NOMEM. */
@@ -263,7 +226,7 @@ MT_API int mt_analysis_select(const mt_analysis *a, const mt_filter *f,
 
 /* Calls fn(ctx, object, codes, n) for each object passing the filter, in
  * allocation order, with its backtrace as code ids (outermost first; valid
- * during the call). One sequential pass, no stack tree. Stops at fn's first
+ * during the call). One sequential pass. Stops at fn's first
  * non-zero result and returns it; else MT_OK (or MT_ERR_NOMEM). */
 MT_API int mt_analysis_each_backtrace(const mt_analysis *a, const mt_filter *f,
                                       mt_backtrace_fn fn, void *ctx);
@@ -279,24 +242,12 @@ MT_API int mt_analysis_matches(const mt_analysis *a, const mt_filter *f,
 #define MT_NO_CODE UINT32_MAX
 MT_API uint32_t mt_analysis_object_site(const mt_analysis *a, size_t i);
 
-/* Tallies the objects passing the filter by allocation site code, without
- * building the stack tree: per_code must have mt_analysis_code_count + 1
- * entries (the last for empty backtraces); it is zeroed first. */
+/* Tallies the objects passing the filter by allocation site code:
+ * per_code must have mt_analysis_code_count + 1 entries (the last for
+ * empty backtraces); it is zeroed first. `total` (may be NULL) receives the
+ * sum. MT_OK or MT_ERR_NOMEM. */
 MT_API int mt_analysis_tally_sites(const mt_analysis *a, const mt_filter *f,
                                    mt_tally *per_code, mt_tally *total);
-
-/* Tallies the objects passing the filter by the stack they were allocated
- * at: per_stack must have mt_analysis_stack_count entries; it is zeroed
- * first. `total` (may be NULL) receives the sum. Returns MT_OK or
- * MT_ERR_NOMEM. */
-MT_API int mt_analysis_tally_stacks(const mt_analysis *a, const mt_filter *f,
-                                    mt_tally *per_stack, mt_tally *total);
-
-/* The live samples of the objects passing the filter at the end of each of
- * `nbins` equal bins covering [from, to). out has nbins entries. */
-MT_API int mt_analysis_live_series(const mt_analysis *a, const mt_filter *f,
-                                   uint64_t from, uint64_t to, size_t nbins,
-                                   double *out);
 
 #ifdef __cplusplus
 }

@@ -2,19 +2,18 @@
  * stored column by column (19 bytes each, plus rare side entries), each
  * naming its backtrace by id. Backtraces are interned while loading (a hash
  * of the code-id sequence -> id), so each distinct one is stored once, in a
- * delta log in first-seen order: memory and the stack tree's cost follow
- * distinct backtraces, not objects. The stack tree (a parent-pointer tree
- * whose ids grow from the root, so a parent's id is always smaller than its
- * children's) is built from the log on first use (stacks.c). */
+ * delta log in first-seen order (backtraces.c): memory and the cost of
+ * every per-stack answer follow distinct backtraces, not objects. */
 #ifndef MT_ANALYSIS_INTERNAL_H
 #define MT_ANALYSIS_INTERNAL_H
 
-#include <pthread.h>
-
+#include "base/containers.h"
 #include "memtrace/analysis.h"
-#include "tables.h"
 
-#define MT__ENVELOPE_BINS 1024
+/* The live heap's envelope: min, max and end of each of at most this many
+ * equal bins over the trace (a timeline's bins take the least and most of
+ * the envelope bins they overlap). */
+#define MT__ENVELOPE_BINS 4096
 /* Every this many distinct backtraces, the backtrace log holds a full
  * record: where a replay may start. */
 #define MT__LOG_CHECKPOINT 64
@@ -66,7 +65,6 @@ struct mt_analysis {
   size_t nbt, bt_cap;
   int bt_distinct; /* 1: distinct ids are distinct backtraces (see load.c) */
   uint32_t *bt_site;  /* code id of the allocation site, or MT__NO_SITE */
-  uint32_t *bt_stack; /* stack ids: NULL until stacks are materialized */
   /* Their codes: per backtrace, varint(prefix shared with the previous
    * backtrace) varint(count) and that many varint code ids; a full record
    * every MT__LOG_CHECKPOINT backtraces. */
@@ -78,16 +76,11 @@ struct mt_analysis {
    * bt_flat[bt_off[b] .. bt_off[b + 1]); else NULL. */
   uint32_t *bt_flat, *bt_off;
   size_t bt_codes_total;
-  pthread_mutex_t stacks_lock;
-  int stacks_built; /* 1 when built; -1 when building ran out of memory */
+  uint64_t *bt_fp; /* mt_analysis_index_stacks: fingerprints, NULL until
+                      complete (read atomically) */
   mt__u64map side;    /* (object << 2 | kind) -> index in side_vals */
   uint64_t *side_vals;
   size_t nside, side_cap;
-
-  /* stacks: 0 is the root (empty stack) */
-  size_t nstacks, st_cap;
-  uint32_t *st_parent, *st_code, *st_depth;
-  mt__u64map st_index; /* parent << 32 | code -> stack */
 
   /* codes and their frames */
   size_t ncodes, code_cap;
@@ -103,6 +96,8 @@ struct mt_analysis {
   size_t nfn, fn_cap;
   const char **fn_name, **fn_file;
   mt__u64map fn_index; /* interned "name\0file" pointer -> function */
+
+  mt_tally all; /* every object */
 
   /* live heap */
   uint64_t peak_time, peak_samples;
@@ -133,17 +128,6 @@ static inline uint64_t mt__obj_samples(const mt_analysis *a, size_t i) {
                                                : a->nsamples[i];
 }
 
-/* Builds the stack tree and the objects' stack ids if not done yet (once,
- * under a lock). Returns 0, or -1 when out of memory (then every stack
- * query answers as for an empty trace). */
-int mt__ensure_stacks(const mt_analysis *a);
-
-/* Calls fn for every object i with mask[i] (mask NULL: all), in order, with
- * its backtrace (code ids, outermost first); stops at fn's first non-zero
- * result and returns it (-1 when out of memory). */
-int mt__log_replay(const mt_analysis *a, const uint8_t *mask,
-                   int (*fn)(void *ctx, size_t i, const uint32_t *codes, size_t n), void *ctx);
-
 /* After loading: fills bt_flat and bt_off when the distinct backtraces are
  * few (MT__FLAT_MAX). Returns 0, or -1 when out of memory. */
 int mt__expand_backtraces(mt_analysis *a);
@@ -153,5 +137,103 @@ size_t mt__bt_codes(const mt_analysis *a, uint32_t b, uint32_t *out, size_t cap)
 
 /* Adds object i to a tally. */
 void mt__tally_object(const mt_analysis *a, size_t i, mt_tally *t);
+
+/* ---- Queries (select.c): the one place that decides which objects a
+ * filter keeps, and which frames it hides ---- */
+
+typedef struct mt__query {
+  const mt_analysis *a;
+  mt_filter f;        /* the filter, `live` at the peak resolved to a time */
+  int every_object;   /* no condition on an object's own columns */
+  uint8_t *code_bits; /* per code: 1 a location matches inside, 2 not_inside;
+                         NULL without those conditions */
+  uint8_t *bt_pass;   /* per backtrace id: passes inside and not_inside;
+                         NULL without those conditions */
+  uint8_t *fn_hidden; /* per function id: hidden by `hide`; NULL when
+                         nothing is hidden */
+} mt__query;
+
+/* MT_OK, or MT_ERR_NOMEM (then nothing to free). */
+int mt__query_init(mt__query *q, const mt_analysis *a, const mt_filter *f);
+void mt__query_free(mt__query *q);
+/* The conditions on object i's own columns (times, size, source). */
+int mt__query_columns(const mt__query *q, size_t i);
+/* Whether object i passes the whole filter. */
+static inline int mt__query_object(const mt__query *q, size_t i) {
+  if (q->bt_pass && !q->bt_pass[q->a->bt[i]]) return 0;
+  return q->every_object || mt__query_columns(q, i);
+}
+/* inside / not_inside decided on a backtrace given as code ids. */
+int mt__query_codes_pass(const mt__query *q, const uint32_t *codes, size_t n);
+static inline int mt__query_hidden(const mt__query *q, uint32_t function) {
+  return q->fn_hidden && q->fn_hidden[function];
+}
+
+/* A visit of one object passing a query: its index, and its backtrace
+ * (code ids, outermost first) when the scan gives them (else NULL, 0).
+ * Non-zero stops the scan. */
+typedef int (*mt__visit_fn)(void *ctx, size_t i, const uint32_t *codes, size_t n);
+/* Objects [from, to) passing the query, in order, without backtraces.
+ * Returns the first non-zero visit result, else 0. */
+int mt__scan(const mt__query *q, size_t from, size_t to, mt__visit_fn fn, void *ctx);
+/* Every object passing the query, in order, with its backtrace (one
+ * sequential read of the backtrace log). Returns the first non-zero visit
+ * result, else 0; -1 when out of memory. */
+int mt__scan_codes(const mt__query *q, mt__visit_fn fn, void *ctx);
+/* Runs fn(arg[0]) and fn(arg[1]), on two threads when `threaded` and a
+ * thread can be started, else one after the other. */
+void mt__run_pair(void (*fn)(void *), void *arg0, void *arg1, int threaded);
+
+/* ---- Printed frames (frames.c) ---- */
+
+/* Walks a backtrace's printed frames innermost first: each code's
+ * locations innermost first (the hidden ones skipped), then its caller's;
+ * a code the trace never described is one frame of its own. */
+typedef struct mt__frame_iter {
+  const mt_analysis *a;
+  const mt__query *q;     /* for `hide`; NULL hides nothing */
+  const uint32_t *codes;  /* codes[0..ncodes) still to expand, from the end */
+  size_t ncodes;
+  const mt_frame *frames; /* the current code's locations */
+  size_t left;            /* of them, still to give (from the end) */
+  uint32_t code;          /* the current code */
+} mt__frame_iter;
+
+typedef struct mt__printed {
+  uint32_t function; /* a function id, or UINT32_MAX for an undescribed code */
+  uint32_t line;
+  uint32_t code;     /* the code id the frame comes from */
+} mt__printed;
+
+void mt__frame_iter_init(mt__frame_iter *it, const mt_analysis *a, const mt__query *q,
+                         const uint32_t *codes, size_t n);
+int mt__frame_next(mt__frame_iter *it, mt__printed *out);
+/* Orders two backtraces by their printed frames, innermost first (function
+ * name, then file, then line; an undescribed code after any location, by
+ * code value; a stack that ends first sorts first). */
+int mt__codes_cmp(const mt_analysis *a, const mt__query *q, const uint32_t *x, size_t nx,
+                  const uint32_t *y, size_t ny);
+
+/* ---- Groups of stacks (rank_stacks.c) ---- */
+
+/* A group of objects whose backtraces print alike. */
+typedef struct mt__stack_group {
+  uint32_t bt;             /* a backtrace id of the group */
+  mt_tally tally;
+  uint64_t oldest, newest; /* allocation times, us */
+} mt__stack_group;
+
+/* The first `limit` groups (0: all) of the objects passing q, grouped by
+ * their printed stacks (q's hidden frames left out) and ordered by `order`
+ * (an mt_rank_order), ties broken by printed frames. Uses about `budget`
+ * bytes for a pass's groups; more groups take more passes. Returns MT_OK
+ * with *groups (free it; *n of them) and the number of groups in all, or
+ * MT_ERR_NOMEM. */
+int mt__rank_stacks(const mt__query *q, int order, size_t limit, size_t budget,
+                    mt__stack_group **groups, size_t *n, size_t *ngroups);
+
+/* A backtrace's codes into a buffer grown as needed (*buf, *cap);
+ * returns its length, or SIZE_MAX when out of memory. */
+size_t mt__bt_codes_grow(const mt_analysis *a, uint32_t bt, uint32_t **buf, size_t *cap);
 
 #endif

@@ -503,19 +503,8 @@ static int copy_info(mt_analysis *a, const mt_trace_info *in) {
 static mt_analysis *new_analysis(void) {
   mt_analysis *a = calloc(1, sizeof *a);
   if (!a) return NULL;
-  a->st_cap = 4096;
-  a->st_parent = malloc(a->st_cap * sizeof *a->st_parent);
-  a->st_code = malloc(a->st_cap * sizeof *a->st_code);
-  a->st_depth = malloc(a->st_cap * sizeof *a->st_depth);
-  if (!a->st_parent || !a->st_code || !a->st_depth) {
-    mt_analysis_free(a);
-    return NULL;
-  }
-  a->st_parent[0] = a->st_code[0] = a->st_depth[0] = 0;
-  a->nstacks = 1;
-  a->bin_width = 1000; /* 1 ms, doubled as the trace grows */
+  a->bin_width = 250; /* us, doubled as the trace grows */
   a->bt_distinct = 1;
-  pthread_mutex_init(&a->stacks_lock, NULL);
   return a;
 }
 
@@ -560,6 +549,7 @@ static int run_pass(mt_analysis *a, mt_reader *r, mt_progress_fn progress, void 
   }
   if (resolve_codes(a, r) || mt__expand_backtraces(a)) return nomem(a);
   fill_bins(a);
+  for (size_t i = 0; i < a->nobj; i++) mt__tally_object(a, i, &a->all);
   const char *w = mt_reader_warning(r);
   if (w) snprintf(a->warn, sizeof a->warn, "%s", w);
   else if (p.unknown_ids || p.double_frees)
@@ -598,18 +588,15 @@ int mt_analysis_load(mt_analysis **out, const char *path, mt_progress_fn progres
 
 void mt_analysis_free(mt_analysis *a) {
   if (!a) return;
-  void *arrays[] = {a->alloc_t,   a->free_t,    a->bt_stack,   a->nsamples,   a->length,
-                    a->bt,        a->bt_site,   a->bt_flat,    a->bt_off,     a->log,        a->code_described, a->checkpoints,
-                    a->source,    a->side_vals, a->st_parent,  a->st_code,    a->st_depth,
-                    a->code_val,  a->code_first, a->code_n,    a->frames,     a->fn_name,
-                    a->fn_file};
+  void *arrays[] = {a->alloc_t,  a->free_t,    a->nsamples,    a->length,   a->bt,
+                    a->bt_site,  a->bt_flat,   a->bt_off,      a->log,      a->code_described,
+                    a->checkpoints, a->source, a->side_vals,   a->code_val, a->code_first,
+                    a->code_n,   a->frames,    a->fn_name,     a->fn_file,  a->bt_fp};
   for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
   mt__u64map_free(&a->side);
-  mt__u64map_free(&a->st_index);
   mt__u64map_free(&a->code_index);
   mt__u64map_free(&a->fn_index);
   mt__strtab_free(&a->strings);
-  pthread_mutex_destroy(&a->stacks_lock);
   free(a);
 }
 

@@ -1,11 +1,15 @@
-/* Shared by the memtrace subcommands: the command table, usage errors
- * (exit 2), trace errors (exit 1). */
+/* The memtrace command: its subcommands' table, their option tables, usage
+ * errors (exit 2) and trace errors (exit 1).
+ *
+ * A subcommand is a declarative table of its options, a call into the
+ * library, and a renderer (src/cli/output): see src/cli/commands. */
 #ifndef MT_CLI_H
 #define MT_CLI_H
 
 #include <stddef.h>
 
-#include "memtrace/format.h"
+#include "memtrace/analysis.h"
+#include "memtrace/json.h"
 
 typedef struct mt_command {
   const char *name;
@@ -18,6 +22,48 @@ typedef struct mt_command {
 #include "commands.def"
 #undef MT_COMMAND
 
+/* ---- options ---------------------------------------------------------------- */
+
+enum {
+  MT_OPT_FLAG,   /* no value: sets *(int *)dest to `value`                       */
+  MT_OPT_COUNT,  /* a whole number into *(size_t *)dest, within [min, max]
+                    (max 0: no bound)                                            */
+  MT_OPT_TEXT,   /* any non-empty text: *(const char **)dest points into argv    */
+  MT_OPT_CHOICE  /* one of `choices` ("a|b|c"): its index into *(int *)dest      */
+};
+
+typedef struct mt_option {
+  const char *name;    /* "--by", "-n"                                          */
+  const char *also;    /* another spelling ("--output"), or NULL                 */
+  int kind;
+  void *dest;
+  const char *choices; /* MT_OPT_CHOICE                                          */
+  int value;           /* MT_OPT_FLAG                                            */
+  size_t min, max;     /* MT_OPT_COUNT                                           */
+} mt_option;
+
+/* What a command's arguments are: its options (a table ended by an entry
+ * whose name is NULL), the filter options when `filter` is not NULL, and
+ * between min and max positional arguments (named `what` in the error for
+ * too few). */
+typedef struct mt_cli_spec {
+  const mt_option *options;
+  mt_filter *filter;
+  const char **positional;
+  size_t min, max;
+  const char *what; /* "TRACE" */
+  int numbers;      /* "-5" is a positional argument, not an option */
+  int command;      /* the first positional argument starts a command line,
+                       whose arguments are not ours: they are left in rest */
+  char *const *rest;
+} mt_cli_spec;
+
+/* Parses argv[1..argc): "--name VALUE", "--name=VALUE", "-nVALUE" for
+ * one-letter options; "--" ends the options. -h and --help print the usage
+ * and exit 0; a bad argument is a usage error. Returns the number of
+ * positional arguments. */
+size_t mt_cli_parse(const mt_command *cmd, int argc, char **argv, mt_cli_spec *spec);
+
 /* Prints "memtrace CMD: MESSAGE" and a hint to stderr, exits 2. */
 void mt_cli_usage_error(const mt_command *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));
@@ -25,6 +71,12 @@ void mt_cli_usage_error(const mt_command *cmd, const char *fmt, ...)
 int mt_cli_is_help(const char *arg);
 /* Prints the command's usage to stdout and returns 0. */
 int mt_cli_help(const mt_command *cmd);
+/* Prints "memtrace CMD: out of memory" and exits 1. */
+void mt_cli_nomem(const mt_command *cmd) __attribute__((noreturn));
+/* realloc that exits on failure. */
+void *mt_cli_xrealloc(const mt_command *cmd, void *p, size_t n);
+
+/* ---- traces ------------------------------------------------------------------ */
 
 /* Finds `file`, installed with the memtrace command: beside the running
  * executable, or in ../lib/memtrace or ../lib from its directory. Writes
@@ -36,5 +88,20 @@ mt_reader *mt_cli_open(const char *path);
 /* After the event loop: rc < 0 prints the error and exits 1; a warning
  * (truncated trace, skipped packets) is printed to stderr. */
 void mt_cli_finish(mt_reader *r, int rc);
+/* Loads a trace into an analysis or exits 1 with a message naming it;
+ * prints the analysis' warning (truncated trace...) on stderr. */
+mt_analysis *mt_cli_load(const char *path);
+
+/* The filter in words (mt_filter_describe), in a string to free. */
+char *mt_cli_filter_text(const mt_filter *f);
+
+/* ---- JSON output ----------------------------------------------------------------- */
+
+/* Starts a command's JSON document on stdout: a pretty writer with an open
+ * object holding "command", and "trace" and "sample_rate" when a is not
+ * NULL. */
+void mt_cli_json_begin(mt_json *j, const mt_command *cmd, const char *path, const mt_analysis *a);
+/* Closes the object and writes the document to stdout (exit 1 on failure). */
+void mt_cli_json_end(mt_json *j, const mt_command *cmd);
 
 #endif

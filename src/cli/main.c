@@ -35,28 +35,6 @@ static const mt_command *find(const char *name) {
   return NULL;
 }
 
-mt_reader *mt_cli_open(const char *path) {
-  mt_reader *r;
-  int rc = mt_reader_open(&r, path);
-  if (rc != MT_OK) {
-    fprintf(stderr, "memtrace: %s\n", mt_reader_error(r));
-    mt_reader_close(r);
-    exit(1);
-  }
-  return r;
-}
-
-void mt_cli_finish(mt_reader *r, int rc) {
-  if (rc < 0) {
-    fflush(stdout);
-    fprintf(stderr, "memtrace: %s\n", mt_reader_error(r));
-    mt_reader_close(r);
-    exit(1);
-  }
-  const char *warn = mt_reader_warning(r);
-  if (warn) fprintf(stderr, "memtrace: warning: %s\n", warn);
-}
-
 /* An output that reaches the file size limit (ulimit -f): the write that
  * would cross it fails with EFBIG, and the command says so as it says any
  * failed write, naming the file, rather than dying of SIGXFSZ (its default

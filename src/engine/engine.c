@@ -16,7 +16,7 @@
 
 #include "engine_internal.h"
 #include "mathlib.h"
-#include "rng.h"
+#include "base/rng.h"
 #include "ziggurat.h"
 
 /* While the engine is stopped, threads look again after this many words. */

@@ -9,7 +9,7 @@
 
 #include "bytes.h"
 #include "memtrace/format.h"
-#include "tables.h"
+#include "base/containers.h"
 
 #define MT__MTF_LEN 31
 /* Largest location event the writer emits; bigger lists become one

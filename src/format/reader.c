@@ -17,7 +17,7 @@
 #include "btcodec.h"
 #include "format_internal.h"
 #include "loccodec.h"
-#include "tables.h"
+#include "base/containers.h"
 
 #define INBUF_SIZE (4u << 20)   /* the input buffer; > MT__MAX_PACKET */
 #define INBUF_MIN 4096          /* a small file's buffer                    */

@@ -18,7 +18,7 @@
 #include "btcodec.h"
 #include "format_internal.h"
 #include "loccodec.h"
-#include "tables.h"
+#include "base/containers.h"
 #include "writer_internal.h"
 
 /* An event's fixed fields take at most 100 bytes; with the largest

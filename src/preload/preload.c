@@ -11,8 +11,8 @@
 #include <errno.h>
 #include <stdint.h>
 
-#include "endbr.h"
-#include "engine_internal.h"
+#include "engine/endbr.h"
+#include "engine/engine_internal.h"
 #include "preload.h"
 
 #define EXPORT __attribute__((visibility("default")))

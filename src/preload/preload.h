@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine_internal.h"
+#include "engine/engine_internal.h"
 
 /* The next allocator's functions. They start as bootstrap stubs that look
  * the real ones up, so the wrappers never test for NULL. */

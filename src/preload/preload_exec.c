@@ -21,11 +21,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "environ.h"
-#include "exec.h"
-#include "memtrace/tracer.h"
 #include "preload.h"
-#include "runnotes.h"
+#include "memtrace/tracer.h"
+#include "tracer/environ.h"
+#include "tracer/exec.h"
+#include "tracer/runnotes.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -17,7 +17,7 @@
 #include <link.h>
 #include <stddef.h>
 
-#include "engine_internal.h"
+#include "engine/engine_internal.h"
 #include "preload.h"
 
 #define EXPORT __attribute__((visibility("default")))

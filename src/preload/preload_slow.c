@@ -14,20 +14,19 @@
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
-#include "engine_internal.h"
-#include "environ.h"
-#include "exec.h"
-#include "memtrace/tracer.h"
 #include "preload.h"
-#include "tracer_state.h"
-#include "unwind.h"
+#include "engine/engine_internal.h"
+#include "memtrace/tracer.h"
+#include "tracer/environ.h"
+#include "tracer/exec.h"
+#include "tracer/interposer.h"
+#include "tracer/unwind/unwind.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -472,14 +471,9 @@ EXPORT void quick_exit(int status) {
   __builtin_unreachable();
 }
 
-/* dlclose is counted, so that the tracer looks for unloaded libraries only
- * after one (see check_unloads in src/tracer/events.c), and the tracer
- * describes what it has queued before the library may go. */
-extern _Atomic unsigned mt__dlclose_count;
-extern int mt__dlclose_hooked;
-MT__HIDDEN void mt__tr_before_dlclose(void);
-MT__HIDDEN void mt__cxxrt_pin(void);
-
+/* dlclose is told to the tracer (src/tracer/interposer.h), so that it
+ * looks for unloaded libraries only after one, and describes what it has
+ * queued before the library may go. */
 EXPORT int dlclose(void *handle) {
   static int (*_Atomic real_dlclose)(void *);
   int (*real)(void *) = real_dlclose;
@@ -493,21 +487,13 @@ EXPORT int dlclose(void *handle) {
    * (a lock holder may be waiting for the loader's). The outer call
    * described what was queued. */
   static __thread int nested __attribute__((tls_model("initial-exec")));
-  if (!nested) {
-    mt__tr_before_dlclose();
-    /* after: describing what was queued may have found a C++ runtime,
-     * which this dlclose could otherwise unload (src/tracer/cxxrt.h) */
-    mt__cxxrt_pin();
-  }
+  if (!nested) mt__tr_before_dlclose();
   nested++;
   int rc = real(handle);
   nested--;
-  atomic_fetch_add(&mt__dlclose_count, 1); /* after: the library is gone */
+  mt__tr_after_dlclose(); /* after: the library is gone */
   return rc;
 }
-
-/* src/tracer/tracer.c: named in the trace's runtime parameters */
-extern const char *mt__tr_interposer;
 
 /* malloc's and free's jumps to the next allocator made direct (jumps.c):
  * "direct", "indirect", or "mixed" if only one could be. */
@@ -596,7 +582,7 @@ __attribute__((constructor)) static void preload_init(void) {
   const char *jumps = make_jumps_direct();
   mt__exec_resolve();
   mt__loader_resolve();
-  mt__dlclose_hooked = 1;
+  mt__tr_dlclose_hooked();
   static char settings[64]; /* no stdio here: it may allocate */
   size_t len = 0;
   const char *parts[] = {"blocks=", mt__hdr_mode.on ? "header" : "header-off-page", ", jumps=",
@@ -604,7 +590,7 @@ __attribute__((constructor)) static void preload_init(void) {
   for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
     for (const char *c = parts[i]; *c && len + 1 < sizeof settings; c++) settings[len++] = *c;
   settings[len] = 0;
-  mt__tr_interposer = settings;
+  mt__tr_set_interposer(settings); /* named in the trace's runtime parameters */
   mt_trace_if_requested(mt__env_get("MEMTRACE_CONTEXT"), 0);
   if (mt_trace_is_tracing()) say_if_bypassed(); /* listening too: said before a client comes */
 }

@@ -16,7 +16,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "trace_file.h"
+#include "format/trace_file.h"
 
 static int split_host_port(const char *s, int host_optional, mt__dest *d, char *err,
                            size_t errlen) {
@@ -125,7 +125,7 @@ static int connect_timeout(int fd, const struct sockaddr *a, socklen_t len, int 
  * a pipeline, or MEMTRACE_KEEP_ENV=1 without %p, gave two processes one
  * file, and both traces were lost): it is claimed as trace_file.h says.
  * The lock goes with the open file: a forked child closes its copy
- * (tracer.c's fork_child), exec closes it (close-on-exec), and a program
+ * (session.c's fork_child), exec closes it (close-on-exec), and a program
  * that execs itself under `memtrace run` reopens the file. */
 static int open_trace_file(const char *path, char *err, size_t errlen) {
   /* O_NONBLOCK: a FIFO no process reads would block the open, and the

@@ -1,7 +1,7 @@
 /* The tracer's tracker callbacks: events of sampled blocks, queued per
  * thread and written in batches.
  *
- * Writing an event takes the writer's lock (tr.lock). Taken at every
+ * Writing an event takes the session's lock (session.h). Taken at every
  * sample, that lock and the writer's state moving between cores were most
  * of a sample's cost with several threads (4 threads at 1e-3 per word:
  * 2.5-3x the program's CPU time). So each thread queues its events in its
@@ -35,20 +35,23 @@
  * event written late takes the time of the last event before it (at most
  * about MAX_AGE_US late). */
 #include <link.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#include "clock.h"
-#include "cxxrt.h"
-#include "engine_internal.h"
-#include "jitcodes.h"
-#include "tracer_state.h"
-#include "unwind.h"
-#include "writer_internal.h"
+#include "events.h"
 
-#define tr mt__tr
+#include "clock.h"
+#include "interposer.h"
+#include "session.h"
+#include "engine/engine_internal.h"
+#include "format/writer_internal.h"
+#include "tracer/runtimes/cxxrt.h"
+#include "tracer/runtimes/jitcodes.h"
+#include "tracer/unwind/bigstack.h"
+#include "tracer/unwind/unwind.h"
 
 /* A thread takes the lock when its queue, its collects or its cells run
  * out, whichever comes first. With 32 collects and 64 cells that was every
@@ -79,7 +82,7 @@
 /* ---- codes described in this generation ---- */
 
 /* A direct-mapped cache in front of the symbol table's hash map: written
- * under tr.lock, read without it by the queueing fast path. */
+ * under the lock, read without it by the queueing fast path. */
 #define DESCRIBED_BITS 12
 static _Atomic uint64_t described[1u << DESCRIBED_BITS];
 
@@ -90,10 +93,20 @@ static inline size_t described_slot(uint64_t code) {
 /* The interposer wraps dlclose and counts the calls: then the loader's
  * list is consulted (dl_iterate_phdr takes the loader's lock) only after a
  * dlclose. Without it (the library linked into a program), at every
- * batch. */
-_Atomic unsigned mt__dlclose_count;
-int mt__dlclose_hooked;
-static _Atomic unsigned dlclose_seen;
+ * batch. Read at every sample without the lock, written only at a dlclose
+ * or an unload: a line of its own. */
+static struct {
+  mt__dlcloses d;          /* the count and the hook (events.h) */
+  _Atomic unsigned seen;   /* d.count when the loader's list was last looked at */
+  uint64_t gen;            /* codes' generation (events.h): bumped at an unload */
+  unsigned long long subs; /* the loader's count of unloads then (the lock held) */
+} __attribute__((aligned(64))) loads;
+
+const mt__dlcloses *const mt__dlclose = &loads.d;
+
+void mt__tr_dlclose_hooked(void) { loads.d.hooked = 1; }
+
+void mt__tr_after_dlclose(void) { atomic_fetch_add(&loads.d.count, 1); }
 
 static int first_object(struct dl_phdr_info *info, size_t size, void *data) {
   (void)size;
@@ -103,60 +116,61 @@ static int first_object(struct dl_phdr_info *info, size_t size, void *data) {
 
 void mt__tr_libraries_baseline(void) {
   unsigned long long subs = 0;
-  STORE(&dlclose_seen, LOAD(&mt__dlclose_count));
+  STORE(&loads.seen, LOAD(&loads.d.count));
   dl_iterate_phdr(first_object, &subs);
-  tr.dl_subs = subs;
+  loads.subs = subs;
 }
 
 /* Writes every thread's queued events and flushes the writer, which
- * describes their allocs' new codes now (tr.lock held); -1 if the write
+ * describes their allocs' new codes now (the lock held); -1 if the write
  * failed. The collects too: each after the allocs queued before it. */
 static int write_queued_events(void) {
   mt__tr_flush_queues();
-  return tr.w && mt_writer_flush(tr.w) != MT_OK ? -1 : 0;
+  mt_writer *w = mt__tr_writer();
+  return w && mt_writer_flush(w) != MT_OK ? -1 : 0;
 }
 
-/* What the loader says of unloads, asked before tr.lock is taken: its
+/* What the loader says of unloads, asked before the lock is taken: its
  * dl_iterate_phdr takes the loader's lock, which another thread may hold
- * while it waits for tr.lock (a free in a dl_iterate_phdr callback, its
+ * while it waits for the tracer's (a free in a dl_iterate_phdr callback, its
  * queue full). With the interposer's dlclose, only after a dlclose; the
  * sample's own codes were live when it was unwound, before this look, so
  * a later unload cannot concern them. Linked into a program, looked at
  * under the lock (its allocations are not sampled there). */
 typedef struct unloads {
   int look;          /* 1: a dlclose since the last look (or no hook) */
-  unsigned closes;   /* mt__dlclose_count when asked */
+  unsigned closes;   /* loads.d.count when asked */
   unsigned long long subs; /* the loader's count of unloads */
 } unloads;
 
 static void unloads_ask(unloads *u) {
-  u->closes = LOAD_ACQ(&mt__dlclose_count);
-  u->look = !mt__dlclose_hooked || u->closes != LOAD(&dlclose_seen);
+  u->closes = LOAD_ACQ(&loads.d.count);
+  u->look = !loads.d.hooked || u->closes != LOAD(&loads.seen);
   u->subs = 0;
-  if (u->look && mt__dlclose_hooked) dl_iterate_phdr(first_object, &u->subs);
+  if (u->look && loads.d.hooked) dl_iterate_phdr(first_object, &u->subs);
 }
 
 /* After a dlclose, an address may belong to a different function: codes
  * carry a generation in their top bits so that no code is ever described
  * twice differently. Events queued or buffered were described while their
  * library was loaded: they are written before the descriptions are
- * forgotten. Called with tr.lock held; returns -1 if that write failed. */
+ * forgotten. Called with the lock held; returns -1 if that write failed. */
 static int check_unloads(const unloads *u) {
   if (!u->look) return 0;
   unsigned long long subs = u->subs;
-  if (mt__dlclose_hooked) {
+  if (loads.d.hooked) {
     /* another thread may have looked later, under the lock, first */
-    if ((int)(u->closes - LOAD(&dlclose_seen)) <= 0) return 0;
-    STORE(&dlclose_seen, u->closes);
-    if (subs <= tr.dl_subs) return 0;
+    if ((int)(u->closes - LOAD(&loads.seen)) <= 0) return 0;
+    STORE(&loads.seen, u->closes);
+    if (subs <= loads.subs) return 0;
   } else {
     dl_iterate_phdr(first_object, &subs);
-    if (subs == tr.dl_subs) return 0;
+    if (subs == loads.subs) return 0;
   }
-  tr.dl_subs = subs;
+  loads.subs = subs;
   if (write_queued_events() != 0) return -1;
-  __atomic_store_n(&tr.gen, (tr.gen + 1) & 0x7fff, __ATOMIC_RELAXED);
-  mt__symbols_reset(tr.syms);
+  __atomic_store_n(&loads.gen, (loads.gen + 1) & 0x7fff, __ATOMIC_RELAXED);
+  mt__symbols_reset(mt__tr_symbols());
   mt__jit_reset();
   for (size_t i = 0; i < sizeof described / sizeof *described; i++) STORE(&described[i], 0);
   mt__unwind_forget();
@@ -176,12 +190,12 @@ typedef struct cell {
   uint32_t session;
 } cell;
 
-/* The writers' state (tr.lock held), written at every event written: on a
+/* The writers' state (the lock held), written at every event written: on a
  * cache line of its own, away from what every sample reads without the
  * lock (it shared one with the dlclose counters, which took that line away
  * from the other cores at every event). */
 static struct {
-  struct ring *rings; /* all rings, pushed under tr.lock */
+  struct ring *rings; /* all rings, pushed under the lock */
   /* The ring whose record was the last alloc the writer wrote: the next
    * record of that ring shares its first `same` codes with it, and the
    * writer need not compare them. NULL after any other alloc. */
@@ -194,7 +208,7 @@ static struct {
 static void cell_free(cell *c);
 
 /* A cell from the shared list, else the next never used one, mapping more
- * when the chunk is spent (tr.lock held). Never used cells are handed out
+ * when the chunk is spent (the lock held). Never used cells are handed out
  * in order, not threaded onto the list when mapped: each page is touched
  * when its cells are first needed (a traced program's start-up: 12 page
  * faults fewer). Cells are never unmapped: a late callback may still read
@@ -226,8 +240,8 @@ typedef struct ring {
   unsigned ncells;       /* the owner's free cells (the next owner inherits them) */
   _Atomic uint64_t n;    /* queued collects end here (the owner appends) */
   _Atomic int owned;
-  struct ring *next; /* all rings, pushed under tr.lock */
-  /* The flushers' fields (tr.lock held), apart: no line ping-pong. */
+  struct ring *next; /* all rings, pushed under the lock */
+  /* The flushers' fields (the lock held), apart: no line ping-pong. */
   _Alignas(64) _Atomic uint64_t tail; /* queued allocs start here */
   _Atomic uint64_t done;              /* queued collects start here */
   struct cell *returned;              /* its owner's cells, given back */
@@ -246,7 +260,7 @@ typedef struct ring {
   uint64_t q[QUEUE_WORDS];
 } ring;
 
-/* Gives a collected object's cell back (tr.lock held): to the ring whose
+/* Gives a collected object's cell back (the lock held): to the ring whose
  * owner took it, which takes it again (with 4 threads, cells that went
  * round a shared list were cache misses in every thread that touched
  * them), or to the shared list. */
@@ -271,10 +285,11 @@ static inline uint64_t rec_start(const ring *r, uint64_t t) {
 static __attribute__((noinline)) void describe_new(_Atomic uint64_t *seen, uint64_t code) {
   const mt_location *l;
   size_t k;
-  if (mt__symbols_lookup(tr.syms, code, mt__jit_code_pc(code), &l, &k) == 0) STORE(seen, code);
+  if (mt__symbols_lookup(mt__tr_symbols(), code, mt__jit_code_pc(code), &l, &k) == 0)
+    STORE(seen, code);
 }
 
-/* Describes code now if it is new (tr.lock held): inline, as the writer
+/* Describes code now if it is new (the lock held): inline, as the writer
  * checks every sample's innermost code. */
 static inline void describe_code(uint64_t code) {
   _Atomic uint64_t *seen = &described[described_slot(code)];
@@ -294,13 +309,13 @@ static inline size_t kept_frames(const uint64_t *codes, size_t n) {
   return n;
 }
 
-/* A record's codes with their JIT aliases (jitcodes.h), under tr.lock: the
+/* A record's codes with their JIT aliases (jitcodes.h), under the lock: the
  * ring's own stay as queued (their owner compares its next sample's with
  * them, without the lock). */
 static uint64_t mapped_codes[MT__MAX_DEPTH];
 
 /* Writes the alloc event queued at r's tail, whose record starts at t
- * (tr.lock held). Its cell gets the object's id, or DEAD when the session
+ * (the lock held). Its cell gets the object's id, or DEAD when the session
  * is gone or another's. */
 static void write_one_alloc(ring *r, uint64_t t) {
   const uint64_t *rec = &r->q[t & (QUEUE_WORDS - 1)]; /* records do not wrap */
@@ -309,7 +324,8 @@ static void write_one_alloc(ring *r, uint64_t t) {
   cell *c = (cell *)(uintptr_t)rec[1];
   uint64_t id = DEAD;
   size_t kept = n;
-  if (tr.active && tr.w && c->session == tr.session && MT_BENCH_STAGE != 4) {
+  mt_writer *w = mt__tr_writer();
+  if (mt__tr_active() && w && c->session == mt__tr_session_id() && MT_BENCH_STAGE != 4) {
     uint64_t got;
     const uint64_t *codes = rec + REC_HEAD;
     if (__builtin_expect(mt__jit_watching, 0)) {
@@ -327,7 +343,7 @@ static void write_one_alloc(ring *r, uint64_t t) {
     kept = kept_frames(codes, n);
     /* `same` counts codes shared with the record before, as queued */
     size_t known = drain.last_alloc_ring == r && same <= kept ? same : 0;
-    if (mt__writer_alloc_known(tr.w, rec[2], 0, rec[3], rec[4], (mt_source)(w0 >> 32), codes,
+    if (mt__writer_alloc_known(w, rec[2], 0, rec[3], rec[4], (mt_source)(w0 >> 32), codes,
                                kept, known, &got) == MT_OK)
       id = got;
     else
@@ -343,23 +359,23 @@ static void drain_allocs(ring *r) {
   for (uint64_t t; (t = LOAD(&r->tail)) < h;) write_one_alloc(r, rec_start(r, t));
 }
 
-/* Whether c's object has an id in this session's trace (tr.lock held),
+/* Whether c's object has an id in this session's trace (the lock held),
  * its alloc event written first if still queued. */
 static inline int has_id(cell *c) {
   if (c->id == PENDING && c->ring) drain_allocs(c->ring);
-  return c->id < DEAD && c->session == tr.session && tr.active && tr.w;
+  return c->id < DEAD && c->session == mt__tr_session_id() && mt__tr_active() && mt__tr_writer();
 }
 
 /* Writes a collect and frees the cell: a handle is collected once. The
  * id came from this session's writer (the session is bumped with each). */
 static void write_collect(cell *c, uint64_t time) {
-  if (has_id(c) && mt__writer_collect_known(tr.w, time, c->id) != MT_OK)
+  if (has_id(c) && mt__writer_collect_known(mt__tr_writer(), time, c->id) != MT_OK)
     mt__tr_session_failed();
   cell_free(c);
 }
 
 /* Writes r's queued allocs and collects in the order the thread queued
- * them (tr.lock held). Not by time: times are in microseconds, and many
+ * them (the lock held). Not by time: times are in microseconds, and many
  * events share one; a free and the next allocation written the other way
  * round would show a block more live than there was (a loop freeing each
  * block before the next, traced at rate 1: a peak of 60 KiB for 42).
@@ -386,11 +402,11 @@ static void drain_rings(void) {
 }
 
 void mt__tr_flush_queues(void) {
-  mt__jit_poll(mt__clock_us(), tr.gen << MT__GEN_SHIFT);
+  mt__jit_poll(mt__clock_us(), loads.gen << MT__GEN_SHIFT);
   drain_rings();
 }
 
-/* The owner's cell stack back to CELLS_LOCAL (tr.lock held). */
+/* The owner's cell stack back to CELLS_LOCAL (the lock held). */
 static void cells_refill(ring *r) {
   while (r->ncells < CELLS_LOCAL) {
     cell *c = r->returned;
@@ -403,7 +419,7 @@ static void cells_refill(ring *r) {
 /* What the owner does whenever it holds the lock: its own queue, every
  * queue if the last sweep is old, its cells. */
 static void owner_flush(ring *r, uint64_t now) {
-  mt__jit_poll(now, tr.gen << MT__GEN_SHIFT);
+  mt__jit_poll(now, loads.gen << MT__GEN_SHIFT);
   if (r) {
     ring_drain(r);
     cells_refill(r);
@@ -413,7 +429,8 @@ static void owner_flush(ring *r, uint64_t now) {
     drain_rings(); /* the map was read above */
     if ((int64_t)(now - drain.last_write) > WRITE_US) {
       drain.last_write = now;
-      if (tr.w && mt_writer_flush(tr.w) != MT_OK) mt__tr_session_failed();
+      mt_writer *w = mt__tr_writer();
+      if (w && mt_writer_flush(w) != MT_OK) mt__tr_session_failed();
     }
   }
 }
@@ -424,11 +441,11 @@ static void owner_flush(ring *r, uint64_t now) {
 static void ring_release(void *p) {
   ring *r = p;
   mt__tls.busy++;
-  pthread_mutex_lock(&tr.lock);
+  int cancel = mt__tr_lock();
   ring_drain(r);
   if (my_ring == r) my_ring = NULL;
   STORE_REL(&r->owned, 0);
-  pthread_mutex_unlock(&tr.lock);
+  mt__tr_unlock(cancel);
   mt__tls.busy--;
 }
 
@@ -468,30 +485,50 @@ void mt__tr_queues_after_fork(void) {
 
 /* ---- the tracker ---- */
 
-/* alloc_locked's codes, under tr.lock: not on the sampling thread's stack,
+/* What a sampling thread does holding the lock, wherever there is room.
+ * Writing events may flush the writer's packet to the destination, read a
+ * perf map, open a forked child's trace: several hundred bytes of stack
+ * more than the queueing. On a short stack (unwind.h) that runs on the
+ * tracer's own (bigstack.h, whose lock is taken after this one). */
+typedef struct locked_job {
+  void (*fn)(struct locked_job *);
+  ring *r;
+  uint64_t now;
+  const mt_alloc_info *info; /* alloc: the sample, its n frames kept */
+  size_t n;
+  const unloads *u;
+  cell *c; /* alloc: the cell given; collect, promote: the object's */
+} locked_job;
+
+static void locked_run(void *j) { ((locked_job *)j)->fn(j); }
+
+static void run_locked(locked_job *j) {
+  if (__builtin_expect(mt__stack_short(), 0)) mt__on_big_stack(locked_run, j);
+  else j->fn(j);
+}
+
+/* alloc_locked's codes, under the lock: not on the sampling thread's stack,
  * which may be a 16 KiB one (only the pages used are ever touched). */
 static uint64_t locked_codes[MT__MAX_DEPTH];
 
-/* The sample written at once, under the lock (see the top of the file). Out
- * of line: the queueing path that falls back on it saves fewer registers. */
-static __attribute__((noinline)) void *alloc_locked(ring *r, uint64_t now,
-                                                    const mt_alloc_info *info, size_t n) {
-  uint64_t *codes = locked_codes;
+static void alloc_job(locked_job *j) {
+  ring *r = j->r;
+  uint64_t now = j->now, *codes = locked_codes;
+  const mt_alloc_info *info = j->info;
+  size_t n = j->n;
   cell *c = NULL;
-  unloads u;
-  unloads_ask(&u);
-  int cancel = mt__tr_lock();
-  if (!tr.active) goto out;
-  if (!tr.w && mt__tr_open_child_trace() != 0) goto out;
-  if (check_unloads(&u) != 0) {
+  if (!mt__tr_active()) goto out;
+  if (!mt__tr_writer() && mt__tr_open_child_trace() != 0) goto out;
+  if (check_unloads(j->u) != 0) {
     mt__tr_session_failed();
     goto out;
   }
   owner_flush(r, now); /* this thread's queued events first: they happened before */
-  if (!tr.w) goto out; /* a write failed */
+  mt_writer *w = mt__tr_writer();
+  if (!w) goto out; /* a write failed */
   for (size_t i = 0; i < n; i++) {
     uint64_t pc = info->callstack[i];
-    uint64_t code = (pc & MT__PC_MASK) | tr.gen << MT__GEN_SHIFT;
+    uint64_t code = (pc & MT__PC_MASK) | loads.gen << MT__GEN_SHIFT;
     codes[n - 1 - i] = code; /* the writer wants the outermost frame first */
   }
   if (__builtin_expect(mt__jit_aliased, 0)) mt__jit_map(codes, n, now, codes);
@@ -506,17 +543,40 @@ static __attribute__((noinline)) void *alloc_locked(ring *r, uint64_t now,
   }
   uint64_t id;
   drain.last_alloc_ring = NULL;
-  if (mt_writer_alloc(tr.w, now, 0, info->words, info->nsamples, info->source, codes, n, &id) !=
+  if (mt_writer_alloc(w, now, 0, info->words, info->nsamples, info->source, codes, n, &id) !=
       MT_OK) {
     cell_free(c);
     c = NULL;
     mt__tr_session_failed();
     goto out;
   }
-  *c = (cell){.id = id, .ring = r, .session = tr.session};
+  *c = (cell){.id = id, .ring = r, .session = mt__tr_session_id()};
 out:
+  j->c = c;
+}
+
+/* The sample written at once, under the lock (see the top of the file). Out
+ * of line: the queueing path that falls back on it saves fewer registers. */
+static __attribute__((noinline)) void *alloc_locked(ring *r, uint64_t now,
+                                                    const mt_alloc_info *info, size_t n) {
+  unloads u;
+  unloads_ask(&u);
+  locked_job j = {.fn = alloc_job, .r = r, .now = now, .info = info, .n = n, .u = &u};
+  int cancel = mt__tr_lock();
+  run_locked(&j);
   mt__tr_unlock(cancel);
-  return c;
+  return j.c;
+}
+
+static void flush_job(locked_job *j) { owner_flush(j->r, j->now); }
+
+static void collect_job(locked_job *j) { write_collect(j->c, j->now); }
+
+static void promote_job(locked_job *j) {
+  if (has_id(j->c)) {
+    int rc = mt_writer_promote(mt__tr_writer(), j->now, 0, j->c->id);
+    if (rc != MT_OK && rc != MT_ERR_INVALID) mt__tr_session_failed();
+  }
 }
 
 void *mt__tr_on_alloc(void *ctx, const mt_alloc_info *info) {
@@ -526,15 +586,14 @@ void *mt__tr_on_alloc(void *ctx, const mt_alloc_info *info) {
   ring *r = my_ring ? my_ring : ring_claim();
   /* The queue, if everything is as usual: unlocked reads of the session's
    * state are hints, checked again when the event is written. */
-  if (r && r->ncells && REC_HEAD + n <= QUEUE_WORDS / 2 && __atomic_load_n(&tr.active, __ATOMIC_RELAXED) &&
-      __atomic_load_n(&tr.w, __ATOMIC_RELAXED) &&
-      (!mt__dlclose_hooked || LOAD(&mt__dlclose_count) == LOAD(&dlclose_seen))) {
+  if (r && r->ncells && REC_HEAD + n <= QUEUE_WORDS / 2 && mt__tr_active() && mt__tr_writer() &&
+      (!loads.d.hooked || LOAD(&loads.d.count) == LOAD(&loads.seen))) {
     uint64_t h = LOAD(&r->head), t = LOAD_ACQ(&r->tail);
     /* the record starts at h, or at the start of q if it would wrap */
     uint64_t at = (h & (QUEUE_WORDS - 1)) + REC_HEAD + n > QUEUE_WORDS ? (h | (QUEUE_WORDS - 1)) + 1 : h;
     if (at + REC_HEAD + n - t <= QUEUE_WORDS &&
         (h == t || (int64_t)(now - r->first_time) <= MAX_AGE_US)) {
-      uint64_t gen = __atomic_load_n(&tr.gen, __ATOMIC_RELAXED) << MT__GEN_SHIFT;
+      uint64_t gen = __atomic_load_n(&loads.gen, __ATOMIC_RELAXED) << MT__GEN_SHIFT;
       uint64_t *rec = &r->q[at & (QUEUE_WORDS - 1)], *codes = rec + REC_HEAD; /* no wrap */
       /* The codes it shares with the last record, from the outermost
        * (usually most of them), were described then; the others are
@@ -552,7 +611,7 @@ void *mt__tr_on_alloc(void *ctx, const mt_alloc_info *info) {
             codes[same] = prev[same], same++;
       }
       size_t i = same;
-      if (mt__dlclose_hooked) /* new codes are described before any dlclose */
+      if (loads.d.hooked) /* new codes are described before any dlclose */
         for (; i < n; i++) codes[i] = (info->callstack[n - 1 - i] & MT__PC_MASK) | gen;
       else
         for (; i < n; i++) {
@@ -566,7 +625,7 @@ void *mt__tr_on_alloc(void *ctx, const mt_alloc_info *info) {
         cell *c = r->cellv[--r->ncells];
         c->id = PENDING;
         c->ring = r;
-        c->session = __atomic_load_n(&tr.session, __ATOMIC_RELAXED);
+        c->session = mt__tr_session_id();
         rec[0] = (uint64_t)info->source << 32 | (uint64_t)same << 16 | n;
         rec[1] = (uint64_t)(uintptr_t)c;
         rec[2] = now;
@@ -587,24 +646,25 @@ void *mt__tr_on_alloc(void *ctx, const mt_alloc_info *info) {
  * writer's pending codes are described, now that they surely are loaded.
  * Not from inside the profiler (busy), which may hold the lock. */
 void mt__tr_before_dlclose(void) {
-  if (mt__tls.busy || !__atomic_load_n(&tr.active, __ATOMIC_RELAXED)) return;
-  mt__tls.busy++;
-  int cancel = mt__tr_lock();
-  if (tr.active && tr.w && write_queued_events() != 0) mt__tr_session_failed();
-  mt__tr_unlock(cancel);
-  mt__tls.busy--;
+  if (!mt__tls.busy && mt__tr_active()) {
+    mt__tls.busy++;
+    int cancel = mt__tr_lock();
+    if (mt__tr_active() && mt__tr_writer() && write_queued_events() != 0)
+      mt__tr_session_failed();
+    mt__tr_unlock(cancel);
+    mt__tls.busy--;
+  }
+  /* after: describing what was queued may have found a C++ runtime */
+  mt__cxxrt_pin();
 }
 
 /* A promotion (runtime blocks), written at once: promotions are rare. */
 void *mt__tr_on_promote(void *ctx, void *handle) {
   (void)ctx;
-  cell *c = handle;
   uint64_t now = mt__clock_us(); /* outside the lock: keep it short */
+  locked_job j = {.fn = promote_job, .c = handle, .now = now};
   int cancel = mt__tr_lock();
-  if (has_id(c)) {
-    int rc = mt_writer_promote(tr.w, now, 0, c->id);
-    if (rc != MT_OK && rc != MT_ERR_INVALID) mt__tr_session_failed();
-  }
+  run_locked(&j);
   mt__tr_unlock(cancel);
   return handle;
 }
@@ -614,8 +674,9 @@ void mt__tr_on_dealloc(void *ctx, void *handle) {
   uint64_t now = mt__clock_us();
   ring *r = my_ring ? my_ring : ring_claim();
   if (!r) {
+    locked_job j = {.fn = collect_job, .c = handle, .now = now};
     int cancel = mt__tr_lock();
-    write_collect(handle, now);
+    run_locked(&j);
     mt__tr_unlock(cancel);
     return;
   }
@@ -631,7 +692,8 @@ void mt__tr_on_dealloc(void *ctx, void *handle) {
     int cancel;
     if (n - d == COLLECTS) cancel = mt__tr_lock();
     else if (!mt__tr_trylock(&cancel)) goto queue;
-    owner_flush(r, now);
+    locked_job j = {.fn = flush_job, .r = r, .now = now};
+    run_locked(&j);
     mt__tr_unlock(cancel);
   }
 queue:

@@ -32,10 +32,9 @@
 #include <unistd.h>
 
 #include "environ.h"
+#include "interposer.h"
 #include "runnotes.h"
-#include "tracer_state.h"
-
-#define tr mt__tr
+#include "session.h"
 
 static struct {
   int on;
@@ -127,31 +126,32 @@ static char **env_fill(char *base, char *const envp[], const env_scan *sc) {
 
 /* Whether this process follows what it execs: it is the one tracing, or
  * (with %p) a vfork child of it, which traces to a file of its own once it
- * has exec'd. */
-static int following(int *vfork_child) {
-  uint64_t me = (uint64_t)getpid(), tracer = __atomic_load_n(&tr.tracing_pid, __ATOMIC_RELAXED);
+ * has exec'd. *per_process: the destination has %p. */
+static int following(int *vfork_child, int *per_process) {
+  uint64_t me = (uint64_t)getpid(), tracer;
+  int active = mt__tr_tracing(&tracer, per_process);
   *vfork_child = me != tracer;
-  return follow.on && __atomic_load_n(&tr.active, __ATOMIC_RELAXED) &&
-         (me == tracer || (tr.dest.per_process && (uint64_t)getppid() == tracer));
+  return follow.on && active &&
+         (me == tracer || (*per_process && (uint64_t)getppid() == tracer));
 }
 
 size_t mt__before_exec(char *const envp[], int *vfork_child) {
   mt__trace_before_exit();
   env_scan sc;
-  int follows = following(vfork_child);
+  int per_process, follows = following(vfork_child, &per_process);
   /* A vfork child of the tracing process (dash runs its commands so): no
    * fork handler told of it. Told at each exec it tries (a shell tries
    * each directory of PATH): memtrace run counts its pid once. */
-  if (*vfork_child && __atomic_load_n(&tr.active, __ATOMIC_RELAXED) &&
-      (uint64_t)getppid() == __atomic_load_n(&tr.tracing_pid, __ATOMIC_RELAXED))
+  uint64_t tracer;
+  if (*vfork_child && mt__tr_tracing(&tracer, &per_process) && (uint64_t)getppid() == tracer)
     mt__runnotes_child(follows, (long)getpid());
   return follows ? env_size(envp, &sc) : 0;
 }
 
 size_t mt__before_spawn(char *const envp[]) {
-  int child;
+  int child, per_process;
   env_scan sc;
-  return following(&child) && !child && tr.dest.per_process ? env_size(envp, &sc) : 0;
+  return following(&child, &per_process) && !child && per_process ? env_size(envp, &sc) : 0;
 }
 
 char **mt__exec_env(void *buf, size_t size, char *const envp[]) {

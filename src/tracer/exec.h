@@ -35,10 +35,4 @@ MT__EXEC_HIDDEN void mt__exec_follow_keep(const char *destination, const char *p
 /* Once tracing started (or not): whether the process's own execs follow. */
 MT__EXEC_HIDDEN void mt__exec_follow_on(int on);
 
-/* tracer.c: writes this process's buffered events (before _exit, exec),
- * if the tracer's lock is free: it never waits (the caller may be a signal
- * handler that interrupted the lock's holder). 0: the lock was held, and
- * nothing was written. */
-MT__EXEC_HIDDEN int mt__trace_before_exit(void);
-
 #endif

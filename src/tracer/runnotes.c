@@ -19,7 +19,7 @@
 
 #include "dest.h"
 #include "environ.h"
-#include "trace_file.h"
+#include "format/trace_file.h"
 
 static int fd = -1;
 static mt__fd_id id;

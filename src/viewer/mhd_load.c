@@ -7,7 +7,7 @@
  * Only `memtrace view` needs HTTP, so only it loads the library. */
 #include "mhd_load.h"
 
-#include "dlbind.h"
+#include "base/dlbind.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -40,12 +40,13 @@ static int answers(const mt_vsnap *s, mt_json *j) {
   mt_vquery_init(&q);
   q.min = 0.0005;
   mt_json_obj(j);
-  static const char *keys[] = {"info", "summary", "timeline", "flame", "functions",
-                               "paths", "sites", "leaks", "histograms"};
+  static const char *keys[] = {"info",  "summary", "timeline", "flame",      "functions",
+                               "paths", "sites",   "leaks",    "histograms", "stats"};
   int (*fns[])(const mt_vsnap *, const mt_vquery *, mt_json *) = {
-      NULL, mt_vanswer_summary, mt_vanswer_timeline, mt_vanswer_flame, mt_vanswer_functions,
-      mt_vanswer_paths, mt_vanswer_sites, mt_vanswer_leaks, mt_vanswer_histograms};
-  for (int k = 0; k < 9; k++) {
+      NULL,          mt_vanswer_summary, mt_vanswer_timeline, mt_vanswer_flame,
+      mt_vanswer_functions, mt_vanswer_paths, mt_vanswer_sites, mt_vanswer_leaks,
+      mt_vanswer_histograms, mt_vanswer_stats};
+  for (int k = 0; k < 10; k++) {
     mt_json_key(j, keys[k]);
     if ((fns[k] ? fns[k](s, &q, j) : mt_vanswer_info(s, 0, j)) != 0) return -1;
   }

@@ -16,7 +16,7 @@
 #include "answers.h"
 #include "live.h"
 #include "mhd_load.h"
-#include "tcp_listen.h"
+#include "base/tcp_listen.h"
 #include "viewer.h"
 
 const mt_vasset *mt_vasset_find(const char *path) {
@@ -189,7 +189,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     int cached = key ? mt_vsnap_cache_begin(s, key, &text, &len) : -1;
     if (cached == 1) {
       /* answered before for this snapshot */
-    } else if ((e->tree || a->q.f.inside || a->q.f.not_inside) && mt_vsnap_wait(s)) {
+    } else if (e->tree && mt_vsnap_wait(s)) {
       rc = -1;
     } else {
       rc = e->answer(s, &a->q, &j);
@@ -202,11 +202,15 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     fprintf(stderr, "memtrace view: [debug] %s %s %.3f s\n", url,
             key ? key + strlen(e->path) : "", mt_vnow() - t0);
   free(key);
-  if (rc == -2) {
+  if (rc == -2 || rc == -3) {
     mt_json_free(&j);
     char msg[160];
-    snprintf(msg, sizeof msg, "bad value for 'focus': '%lld' (no such function)",
-             (long long)a->q.focus);
+    if (rc == -2)
+      snprintf(msg, sizeof msg, "bad value for 'focus': '%lld' (no such function)",
+               (long long)a->q.focus);
+    else
+      snprintf(msg, sizeof msg, "bad value for 'collected': a window of collection times "
+                                "contradicts leaks (objects never collected)");
     free(a);
     return send_error(c, MHD_HTTP_BAD_REQUEST, msg);
   }

@@ -14,8 +14,9 @@
 #include <cmocka.h>
 
 #include "memtrace/analysis.h"
+#include "memtrace/stats.h"
+#include "write_trace.h"
 
-#define T0 1700000000000000ull
 
 static const mt_location LOC_A[] = {{"a.c", "alpha", 10, 1, 5}};
 static const mt_location LOC_B[] = {{"b.c", "beta", 20, 2, 6}, {"b.h", "beta_inl", 3, 1, 1}};
@@ -32,32 +33,10 @@ static int resolve(void *ctx, uint64_t code, const mt_location **l, size_t *n) {
   return 0;
 }
 
-static char path[64];
-static FILE *trace_file; /* the writer owns no fd: closed after the writer */
-static mt_writer *open_trace(double rate) {
-  snprintf(path, sizeof path, "/tmp/mt_test_analysis_%d.ctf", (int)getpid());
-  FILE *f = trace_file = fopen(path, "wb");
-  mt_trace_info in = {.sample_rate = rate, .word_size = 64, .executable_name = "t",
-                      .host_name = "h", .runtime_params = "", .pid = 1, .start_time = T0,
-                      .context = ""};
-  mt_writer_options o = {.fd = fileno(f), .resolve = resolve};
-  mt_writer *w;
-  assert_int_equal(mt_writer_open(&w, &in, &o), MT_OK);
-  return w;
-}
-static mt_analysis *close_and_load(mt_writer *w) {
-  assert_int_equal(mt_writer_close(w), MT_OK);
-  fclose(trace_file);
-  mt_analysis *a;
-  assert_int_equal(mt_analysis_load(&a, path, NULL, NULL), MT_OK);
-  unlink(path);
-  return a;
-}
-
 /* Rate 1: objects of known sizes at known sites and times. */
 static void test_exact(void **state) {
   (void)state;
-  mt_writer *w = open_trace(1.0);
+  mt_writer *w = open_trace(1.0, resolve);
   uint64_t A[] = {0x100, 0x200}, B[] = {0x100, 0x300}, U[] = {0x100, 0x300, 0x999};
   uint64_t id[6];
   /* t=0: A 10 words; t=100: B 20 words; t=200: U 5 words (site skips the
@@ -144,26 +123,26 @@ static void test_exact(void **state) {
   mt_analysis_tally_sites(a, &f, sites, &total);
   assert_int_equal(total.objects, 0);
 
-  /* the live series at bin ends 100, 200, ..., 600 */
-  double live[6];
+  /* the live heap at bin ends 100, 200, ..., 600, in bytes */
+  mt_timeline *tl;
   mt_filter_init(&f);
-  assert_int_equal(mt_analysis_live_series(a, &f, 0, 600, 6, live), MT_OK);
+  assert_int_equal(mt_timeline_compute(a, &f, 6, &tl), MT_OK);
   const double want[6] = {30, 35, 25, 26, 6, 106};
-  for (int i = 0; i < 6; i++) assert_true(fabs(live[i] - want[i]) < 1e-9);
+  for (int i = 0; i < 6; i++) {
+    assert_true(fabs(tl->end[i] - 100.0 * (i + 1)) < 1e-9);
+    assert_true(fabs(tl->live[i] - want[i] * 8) < 1e-9);
+    assert_true(fabs(tl->filtered[i] - want[i] * 8) < 1e-9);
+  }
+  mt_timeline_free(tl);
 
-  /* stacks: the tree and the per-object backtraces agree */
-  mt_tally *per = calloc(mt_analysis_stack_count(a), sizeof *per);
-  mt_filter_init(&f);
-  assert_int_equal(mt_analysis_tally_stacks(a, &f, per, &total), MT_OK);
-  assert_int_equal(total.samples, 136);
-  uint32_t bt[8], sc[8];
+  /* each object's backtrace, by object and by its backtrace id */
+  uint32_t bt[8], bc[8];
   for (size_t i = 0; i < 5; i++) {
     size_t n = mt_analysis_object_backtrace(a, i, bt, 8);
-    size_t d = mt_analysis_stack_codes(a, mt_analysis_object_stack(a, i), sc, 8);
+    size_t d = mt_analysis_backtrace_codes(a, mt_analysis_object(a, i).backtrace, bc, 8);
     assert_int_equal(n, d);
-    assert_memory_equal(bt, sc, n * sizeof *bt);
+    assert_memory_equal(bt, bc, n * sizeof *bt);
   }
-  free(per);
   free(sites);
   mt_analysis_free(a);
 }
@@ -175,7 +154,7 @@ static void test_coverage(void **state) {
   int covered_b = 0, covered_o = 0, runs = 200;
   uint64_t rng = 12345;
   for (int run = 0; run < runs; run++) {
-    mt_writer *w = open_trace(rate);
+    mt_writer *w = open_trace(rate, resolve);
     uint64_t words = 0, count = 0, t = 0, bt[] = {0x100, 0x200};
     /* 20000 objects of 1..64 words; sample each word with the rate */
     for (int k = 0; k < 20000; k++) {
@@ -264,7 +243,7 @@ static double objects_coverage(const mt_analysis *a, double rate, const uint64_t
 }
 
 static mt_analysis *one_object_trace(double rate, uint64_t len) {
-  mt_writer *w = open_trace(rate);
+  mt_writer *w = open_trace(rate, resolve);
   uint64_t bt[] = {0x100, 0x200};
   mt_writer_alloc(w, T0, 0, len, 1, MT_SOURCE_EXTERNAL, bt, 2, NULL);
   return close_and_load(w);
@@ -337,7 +316,8 @@ static void test_coverage_objects(void **state) {
   }
 }
 
-/* The per-object backtrace replay equals the stack tree's, on real traces. */
+/* Each object's backtrace, read back from the analysis, is the one the
+ * reader delivers for its allocation, on real traces. */
 static void test_backtraces_golden(void **state) {
   (void)state;
   static const char *names[] = {"ocamlopt", "workload-1e-4"};
@@ -345,14 +325,20 @@ static void test_backtraces_golden(void **state) {
     char p[1024];
     snprintf(p, sizeof p, "%s/%s.ctf", MT_SHARED_TRACES, names[t]);
     mt_analysis *a;
+    mt_reader *r;
     assert_int_equal(mt_analysis_load(&a, p, NULL, NULL), MT_OK);
-    static uint32_t bt[8192], st[8192];
-    for (size_t i = 0; i < mt_analysis_object_count(a); i++) {
-      size_t n = mt_analysis_object_backtrace(a, i, bt, 8192);
-      size_t d = mt_analysis_stack_codes(a, mt_analysis_object_stack(a, i), st, 8192);
-      assert_int_equal(n, d);
-      assert_memory_equal(bt, st, n * sizeof *bt);
+    assert_int_equal(mt_reader_open(&r, p), MT_OK);
+    static uint32_t bt[8192];
+    mt_event ev;
+    size_t i = 0;
+    while (mt_reader_next(r, &ev) > 0) {
+      if (ev.kind != MT_EVENT_ALLOC) continue;
+      size_t n = mt_analysis_object_backtrace(a, i++, bt, 8192);
+      assert_int_equal(n, ev.backtrace_len);
+      for (size_t k = 0; k < n; k++) assert_int_equal(mt_analysis_code_value(a, bt[k]), ev.backtrace[k]);
     }
+    assert_int_equal(i, mt_analysis_object_count(a));
+    mt_reader_close(r);
     mt_analysis_free(a);
   }
 }
@@ -399,7 +385,7 @@ static size_t stack_of(uint32_t k, uint64_t *bt) {
 }
 
 static void interned_case(size_t nobj, size_t pool, int expect_distinct) {
-  mt_writer *w = open_trace(1.0);
+  mt_writer *w = open_trace(1.0, resolve);
   uint64_t rng = 12345;
   uint32_t *which = malloc(nobj * sizeof *which);
   assert_non_null(which);
@@ -450,9 +436,6 @@ static void interned_case(size_t nobj, size_t pool, int expect_distinct) {
   mt_filter_init(&f);
   assert_int_equal(mt_analysis_each_backtrace(a, &f, check_each, &c), MT_OK);
   assert_int_equal(c.calls, nobj);
-  for (size_t i = 0; i < nobj; i += 1 + nobj / 2000)
-    assert_int_equal(mt_analysis_backtrace_stack(a, mt_analysis_object_backtrace_id(a, i)),
-                     mt_analysis_object_stack(a, i));
   free(first);
   free(owner);
   free(which);

@@ -198,12 +198,12 @@ errors)
   expect subsample-unwritable 1 "/nonexistent/dir/o.ctf: cannot create" -- "$memtrace" subsample "$t" /nonexistent/dir/o.ctf 2
   expect subsample-help 0 "" -- "$memtrace" help subsample
   grep -q "^usage: memtrace subsample" "$tmp/out" || { echo "FAIL subsample-help: no usage" >&2; failed=$((failed + 1)); }
-  expect strip-names-one-arg 2 "needs IN and OUT" -- "$memtrace" strip-names "$t"
+  expect strip-names-one-arg 2 "missing IN and OUT" -- "$memtrace" strip-names "$t"
   expect strip-names-extra 2 "unexpected argument" -- "$memtrace" strip-names "$t" "$tmp/o" "$tmp/p"
   expect strip-names-no-file 1 "/nonexistent/x.ctf: cannot open" -- "$memtrace" strip-names /nonexistent/x.ctf "$tmp/o"
   expect strip-names-unwritable 1 "/nonexistent/dir/o.ctf: cannot create" -- "$memtrace" strip-names "$t" /nonexistent/dir/o.ctf
-  expect strip-names-bad-version 2 "must be 2 or 3, not '4'" -- "$memtrace" strip-names --format-version 4 "$t" "$tmp/o"
-  expect subsample-bad-version 2 "must be 2 or 3, not 'x'" -- "$memtrace" subsample --format-version=x "$t" "$tmp/o" 2
+  expect strip-names-bad-version 2 "--format-version takes 2 or 3, not '4'" -- "$memtrace" strip-names --format-version 4 "$t" "$tmp/o"
+  expect subsample-bad-version 2 "--format-version takes 2 or 3, not 'x'" -- "$memtrace" subsample --format-version=x "$t" "$tmp/o" 2
   expect strip-names-help 0 "" -- "$memtrace" strip-names -h
   grep -q "^usage: memtrace strip-names" "$tmp/out" || { echo "FAIL strip-names-help: no usage" >&2; failed=$((failed + 1)); }
   # Corrupt input: exit 1 naming the file (a trace cut inside a packet is

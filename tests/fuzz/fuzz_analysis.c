@@ -66,9 +66,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* filtered: live at the peak, inside the first function (if any) */
   char err[512];
   FUZZ_CHECK(mt_vquery_set(&q, MT_VP_FILTER, "live", "peak", err, sizeof err) == 0);
-  if (s->nfn > 0) {
+  if (mt_analysis_function_count(s->a) > 0) {
     char name[MT_VQ_MAX_STR + 1];
-    snprintf(name, sizeof name, "%s", mt_vsnap_fn_name(s, 0));
+    snprintf(name, sizeof name, "%s", mt_analysis_function_name(s->a, 0));
     if (name[0] && !strchr(name, ','))
       FUZZ_CHECK(mt_vquery_set(&q, MT_VP_FILTER, "inside", name, err, sizeof err) == 0);
     FUZZ_CHECK(mt_vquery_set(&q, MT_VP_FILTER | MT_VP_FLAME, "focus", "0", err, sizeof err) == 0);

@@ -1,6 +1,6 @@
 /* libFuzzer target: the unwinder's reading of an object's unwind tables
- * (src/tracer/ehframe.c: .eh_frame_hdr's search table, the FDE and its CIE)
- * and its step by their call-frame instructions (src/tracer/cfi.c). Those
+ * (src/tracer/unwind/ehframe.c: .eh_frame_hdr's search table, the FDE and its CIE)
+ * and its step by their call-frame instructions (src/tracer/unwind/cfi.c). Those
  * tables are read inside the profiled program, at its samples, from
  * whatever objects it maps: a corrupt one must not make a sample fault.
  *
@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfi.h"
-#include "ehframe.h"
+#include "tracer/unwind/cfi.h"
+#include "tracer/unwind/ehframe.h"
 
 #define HEADER 16
 #define STACK_BYTES 4096

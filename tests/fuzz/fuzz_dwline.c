@@ -1,5 +1,5 @@
 /* libFuzzer target: the tracer's DWARF line-table reader
- * (src/tracer/dwline.h); the tables come from any binary the profiled
+ * (src/tracer/symbols/dwline.h); the tables come from any binary the profiled
  * program maps.
  *
  * Input: a flags byte (bit 0: 4-byte addresses, else 8; bit 1: a unit
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dwline.h"
+#include "tracer/symbols/dwline.h"
 
 static void check_file(const mt__line_table *t, uint32_t file) {
   static char buf[8192], small[8192];

@@ -1,4 +1,4 @@
-/* libFuzzer target: the perf map reader (src/tracer/perfmap.h), which
+/* libFuzzer target: the perf map reader (src/tracer/runtimes/perfmap.h), which
  * reads /tmp/perf-PID.map (or a jitdump) inside the profiled program:
  * whatever is there.
  *
@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "perfmap.h"
+#include "tracer/runtimes/perfmap.h"
 
 static char path[64];
 

@@ -1,4 +1,4 @@
-/* libFuzzer target: Rust symbol names (src/tracer/rustdemangle.h).
+/* libFuzzer target: Rust symbol names (src/tracer/runtimes/rustdemangle.h).
  *
  * The input, cut at its first NUL, is tried as it is, after "_R" and after
  * "_ZN" (so that most inputs reach the readers' depths). Every call must
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rustdemangle.h"
+#include "tracer/runtimes/rustdemangle.h"
 
 #define CAP 4096
 

@@ -12,9 +12,10 @@
  * inlined frames, a recursion, codes never named), one with no event, and
  * one of a single object that lives no time in a trace of no duration.
  *
- * Checked: a refused parameter says why (a message naming it); an accepted
- * query gets an answer (flame: -2 only for a focus that is no function) that
- * is one well-formed JSON object; memory safety (ASan, UBSan, leaks). */
+ * Checked: a refused parameter says why, in a message that names it; an
+ * accepted query gets an answer (flame: -2 only for a focus that is no
+ * function) that is one well-formed JSON object; memory safety (ASan,
+ * UBSan, leaks). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memfd_create */
 #endif
@@ -126,6 +127,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     err[0] = 0;
     if (mt_vquery_set(&q, ep->params, p, eq, err, sizeof err) != 0) {
       if (!err[0] || strlen(err) >= sizeof err) abort(); /* a refusal says why */
+      char quoted[104]; /* naming the parameter, quoted (at most 100 bytes of it) */
+      if (strlen(p) <= 100 && (snprintf(quoted, sizeof quoted, "'%s'", p), !strstr(err, quoted)))
+        abort();
       accepted = 0;
       break;
     }
@@ -134,8 +138,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     mt_json j;
     mt_json_init(&j);
     int rc = ep->answer(s, &q, &j);
-    int flame = ep->answer == mt_vanswer_flame;
-    if (rc != 0 && !(flame && rc == -2 && q.focus >= 0)) abort();
+    int flame = ep->answer == mt_vanswer_flame, leaks = ep->answer == mt_vanswer_leaks;
+    if (rc != 0 && !(flame && rc == -2 && q.focus >= 0) &&
+        !(leaks && rc == -3 && q.f.collected == MT_COLLECTED_IN))
+      abort();
     if (rc == 0) {
       size_t len;
       char *out = mt_json_take(&j, &len);

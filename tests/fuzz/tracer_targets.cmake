@@ -4,10 +4,11 @@
 # Included by tests/fuzz (the libFuzzer targets) and tests/fuzz_replay (the
 # corpora replayed in every test run), so that the two list the same.
 set(MT_FUZZ_TRACER_TARGETS rustdemangle dwline cfi perfmap)
-set(mt_fuzz_tracer_rustdemangle src/tracer/rustdemangle.c)
-set(mt_fuzz_tracer_dwline src/tracer/dwline.c)
-set(mt_fuzz_tracer_cfi src/tracer/cfi.c src/tracer/ehframe.c)
-set(mt_fuzz_tracer_perfmap src/tracer/perfmap.c src/tracer/stackmap.c)
+set(mt_fuzz_tracer_rustdemangle src/tracer/runtimes/rustdemangle.c)
+set(mt_fuzz_tracer_dwline src/tracer/symbols/dwline.c src/base/containers.c)
+set(mt_fuzz_tracer_cfi src/tracer/unwind/cfi.c src/tracer/unwind/ehframe.c)
+set(mt_fuzz_tracer_perfmap src/tracer/runtimes/perfmap.c src/tracer/unwind/stackmap.c
+  src/base/containers.c)
 
 # mt_fuzz_tracer_target(TARGET NAME HARNESS...): TARGET built from the
 # harness files given and NAME's sources, with the tracer's include paths.
@@ -15,5 +16,5 @@ function(mt_fuzz_tracer_target target name)
   list(TRANSFORM mt_fuzz_tracer_${name} PREPEND "${PROJECT_SOURCE_DIR}/" OUTPUT_VARIABLE srcs)
   add_executable(${target} ${ARGN} ${srcs})
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests/fuzz
-    ${PROJECT_SOURCE_DIR}/src/tracer ${PROJECT_SOURCE_DIR}/src/format)
+    ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
 endfunction()

@@ -31,8 +31,8 @@ expect unknown-cmd 2 "no command 'frobnicate'" -- "$memtrace" frobnicate
 expect dump-missing 2 "missing TRACE" -- "$memtrace" dump
 expect dump-bad-opt 2 "unknown option '--bogus'" -- "$memtrace" dump --bogus "$t"
 expect dump-extra 2 "unexpected argument" -- "$memtrace" dump "$t" "$t"
-expect copy-one-arg 2 "needs IN and OUT" -- "$memtrace" copy "$t"
-expect copy-bad-version 2 "must be 2 or 3, not '4'" -- "$memtrace" copy --format-version 4 "$t" "$tmp/x"
+expect copy-one-arg 2 "missing IN and OUT" -- "$memtrace" copy "$t"
+expect copy-bad-version 2 "--format-version takes 2 or 3, not '4'" -- "$memtrace" copy --format-version 4 "$t" "$tmp/x"
 expect info-missing 2 "missing TRACE" -- "$memtrace" info
 expect help 0 "" -- "$memtrace" --help
 expect help-cmd 0 "" -- "$memtrace" help dump

@@ -33,7 +33,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < nobj; i++) {
       mt_object o = mt_analysis_object(a, i);
       freed += o.free_time != MT_NEVER;
-      size_t d = mt_analysis_stack_depth(a, mt_analysis_object_stack(a, i));
+      size_t d = mt_analysis_object_backtrace(a, i, NULL, 0);
       if (d > depth) depth = d;
     }
     printf("allocations %zu\ncollections %zu\npid %llu\nmaxdepth %zu\nrate %g\nexe %s\n", nobj,

@@ -5,9 +5,9 @@
  * its samples take libunwind's walk (in every mode but fp), and the
  * threads call it with part of their stack already used.
  * Usage: prog_small_stack [KIB [USED]]: each thread's stack, in KiB
- * (default 32; 0: the smallest the system allows), and the KiB a thread
- * uses before qsort (default 4). Prints each site's true count, bytes and
- * live blocks, as prog_sites does. */
+ * (default 32; 0: the smallest the system allows), and the bytes a thread
+ * uses before qsort (default 4096). Prints each site's true count, bytes
+ * and live blocks, as prog_sites does. */
 #include <limits.h>
 #include <stdatomic.h>
 #include <pthread.h>
@@ -20,12 +20,17 @@
 #define ROUNDS 500
 #define SORTED 8
 
-static long used_kib = 4;
+static long used_bytes = 4096;
 static _Atomic long compares;
 
 __attribute__((noinline)) static void *small_a(void) { return malloc(24); }
 __attribute__((noinline)) static void *small_b(void) { return malloc(200); }
 __attribute__((noinline)) static void *small_c(void) { return calloc(1, 3000); }
+
+static int by_value(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
 
 /* qsort's comparison, allocating: its caller is the C library's code */
 __attribute__((noinline)) static int small_d(const void *a, const void *b) {
@@ -36,13 +41,12 @@ __attribute__((noinline)) static int small_d(const void *a, const void *b) {
   }
   free(p);
   compares++;
-  int x = *(const int *)a, y = *(const int *)b;
-  return (x > y) - (x < y);
+  return by_value(a, b);
 }
 
-/* qsort from a frame that holds `kib` KiB of the thread's stack */
-__attribute__((noinline)) static void sort_deep(long kib) {
-  volatile char used[kib > 0 ? kib * 1024 : 1];
+/* qsort from a frame that holds `bytes` of the thread's stack */
+__attribute__((noinline)) static void sort_deep(long bytes) {
+  volatile char used[bytes > 0 ? bytes : 1];
   used[0] = 1;
   int v[SORTED];
   for (int k = 0; k < SORTED; k++) v[k] = (k * 5 + 3) % SORTED;
@@ -63,14 +67,20 @@ static void *work(void *arg) {
     }
     memset(p[1], 1, 200);
     for (int k = 0; k < 3; k++) free(p[k]);
-    sort_deep(used_kib);
+    sort_deep(used_bytes);
   }
   return NULL;
 }
 
 int main(int argc, char **argv) {
   long kib = argc > 1 ? atol(argv[1]) : 32;
-  if (argc > 2) used_kib = atol(argv[2]);
+  if (argc > 2) used_bytes = atol(argv[2]);
+  /* qsort bound here, on the main thread's stack: the loader's lazy
+   * binding of a thread's first call saves the vector registers on its
+   * stack, which would make that call, not the callback's allocations, the
+   * deepest point of the threads' stacks */
+  int warm[2] = {1, 0};
+  qsort(warm, 2, sizeof *warm, by_value);
   long min = sysconf(_SC_THREAD_STACK_MIN);
   size_t size = kib > 0 ? (size_t)kib * 1024 : (size_t)(min > 0 ? min : PTHREAD_STACK_MIN);
   pthread_attr_t attr;

@@ -1,5 +1,5 @@
 /* Two functions whose DWARF is written here by hand, each unit with a line
- * table that the tracer's own reader (src/tracer/dwline.c) refuses, so that
+ * table that the tracer's own reader (src/tracer/symbols/dwline.c) refuses, so that
  * naming their code takes libdw's way (symbols.c's fallback):
  *
  * - refused_seq_alloc (unit refused_seq.c): its sequence goes back to a

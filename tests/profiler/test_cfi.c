@@ -24,9 +24,9 @@
 
 #include <cmocka.h>
 
-#include "cfi.h"
-#include "unwind.h"
 #include "code_segments.h"
+#include "tracer/unwind/cfi.h"
+#include "tracer/unwind/unwind.h"
 
 #define PER_SEGMENT 4000
 #define STACK_WORDS 8192

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "clock.h"
+#include "tracer/clock.h"
 
 #define TOLERANCE_US 20
 #define RUN_US 300000

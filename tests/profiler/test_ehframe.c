@@ -18,9 +18,9 @@
 
 #include <cmocka.h>
 
-#include "ehframe.h"
-#include "unwind.h"
 #include "code_segments.h"
+#include "tracer/unwind/ehframe.h"
+#include "tracer/unwind/unwind.h"
 
 #define STRIDE 37 /* bytes between the addresses asked: odd, to meet every alignment */
 #define PER_SEGMENT 40000

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "mathlib.h"
+#include "engine/mathlib.h"
 
 #define DRAWS 2000000
 #define MAX_ULPS 3.0 /* measured: 1 for exp and log, 2 for log1p and cos */

@@ -1,4 +1,4 @@
-/* The perf map reader (src/tracer/perfmap.h): lines as runtimes write
+/* The perf map reader (src/tracer/runtimes/perfmap.h): lines as runtimes write
  * them, a file growing between lookups, code replaced at the same
  * addresses, lines that do not parse, a file not the user's; and against a
  * model (the last line holding the address) on random maps read in several
@@ -19,8 +19,8 @@
 
 #include <cmocka.h>
 
-#include "perfmap.h"
-#include "symbols.h"
+#include "tracer/runtimes/perfmap.h"
+#include "tracer/symbols/symbols.h"
 
 static char path[64];
 

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "rustdemangle.h"
+#include "tracer/runtimes/rustdemangle.h"
 
 #define CAP 4096
 

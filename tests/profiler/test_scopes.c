@@ -1,4 +1,4 @@
-/* The tracer's per-unit function index (src/tracer/scopes.c) against
+/* The tracer's per-unit function index (src/tracer/symbols/scopes.c) against
  * libdw's own search (mt__scopes_by_libdw: dwarf_getscopes, then
  * dwarf_getscopes_die on the innermost scope, keeping its subprograms and
  * inlined subroutines up to the first subprogram), at
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "dwfl_self.h"
-#include "scopes.h"
+#include "tracer/symbols/scopes.h"
 
 #define MAX 64
 

@@ -1,4 +1,4 @@
-/* The tracer's line-table reader (src/tracer/dwline.c, through
+/* The tracer's line-table reader (src/tracer/symbols/dwline.c, through
  * srclines.c) against libdw's dwfl_module_getsrc and dwfl_lineinfo: the
  * same file, line and column at every third byte of every module of this
  * process that has DWARF: this program (C, and the C++ of scopes_cases.cpp
@@ -29,8 +29,8 @@
 #include <unistd.h>
 
 #include "dwfl_self.h"
-#include "srclines.h"
-#include "units.h"
+#include "tracer/symbols/srclines.h"
+#include "tracer/symbols/units.h"
 
 long scopes_cases_run(int n);
 

@@ -21,8 +21,8 @@
 #include <elfutils/libdwfl.h>
 
 #include "map_again.h"
-#include "remaps.h"
-#include "stackmap.h"
+#include "tracer/runtimes/remaps.h"
+#include "tracer/unwind/stackmap.h"
 
 typedef int (*finder)(uintptr_t, mt__mapping *);
 static const finder finders[] = {mt__mapping_of, mt__mapping_of_text};

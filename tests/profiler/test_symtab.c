@@ -1,4 +1,4 @@
-/* The tracer's sorted symbol tables (src/tracer/symtab.c) against elfutils'
+/* The tracer's sorted symbol tables (src/tracer/symbols/symtab.c) against elfutils'
  * dwfl_module_addrname, on all of this process's modules: the C library,
  * libm, libdw, libstdc++ if installed (stripped: ELF symbols only), this
  * program (a full .symtab with locals and sizeless labels) and
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "dwfl_self.h"
-#include "symtab.h"
+#include "tracer/symbols/symtab.h"
 
 #define RANDOM_PER_MODULE 4000
 

@@ -22,7 +22,7 @@
 #include <sys/mman.h>
 
 #include "cpython_trampoline.h"
-#include "unwind.h"
+#include "tracer/unwind/unwind.h"
 
 #define CAP 256
 #define ROUNDS 3000

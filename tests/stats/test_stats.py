@@ -581,8 +581,8 @@ def case_timeline_exact():
         for j, v in want.items():
             close(rows[j][1], v * 8, "hand: live bytes at the end of bin %d" % j)
     out = run(["timeline", "--bins", "100", trace]).stdout.decode()
-    check("peak 158.9 KiB at 0.000200 s (exact)" in out, "terminal: exact peak line")
-    check("\u25b2 peak 158.9 KiB at 0.000 s" in out, "terminal: peak marker")
+    check("peak 159 KiB at 0.000200 s (exact)" in out, "terminal: exact peak line")
+    check("\u25b2 peak 159 KiB at 0.000 s" in out, "terminal: peak marker")
     check_timeline(trace, truth, 1000)
     check_timeline(trace, truth, 7)
     check_timeline(trace, truth, 1)
@@ -637,7 +637,7 @@ def case_timeline_svg():
         texts = ["".join(e.itertext()) for e in root.iter(SVG_NS + "text")]
         check("estimated live bytes" in texts and "time since the trace start" in texts, "axis titles")
         if nlines == 2:
-            check("filtered (--inside List)" in texts, "legend names the filter")
+            check('filtered (inside "List")' in texts, "legend names the filter")
     p = run(["timeline", "--svg", "/nonexistent/x.svg", trace], status=1)
     check(b"/nonexistent/x.svg" in p.stderr, "--svg error names the file")
 
@@ -750,10 +750,11 @@ def case_errors():
                           ([t, "--chunks"], "--chunks needs")):
         p = run(["stats"] + args, status=2)
         check(pattern.encode() in p.stderr, "stats %s: %r" % (args, p.stderr))
-    for args in (["--bins", "0", t], ["--bins", "-3", t], ["--bins", "1x", t], ["--height", "0", t],
-                 [t, "--bins"]):
+    for args in (["--bins", "0", t], ["--bins", "-3", t], ["--bins", "1x", t], ["--height", "0", t]):
         p = run(["timeline"] + args, status=2)
         check(b"wants a number" in p.stderr, "timeline %s: %r" % (args, p.stderr))
+    p = run(["timeline", t, "--bins"], status=2)
+    check(b"--bins needs a value" in p.stderr, "timeline --bins without a value: %r" % p.stderr)
     p = run(["stats", "--json", t], env={"COLUMNS": "abc"})
     check(p.returncode == 0, "a bad $COLUMNS is ignored")
 

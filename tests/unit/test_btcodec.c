@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "btcodec.h"
+#include "format/btcodec.h"
 #include "mt_test_util.h"
 
 #define MASK 0x3fffu

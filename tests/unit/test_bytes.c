@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "bytes.h"
+#include "format/bytes.h"
 #include "mt_test_util.h"
 
 typedef struct vint_case {

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "loccodec.h"
+#include "format/loccodec.h"
 #include "mt_test_util.h"
 
 /* ---- an independent parse of one encoded event ---- */

@@ -7,7 +7,7 @@
 #include <cmocka.h>
 
 #include "mt_test_util.h"
-#include "tables.h"
+#include "base/containers.h"
 
 static void map_empty(void **state) {
   (void)state;

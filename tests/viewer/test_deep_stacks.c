@@ -2,8 +2,9 @@
  * recursion through two functions, which the call tree does not merge),
  * computed on a thread with a 256 KiB stack, as a request thread might
  * have: nothing may recurse once per frame. Each answer must be one
- * well-formed JSON object (tests/fuzz/json_check.h), and the flame graph's
- * callees must nest as deep as the stack (a 300,001-level chain). */
+ * well-formed JSON object (tests/fuzz/json_check.h), the flame graph's
+ * callees must nest as deep as the stack (a 300,001-level chain), and the
+ * paths and leaks must carry every frame of their stacks. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -88,6 +89,27 @@ static void *answer_all(void *arg) {
   return NULL;
 }
 
+static const char *answer_text(const job *jb,
+                               int (*answer)(const mt_vsnap *, const mt_vquery *, mt_json *)) {
+  for (int k = 0; k < MT_VANSWERS; k++)
+    if (mt_vendpoints[k].answer == answer) return jb->text[k];
+  fail_msg("no such answer");
+  return NULL;
+}
+
+/* Occurrences of `what` in text, by hand: a sanitizer checks the whole rest
+ * of the text at each strstr or memmem, quadratic on answers of tens of
+ * megabytes. */
+static size_t count(const char *text, const char *what) {
+  size_t n = 0;
+  for (const char *p = text; *p; p++) {
+    size_t k = 0;
+    while (what[k] && p[k] == what[k]) k++;
+    n += what[k] == '\0';
+  }
+  return n;
+}
+
 static void answers_on_a_small_stack(void **state) {
   (void)state;
   job jb = {.s = deep_snapshot()};
@@ -107,11 +129,25 @@ static void answers_on_a_small_stack(void **state) {
       fail_msg("answer %d: not JSON at byte %zu of %zu", k, at, jb.len[k]);
   }
   /* the flame graph: one chain of main, then ping and pong, to the end */
-  int flame = 0;
-  while (mt_vendpoints[flame].answer != mt_vanswer_flame) flame++;
+  const char *flame = answer_text(&jb, mt_vanswer_flame);
   size_t nest = 0;
-  for (const char *p = strstr(jb.text[flame], "\"callees\""); p && *p; p++) nest += *p == '[';
+  for (const char *p = strstr(flame, "\"callees\""); p && *p; p++) nest += *p == '[';
   assert_true(nest >= DEPTH);
+  /* the paths: both stacks with every frame, the deeper first (more bytes);
+   * the leaks: the one never collected, the shallower */
+  const char *paths = answer_text(&jb, mt_vanswer_paths);
+  assert_non_null(strstr(paths, "\"sites_total\":2,"));
+  const char *first = strstr(paths, "\"frames_total\":"), *second;
+  assert_non_null(first);
+  assert_true(strncmp(first, "\"frames_total\":300000,", 22) == 0);
+  second = strstr(first + 1, "\"frames_total\":");
+  assert_non_null(second);
+  assert_true(strncmp(second, "\"frames_total\":150000,", 22) == 0);
+  assert_int_equal(count(paths, "{\"function\":"), DEPTH + DEPTH / 2);
+  const char *leaks = answer_text(&jb, mt_vanswer_leaks);
+  assert_non_null(strstr(leaks, "\"stacks_total\":1,"));
+  assert_non_null(strstr(leaks, "\"frames_total\":150000,"));
+  assert_int_equal(count(leaks, "{\"function\":"), DEPTH / 2);
   for (int k = 0; k < MT_VANSWERS; k++) free(jb.text[k]);
   mt_vsnap_unref(jb.s);
 }

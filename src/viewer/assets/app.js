@@ -7,7 +7,8 @@
  * #memtrace-data and the page runs without a server.
  *
  * Sections: utilities and formatting · state and URL · API · info and summary ·
- * timeline · flame graph · tables · histograms · views and refresh · live mode · boot.
+ * timeline · flame graph · tables · histograms · statistics · views and refresh ·
+ * live mode · boot.
  */
 (function () {
   'use strict';
@@ -42,8 +43,8 @@
     return function (...a) { clearTimeout(t); t = setTimeout(() => fn.apply(this, a), ms); };
   }
 
-  /* An estimate is {v, lo, hi}; older or plain answers may give a bare number. */
-  const val = e => (e && typeof e === 'object') ? +e.v : (+e || 0);
+  /* An estimate is {value, lo, hi} (docs/json.md); a plain number stands for itself. */
+  const val = e => (e && typeof e === 'object') ? +e.value : (+e || 0);
 
   function sig3(x) {
     if (x >= 100) return x.toFixed(0);
@@ -103,7 +104,7 @@
 
   function intervalText(e, fmt) {
     if (e && typeof e === 'object' && e.lo != null && e.hi != null)
-      return 'estimate ' + fmt(e.v) + '\n95% interval: ' + fmt(e.lo) + ' – ' + fmt(e.hi);
+      return 'estimate ' + fmt(e.value) + '\n95% interval: ' + fmt(e.lo) + ' – ' + fmt(e.hi);
     return 'estimate ' + fmt(val(e)) + ' (no interval given)';
   }
 
@@ -156,7 +157,7 @@
   /* ================================================================ state and URL */
 
   const FILTER_KEYS = ['alloc', 'live', 'collected', 'size', 'lifetime', 'source', 'inside', 'not_inside', 'hide'];
-  const VIEWS = ['flame', 'functions', 'paths', 'sites', 'leaks', 'histograms'];
+  const VIEWS = ['flame', 'functions', 'paths', 'sites', 'leaks', 'histograms', 'stats'];
 
   const state = {
     report: null,          /* the inlined data of `memtrace report`, or null with a server */
@@ -168,6 +169,7 @@
     search: '',
     wall: false,
     histWeight: 'bytes',
+    sitesBy: 'line',       /* /api/sites?by= : 'line' or 'function' */
     info: null,
     status: null,
     generation: null,
@@ -189,6 +191,7 @@
     state.weight = q.get('weight') === 'objects' ? 'objects' : 'bytes';
     state.search = q.get('search') || '';
     state.wall = q.get('clock') === 'wall';
+    state.sitesBy = q.get('by') === 'function' ? 'function' : 'line';
   }
 
   function urlQuery() {
@@ -199,6 +202,7 @@
     if (state.weight !== 'bytes') q.set('weight', state.weight);
     if (state.search) q.set('search', state.search);
     if (state.wall) q.set('clock', 'wall');
+    if (state.sitesBy !== 'line') q.set('by', state.sitesBy);
     return q.toString();
   }
 
@@ -231,7 +235,7 @@
   const REPORT_KEYS = {
     '/api/info': 'info', '/api/summary': 'summary', '/api/timeline': 'timeline', '/api/flame': 'flame',
     '/api/functions': 'functions', '/api/paths': 'paths', '/api/sites': 'sites', '/api/leaks': 'leaks',
-    '/api/histograms': 'histograms',
+    '/api/histograms': 'histograms', '/api/stats': 'stats',
   };
 
   /* GET path?params (+ the filter when withFilter); resolves to the parsed JSON. */
@@ -283,9 +287,9 @@
   function markBadInput(msg) {
     $$('#filters input').forEach(i => i.classList.remove('bad'));
     if (!msg) return;
-    /* the server's 400 message names the parameter; mark that input */
-    const m = String(msg).match(/\b(alloc|live|collected|size|lifetime|source|not_inside|inside|hide)\b/);
-    if (m) { const i = $('#filters [name="' + m[1] + '"]'); if (i && i.type !== 'hidden') i.classList.add('bad'); }
+    /* the server's 400 message names the parameter ("bad value for 'size': …"); mark that input */
+    const m = String(msg).match(/^bad value for '([a-z_]+)'/);
+    if (m && FILTER_KEYS.includes(m[1])) { const i = $('#filters [name="' + m[1] + '"]'); if (i && i.type !== 'hidden') i.classList.add('bad'); }
   }
 
   function showFatal(msg) {
@@ -398,6 +402,7 @@
     const sh = $('#summary-share');
     sh.textContent = fmtPct(s.share);
     $('#summary-samples').textContent = fmtInt(s.samples) + (s.sampled_objects != null ? ' (' + fmtInt(s.sampled_objects) + ' objects)' : '');
+    $('#summary-filter').textContent = s.filter_text || 'none';
     renderInfo();
   }
 
@@ -959,28 +964,44 @@
     table.replaceChildren(el('thead', null, head), el('tbody', null, ...body));
   }
 
-  function framesList(frames, shown) {
+  /* A frame of a stack (docs/json.md FRAME): a location, or a code the trace never described. */
+  const frameName = f => f.function != null ? f.function : (f.code != null ? '#' + f.code : '?');
+
+  /* The frames of a stack, innermost first: the first `shown` (6), then a link to the rest;
+   * `total` is the stack's length when the answer carries fewer frames. */
+  function framesList(frames, total, shown) {
     const ul = el('ul', {class: 'frames'});
     const n = frames.length;
     const lim = shown || 6;
     frames.slice(0, lim).forEach(f => {
       const loc = f.file ? basename(f.file) + (f.line ? ':' + f.line : '') : '';
-      ul.append(el('li', {title: (f.name || '?') + (f.file ? '\n' + f.file + (f.line ? ':' + f.line : '') : '')}, f.name || '?', loc ? el('span', {class: 'loc'}, loc) : null));
+      const name = frameName(f);
+      ul.append(el('li', {class: f.function == null ? 'code' : null, title: name + (f.file ? '\n' + f.file + (f.line ? ':' + f.line : '') : f.function == null ? '\na code the trace has no location for' : '')}, name, loc ? el('span', {class: 'loc'}, loc) : null));
     });
     if (n > lim) {
       const more = el('li', {class: 'more'}, '… ' + (n - lim) + ' more frames (show)');
-      more.addEventListener('click', () => ul.replaceWith(framesList(frames, n)));
+      more.addEventListener('click', () => ul.replaceWith(framesList(frames, total, n)));
       ul.append(more);
+    } else if (total > n) {
+      ul.append(el('li', {class: 'loc'}, '… ' + (total - n) + ' more frames'));
     }
+    if (!n) ul.append(el('li', {class: 'loc'}, '(no backtrace)'));
     return ul;
   }
 
   const share = (e, total) => val(e) / (val(total) || 1);
-  const barCell = f => el('span', {class: 'pct', style: 'width:' + Math.min(100, f * 100).toFixed(1) + '%'});
+  const barCell = f => el('span', {class: 'pct', style: 'width:' + Math.min(100, Math.max(0, f) * 100).toFixed(1) + '%'});
+
+  /* "showing N of M nouns" beside a view's title (noun: [one, many]) */
+  function shownNote(id, shown, total, noun, extra) {
+    const e = $(id);
+    if (!e) return;
+    e.textContent = (total != null ? (shown < total ? 'showing ' + fmtInt(shown) + ' of ' : '') + fmtInt(total) + ' ' + noun[total === 1 ? 0 : 1] : '') + (extra ? ' · ' + extra : '');
+  }
 
   function renderFunctions(d) {
     learnFunctions(d.functions);
-    const tot = d.total;
+    const tot = d.total && d.total.bytes;
     renderTable($('#functions'), [
       {label: 'function', cls: 'name', sort: r => r.name, render: r => fnLink(r.name, r.file)},
       {label: 'file', cls: 'file', sort: r => r.file || '', render: r => r.file || ''},
@@ -993,35 +1014,52 @@
     ], d.functions || []);
   }
 
+  /* The rankings' rows (docs/json.md): a share of the filtered total in percent. */
+  const pctOf = r => (+r.bytes_percent || 0) / 100;
+
   function renderPaths(d) {
+    shownNote('#paths-count', d.shown, d.sites_total, ['stack', 'stacks']);
     renderTable($('#paths'), [
-      {label: 'stack (innermost first)', render: r => framesList(r.frames || [])},
-      {label: 'bytes', num: true, sort: r => val(r.bytes), render: r => estSpan(r.bytes, fmtBytes), def: true},
-      {label: 'objects', num: true, sort: r => val(r.objects), render: r => estSpan(r.objects, fmtCount)},
-      {label: 'share', num: true, sort: r => share(r.bytes, d.total), render: r => fmtPct(share(r.bytes, d.total))},
-      {label: '', cls: 'bar', render: r => barCell(share(r.bytes, d.total))},
-    ], d.paths || []);
+      {label: 'stack (innermost first)', render: r => framesList(r.frames || [], r.frames_total)},
+      {label: 'bytes', num: true, sort: r => val(r.bytes), render: r => estSpan(r.bytes, fmtBytes, fmtInt(r.samples) + ' samples'), def: true},
+      {label: 'objects', num: true, sort: r => val(r.objects), render: r => estSpan(r.objects, fmtCount, fmtInt(r.sampled_objects) + ' sampled objects')},
+      {label: 'share', num: true, sort: pctOf, render: r => fmtPct(pctOf(r))},
+      {label: '', cls: 'bar', render: r => barCell(pctOf(r))},
+    ], d.sites || []);
+  }
+
+  /* A site: a function (with its file, and line unless by function), a code the trace
+   * has no location for, or no backtrace at all; `site` is its text. */
+  function siteCell(r) {
+    if (r.function != null) return fnLink(r.function, r.file);
+    return el('span', {class: 'code', title: r.code != null ? 'a code the trace has no location for' : 'allocations without a backtrace'}, r.site || '?');
   }
 
   function renderSites(d) {
+    $('#sites-by').value = d.by === 'function' ? 'function' : 'line';
+    shownNote('#sites-count', d.shown, d.sites_total, d.by === 'function' ? ['function', 'functions'] : ['site', 'sites']);
     renderTable($('#sites'), [
-      {label: 'function', cls: 'name', sort: r => r.name || '', render: r => fnLink(r.name || '?', r.file)},
+      {label: 'function', cls: 'name', sort: r => r.function != null ? r.function : r.site || '', render: siteCell},
       {label: 'location', cls: 'file', sort: r => (r.file || '') + ':' + String(r.line || 0).padStart(8, '0'), render: r => r.file ? r.file + (r.line ? ':' + r.line : '') : ''},
-      {label: 'bytes', num: true, sort: r => val(r.bytes), render: r => estSpan(r.bytes, fmtBytes), def: true},
-      {label: 'objects', num: true, sort: r => val(r.objects), render: r => estSpan(r.objects, fmtCount)},
-      {label: 'share', num: true, sort: r => share(r.bytes, d.total), render: r => fmtPct(share(r.bytes, d.total))},
-      {label: '', cls: 'bar', render: r => barCell(share(r.bytes, d.total))},
+      {label: 'bytes', num: true, sort: r => val(r.bytes), render: r => estSpan(r.bytes, fmtBytes, fmtInt(r.samples) + ' samples'), def: true},
+      {label: 'objects', num: true, sort: r => val(r.objects), render: r => estSpan(r.objects, fmtCount, fmtInt(r.sampled_objects) + ' sampled objects')},
+      {label: 'share', num: true, sort: pctOf, render: r => fmtPct(pctOf(r))},
+      {label: '', cls: 'bar', render: r => barCell(pctOf(r))},
     ], d.sites || []);
   }
 
   function renderLeaks(d) {
+    /* the leaks' own filter: the page's, with "never collected" for any collection condition */
+    const filtered = Object.keys(state.filter).length > 0;
+    shownNote('#leaks-count', d.shown, d.stacks_total, ['stack', 'stacks'], filtered && d.filter_text ? 'filter: ' + d.filter_text : null);
     renderTable($('#leaks'), [
-      {label: 'stack (innermost first)', render: r => framesList(r.frames || [])},
-      {label: 'bytes', num: true, sort: r => val(r.bytes), render: r => estSpan(r.bytes, fmtBytes)},
-      {label: 'objects', num: true, sort: r => val(r.objects), render: r => estSpan(r.objects, fmtCount)},
-      {label: 'oldest', num: true, sort: r => +r.oldest, render: r => fmtSeconds(r.oldest), def: true},
-      {label: 'newest', num: true, sort: r => +r.newest, render: r => fmtSeconds(r.newest)},
-    ], d.leaks || [], 'no object of the filter stays alive to the end');
+      {label: 'stack (innermost first)', render: r => framesList(r.frames || [], r.frames_total)},
+      {label: 'bytes', num: true, sort: r => val(r.bytes), render: r => estSpan(r.bytes, fmtBytes, fmtInt(r.samples) + ' samples')},
+      {label: 'objects', num: true, sort: r => val(r.objects), render: r => estSpan(r.objects, fmtCount, fmtInt(r.sampled_objects) + ' sampled objects')},
+      {label: 'oldest', num: true, sort: r => -r.oldest_alloc_s, render: r => el('span', {title: 'allocated ' + fmtSeconds(r.age_s) + ' before the end'}, fmtSeconds(r.oldest_alloc_s)), def: true},
+      {label: 'newest', num: true, sort: r => +r.newest_alloc_s, render: r => fmtSeconds(r.newest_alloc_s)},
+      {label: 'age', num: true, sort: r => +r.age_s, render: r => fmtSeconds(r.age_s)},
+    ], d.stacks || [], 'no object of the filter stays alive to the end');
   }
 
   /* ================================================================ histograms */
@@ -1061,6 +1099,39 @@
     renderHistogram($('#hist-lifetime'), d.lifetime || [], fmtSeconds, e && val(e.objects) > 0 ? e : null);
   }
 
+  /* ================================================================ statistics */
+
+  /* /api/stats (docs/json.md): sizes, lifetimes and sources of the filtered objects,
+   * each row with its share of them. */
+  function renderStats(d) {
+    const g = d.all || {};
+    const words = w => w == null ? '–' : sig3(+w) + ' words';
+    const sz = (g.size_words && g.size_words.estimated) || {};
+    const smp = (g.size_words && g.size_words.sampled) || {};
+    $('#stats-head').replaceChildren(
+      kv('objects', estSpan(g.objects, fmtObjects, fmtInt(g.sampled_objects) + ' sampled objects')),
+      kv('bytes', estSpan(g.bytes, fmtBytes, fmtInt(g.samples) + ' samples')),
+      kv('mean size', el('span', {'data-tip': 'estimated over every allocation (weights 1/P)\nstandard deviation ' + words(sz.stddev) + '\nover the sampled objects: mean ' + words(smp.mean) + ', standard deviation ' + words(smp.stddev)}, words(sz.mean))),
+      kv('largest sampled', sz.max == null ? '–' : fmtInt(sz.max) + ' words'),
+      kv('promoted', g.promotion && g.promotion.rate != null ? fmtPct(g.promotion.rate) + ' of minor' : '–', g.promotion && g.promotion.rate_bytes != null ? fmtPct(g.promotion.rate_bytes) + ' of the minor bytes' : null),
+      kv('time span', fmtSeconds(g.from_s) + ' – ' + fmtSeconds(g.to_s)));
+    const cols = first => [
+      {label: first, cls: 'lab', render: r => r.label},
+      {label: 'objects', num: true, sort: r => val(r.objects), render: r => estSpan(r.objects, fmtCount, fmtInt(r.sampled_objects) + ' sampled objects')},
+      {label: 'share', num: true, sort: r => +r.objects_share || 0, render: r => fmtPct(r.objects_share)},
+      {label: 'bytes', num: true, sort: r => val(r.bytes), render: r => estSpan(r.bytes, fmtBytes, fmtInt(r.samples) + ' samples')},
+      {label: 'share', num: true, sort: r => +r.bytes_share || 0, render: r => fmtPct(r.bytes_share)},
+      {label: '', cls: 'bar', render: r => barCell(+r.bytes_share || 0)},
+    ];
+    const rows = (list, label) => (list || []).map(r => Object.assign({label: label(r)}, r));
+    renderTable($('#stats-sizes'), cols('size (words)'), rows(g.size_histogram, r => r.bin)
+      .concat(g.over_256_words ? [Object.assign({label: 'over 256 (257 and up)'}, g.over_256_words)] : []));
+    renderTable($('#stats-lifetimes'), cols('lifetime'), rows(g.lifetime_histogram, r => r.bin)
+      .concat(g.never_collected ? [Object.assign({label: 'never collected'}, g.never_collected)] : []));
+    const src = g.sources || {};
+    renderTable($('#stats-sources'), cols('source'), ['minor', 'major', 'external'].filter(k => src[k]).map(k => Object.assign({label: k}, src[k])));
+  }
+
   /* ================================================================ views and refresh */
 
   const VIEW_LOADERS = {
@@ -1084,9 +1155,10 @@
     },
     functions: () => api('/api/functions', {n: 200, sort: 'total'}, true),
     paths: () => api('/api/paths', {n: 100}, true),
-    sites: () => api('/api/sites', {n: 100}, true),
+    sites: () => api('/api/sites', {n: 100, by: state.sitesBy === 'function' ? 'function' : null}, true),
     leaks: () => api('/api/leaks', {n: 100}, true),
     histograms: () => api('/api/histograms', null, true),
+    stats: () => api('/api/stats', null, true),
   };
 
   const VIEW_RENDER = {
@@ -1101,6 +1173,7 @@
     sites: renderSites,
     leaks: renderLeaks,
     histograms: d => { VIEW_RENDER.histograms.last = d; renderHistograms(d); },
+    stats: renderStats,
   };
 
   let viewToken = 0;
@@ -1178,6 +1251,7 @@
     $('#weight').value = state.weight;
     $('#search').value = state.search;
     $('#wallclock').checked = state.wall;
+    $('#sites-by').value = state.sitesBy;
   }
 
   function readForm() {
@@ -1292,6 +1366,7 @@
     $$('#filters [data-source]').forEach(c => c.addEventListener('change', () => readForm()));
     $('#view-tabs').addEventListener('click', ev => { const b = ev.target.closest('button[data-view]'); if (b) setView(b.dataset.view); });
     $('#wallclock').addEventListener('change', () => { state.wall = $('#wallclock').checked; writeURL(false); renderTimeline(); });
+    $('#sites-by').addEventListener('change', () => { state.sitesBy = $('#sites-by').value === 'function' ? 'function' : 'line'; writeURL(false); loadView(true); });
     $('#hist-weight').addEventListener('change', () => { state.histWeight = $('#hist-weight').value; if (VIEW_RENDER.histograms.last) renderHistograms(VIEW_RENDER.histograms.last); });
     window.addEventListener('popstate', () => {
       readURL(); fillForm(); showView();
@@ -1324,7 +1399,7 @@
     if (state.report) {
       /* a report: no server, no filters, no focus */
       document.body.classList.add('report');
-      state.filter = {}; state.focusName = null; state.crumbs = [];
+      state.filter = {}; state.focusName = null; state.crumbs = []; state.sitesBy = 'line';
     }
     fillForm();
     setupEvents();

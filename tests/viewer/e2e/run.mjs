@@ -84,7 +84,7 @@ function fmtBytes(b) {
   do { b /= 1024; i++; } while (Math.abs(b) >= 1024 && i < u.length - 1);
   return (b >= 100 ? b.toFixed(0) : b >= 10 ? b.toFixed(1) : b.toFixed(2)) + ' ' + u[i];
 }
-const val = e => (e && typeof e === 'object') ? +e.v : +e;
+const val = e => (e && typeof e === 'object') ? +e.value : +e;
 
 function freePort() {
   return new Promise((resolve, reject) => {
@@ -180,6 +180,9 @@ async function waitText(page, sel, pred, what) {
   }
 }
 
+/* What the page's sites table shows in its first column for a row of /api/sites. */
+const siteName = s => s.function != null ? s.function : s.site;
+
 /* Top-level frames of a golden folded-stacks file, largest first. */
 function foldedTopFrames(file) {
   const by = new Map();
@@ -236,18 +239,20 @@ async function testTrace(name, full) {
     const dur = info.duration || 1;
     const range = (dur * 0.25).toFixed(3) + '..' + (dur * 0.6).toFixed(3);
     await page.fill('#filters [name="alloc"]', range);
-    await page.fill('#filters [name="size"]', '..64');
+    await page.fill('#filters [name="size"]', '..0.0625k');
     await page.click('#apply');
-    const want = (await getJSON(origin + '/api/summary?alloc=' + range + '&size=..64')).body;
+    const want = (await getJSON(origin + '/api/summary?alloc=' + range + '&size=..0.0625k')).body;
     const wantText = fmtBytes(val(want.bytes));
-    await waitText(page, '#summary-bytes', 't === ' + JSON.stringify(wantText), name + ': filter alloc=' + range + ' size=..64 sets #summary-bytes to ' + wantText);
+    await waitText(page, '#summary-bytes', 't === ' + JSON.stringify(wantText), name + ': filter alloc=' + range + ' size=..0.0625k sets #summary-bytes to ' + wantText);
+    check(want.filter && want.filter.size_max === 64, name + ': size=..0.0625k is 64 bytes at most', JSON.stringify(want.filter));
+    await waitText(page, '#summary-filter', 't === ' + JSON.stringify(want.filter_text), name + ': the summary says the filter: ' + want.filter_text);
     check(val(want.bytes) < val(sum0.bytes), name + ': the filter keeps fewer bytes (' + wantText + ' < ' + fmtBytes(val(sum0.bytes)) + ')');
     check(page.url().includes('alloc=') && page.url().includes('size='), name + ': the URL holds the filter', page.url());
     await snap(page, path.join(args.out, name + '-filtered.png'));
 
     /* focus: click a frame that has a caller; callers and callees show */
     await page.waitForSelector('#flame .frame', { timeout: TIMEOUT });
-    const fl = (await getJSON(origin + '/api/flame?alloc=' + range + '&size=..64')).body;
+    const fl = (await getJSON(origin + '/api/flame?alloc=' + range + '&size=..0.0625k')).body;
     const fmap = new Map(fl.functions.map(f => [f.id, f.name]));
     let target = fl.callees.children[0];
     if (target && target.children && target.children.length) target = target.children[0];
@@ -258,7 +263,7 @@ async function testTrace(name, full) {
         await page.waitForSelector('#flame .frame.focus[data-name="' + cssq(tname) + '"]', { timeout: TIMEOUT });
         check(true, name + ': clicking ' + tname + ' focuses it');
       } catch (e) { check(false, name + ': clicking ' + tname + ' focuses it', 'no .frame.focus'); }
-      const foc = (await getJSON(origin + '/api/flame?alloc=' + range + '&size=..64&focus=' + target.fn)).body;
+      const foc = (await getJSON(origin + '/api/flame?alloc=' + range + '&size=..0.0625k&focus=' + target.fn)).body;
       const fm = new Map(foc.functions.map(f => [f.id, f.name]));
       const caller = foc.callers && foc.callers.children[0] ? fm.get(foc.callers.children[0].fn) : null;
       const callersText = await text(page, '#callers-table');
@@ -322,14 +327,16 @@ async function testTrace(name, full) {
     await snap(page, path.join(args.out, name + '-search.png'));
 
     /* a bad filter value shows the server's message */
-    await page.fill('#filters [name="size"]', 'abc');
+    await page.fill('#filters [name="size"]', '1k..x');
     await page.click('#apply');
-    const bad = await getJSON(origin + '/api/summary?size=abc');
-    check(bad.status === 400 && bad.body && bad.body.error, name + ': /api/summary?size=abc is a 400 with a message', JSON.stringify(bad.body));
+    const bad = await getJSON(origin + '/api/summary?size=1k..x');
+    check(bad.status === 400 && bad.body && /'size'/.test(bad.body.error) && bad.body.error.includes("'x' in '1k..x'"), name + ': /api/summary?size=1k..x is a 400 naming the parameter and the bad part', JSON.stringify(bad.body));
     try {
       await page.waitForSelector('#error:not([hidden])', { timeout: TIMEOUT });
       const msg = await text(page, '#error');
       check(bad.body && msg.includes(bad.body.error), name + ': #error shows the server\'s message', msg);
+      const marked = await page.$$eval('#filters input.bad', es => es.map(e => e.name));
+      check(JSON.stringify(marked) === '["size"]', name + ': the size input, and only it, is marked bad', JSON.stringify(marked));
     } catch (e) { check(false, name + ': a bad filter value shows #error'); }
     await snap(page, path.join(args.out, name + '-bad-filter.png'));
     await page.fill('#filters [name="size"]', '');
@@ -363,21 +370,44 @@ async function testTrace(name, full) {
     await page.click('#view-tabs button[data-view="sites"]');
     await page.waitForSelector('#sites tbody tr', { timeout: TIMEOUT });
     const siteNames = await page.$$eval('#sites tbody tr td:first-child', es => es.map(e => e.textContent.trim()));
-    const apiSites = sites.sites.slice(0, 5).map(s => s.name || '?');
+    const apiSites = sites.sites.slice(0, 5).map(siteName);
     check(JSON.stringify(siteNames.slice(0, 5)) === JSON.stringify(apiSites), name + ': #sites lists /api/sites in order', 'page ' + siteNames.slice(0, 5).join(', ') + ' api ' + apiSites.join(', '));
     check(page.url().includes('view=sites'), name + ': the URL holds the view');
     await snap(page, path.join(args.out, name + '-sites.png'));
+    /* grouped by function: /api/sites?by=function's rows, the URL says so */
+    const byFn = (await getJSON(origin + '/api/sites?n=100&by=function')).body;
+    const wantFn = byFn.sites.slice(0, 5).map(siteName);
+    await page.selectOption('#sites-by', 'function');
+    try {
+      await page.waitForFunction(w => JSON.stringify([...document.querySelectorAll('#sites tbody tr td:first-child')].slice(0, 5).map(e => e.textContent.trim())) === w, JSON.stringify(wantFn), { timeout: TIMEOUT });
+      check(true, name + ': #sites by function lists /api/sites?by=function in order');
+    } catch (e) {
+      const seen = await page.$$eval('#sites tbody tr td:first-child', es => es.slice(0, 5).map(e => e.textContent.trim()));
+      check(false, name + ': #sites by function lists /api/sites?by=function in order', 'page ' + seen.join(', ') + ' api ' + wantFn.join(', '));
+    }
+    check(page.url().includes('by=function'), name + ': the URL holds the grouping', page.url());
+    const byLoc = await page.$$eval('#sites tbody tr td:nth-child(2)', es => es.slice(0, 5).map(e => e.textContent.trim()));
+    check(byLoc.every((l, i) => l === (byFn.sites[i].file || '')), name + ': by function, the location is the file alone', byLoc.join(', '));
+    await page.selectOption('#sites-by', 'line');
     const leaks = (await getJSON(origin + '/api/leaks?n=100')).body;
     await page.click('#view-tabs button[data-view="leaks"]');
     await page.waitForSelector('#leaks tbody tr', { timeout: TIMEOUT });
     const leakRows = await page.$$eval('#leaks tbody tr:not(.empty)', es => es.length);
-    check(leakRows === Math.min(100, leaks.leaks.length), name + ': #leaks has a row per /api/leaks group', leakRows + ' vs ' + leaks.leaks.length);
-    for (const v of ['functions', 'paths', 'histograms']) {
+    check(leakRows === Math.min(100, leaks.stacks.length) && leaks.stacks.length > 0, name + ': #leaks has a row per /api/leaks stack', leakRows + ' vs ' + leaks.stacks.length);
+    const oldest = await page.$$eval('#leaks tbody tr td:nth-child(4)', es => es.slice(0, 3).map(e => e.textContent.trim()));
+    check(oldest[0] && oldest[0] !== '–', name + ': #leaks shows the oldest allocation', oldest.join(', '));
+    for (const v of ['functions', 'paths', 'histograms', 'stats']) {
       await page.click('#view-tabs button[data-view="' + v + '"]');
-      const sel = v === 'histograms' ? '#hist-size svg' : '#' + v + ' tbody tr';
+      const sel = v === 'histograms' ? '#hist-size svg' : v === 'stats' ? '#stats-sizes tbody tr' : '#' + v + ' tbody tr';
       try { await page.waitForSelector(sel, { timeout: TIMEOUT }); check(true, name + ': view ' + v + ' renders'); } catch (e) { check(false, name + ': view ' + v + ' renders', 'no ' + sel); }
       await snap(page, path.join(args.out, name + '-' + v + '.png'));
     }
+    /* the statistics: a row per size bin and one over 256 words, the sources */
+    const st = (await getJSON(origin + '/api/stats')).body;
+    const sizeRows = await page.$$eval('#stats-sizes tbody tr', es => es.length);
+    check(sizeRows === st.all.size_histogram.length + 1, name + ': #stats-sizes has a row per size bin and one over 256 words', sizeRows + ' rows');
+    const srcText = await text(page, '#stats-sources');
+    check(['minor', 'major', 'external'].every(k => srcText.includes(k)), name + ': #stats-sources lists the three sources', srcText.slice(0, 120));
     /* hovering an estimate gives its interval */
     const tip = await page.locator('#summary-bytes').getAttribute('data-tip');
     check(tip && /95% interval/.test(tip), name + ': #summary-bytes carries its 95% interval', tip);
@@ -438,12 +468,13 @@ async function testReport(name) {
     await page.click('#view-tabs button[data-view="sites"]');
     await page.waitForSelector('#sites tbody tr', { timeout: TIMEOUT });
     const names = await page.$$eval('#sites tbody tr td:first-child', es => es.map(e => e.textContent.trim()));
-    const want = sites.sites.map(s => s.name || '?');
+    const want = sites.sites.map(siteName);
     check(JSON.stringify(names.slice(0, want.length)) === JSON.stringify(want), 'report: the top sites are /api/sites\'s', 'report ' + names.slice(0, 5).join(', ') + ' api ' + want.slice(0, 5).join(', '));
     await snap(page, path.join(args.out, 'report-sites.png'));
-    for (const v of ['leaks', 'histograms']) {
+    check(await page.locator('#sites-by').isHidden(), 'report: the sites\' grouping (a server request) is hidden');
+    for (const v of ['leaks', 'histograms', 'stats']) {
       await page.click('#view-tabs button[data-view="' + v + '"]');
-      const sel = v === 'histograms' ? '#hist-size svg' : '#leaks tbody tr';
+      const sel = v === 'histograms' ? '#hist-size svg' : v === 'stats' ? '#stats-sizes tbody tr' : '#leaks tbody tr';
       try { await page.waitForSelector(sel, { timeout: TIMEOUT }); check(true, 'report: view ' + v + ' renders'); } catch (e) { check(false, 'report: view ' + v + ' renders'); }
     }
     await snap(page, path.join(args.out, 'report-histograms.png'));

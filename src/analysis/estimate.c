@@ -1,0 +1,92 @@
+/* Tallies of sampled objects and the estimators on them: bytes by the
+ * sample count (a Garwood interval), objects by Horvitz-Thompson (Fay and
+ * Feuer's gamma interval). docs/estimators.md derives both. */
+#include <math.h>
+#include <string.h>
+
+#include "analysis_internal.h"
+
+void mt__tally_object(const mt_analysis *a, size_t i, mt_tally *t) {
+  uint64_t len = mt__obj_length(a, i);
+  /* OCaml heap blocks are sampled over their header word too. */
+  uint64_t w = len + ((a->source[i] & 3) != MT_SOURCE_EXTERNAL);
+  t->samples += mt__obj_samples(a, i);
+  t->objects++;
+  double wt;
+  if (w < MT__HT_CACHE) {
+    wt = a->ht_w[w];
+    t->ht_var += a->ht_v[w];
+  } else {
+    double p = -expm1((double)w * a->log1m_rate);
+    wt = 1.0 / p;
+    t->ht_var += (1.0 - p) / (p * p);
+  }
+  t->ht += wt;
+  if (wt > t->w_max) t->w_max = wt;
+}
+
+void mt_tally_object(const mt_analysis *a, size_t i, mt_tally *t) { mt__tally_object(a, i, t); }
+
+mt_tally mt_analysis_total(const mt_analysis *a) { return a->all; }
+
+mt_sampling mt_analysis_sampling(const mt_analysis *a) {
+  mt_sampling s = {a->info.sample_rate, a->word_bytes};
+  return s;
+}
+
+/* Quantile of the chi-square distribution (Wilson-Hilferty), for the exact
+ * (Garwood) Poisson interval on a sample count. */
+static double chi2_quantile(double z, double k) {
+  double h = 2.0 / (9.0 * k);
+  double c = 1.0 - h + z * sqrt(h);
+  return c > 0 ? k * c * c * c : 0;
+}
+
+static const double z95 = 1.959963984540054;
+
+mt_estimate mt_sampling_bytes(const mt_sampling *s, const mt_tally *t) {
+  double n = (double)t->samples, scale = s->word_bytes / s->rate;
+  mt_estimate e = {n * scale, 0, 0};
+  /* Samples ~ Binomial(words, rate), close to Poisson for small rates; the
+   * Garwood interval keeps its 95% coverage down to a handful of samples. */
+  e.lo = n > 0 ? chi2_quantile(-z95, 2 * n) / 2 * scale : 0;
+  e.hi = (n > 0 ? chi2_quantile(z95, 2 * n + 2) / 2 : -log(0.025)) * scale;
+  if (s->rate >= 1) e.lo = e.hi = e.value; /* everything sampled */
+  return e;
+}
+
+mt_estimate mt_sampling_objects(const mt_sampling *s, const mt_tally *t) {
+  /* The Horvitz-Thompson count is a weighted sum of (nearly) Poisson
+   * counts; its interval is Fay and Feuer's gamma interval for such sums
+   * (docs/estimators.md): Garwood's Poisson interval on the effective
+   * number of objects Y^2/V, scaled by V/Y, with the upper end computed as
+   * if one more object of the largest weight had been sampled. */
+  double y = t->ht, v = t->ht_var;
+  mt_estimate e = {y, y, y};
+  if (t->objects == 0) {
+    /* Nothing sampled: up to -ln(0.025) = 3.69 expected sampled objects
+     * of the smallest size (1 word, the heaviest weight) are consistent. */
+    double p1 = -expm1(log1p(-s->rate)); /* one word's chance, as the tallies compute it */
+    e.lo = e.hi = 0;
+    if (p1 > 0 && p1 < 1) e.hi = -log(0.025) / p1;
+    return e;
+  }
+  if (!(v > 0) || !(y > 0)) return e; /* every object certain to be sampled */
+  double wm = t->w_max > 0 ? t->w_max : v / y;
+  e.lo = chi2_quantile(-z95, 2 * y * y / v) / 2 * (v / y);
+  double yu = y + wm, vu = v + wm * wm;
+  e.hi = chi2_quantile(z95, 2 * yu * yu / vu) / 2 * (vu / yu);
+  if (e.lo < (double)t->objects) e.lo = (double)t->objects; /* we saw these */
+  if (e.hi < e.value) e.hi = e.value;
+  return e;
+}
+
+mt_estimate mt_estimate_bytes(const mt_analysis *a, const mt_tally *t) {
+  mt_sampling s = mt_analysis_sampling(a);
+  return mt_sampling_bytes(&s, t);
+}
+
+mt_estimate mt_estimate_objects(const mt_analysis *a, const mt_tally *t) {
+  mt_sampling s = mt_analysis_sampling(a);
+  return mt_sampling_objects(&s, t);
+}

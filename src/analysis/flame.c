@@ -1,0 +1,414 @@
+/* Flame graphs and hot functions on a call tree (memtrace/calltree.h).
+ *
+ * Costs follow the nodes kept, not the whole tree (millions of nodes on a
+ * trace whose stacks are all distinct). One pass adds each selected
+ * object's weight to its node and sums subtrees (W; parents have smaller
+ * ids). The answer's tree is then grown top-down: a kept node stands for a
+ * set of base nodes (its members); its candidate children are the members'
+ * children grouped by function, a group weighing the sum of its nodes' W;
+ * a group under `min` of the root is cut (its weight stays in the parent's
+ * self), so cut subtrees are never visited. Hiding and the merging of a
+ * function with itself make a child a member of its parent instead of a
+ * group. With a focus on F, the callees root's members are F's outermost
+ * nodes, and the callers tree groups those same nodes by their ancestors.
+ * A last pass tallies each object (bytes and objects) into the kept node
+ * its leaf falls in. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "calltree_internal.h"
+
+#define NONE UINT32_MAX
+#define EXCL (UINT32_MAX - 1) /* not in the graph (focus: no F above) */
+
+/* growable vectors of uint32 */
+typedef struct vec {
+  uint32_t *v;
+  size_t n, cap;
+} vec;
+
+static int push(vec *x, uint32_t a) {
+  if (mt__reserve((void **)&x->v, x->n, &x->cap, sizeof *x->v)) return -1;
+  x->v[x->n++] = a;
+  return 0;
+}
+
+/* The answer's trees: kept nodes, their tallies, children by bytes. */
+typedef struct otree {
+  mt_flame_node *nodes;
+  size_t k, cap;
+} otree;
+
+static uint32_t ot_add(otree *o, uint32_t parent, uint32_t fn) {
+  if (mt__reserve((void **)&o->nodes, o->k, &o->cap, sizeof *o->nodes)) return NONE;
+  mt_flame_node *nd = &o->nodes[o->k];
+  memset(nd, 0, sizeof *nd);
+  nd->parent = parent;
+  nd->function = fn;
+  nd->first_child = nd->next_sibling = NONE;
+  return (uint32_t)o->k++;
+}
+
+static int by_bytes(const void *x, const void *y, void *ctx) {
+  const mt_flame_node *n = ctx;
+  uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+  if (n[a].total.samples != n[b].total.samples)
+    return n[a].total.samples > n[b].total.samples ? -1 : 1;
+  return a < b ? -1 : 1;
+}
+
+/* Totals from the selves, and children lists in bytes order. */
+static int finish(otree *o) {
+  mt_flame_node *nd = o->nodes;
+  for (size_t v = 0; v < o->k; v++) nd[v].total = nd[v].self;
+  for (size_t v = o->k; v-- > 1;) mt_tally_add(&nd[nd[v].parent].total, &nd[v].total);
+  nd[0].parent = NONE;
+  uint32_t *ids = malloc(o->k * sizeof *ids);
+  if (!ids) return -1;
+  for (size_t v = 0; v < o->k; v++) ids[v] = (uint32_t)v;
+  qsort_r(ids + 1, o->k - 1, sizeof *ids, by_bytes, nd);
+  for (size_t i = o->k; i-- > 1;) {
+    uint32_t v = ids[i];
+    nd[v].next_sibling = nd[nd[v].parent].first_child;
+    nd[nd[v].parent].first_child = v;
+  }
+  free(ids);
+  return 0;
+}
+
+typedef struct flame_ctx {
+  const mt_calltree *t;
+  const mt__query *q;
+  double *W;    /* per base node: weight of its subtree */
+  uint32_t *out; /* per base node: its callees node (NONE unset, EXCL) */
+  uint32_t *gid; /* per function: its group while a node's children are grouped */
+  /* groups of the node being expanded */
+  vec gfn, gtops; /* per group: function; then (group, node) pairs */
+  double *gw;
+  size_t gw_cap;
+} flame_ctx;
+
+static int hidden(const flame_ctx *c, uint32_t fn) { return mt__query_hidden(c->q, fn); }
+
+static int group_of(flame_ctx *c, uint32_t fn, uint32_t *g) {
+  if (c->gid[fn] != NONE) {
+    *g = c->gid[fn];
+    return 0;
+  }
+  if (mt__reserve((void **)&c->gw, c->gfn.n, &c->gw_cap, sizeof *c->gw)) return -1;
+  *g = c->gid[fn] = (uint32_t)c->gfn.n;
+  c->gw[*g] = 0;
+  return push(&c->gfn, fn);
+}
+
+/* The groups of node k's children (by function) at or above thr become
+ * new nodes, children of k; a kept group's gw then holds -1 - its node id,
+ * a cut one's 0. Resets gid for the next node. */
+static int keep_groups(flame_ctx *c, otree *o, uint32_t k, double thr) {
+  for (size_t g = 0; g < c->gfn.n; g++) {
+    uint32_t f = c->gfn.v[g];
+    c->gid[f] = NONE;
+    if (c->gw[g] > 0 && c->gw[g] >= thr) {
+      uint32_t id = ot_add(o, k, f);
+      if (id == NONE) return -1;
+      c->gw[g] = -1.0 - (double)id; /* remember the node */
+    } else {
+      c->gw[g] = 0;
+    }
+  }
+  return 0;
+}
+
+/* Queues the tops of the nodes kept after first_new (their members start
+ * from those base nodes), in node order. */
+static int queue_tops(flame_ctx *c, const otree *o, uint32_t first_new, vec *tops, vec *qstart) {
+  size_t nn = o->k - first_new;
+  if (!nn) return 0;
+  size_t base = tops->n;
+  uint32_t *cnt = calloc(nn + 1, sizeof *cnt);
+  if (!cnt) return -1;
+  for (size_t i = 0; i < c->gtops.n; i += 2) {
+    double gv = c->gw[c->gtops.v[i]];
+    if (gv < 0) cnt[(uint32_t)(-1.0 - gv) - first_new + 1]++;
+  }
+  for (size_t i = 1; i <= nn; i++) cnt[i] += cnt[i - 1];
+  int rc = -1;
+  for (size_t i = 0; i < nn; i++)
+    if (push(qstart, (uint32_t)(base + cnt[i + 1]))) goto out;
+  for (size_t i = 0; i < cnt[nn]; i++)
+    if (push(tops, 0)) goto out;
+  for (size_t i = 0; i < c->gtops.n; i += 2) {
+    double gv = c->gw[c->gtops.v[i]];
+    if (gv < 0) tops->v[base + cnt[(uint32_t)(-1.0 - gv) - first_new]++] = c->gtops.v[i + 1];
+  }
+  rc = 0;
+out:
+  free(cnt);
+  return rc;
+}
+
+/* Grows the callees tree from root node 0, whose members (base nodes) are
+ * `tops`; out[] gets each member's kept node. */
+static int grow_callees(flame_ctx *c, otree *o, const vec *tops, double thr) {
+  const mt_calltree *t = c->t;
+  vec mem = {0}, queue = {0}, qstart = {0};
+  int rc = -1;
+  /* node k's tops are queue[qstart[k] .. qstart[k+1]) */
+  for (size_t i = 0; i < tops->n; i++)
+    if (push(&queue, tops->v[i])) goto done;
+  if (push(&qstart, 0) || push(&qstart, (uint32_t)queue.n)) goto done;
+  for (size_t k = 0; k < o->k; k++) {
+    uint32_t kfn = o->nodes[k].function;
+    mem.n = 0;
+    for (uint32_t i = qstart.v[k]; i < qstart.v[k + 1]; i++)
+      if (push(&mem, queue.v[i])) goto done;
+    c->gfn.n = c->gtops.n = 0;
+    /* members: the tops, and the children hidden or of the same function */
+    for (size_t i = 0; i < mem.n; i++) {
+      uint32_t m = mem.v[i];
+      c->out[m] = (uint32_t)k;
+      for (uint32_t ch = t->first[m]; ch != NONE; ch = t->next[ch]) {
+        if (c->W[ch] <= 0) continue; /* nothing selected below */
+        uint32_t f = t->fn[ch], g;
+        if (hidden(c, f) || f == kfn) {
+          if (push(&mem, ch)) goto done;
+          continue;
+        }
+        if (group_of(c, f, &g) || push(&c->gtops, g) || push(&c->gtops, ch)) goto done;
+        c->gw[g] += c->W[ch];
+      }
+    }
+    /* kept groups become nodes (their tops queued); cut ones stay in k */
+    uint32_t first_new = (uint32_t)o->k;
+    if (keep_groups(c, o, (uint32_t)k, thr) || queue_tops(c, o, first_new, &queue, &qstart))
+      goto done;
+  }
+  rc = 0;
+done:
+  free(mem.v);
+  free(queue.v);
+  free(qstart.v);
+  return rc;
+}
+
+/* Grows the callers tree: root node 0's members are F's outermost nodes
+ * (tops); a member is (top, ancestor reached); its caller is the next
+ * ancestor neither hidden nor of the node's function. deepest[t] gets the
+ * deepest kept node top t reached. */
+static int grow_callers(flame_ctx *c, otree *o, const vec *tops, double thr, uint32_t *deepest) {
+  const mt_calltree *t = c->t;
+  vec qt = {0}, qa = {0}, qstart = {0}, gm = {0};
+  int rc = -1;
+  for (size_t i = 0; i < tops->n; i++)
+    if (push(&qt, (uint32_t)i) || push(&qa, tops->v[i])) goto done;
+  if (push(&qstart, 0) || push(&qstart, (uint32_t)qt.n)) goto done;
+  for (size_t k = 0; k < o->k; k++) {
+    uint32_t kfn = o->nodes[k].function;
+    c->gfn.n = 0;
+    gm.n = 0;
+    for (uint32_t i = qstart.v[k]; i < qstart.v[k + 1]; i++) {
+      uint32_t top = qt.v[i], p = t->parent[qa.v[i]], g;
+      deepest[top] = (uint32_t)k;
+      while (p != 0 && (hidden(c, t->fn[p]) || t->fn[p] == kfn)) p = t->parent[p];
+      if (p == 0) continue; /* the outermost frame: the weight stays here */
+      if (group_of(c, t->fn[p], &g) || push(&gm, g) || push(&gm, i) || push(&gm, p)) goto done;
+      c->gw[g] += c->W[tops->v[top]];
+    }
+    uint32_t first_new = (uint32_t)o->k;
+    if (keep_groups(c, o, (uint32_t)k, thr)) goto done;
+    /* the new nodes' members, node by node (few nodes: one scan each) */
+    for (uint32_t id = first_new; id < o->k; id++) {
+      for (size_t i = 0; i < gm.n; i += 3) {
+        double gv = c->gw[gm.v[i]];
+        if (gv < 0 && (uint32_t)(-1.0 - gv) == id)
+          if (push(&qt, qt.v[gm.v[i + 1]]) || push(&qa, gm.v[i + 2])) goto done;
+      }
+      if (push(&qstart, (uint32_t)qt.n)) goto done;
+    }
+  }
+  rc = 0;
+done:
+  free(qt.v);
+  free(qa.v);
+  free(qstart.v);
+  free(gm.v);
+  return rc;
+}
+
+void mt_flame_free(mt_flame *g) {
+  if (!g) return;
+  free(g->callees);
+  free(g->callers);
+  free(g->named);
+  free(g);
+}
+
+/* Each selected object's weight into its leaf's W, subtrees summed. */
+static void weigh(const mt__query *q, const mt_calltree *t, int by_objects, double *W) {
+  const mt_analysis *a = q->a;
+  memset(W, 0, t->n * sizeof *W);
+  for (size_t i = 0; i < a->nobj; i++) {
+    if (!mt__query_object(q, i)) continue;
+    uint32_t v = t->leaf[a->bt[i]];
+    if (v == NONE) continue;
+    if (by_objects) {
+      mt_tally one = {0};
+      mt__tally_object(a, i, &one);
+      W[v] += one.ht;
+    } else {
+      W[v] += (double)mt__obj_samples(a, i);
+    }
+  }
+  for (size_t v = t->n; v-- > 1;) W[t->parent[v]] += W[v];
+}
+
+int mt_flame_compute(const mt_calltree *t, const mt_analysis *a, const mt_filter *f,
+                     const mt_flame_spec *spec, mt_flame **out) {
+  *out = NULL;
+  if (spec->focus >= (int64_t)a->nfn) return MT_ERR_INVALID;
+  if (!t->leaf || t->inverted || t->rule != MT_TREE_MERGE_ADJACENT) return MT_ERR_INVALID;
+  int focused = spec->focus >= 0, rc = MT_ERR_NOMEM;
+  size_t n = t->n, scratch_bytes = n * (sizeof(double) + 2 * sizeof(uint32_t));
+  otree callees = {0}, callers = {0};
+  vec tops = {0};
+  uint32_t *fidx = NULL, *deepest = NULL;
+  mt__query q;
+  if (mt__query_init(&q, a, f) != MT_OK) return rc;
+  mt_flame *g = calloc(1, sizeof *g);
+  /* W (doubles), out and fidx (uint32) in one reused scratch block */
+  void *scratch = mt__calltree_scratch_get(t, scratch_bytes);
+  flame_ctx c = {.t = t, .q = &q};
+  c.W = scratch;
+  c.out = scratch ? (uint32_t *)(c.W + n) : NULL;
+  c.gid = malloc((a->nfn + 1) * sizeof *c.gid);
+  if (!g || !scratch || !c.gid || !(g->named = calloc(a->nfn + 1, 1))) goto done;
+  g->nfunctions = a->nfn;
+  memset(c.gid, 0xff, (a->nfn + 1) * sizeof *c.gid);
+  weigh(&q, t, spec->by_objects, c.W);
+  memset(c.out, 0xff, n * sizeof *c.out); /* NONE */
+  double root_w = 0;
+  uint32_t F = focused ? (uint32_t)spec->focus : NONE;
+  if (!focused) {
+    if (push(&tops, 0)) goto done;
+    root_w = c.W[0];
+  } else if (!hidden(&c, F)) {
+    for (size_t v = 1; v < n; v++)
+      if (t->fn[v] == F && t->outer[v] && c.W[v] > 0) {
+        if (push(&tops, (uint32_t)v)) goto done;
+        root_w += c.W[v];
+      }
+  }
+  double thr = spec->min * root_w;
+  if (ot_add(&callees, NONE, F) == NONE || grow_callees(&c, &callees, &tops, thr)) goto done;
+  if (c.out[0] == NONE) c.out[0] = EXCL;
+  for (size_t v = 1; v < n; v++)
+    if (c.out[v] == NONE) c.out[v] = c.out[t->parent[v]];
+  if (focused) {
+    fidx = c.out + n;
+    deepest = malloc((tops.n + 1) * sizeof *deepest);
+    if (!deepest) goto done;
+    memset(fidx, 0xff, n * sizeof *fidx);
+    for (size_t k = 0; k < tops.n; k++) fidx[tops.v[k]] = (uint32_t)k;
+    for (size_t v = 1; v < n; v++)
+      if (fidx[v] == NONE) fidx[v] = fidx[t->parent[v]];
+    if (ot_add(&callers, NONE, F) == NONE || grow_callers(&c, &callers, &tops, thr, deepest))
+      goto done;
+  }
+  for (size_t i = 0; i < a->nobj; i++) {
+    if (!mt__query_object(&q, i)) continue;
+    mt__tally_object(a, i, &g->total);
+    uint32_t leaf = t->leaf[a->bt[i]];
+    if (leaf == NONE || c.out[leaf] == EXCL) continue;
+    mt__tally_object(a, i, &callees.nodes[c.out[leaf]].self);
+    if (focused) mt__tally_object(a, i, &callers.nodes[deepest[fidx[leaf]]].self);
+  }
+  if (finish(&callees) || (focused && finish(&callers))) goto done;
+  for (size_t v = 1; v < callees.k; v++) g->named[callees.nodes[v].function] = 1;
+  for (size_t v = 1; v < callers.k; v++) g->named[callers.nodes[v].function] = 1;
+  if (focused) g->named[F] = 1;
+  g->callees = callees.nodes;
+  g->ncallees = callees.k;
+  g->callers = callers.nodes;
+  g->ncallers = callers.k;
+  callees.nodes = callers.nodes = NULL;
+  *out = g;
+  g = NULL;
+  rc = MT_OK;
+done:
+  mt__query_free(&q);
+  free(callees.nodes);
+  free(callers.nodes);
+  free(tops.v);
+  free(deepest);
+  if (scratch) mt__calltree_scratch_put(t, scratch, scratch_bytes);
+  free(c.gid);
+  free(c.gfn.v);
+  free(c.gtops.v);
+  free(c.gw);
+  mt_flame_free(g);
+  return rc;
+}
+
+/* ---- hot functions ------------------------------------------------------------- */
+
+typedef struct fn_order {
+  const mt_function_row *rows;
+  int by_total;
+} fn_order;
+
+static int by_weight(const void *x, const void *y, void *ctx) {
+  const fn_order *o = ctx;
+  const mt_function_row *a = x, *b = y;
+  (void)o->rows;
+  uint64_t sa = o->by_total ? a->total.samples : a->self.samples;
+  uint64_t sb = o->by_total ? b->total.samples : b->self.samples;
+  if (sa != sb) return sa > sb ? -1 : 1;
+  return a->function < b->function ? -1 : a->function > b->function;
+}
+
+int mt_calltree_functions(const mt_calltree *t, const mt_analysis *a, const mt_filter *f,
+                          int by_total, size_t limit, mt_function_row **rows, size_t *nrows) {
+  *rows = NULL;
+  *nrows = 0;
+  if (!t->leaf) return MT_ERR_INVALID;
+  mt__query q;
+  if (mt__query_init(&q, a, f) != MT_OK) return MT_ERR_NOMEM;
+  size_t n = t->n, nf = a->nfn;
+  mt_tally *node = calloc(n, sizeof *node);
+  uint32_t *vis = malloc(n * sizeof *vis);
+  mt_function_row *fr = calloc(nf + 1, sizeof *fr);
+  int rc = MT_ERR_NOMEM;
+  if (!node || !vis || !fr) goto out;
+  /* each object's tally at its leaf; a node's innermost frame not hidden */
+  for (size_t i = 0; i < a->nobj; i++) {
+    if (!mt__query_object(&q, i)) continue;
+    uint32_t v = t->leaf[a->bt[i]];
+    if (v != NONE) mt__tally_object(a, i, &node[v]);
+  }
+  vis[0] = 0;
+  for (size_t v = 1; v < n; v++) vis[v] = mt__query_hidden(&q, t->fn[v]) ? vis[t->parent[v]] : (uint32_t)v;
+  for (size_t k = 0; k < nf; k++) fr[k].function = (uint32_t)k;
+  /* self: at the innermost frame left; then subtree sums (parents have
+   * smaller ids); total: a function's outermost nodes' subtrees, which
+   * hold each object with the function on its stack once */
+  for (size_t v = 1; v < n; v++)
+    if (vis[v]) mt_tally_add(&fr[t->fn[vis[v]]].self, &node[v]);
+  for (size_t v = n; v-- > 1;) mt_tally_add(&node[t->parent[v]], &node[v]);
+  for (size_t v = 1; v < n; v++)
+    if (t->outer[v] && !mt__query_hidden(&q, t->fn[v])) mt_tally_add(&fr[t->fn[v]].total, &node[v]);
+  size_t m = 0;
+  for (size_t k = 0; k < nf; k++)
+    if (fr[k].total.objects) fr[m++] = fr[k];
+  fn_order o = {fr, by_total};
+  qsort_r(fr, m, sizeof *fr, by_weight, &o);
+  *nrows = limit && limit < m ? limit : m;
+  *rows = fr;
+  fr = NULL;
+  rc = MT_OK;
+out:
+  mt__query_free(&q);
+  free(node);
+  free(vis);
+  free(fr);
+  return rc;
+}

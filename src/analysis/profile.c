@@ -1,0 +1,180 @@
+/* A trace as a heap profile (memtrace/profile.h): one sample per distinct
+ * backtrace, in bounded memory.
+ *
+ * When the loader interned every backtrace, the objects passing the filter
+ * are ordered by backtrace id (a counting sort: 4 bytes an object and 4 a
+ * backtrace) and the backtraces read once, in id order, each with its
+ * objects. When it stopped interning (a trace of nearly all distinct
+ * stacks), objects share an id only with their neighbours: each run of
+ * them is a sample, and nothing is kept beside the analysis. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis_internal.h"
+#include "memtrace/profile.h"
+
+typedef struct acc {
+  mt_tally alloc[3], inuse[3]; /* by source; [0] when sources are merged */
+} acc;
+
+typedef struct prof {
+  const mt_analysis *a;
+  mt__query qa, qi; /* counted (alloc_*), and alive at the snapshot (inuse_*) */
+  int merge;
+  mt_profile_fn fn;
+  void *ctx;
+  acc cur;
+  /* runs: the run's backtrace id and codes */
+  uint32_t run_bt;
+  int in_run;
+  uint32_t *codes;
+  size_t ncodes, codes_cap;
+  /* counting sort: objects by backtrace id */
+  uint32_t *start, *order;
+  int rc;
+} prof;
+
+static int64_t round_est(double v) {
+  /* Estimates are finite and non-negative; clamp rather than overflow. */
+  if (!(v > 0)) return 0;
+  if (v >= 9.2e18) return INT64_MAX;
+  return (int64_t)llround(v);
+}
+
+static void add(prof *p, size_t i) {
+  int s = p->merge ? 0 : p->a->source[i] & 3;
+  mt__tally_object(p->a, i, &p->cur.alloc[s]);
+  if (mt__query_object(&p->qi, i)) mt__tally_object(p->a, i, &p->cur.inuse[s]);
+}
+
+/* The samples of the objects gathered in cur, then cur emptied. The point
+ * estimates alone: objects are the Horvitz-Thompson count, bytes the
+ * samples scaled (mt_sampling_objects and _bytes, without their
+ * intervals). */
+static int emit(prof *p, const uint32_t *codes, size_t n) {
+  double scale = p->a->word_bytes / p->a->info.sample_rate;
+  for (int k = 0; k < (p->merge ? 1 : 3) && !p->rc; k++) {
+    const mt_tally *al = &p->cur.alloc[k], *in = &p->cur.inuse[k];
+    if (!al->objects) continue;
+    int64_t v[MT_PROFILE_VALUES] = {round_est(al->ht), round_est((double)al->samples * scale),
+                                    in->objects ? round_est(in->ht) : 0,
+                                    in->objects ? round_est((double)in->samples * scale) : 0};
+    p->rc = p->fn(p->ctx, codes, n, p->merge ? -1 : k, v);
+  }
+  memset(&p->cur, 0, sizeof p->cur);
+  return p->rc;
+}
+
+/* ---- runs ---- */
+
+static int run_visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
+  prof *p = ctx;
+  uint32_t bt = p->a->bt[i];
+  if (p->in_run && bt != p->run_bt && emit(p, p->codes, p->ncodes)) return 1;
+  if (!p->in_run || bt != p->run_bt) {
+    if (mt__grow((void **)&p->codes, &p->codes_cap, n, sizeof *p->codes, 64)) {
+      p->rc = MT_ERR_NOMEM;
+      return 1;
+    }
+    if (n) memcpy(p->codes, codes, n * sizeof *codes);
+    p->ncodes = n;
+    p->run_bt = bt;
+    p->in_run = 1;
+  }
+  add(p, i);
+  return 0;
+}
+
+static void by_runs(prof *p) {
+  if (mt__scan_codes(&p->qa, run_visit, p) < 0 && !p->rc) p->rc = MT_ERR_NOMEM;
+  if (p->in_run && !p->rc) emit(p, p->codes, p->ncodes);
+}
+
+/* ---- objects sorted by backtrace ---- */
+
+static int count_visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
+  (void)codes;
+  (void)n;
+  prof *p = ctx;
+  p->start[p->a->bt[i] + 1]++;
+  return 0;
+}
+
+static int place_visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
+  (void)codes;
+  (void)n;
+  prof *p = ctx;
+  p->order[p->start[p->a->bt[i]]++] = (uint32_t)i;
+  return 0;
+}
+
+static int bt_visit(void *ctx, size_t bt, const uint32_t *codes, size_t n) {
+  prof *p = ctx;
+  /* after placing, start[bt] is where bt + 1's objects begin */
+  uint32_t from = bt ? p->start[bt - 1] : 0, to = p->start[bt];
+  if (from == to) return 0;
+  for (uint32_t k = from; k < to; k++) add(p, p->order[k]);
+  return emit(p, codes, n);
+}
+
+static void by_backtrace(prof *p) {
+  const mt_analysis *a = p->a;
+  p->start = calloc(a->nbt + 2, sizeof *p->start);
+  if (!p->start) {
+    p->rc = MT_ERR_NOMEM;
+    return;
+  }
+  mt__scan(&p->qa, 0, a->nobj, count_visit, p);
+  for (size_t b = 1; b <= a->nbt + 1; b++) p->start[b] += p->start[b - 1];
+  p->order = malloc((p->start[a->nbt + 1] + 1) * sizeof *p->order);
+  if (!p->order) {
+    p->rc = MT_ERR_NOMEM;
+    return;
+  }
+  mt__scan(&p->qa, 0, a->nobj, place_visit, p);
+  int rc = mt_analysis_each_distinct_backtrace(a, bt_visit, p);
+  if (rc && !p->rc) p->rc = rc;
+}
+
+int mt_profile(const mt_analysis *a, const mt_filter *f, int merge, mt_profile_info *info,
+               mt_profile_fn fn, void *ctx) {
+  /* alloc_* counts every object the filter keeps (up to the snapshot);
+   * inuse_* those of them alive at the snapshot */
+  mt_filter fa = *f, fi = *f;
+  memset(info, 0, sizeof *info);
+  info->snapshot = a->duration;
+  info->snapshot_kind = MT_LIVE_AT_END;
+  fa.live = MT_LIVE_ANY;
+  if (f->live == MT_LIVE_AT || f->live == MT_LIVE_AT_PEAK) {
+    info->snapshot_kind = f->live;
+    info->snapshot = f->live == MT_LIVE_AT_PEAK ? a->peak_time : f->live_at;
+    /* allocated at or before the snapshot: [.., snapshot + 1) */
+    if (info->snapshot < UINT64_MAX && fa.alloc_to > info->snapshot + 1)
+      fa.alloc_to = info->snapshot + 1;
+  } else {
+    fi.live = MT_LIVE_AT_END;
+  }
+  /* a snapshot past the end sees what the end sees */
+  info->covered = info->snapshot < a->duration ? info->snapshot : a->duration;
+  info->period = a->word_bytes / a->info.sample_rate;
+  prof p;
+  memset(&p, 0, sizeof p);
+  p.a = a;
+  p.merge = merge;
+  p.fn = fn;
+  p.ctx = ctx;
+  if (mt__query_init(&p.qa, a, &fa) != MT_OK) return MT_ERR_NOMEM;
+  if (mt__query_init(&p.qi, a, &fi) != MT_OK) {
+    mt__query_free(&p.qa);
+    return MT_ERR_NOMEM;
+  }
+  if (a->bt_distinct) by_backtrace(&p);
+  else by_runs(&p);
+  mt__query_free(&p.qa);
+  mt__query_free(&p.qi);
+  free(p.codes);
+  free(p.start);
+  free(p.order);
+  return p.rc;
+}

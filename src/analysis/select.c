@@ -1,0 +1,212 @@
+/* Which objects a filter keeps and which frames it hides: compiled once per
+ * question into per-code, per-backtrace and per-function tables, so that a
+ * scan tests an object in a few loads and never walks its stack. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis_internal.h"
+
+static int code_has(const mt_analysis *a, uint32_t c, const char *needle) {
+  for (uint32_t i = 0; i < a->code_n[c]; i++)
+    if (strstr(a->fn_name[a->frames[a->code_first[c] + i].function], needle)) return 1;
+  return 0;
+}
+
+int mt__query_codes_pass(const mt__query *q, const uint32_t *codes, size_t n) {
+  if (!q->code_bits) return 1;
+  unsigned has = 0;
+  for (size_t i = 0; i < n; i++) has |= q->code_bits[codes[i]];
+  int in = q->f.inside && q->f.inside[0], out = q->f.not_inside && q->f.not_inside[0];
+  return (!in || (has & 1)) && (!out || !(has & 2));
+}
+
+static int bt_passes(void *ctx, size_t bt, const uint32_t *codes, size_t n) {
+  mt__query *q = ctx;
+  q->bt_pass[bt] = (uint8_t)mt__query_codes_pass(q, codes, n);
+  return 0;
+}
+
+int mt__query_init(mt__query *q, const mt_analysis *a, const mt_filter *f) {
+  memset(q, 0, sizeof *q);
+  q->a = a;
+  q->f = *f;
+  if (f->live == MT_LIVE_AT_PEAK) {
+    q->f.live = MT_LIVE_AT;
+    q->f.live_at = a->peak_time;
+  }
+  mt_filter cols = *f;
+  cols.inside = cols.not_inside = cols.hide = NULL;
+  q->every_object = mt_filter_selects_all(&cols);
+  int in = f->inside && f->inside[0], out = f->not_inside && f->not_inside[0];
+  if (in || out) {
+    q->code_bits = calloc(a->ncodes + 1, 1);
+    q->bt_pass = malloc(a->nbt + 1);
+    if (!q->code_bits || !q->bt_pass) goto nomem;
+    for (size_t c = 0; c < a->ncodes; c++)
+      q->code_bits[c] = (uint8_t)((in && code_has(a, (uint32_t)c, f->inside)) |
+                                  (out && code_has(a, (uint32_t)c, f->not_inside)) << 1);
+    if (mt_analysis_each_distinct_backtrace(a, bt_passes, q) != MT_OK) goto nomem;
+  }
+  if (f->hide && f->hide[0]) {
+    q->fn_hidden = malloc(a->nfn + 1);
+    if (!q->fn_hidden) goto nomem;
+    for (size_t k = 0; k < a->nfn; k++) q->fn_hidden[k] = (uint8_t)mt_filter_hides(f, a->fn_name[k]);
+  }
+  return MT_OK;
+nomem:
+  mt__query_free(q);
+  return MT_ERR_NOMEM;
+}
+
+void mt__query_free(mt__query *q) {
+  free(q->code_bits);
+  free(q->bt_pass);
+  free(q->fn_hidden);
+  q->code_bits = q->bt_pass = q->fn_hidden = NULL;
+}
+
+int mt__query_columns(const mt__query *q, size_t i) {
+  const mt_analysis *a = q->a;
+  const mt_filter *f = &q->f;
+  uint64_t at = mt__obj_alloc_time(a, i), ft = mt__obj_free_time(a, i);
+  if (at < f->alloc_from || at >= f->alloc_to) return 0;
+  if (f->live == MT_LIVE_AT_END && ft != MT_NEVER) return 0;
+  if (f->live == MT_LIVE_AT && (at > f->live_at || ft <= f->live_at)) return 0;
+  if (f->collected == MT_COLLECTED_NEVER && ft != MT_NEVER) return 0;
+  if (f->collected == MT_COLLECTED_IN &&
+      (ft == MT_NEVER || ft < f->collect_from || ft >= f->collect_to))
+    return 0;
+  if (f->size_min || f->size_max != UINT64_MAX) {
+    double bytes = (double)mt__obj_length(a, i) * a->word_bytes;
+    if (bytes < (double)f->size_min || bytes > (double)f->size_max) return 0;
+  }
+  if (f->lifetime_min || f->lifetime_max != UINT64_MAX) {
+    uint64_t life = (ft == MT_NEVER ? a->duration : ft) - at;
+    if (life < f->lifetime_min || life > f->lifetime_max) return 0;
+  }
+  if (f->sources && !(f->sources & (1u << (a->source[i] & 3)))) return 0;
+  return 1;
+}
+
+int mt__scan(const mt__query *q, size_t from, size_t to, mt__visit_fn fn, void *ctx) {
+  for (size_t i = from; i < to; i++) {
+    if (!mt__query_object(q, i)) continue;
+    int rc = fn(ctx, i, NULL, 0);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+
+typedef struct pair_arg {
+  void (*fn)(void *);
+  void *arg;
+} pair_arg;
+
+static void *pair_thread(void *p) {
+  pair_arg *pa = p;
+  pa->fn(pa->arg);
+  return NULL;
+}
+
+void mt__run_pair(void (*fn)(void *), void *arg0, void *arg1, int threaded) {
+  pthread_t th;
+  pair_arg second = {fn, arg1};
+  int started = threaded && pthread_create(&th, NULL, pair_thread, &second) == 0;
+  fn(arg0);
+  if (started) pthread_join(th, NULL);
+  else fn(arg1);
+}
+
+/* ---- the public bulk queries ---- */
+
+int mt_analysis_select(const mt_analysis *a, const mt_filter *f, uint8_t *mask, size_t *count) {
+  mt__query q;
+  if (mt__query_init(&q, a, f) != MT_OK) return MT_ERR_NOMEM;
+  size_t n = 0;
+  for (size_t i = 0; i < a->nobj; i++) n += mask[i] = (uint8_t)mt__query_object(&q, i);
+  if (count) *count = n;
+  mt__query_free(&q);
+  return MT_OK;
+}
+
+int mt_analysis_matches(const mt_analysis *a, const mt_filter *f, size_t i) {
+  mt__query q;
+  if (mt__query_init(&q, a, f) != MT_OK) return 0;
+  int m = mt__query_object(&q, i);
+  mt__query_free(&q);
+  return m;
+}
+
+typedef struct each_ctx {
+  mt_backtrace_fn fn;
+  void *ctx;
+} each_ctx;
+
+static int each_visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
+  each_ctx *e = ctx;
+  return e->fn(e->ctx, i, codes, n);
+}
+
+int mt_analysis_each_backtrace(const mt_analysis *a, const mt_filter *f, mt_backtrace_fn fn,
+                               void *ctx) {
+  mt__query q;
+  if (mt__query_init(&q, a, f) != MT_OK) return MT_ERR_NOMEM;
+  each_ctx e = {fn, ctx};
+  int rc = mt__scan_codes(&q, each_visit, &e);
+  mt__query_free(&q);
+  return rc < 0 ? MT_ERR_NOMEM : rc;
+}
+
+static int tally_visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
+  (void)codes;
+  (void)n;
+  const mt_analysis **a = ctx;
+  mt__tally_object(a[0], i, (mt_tally *)a[1]);
+  return 0;
+}
+
+int mt_analysis_tally(const mt_analysis *a, const mt_filter *f, mt_tally *t) {
+  memset(t, 0, sizeof *t);
+  if (mt_filter_selects_all(f)) {
+    *t = a->all;
+    return MT_OK;
+  }
+  mt__query q;
+  if (mt__query_init(&q, a, f) != MT_OK) return MT_ERR_NOMEM;
+  const void *ctx[2] = {a, t};
+  mt__scan(&q, 0, a->nobj, tally_visit, ctx);
+  mt__query_free(&q);
+  return MT_OK;
+}
+
+typedef struct sites_ctx {
+  const mt_analysis *a;
+  mt_tally *per_code;
+} sites_ctx;
+
+static int site_visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
+  (void)codes;
+  (void)n;
+  sites_ctx *s = ctx;
+  uint32_t c = s->a->bt_site[s->a->bt[i]];
+  mt__tally_object(s->a, i, &s->per_code[c == MT__NO_SITE ? s->a->ncodes : c]);
+  return 0;
+}
+
+int mt_analysis_tally_sites(const mt_analysis *a, const mt_filter *f, mt_tally *per_code,
+                            mt_tally *total) {
+  mt__query q;
+  if (mt__query_init(&q, a, f) != MT_OK) return MT_ERR_NOMEM;
+  memset(per_code, 0, (a->ncodes + 1) * sizeof *per_code);
+  sites_ctx s = {a, per_code};
+  mt__scan(&q, 0, a->nobj, site_visit, &s);
+  mt__query_free(&q);
+  if (total) {
+    mt_tally sum = {0};
+    for (size_t c = 0; c <= a->ncodes; c++) mt_tally_add(&sum, &per_code[c]);
+    *total = sum;
+  }
+  return MT_OK;
+}

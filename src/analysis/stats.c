@@ -1,0 +1,199 @@
+/* Allocation statistics (memtrace/stats.h): one pass over the objects a
+ * filter keeps, each added to the whole's group, its chunk's, and the
+ * finer histograms. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis_internal.h"
+#include "memtrace/stats.h"
+
+static const uint64_t size_max_words[MT_STATS_SIZE_BINS] = {32, 256, 10000, UINT64_MAX};
+
+void mt_stats_size_bin(int k, uint64_t *min_words, uint64_t *max_words) {
+  *min_words = k ? size_max_words[k - 1] + 1 : 0;
+  *max_words = size_max_words[k];
+}
+
+void mt_stats_life_bin(int k, uint64_t *from_us, uint64_t *to_us) {
+  uint64_t lo = 0, hi = 1;
+  for (int j = 1; j < k; j++) hi *= 10;
+  if (k > 0) lo = hi, hi = k < 20 ? hi * 10 : UINT64_MAX;
+  *from_us = lo;
+  *to_us = hi;
+}
+
+const char *mt_stats_size_name(int k) {
+  static const char *const names[MT_STATS_SIZE_BINS] = {"0-32", "33-256", "257-10000", ">10000"};
+  return k >= 0 && k < MT_STATS_SIZE_BINS ? names[k] : "";
+}
+
+const char *mt_stats_life_name(int k, char *buf, size_t n) {
+  static const char *const dec[] = {"1", "10", "100"};
+  static const char *const unit[] = {"us", "ms", "s", "ks", "Ms", "Gs", "Ts"};
+  if (k == 0) {
+    snprintf(buf, n, "<1 us");
+    return buf;
+  }
+  /* [10^(k-1), 10^k) us: "1-10 us", "10-100 us", "0.1-1 ms", ... */
+  int lo = k - 1, u = lo / 3, r = lo % 3;
+  if (r < 2) snprintf(buf, n, "%s-%s %s", dec[r], dec[r + 1], unit[u]);
+  else snprintf(buf, n, "0.1-1 %s", unit[u + 1]);
+  return buf;
+}
+
+double mt_moments_variance(const mt_moments *m) {
+  return m->n > 0 ? fmax(m->m2 / m->n, 0) : 0;
+}
+
+static int size_bin(uint64_t words) {
+  int b = 0;
+  while (words > size_max_words[b]) b++;
+  return b;
+}
+
+/* 1 + the number of decimal digits: bin k >= 1 holds [10^(k-1), 10^k). */
+static int life_bin(uint64_t life) {
+  int k = 0;
+  while (life > 0) life /= 10, k++;
+  return k;
+}
+
+/* Bin b >= 1 of the finer lifetimes holds [10^((b-1)/3), 10^(b/3)) us;
+ * its edges are rounded up to whole microseconds once, so that binning is
+ * a search over integers rather than a logarithm per object. */
+static uint64_t life_edges[MT_STATS_LIFE_FINE_BINS];
+static pthread_once_t life_once = PTHREAD_ONCE_INIT;
+static void life_init(void) {
+  life_edges[0] = 0;
+  for (int b = 1; b < MT_STATS_LIFE_FINE_BINS; b++) {
+    /* past any 64-bit lifetime from bin 59 on: the largest value, not an
+     * overflowing conversion */
+    double e = ceil(pow(10, (b - 1) / 3.0) - 1e-9);
+    life_edges[b] = e < 18446744073709551616.0 ? (uint64_t)e : UINT64_MAX;
+  }
+}
+
+static int life_fine_bin(uint64_t us) {
+  int lo = 0, hi = MT_STATS_LIFE_FINE_BINS - 1; /* the last edge at or below us */
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (life_edges[mid] <= us) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+void mt_stats_size_log2_bin(int b, double *lo, double *hi) {
+  *lo = b == 0 ? 0 : ldexp(1, b);
+  *hi = ldexp(1, b + 1);
+}
+
+void mt_stats_life_fine_bin(int b, double *lo, double *hi) {
+  *lo = b == 0 ? 0 : pow(10, (b - 1) / 3.0) / 1e6;
+  *hi = pow(10, b / 3.0) / 1e6;
+}
+
+/* Welford's running mean and sum of squared deviations: stable where
+ * sum(x^2) - n mean^2 would cancel. The weighted form is West's. */
+static void moments_add(mt_moments *m, double x, double w) {
+  m->n += w;
+  double d = x - m->mean;
+  m->mean += d * (w / m->n);
+  m->m2 += w * d * (x - m->mean);
+}
+
+static void group_add(mt_stats_group *g, const mt_object *o, const mt_tally *t) {
+  mt_tally_add(&g->all, t);
+  mt_tally_add(&g->size[size_bin(o->length)], t);
+  if (o->free_time == MT_NEVER) {
+    mt_tally_add(&g->never, t);
+  } else {
+    uint64_t life = o->free_time > o->alloc_time ? o->free_time - o->alloc_time : 0;
+    mt_tally_add(&g->life[life_bin(life)], t);
+  }
+  mt_tally_add(&g->source[o->source], t);
+  if (o->source == MT_SOURCE_MINOR && o->promote_time != MT_NEVER) mt_tally_add(&g->promoted, t);
+  moments_add(&g->sampled, (double)o->length, 1.0);
+  moments_add(&g->population, (double)o->length, t->ht);
+  if (o->length > g->sampled.max) g->sampled.max = o->length;
+  g->population.max = g->sampled.max;
+}
+
+typedef struct pass {
+  const mt_analysis *a;
+  mt_stats *s;
+  uint64_t lo, hi; /* the allocation times the chunks split */
+  int shift;       /* log2 of the word's bytes */
+} pass;
+
+static int visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
+  (void)codes;
+  (void)n;
+  pass *p = ctx;
+  mt_stats *s = p->s;
+  mt_object o = mt_analysis_object(p->a, i);
+  mt_tally t = {0};
+  mt__tally_object(p->a, i, &t);
+  group_add(&s->all, &o, &t);
+  if (s->nchunks > 1) {
+    /* Chunk k holds times in [lo + k(hi-lo)/N, lo + (k+1)(hi-lo)/N), in
+     * exact integer arithmetic; the trace's last instant joins the last. */
+    size_t k = p->hi > p->lo && o.alloc_time > p->lo
+                   ? (size_t)((unsigned __int128)(o.alloc_time - p->lo) * s->nchunks /
+                              (p->hi - p->lo))
+                   : 0;
+    if (k >= s->nchunks) k = s->nchunks - 1;
+    group_add(&s->chunks[k], &o, &t);
+  }
+  /* below 0 only for words under 8 bits (a corrupt trace's) */
+  int sb = o.length ? 63 - __builtin_clzll(o.length) + p->shift : 0;
+  mt_tally_add(&s->size_log2[sb < 0 ? 0 : sb < MT_STATS_SIZE_LOG2_BINS ? sb : MT_STATS_SIZE_LOG2_BINS - 1],
+               &t);
+  if (o.free_time != MT_NEVER) mt_tally_add(&s->life_fine[life_fine_bin(o.free_time - o.alloc_time)], &t);
+  return 0;
+}
+
+void mt_stats_free(mt_stats *s) {
+  if (!s) return;
+  free(s->chunks);
+  free(s);
+}
+
+int mt_stats_compute(const mt_analysis *a, const mt_filter *f, size_t nchunks, mt_stats **out) {
+  *out = NULL;
+  if (nchunks == 0) return MT_ERR_INVALID;
+  pthread_once(&life_once, life_init);
+  mt_stats *s = calloc(1, sizeof *s);
+  if (!s) return MT_ERR_NOMEM;
+  s->chunks = nchunks > 1 ? calloc(nchunks, sizeof *s->chunks) : NULL;
+  mt__query q;
+  if ((nchunks > 1 && !s->chunks) || mt__query_init(&q, a, f) != MT_OK) {
+    mt_stats_free(s);
+    return MT_ERR_NOMEM;
+  }
+  s->sampling = mt_analysis_sampling(a);
+  s->duration = a->duration;
+  s->nlife = life_bin(a->duration) + 1;
+  s->nchunks = nchunks;
+  /* Chunks split the allocation times the filter allows, within the trace.
+   * Chunk k starts at the first whole microsecond at or after
+   * lo + k (hi - lo) / N, so that its integer bounds agree with the index
+   * floor((t - lo) N / (hi - lo)) the pass files each object under. */
+  uint64_t lo = f->alloc_from, hi = f->alloc_to < a->duration ? f->alloc_to : a->duration;
+  if (hi < lo) hi = lo;
+  s->all.from = lo;
+  s->all.to = hi;
+  for (size_t k = 0; k < nchunks && s->chunks; k++) {
+    unsigned __int128 span = hi - lo;
+    s->chunks[k].from = lo + (uint64_t)((span * k + nchunks - 1) / nchunks);
+    s->chunks[k].to = lo + (uint64_t)((span * (k + 1) + nchunks - 1) / nchunks);
+  }
+  pass p = {a, s, lo, hi, (int)log2(a->word_bytes)};
+  mt__scan(&q, 0, a->nobj, visit, &p);
+  mt__query_free(&q);
+  *out = s;
+  return MT_OK;
+}

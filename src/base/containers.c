@@ -1,0 +1,129 @@
+#include "containers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void mt__u64map_free(mt__u64map *m) {
+  free(m->keys);
+  free(m->vals);
+  memset(m, 0, sizeof *m);
+}
+
+uint32_t *mt__u64map_get(const mt__u64map *m, uint64_t key) {
+  if (m->cap == 0) return NULL;
+  size_t mask = m->cap - 1;
+  for (size_t i = mt__hash64(key) & mask;; i = (i + 1) & mask) {
+    if (m->vals[i] == 0) return NULL;
+    if (m->keys[i] == key) return &m->vals[i];
+  }
+}
+
+static int grow(mt__u64map *m) {
+  size_t ncap = m->cap ? m->cap * 2 : 64;
+  uint64_t *nk = malloc(ncap * sizeof *nk);
+  uint32_t *nv = calloc(ncap, sizeof *nv);
+  if (!nk || !nv) {
+    free(nk);
+    free(nv);
+    return -1;
+  }
+  for (size_t j = 0; j < m->cap; j++) {
+    if (!m->vals[j]) continue;
+    size_t i = mt__hash64(m->keys[j]) & (ncap - 1);
+    while (nv[i]) i = (i + 1) & (ncap - 1);
+    nk[i] = m->keys[j];
+    nv[i] = m->vals[j];
+  }
+  free(m->keys);
+  free(m->vals);
+  m->keys = nk;
+  m->vals = nv;
+  m->cap = ncap;
+  return 0;
+}
+
+int mt__u64map_put(mt__u64map *m, uint64_t key, uint32_t val) {
+  uint32_t *v = mt__u64map_get(m, key);
+  if (v) {
+    *v = val + 1;
+    return 0;
+  }
+  if ((m->count + 1) * 2 > m->cap && grow(m) != 0) return -1;
+  size_t mask = m->cap - 1;
+  size_t i = mt__hash64(key) & mask;
+  while (m->vals[i]) i = (i + 1) & mask;
+  m->keys[i] = key;
+  m->vals[i] = val + 1;
+  m->count++;
+  return 0;
+}
+
+/* ---- string interner ---- */
+
+uint64_t mt__hash_bytes(const char *s, size_t len) {
+  uint64_t h = 0xcbf29ce484222325ull ^ len; /* FNV-1a, then mixed */
+  for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
+  return mt__hash64(h);
+}
+
+void mt__strtab_free(mt__strtab *t) {
+  for (size_t i = 0; i < t->nchunks; i++) free(t->chunks[i]);
+  free(t->chunks);
+  free(t->slots);
+  memset(t, 0, sizeof *t);
+}
+
+static char *arena_alloc(mt__strtab *t, size_t n) {
+  if (t->chunk_cap - t->chunk_used < n) {
+    size_t cap = n > 65536 ? n : 65536;
+    if (t->nchunks == t->chunks_cap) {
+      size_t nc = t->chunks_cap ? t->chunks_cap * 2 : 16;
+      void **c = realloc(t->chunks, nc * sizeof *c);
+      if (!c) return NULL;
+      t->chunks = c;
+      t->chunks_cap = nc;
+    }
+    char *chunk = malloc(cap);
+    if (!chunk) return NULL;
+    t->chunks[t->nchunks++] = chunk;
+    t->chunk = chunk;
+    t->chunk_cap = cap;
+    t->chunk_used = 0;
+  }
+  char *p = t->chunk + t->chunk_used;
+  t->chunk_used += n;
+  return p;
+}
+
+static int strtab_grow(mt__strtab *t) {
+  size_t ncap = t->cap ? t->cap * 2 : 256;
+  const char **ns = calloc(ncap, sizeof *ns);
+  if (!ns) return -1;
+  for (size_t j = 0; j < t->cap; j++) {
+    if (!t->slots[j]) continue;
+    size_t i = mt__hash_bytes(t->slots[j], strlen(t->slots[j])) & (ncap - 1);
+    while (ns[i]) i = (i + 1) & (ncap - 1);
+    ns[i] = t->slots[j];
+  }
+  free(t->slots);
+  t->slots = ns;
+  t->cap = ncap;
+  return 0;
+}
+
+const char *mt__strtab_intern(mt__strtab *t, const char *s, size_t len) {
+  if ((t->count + 1) * 2 > t->cap && strtab_grow(t) != 0) return NULL;
+  size_t mask = t->cap - 1;
+  size_t i = mt__hash_bytes(s, len) & mask;
+  for (; t->slots[i]; i = (i + 1) & mask) {
+    const char *c = t->slots[i];
+    if (strncmp(c, s, len) == 0 && c[len] == 0) return c;
+  }
+  char *copy = arena_alloc(t, len + 1);
+  if (!copy) return NULL;
+  memcpy(copy, s, len);
+  copy[len] = 0;
+  t->slots[i] = copy;
+  t->count++;
+  return copy;
+}

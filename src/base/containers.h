@@ -1,0 +1,76 @@
+/* Small containers shared by every module: a hash map from 64-bit keys to
+ * 32-bit values, a string interner whose strings never move, and growth of
+ * arrays. Internal (mt__ prefix). */
+#ifndef MT_BASE_CONTAINERS_H
+#define MT_BASE_CONTAINERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "hash.h"
+
+/* Open addressing, linear probing, power-of-two capacity, load <= 1/2.
+ * Values are stored +1 so that 0 marks an empty slot; any key is allowed. */
+typedef struct mt__u64map {
+  uint64_t *keys;
+  uint32_t *vals; /* value + 1; 0 = empty */
+  size_t cap, count;
+} mt__u64map;
+
+void mt__u64map_free(mt__u64map *m);
+/* Returns a pointer to the stored value of `key` (the value + 1), or NULL. */
+uint32_t *mt__u64map_get(const mt__u64map *m, uint64_t key);
+/* Sets key -> val (val < UINT32_MAX). Returns 0, or -1 when out of memory. */
+int mt__u64map_put(mt__u64map *m, uint64_t key, uint32_t val);
+
+/* The value of key if it has one (*fresh = 0); else sets key -> val and
+ * returns val (*fresh = 1). UINT32_MAX when out of memory. */
+static inline uint32_t mt__u64map_intern(mt__u64map *m, uint64_t key, uint32_t val,
+                                         int *fresh) {
+  uint32_t *v = mt__u64map_get(m, key);
+  *fresh = v == NULL;
+  if (v) return *v - 1; /* stored + 1 */
+  return mt__u64map_put(m, key, val) ? UINT32_MAX : val;
+}
+
+/* Room for at least `need` elements of `size` bytes in the array *v of
+ * *cap: 0 (*v and *cap grown by doubling, from `first` elements, if
+ * needed), or -1 when out of memory or the size would not fit a size_t
+ * (*v and *cap unchanged). */
+static inline int mt__grow(void **v, size_t *cap, size_t need, size_t size, size_t first) {
+  if (need <= *cap) return 0;
+  size_t nc = *cap ? *cap : first;
+  while (nc < need) {
+    if (nc > SIZE_MAX / 2) return -1;
+    nc *= 2;
+  }
+  if (size && nc > SIZE_MAX / size) return -1;
+  void *p = realloc(*v, nc * size);
+  if (!p) return -1;
+  *v = p;
+  *cap = nc;
+  return 0;
+}
+
+/* Room for one more element in the array *v, n of *cap used (mt__grow). */
+static inline int mt__reserve(void **v, size_t n, size_t *cap, size_t size) {
+  return n < *cap ? 0 : mt__grow(v, cap, n + 1, size, 16);
+}
+
+/* Interned strings: equal strings give the same pointer, valid until the
+ * table is freed. */
+typedef struct mt__strtab {
+  const char **slots; /* hash set of interned pointers */
+  size_t cap, count;
+  char *chunk;        /* current arena chunk */
+  size_t chunk_used, chunk_cap;
+  void **chunks;      /* every chunk, for freeing */
+  size_t nchunks, chunks_cap;
+} mt__strtab;
+
+void mt__strtab_free(mt__strtab *t);
+/* The interned copy of s[0..len), or NULL when out of memory. */
+const char *mt__strtab_intern(mt__strtab *t, const char *s, size_t len);
+
+#endif

@@ -1,0 +1,328 @@
+/* memtrace export: a trace as a pprof heap profile, for pprof and the
+ * continuous-profiling services that take pprof (Pyroscope, Parca,
+ * Grafana), so that traces of many machines can be aggregated. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "memtrace/profile.h"
+#include "pprof.h"
+
+static const char usage[] =
+    "usage: memtrace export [--format pprof] [OPTIONS] TRACE -o FILE\n"
+    "\n"
+    "Writes the trace as a gzip-compressed pprof heap profile (FILE.pb.gz),\n"
+    "readable by `pprof` and by profiling services that accept pprof. Each\n"
+    "sample is one allocation stack (and source), with four values, estimated\n"
+    "for the whole program from the trace's sample (docs/estimators.md) and\n"
+    "rounded to integers:\n"
+    "  alloc_objects/count  allocations made at the stack\n"
+    "  alloc_space/bytes    bytes they allocated (the default sample type)\n"
+    "  inuse_objects/count  of those, the ones still alive at the snapshot\n"
+    "  inuse_space/bytes    and their bytes\n"
+    "The snapshot is the end of the trace (objects never collected), or the\n"
+    "time --live-at T or --live-at-peak names; then, as in a heap profile\n"
+    "taken at that time, alloc_* count only allocations made up to it, and\n"
+    "duration_nanos ends there. The period is the mean number of bytes\n"
+    "between samples (word size / sample rate). Locations are the trace's\n"
+    "location codes (address = the code), with one line per inlined function,\n"
+    "innermost first; an allocation with no backtrace gets the location\n"
+    "\"(no backtrace)\". Comments give the executable, host, pid, sample rate\n"
+    "and snapshot.\n"
+    "\n"
+    "Options:\n"
+    "  --format FORMAT        pprof (the only format, and the default)\n"
+    "  -o, --output FILE      where to write; '-' for standard output. The file\n"
+    "                         is written as FILE.tmp and renamed when complete\n"
+    "  --merge-sources        one sample per stack; by default allocations of\n"
+    "                         each source are separate samples labelled\n"
+    "                         source=minor|major|external\n"
+    "\n" MT_FILTER_OPTIONS_HELP
+    "The filters choose the objects counted; --live-at, --live-at-peak and\n"
+    "--live-at-end choose the snapshot for inuse_* rather than filtering alloc_*.\n";
+
+static const char *const source_names[] = {"minor", "major", "external"};
+
+typedef struct exporter {
+  const mt_analysis *a;
+  pprof *p;
+  uint8_t *code_used; /* per code: some sample goes through it */
+  uint64_t *locs;     /* one sample's location ids */
+  size_t locs_cap;
+  int empty_used;     /* a sample has no backtrace */
+  int64_t label_key, label_str[3];
+} exporter;
+
+/* Location id of a code (code ids follow first appearance in the trace,
+ * so the outer frames every stack shares get the shortest varints), and of
+ * the stand-in for an empty backtrace. */
+static uint64_t code_loc(uint32_t code) { return (uint64_t)code + 1; }
+static uint64_t empty_loc(const mt_analysis *a) { return mt_analysis_code_count(a) + 1; }
+
+static int on_sample(void *ctx, const uint32_t *codes, size_t n, int source,
+                     const int64_t values[MT_PROFILE_VALUES]) {
+  exporter *e = ctx;
+  if (n + 1 > e->locs_cap) {
+    e->locs_cap = (n + 1) * 2;
+    e->locs = mt_cli_xrealloc(&mt_cmd_export, e->locs, e->locs_cap * sizeof *e->locs);
+  }
+  size_t k = 0;
+  /* pprof's order: the leaf first */
+  for (size_t i = n; i-- > 0;) {
+    e->locs[k++] = code_loc(codes[i]);
+    e->code_used[codes[i]] = 1;
+  }
+  if (k == 0) {
+    e->locs[k++] = empty_loc(e->a);
+    e->empty_used = 1;
+  }
+  pprof_label label = {0, 0, 0, 0};
+  if (source >= 0) {
+    /* interned at the first sample of a source, so a source with none adds
+     * no string */
+    if (!e->label_key) e->label_key = pprof_string(e->p, "source");
+    if (!e->label_str[source]) e->label_str[source] = pprof_string(e->p, source_names[source]);
+    label.key = e->label_key;
+    label.str = e->label_str[source];
+  }
+  pprof_sample(e->p, e->locs, k, values, MT_PROFILE_VALUES, &label, source >= 0);
+  return 0;
+}
+
+/* Locations and functions for every code (and function) some sample uses. */
+static void emit_locations(exporter *e, const char *exe) {
+  const mt_analysis *a = e->a;
+  size_t ncodes = mt_analysis_code_count(a), nfn = mt_analysis_function_count(a);
+  uint8_t *fn_used = calloc(nfn + 1, 1);
+  pprof_line *lines = NULL;
+  size_t lines_cap = 0;
+  if (!fn_used) mt_cli_nomem(&mt_cmd_export);
+  /* One mapping standing for the program: it names the executable, and its
+   * has_* flags tell pprof the locations are already symbolized, so it does
+   * not go looking for the binary. It covers every address. */
+  pprof_mapping m = {1, 0, UINT64_MAX, 0, pprof_string(e->p, exe), 0, 1, 1, 1, 1};
+  pprof_mapping_add(e->p, &m);
+  for (size_t c = 0; c < ncodes; c++) {
+    if (!e->code_used[c]) continue;
+    size_t nf;
+    const mt_frame *fr = mt_analysis_code_frames(a, (uint32_t)c, &nf);
+    if (nf > lines_cap) {
+      lines_cap = nf * 2;
+      lines = mt_cli_xrealloc(&mt_cmd_export, lines, lines_cap * sizeof *lines);
+    }
+    /* The analysis lists a code's locations caller first; profile.proto
+     * wants the innermost inlined function first and the caller last. */
+    for (size_t i = 0; i < nf; i++) {
+      const mt_frame *f = &fr[nf - 1 - i];
+      fn_used[f->function] = 1;
+      /* memtrace's start_char counts from 0; pprof's columns from 1, with 0
+       * meaning unknown. */
+      lines[i] = (pprof_line){(uint64_t)f->function + 1, f->line, (int64_t)f->start_char + 1};
+    }
+    /* A code the trace never described keeps its address alone: pprof
+     * shows it as such, as memtrace shows it as $CODE. */
+    pprof_location(e->p, code_loc((uint32_t)c), 1, mt_analysis_code_value(a, (uint32_t)c),
+                   lines, nf);
+  }
+  if (e->empty_used) {
+    pprof_line l = {nfn + 1, 0, 0};
+    pprof_location(e->p, empty_loc(a), 1, 0, &l, 1);
+    pprof_function(e->p, nfn + 1, "(no backtrace)", "(no backtrace)", "", 0);
+  }
+  for (size_t f = 0; f < nfn; f++) {
+    if (!fn_used[f]) continue;
+    const char *name = mt_analysis_function_name(a, (uint32_t)f);
+    pprof_function(e->p, f + 1, name, name, mt_analysis_function_file(a, (uint32_t)f), 0);
+  }
+  free(fn_used);
+  free(lines);
+}
+
+/* The output: FILE.tmp renamed over FILE once complete, so a failure never
+ * leaves a partial profile; devices and pipes (/dev/stdout, a FIFO) are
+ * written in place, since renaming over them would replace them. */
+typedef struct output {
+  const char *path;
+  char *tmp; /* NULL when writing in place */
+  int fd;
+} output;
+
+/* FILE.tmp while it exists, for the signal handler: an interrupted export
+ * (^C, a kill) removes it too. */
+static const char *volatile tmp_to_remove;
+
+static void remove_tmp_and_die(int sig) {
+  const char *t = tmp_to_remove;
+  if (t) unlink(t); /* async-signal-safe */
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+static void guard_tmp(const char *tmp) {
+  tmp_to_remove = tmp;
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+    struct sigaction old, sa;
+    /* A signal ignored by whoever started us (nohup) stays ignored. */
+    if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN) continue;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = tmp ? remove_tmp_and_die : SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sigs[i], &sa, NULL);
+  }
+}
+
+static void out_open(output *o, const char *path) {
+  o->path = path;
+  o->tmp = NULL;
+  if (strcmp(path, "-") == 0) {
+    o->fd = STDOUT_FILENO;
+    return;
+  }
+  struct stat st;
+  int in_place = stat(path, &st) == 0 && !S_ISREG(st.st_mode);
+  const char *target = path;
+  if (!in_place) {
+    size_t n = strlen(path);
+    if (!(o->tmp = malloc(n + 5))) {
+      fprintf(stderr, "memtrace export: out of memory\n");
+      exit(1);
+    }
+    memcpy(o->tmp, path, n);
+    memcpy(o->tmp + n, ".tmp", 5);
+    target = o->tmp;
+  }
+  if (o->tmp) guard_tmp(o->tmp);
+  o->fd = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (o->fd < 0) {
+    guard_tmp(NULL);
+    fprintf(stderr, "memtrace: %s: cannot create: %s\n", path, strerror(errno));
+    free(o->tmp);
+    exit(1);
+  }
+}
+
+/* Completes the output, or removes it and exits 1 naming the file. */
+static void out_close(output *o, int err) {
+  if (!err && o->tmp && fsync(o->fd) != 0 && errno != EINVAL) err = errno;
+  if (o->fd != STDOUT_FILENO && close(o->fd) != 0 && !err) err = errno;
+  if (!err && o->tmp) {
+    guard_tmp(NULL); /* from here on FILE.tmp may be FILE */
+    if (rename(o->tmp, o->path) != 0) err = errno;
+  }
+  if (err && o->tmp) unlink(o->tmp);
+  guard_tmp(NULL);
+  if (err) {
+    fprintf(stderr, "memtrace: %s: writing the profile failed: %s\n",
+            strcmp(o->path, "-") ? o->path : "standard output", strerror(err));
+    free(o->tmp);
+    exit(1);
+  }
+  free(o->tmp);
+}
+
+static void comments(pprof *p, const char *path, const mt_trace_info *info,
+                     const mt_profile_info *pi) {
+  char buf[512];
+  snprintf(buf, sizeof buf, "memtrace trace %s, exported by memtrace-c %s", path, mt_version());
+  pprof_comment(p, buf);
+  snprintf(buf, sizeof buf, "executable: %s", info->executable_name);
+  pprof_comment(p, buf);
+  snprintf(buf, sizeof buf, "host: %s", info->host_name);
+  pprof_comment(p, buf);
+  snprintf(buf, sizeof buf, "pid: %" PRIu64, info->pid);
+  pprof_comment(p, buf);
+  snprintf(buf, sizeof buf, "sample rate: %g per word (one sample per %.0f bytes)",
+           info->sample_rate, pi->period);
+  pprof_comment(p, buf);
+  if (pi->snapshot_kind == MT_LIVE_AT_PEAK)
+    snprintf(buf, sizeof buf, "inuse: alive at the live heap's peak, %.6f s",
+             (double)pi->snapshot / 1e6);
+  else if (pi->snapshot_kind == MT_LIVE_AT)
+    snprintf(buf, sizeof buf, "inuse: alive at %.6f s", (double)pi->snapshot / 1e6);
+  else
+    snprintf(buf, sizeof buf, "inuse: never collected (alive at the trace's end, %.6f s)",
+             (double)pi->snapshot / 1e6);
+  pprof_comment(p, buf);
+}
+
+static void header(pprof *p, const mt_trace_info *info, const mt_profile_info *pi) {
+  pprof_sample_type(p, "alloc_objects", "count");
+  pprof_sample_type(p, "alloc_space", "bytes");
+  pprof_sample_type(p, "inuse_objects", "count");
+  pprof_sample_type(p, "inuse_space", "bytes");
+  pprof_scalar(p, PPROF_DEFAULT_SAMPLE_TYPE, pprof_string(p, "alloc_space"));
+  pprof_period_type(p, "space", "bytes");
+  pprof_scalar(p, PPROF_PERIOD, (int64_t)llround(pi->period));
+  pprof_scalar(p, PPROF_TIME_NANOS, (int64_t)(info->start_time * 1000));
+  pprof_scalar(p, PPROF_DURATION_NANOS, (int64_t)(pi->covered * 1000));
+}
+
+static int run(int argc, char **argv) {
+  const mt_command *cmd = &mt_cmd_export;
+  const char *path, *outpath = NULL;
+  int format = 0, merge = 0;
+  mt_filter f;
+  mt_filter_init(&f);
+  const mt_option options[] = {
+      {"--format", NULL, MT_OPT_CHOICE, &format, "pprof", 0, 0, 0},
+      {"-o", "--output", MT_OPT_TEXT, &outpath, NULL, 0, 0, 0},
+      {"--merge-sources", NULL, MT_OPT_FLAG, &merge, NULL, 1, 0, 0},
+      {NULL, NULL, 0, NULL, NULL, 0, 0, 0}};
+  mt_cli_spec spec = {options, &f, &path, 1, 1, "TRACE", 0, 0, NULL};
+  mt_cli_parse(cmd, argc, argv, &spec);
+  if (!outpath) mt_cli_usage_error(cmd, "missing -o FILE");
+  if (strcmp(outpath, "-") == 0 && isatty(STDOUT_FILENO))
+    mt_cli_usage_error(cmd, "not writing a gzip'd profile to a terminal; use -o FILE");
+  struct stat sin, sout;
+  if (stat(path, &sin) == 0 && stat(outpath, &sout) == 0 && sin.st_dev == sout.st_dev &&
+      sin.st_ino == sout.st_ino)
+    mt_cli_usage_error(cmd, "the output '%s' is the trace itself", outpath);
+
+  /* The input is read whole before the output is created: a bad trace
+   * leaves no file behind. */
+  mt_analysis *a = mt_cli_load(path);
+  const mt_trace_info *info = mt_analysis_info(a);
+  char why[512];
+  if (pprof_load_zlib(why, sizeof why) != 0) {
+    fprintf(stderr, "memtrace export: %s\n", why);
+    return 1;
+  }
+  exporter e = {0};
+  e.a = a;
+  e.code_used = calloc(mt_analysis_code_count(a) + 1, 1);
+  if (!e.code_used) mt_cli_nomem(cmd);
+  output out;
+  out_open(&out, outpath);
+  /* zlib's fastest level: on a trace of millions of distinct stacks
+   * compressing is most of the export's time, and the default level saves
+   * about a tenth of the file for twice the time (docs/benchmarks.md) */
+  e.p = pprof_open(out.fd, 1);
+  if (!e.p) out_close(&out, ENOMEM);
+  mt_profile_info pi;
+  if (mt_profile(a, &f, merge, &pi, on_sample, &e) != MT_OK) {
+    pprof_free(e.p);
+    out_close(&out, ENOMEM);
+  }
+  header(e.p, info, &pi);
+  emit_locations(&e, info->executable_name);
+  comments(e.p, path, info, &pi);
+  int err = pprof_finish(e.p);
+  pprof_free(e.p);
+  out_close(&out, err);
+  free(e.code_used);
+  free(e.locs);
+  mt_analysis_free(a);
+  return 0;
+}
+
+const mt_command mt_cmd_export = {"export", "write a trace as a pprof heap profile (.pb.gz)",
+                                  usage, run};

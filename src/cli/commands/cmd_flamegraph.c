@@ -1,0 +1,314 @@
+/* memtrace flamegraph: allocations as folded stacks ("a;b;c SAMPLES"), the
+ * input of flamegraph.pl and speedscope; the output of memtrace's
+ * `flamegraph` tool, byte for byte.
+ *
+ * An allocation's stack is the function name (defname) of every location of
+ * every frame, outermost first, each name kept at its first occurrence only
+ * (memtrace also merges consecutive repeats, which that already removes):
+ * a call tree (memtrace/calltree.h) with MT_TREE_FIRST_OCCURRENCE, keyed by
+ * name. The output walks it depth first, children in byte order of their
+ * names, and prints every node that ends some allocation's stack and is at
+ * least two names deep.
+ *
+ * Without options of our own the trace is read as a stream into the tree
+ * (names numbered as they come, each backtrace sharing its prefix of codes
+ * with the previous one), so memory follows distinct stacks, not objects.
+ * With a weight, a filter or --inverted, the trace is loaded into an
+ * analysis, the tree built from the backtraces of the objects passing the
+ * filter, and each node's weight is an estimate from the library's
+ * tallies. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/containers.h"
+#include "cli.h"
+#include "memtrace/calltree.h"
+#include "output.h"
+#include "progress.h"
+
+static const char usage[] =
+    "usage: memtrace flamegraph TRACE\n"
+    "\n"
+    "Prints TRACE's allocations as folded stacks, one line per distinct stack:\n"
+    "  OUTERMOST;...;ALLOCATING_FUNCTION SAMPLES\n"
+    "for flamegraph.pl, inferno or speedscope. A stack lists function names\n"
+    "from the outermost caller, each name at its first occurrence only; lines\n"
+    "come in byte order of their names.\n"
+    "\n"
+    "The output is that of memtrace's `flamegraph` tool, byte for byte.\n"
+    "\n"
+    "Options of memtrace-c (each makes the tool load the trace for queries):\n"
+    "  --weight W        samples (memtrace's, the default), bytes (estimated\n"
+    "                    bytes allocated) or objects (estimated allocations)\n"
+    "  --inverted        callees first: the allocating function at the root\n"
+    MT_FILTER_OPTIONS_HELP
+    "For instance, what is still live at the end (leaks), in bytes:\n"
+    "  memtrace flamegraph --live-at-end --weight bytes TRACE\n";
+
+enum { W_SAMPLES, W_BYTES, W_OBJECTS };
+
+/* ---- output ---- */
+
+typedef struct folded {
+  const mt_calltree *t;
+  const uint64_t *weight; /* per node */
+  const char *(*name)(const void *ctx, uint32_t fn);
+  const void *ctx;
+} folded;
+
+/* qsort has no context argument */
+static const folded *sort_by;
+
+static int by_name(const void *x, const void *y) {
+  uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+  return strcmp(sort_by->name(sort_by->ctx, mt_calltree_function(sort_by->t, a)),
+                sort_by->name(sort_by->ctx, mt_calltree_function(sort_by->t, b)));
+}
+
+static void *xrealloc(void *p, size_t n) { return mt_cli_xrealloc(&mt_cmd_flamegraph, p, n); }
+
+static void print_tree(const folded *fo, mt_out *o) {
+  const mt_calltree *t = fo->t;
+  size_t n = mt_calltree_size(t);
+  /* children of each node, sorted by name, in one array */
+  uint32_t *first = calloc(n + 1, sizeof *first), *kids = xrealloc(NULL, n * sizeof *kids);
+  uint32_t *fill = xrealloc(NULL, (n + 1) * sizeof *fill), *depth = xrealloc(NULL, n * sizeof *depth);
+  if (!first) mt_cli_nomem(&mt_cmd_flamegraph);
+  depth[0] = 0;
+  for (size_t v = 1; v < n; v++) {
+    first[mt_calltree_parent(t, (uint32_t)v) + 1]++;
+    depth[v] = depth[mt_calltree_parent(t, (uint32_t)v)] + 1;
+  }
+  for (size_t v = 0; v < n; v++) first[v + 1] += first[v];
+  memcpy(fill, first, (n + 1) * sizeof *fill);
+  for (size_t v = 1; v < n; v++) kids[fill[mt_calltree_parent(t, (uint32_t)v)]++] = (uint32_t)v;
+  free(fill);
+  sort_by = fo;
+  for (size_t v = 0; v < n; v++)
+    if (first[v + 1] - first[v] > 1) qsort(kids + first[v], first[v + 1] - first[v], sizeof *kids, by_name);
+
+  /* Depth first, each node before its children. `text` holds the path's
+   * names joined by ';'; text_end[d] is where depth d's name ends. */
+  size_t max_depth = 0;
+  for (size_t v = 0; v < n; v++)
+    if (depth[v] > max_depth) max_depth = depth[v];
+  uint32_t *stack = xrealloc(NULL, n * sizeof *stack);
+  size_t *text_end = xrealloc(NULL, (max_depth + 1) * sizeof *text_end);
+  char *text = NULL;
+  size_t text_cap = 0, sp = 0;
+  text_end[0] = 0;
+  stack[sp++] = 0;
+  while (sp > 0) {
+    uint32_t v = stack[--sp];
+    uint32_t d = depth[v];
+    if (v != 0) {
+      const char *name = fo->name(fo->ctx, mt_calltree_function(t, v));
+      size_t len = strlen(name), at = text_end[d - 1];
+      if (at + len + 2 > text_cap) {
+        text_cap = (at + len + 2) * 2;
+        text = xrealloc(text, text_cap);
+      }
+      if (d > 1) text[at++] = ';';
+      memcpy(text + at, name, len);
+      text_end[d] = at + len;
+    }
+    if (fo->weight[v] > 0 && d >= 2) {
+      mt_out_write(o, text, text_end[d]);
+      mt_out_char(o, ' ');
+      mt_out_u64(o, fo->weight[v], 0, ' ');
+      mt_out_char(o, '\n');
+    }
+    for (uint32_t k = first[v + 1]; k-- > first[v];) stack[sp++] = kids[k];
+  }
+  free(stack);
+  free(text_end);
+  free(text);
+  free(first);
+  free(kids);
+  free(depth);
+}
+
+static void print(const mt_calltree *t, const uint64_t *weight,
+                  const char *(*name)(const void *, uint32_t), const void *ctx) {
+  folded fo = {t, weight, name, ctx};
+  mt_out out;
+  mt_out_init(&out, STDOUT_FILENO);
+  print_tree(&fo, &out);
+  mt_out_flush(&out);
+  mt_out_free(&out);
+}
+
+/* ---- from an analysis ---- */
+
+static const char *function_name(const void *a, uint32_t fn) {
+  return mt_analysis_function_name(a, fn);
+}
+
+static int run_filtered(const char *path, const mt_filter *f, int weight, int inverted) {
+  mt_analysis *a = mt_cli_load(path);
+  mt_calltree *t;
+  if (mt_calltree_build(a, f, MT_TREE_FIRST_OCCURRENCE | MT_TREE_BY_NAME, inverted, &t) != MT_OK)
+    mt_cli_nomem(&mt_cmd_flamegraph);
+  size_t n = mt_calltree_size(t);
+  mt_tally *tallies = xrealloc(NULL, n * sizeof *tallies);
+  uint64_t *w = xrealloc(NULL, n * sizeof *w);
+  if (mt_calltree_tally(t, a, f, tallies) != MT_OK) mt_cli_nomem(&mt_cmd_flamegraph);
+  for (size_t v = 0; v < n; v++) {
+    double x = weight == W_SAMPLES ? (double)tallies[v].samples
+               : weight == W_BYTES ? mt_estimate_bytes(a, &tallies[v]).value
+                                   : mt_estimate_objects(a, &tallies[v]).value;
+    w[v] = (uint64_t)(x + 0.5);
+  }
+  print(t, w, function_name, a);
+  free(tallies);
+  free(w);
+  mt_calltree_free(t);
+  mt_analysis_free(a);
+  return 0;
+}
+
+/* ---- from the stream: memtrace's own tool ---- */
+
+typedef struct names {
+  const mt_reader *r;
+  mt__strtab strings;
+  mt__u64map ids;          /* interned name pointer -> number */
+  const char **name;       /* by number */
+  size_t n, cap;
+  mt__u64map code_index;   /* location code -> its names, in code_names */
+  uint32_t *code_names, *code_off, *code_len;
+  size_t ncode_names, code_names_cap, ncodes, codes_cap;
+} names;
+
+static uint32_t name_id(names *s, const char *str) {
+  const char *p = mt__strtab_intern(&s->strings, str, strlen(str));
+  if (!p) mt_cli_nomem(&mt_cmd_flamegraph);
+  uint32_t *id = mt__u64map_get(&s->ids, (uint64_t)(uintptr_t)p);
+  if (id) return *id - 1;
+  if (mt__reserve((void **)&s->name, s->n, &s->cap, sizeof *s->name) ||
+      mt__u64map_put(&s->ids, (uint64_t)(uintptr_t)p, (uint32_t)s->n))
+    mt_cli_nomem(&mt_cmd_flamegraph);
+  s->name[s->n] = p;
+  return (uint32_t)s->n++;
+}
+
+/* The names of a code's locations, outermost first. Codes the trace has not
+ * named (yet) have none and are not remembered. */
+static const uint32_t *names_of(names *s, uint64_t code, size_t *n) {
+  uint32_t *ix = mt__u64map_get(&s->code_index, code);
+  if (ix) {
+    *n = s->code_len[*ix - 1];
+    return s->code_names + s->code_off[*ix - 1];
+  }
+  size_t nlocs = 0;
+  const mt_location *l = mt_reader_lookup(s->r, code, &nlocs);
+  if (!l) nlocs = 0;
+  if (!mt_reader_has_code(s->r, code)) {
+    *n = 0;
+    return NULL;
+  }
+  size_t cap = s->codes_cap;
+  if (mt__grow((void **)&s->code_off, &cap, s->ncodes + 1, sizeof *s->code_off, 256) ||
+      mt__grow((void **)&s->code_len, &s->codes_cap, s->ncodes + 1, sizeof *s->code_len, 256) ||
+      mt__grow((void **)&s->code_names, &s->code_names_cap, s->ncode_names + nlocs + 1,
+               sizeof *s->code_names, 256))
+    mt_cli_nomem(&mt_cmd_flamegraph);
+  uint32_t c = (uint32_t)s->ncodes++;
+  s->code_off[c] = (uint32_t)s->ncode_names;
+  s->code_len[c] = (uint32_t)nlocs;
+  for (size_t i = 0; i < nlocs; i++) s->code_names[s->ncode_names++] = name_id(s, l[i].defname);
+  if (mt__u64map_put(&s->code_index, code, c)) mt_cli_nomem(&mt_cmd_flamegraph);
+  *n = nlocs;
+  return s->code_names + s->code_off[c];
+}
+
+static const char *stream_name(const void *ctx, uint32_t fn) {
+  return ((const names *)ctx)->name[fn];
+}
+
+/* w[0..*len) extended with zeros to w[0..need), grown by doubling: only the
+ * part in use is ever written, so the spare capacity costs no memory. */
+static uint64_t *zero_to(uint64_t *w, size_t *len, size_t *cap, size_t need) {
+  if (need <= *len) return w;
+  if (mt__grow((void **)&w, cap, need, sizeof *w, 1024)) mt_cli_nomem(&mt_cmd_flamegraph);
+  memset(w + *len, 0, (need - *len) * sizeof *w);
+  *len = need;
+  return w;
+}
+
+static int run_stream(const char *path) {
+  mt_reader *r = mt_cli_open(path);
+  names s = {0};
+  s.r = r;
+  mt_calltree *t = mt_calltree_new(MT_TREE_FIRST_OCCURRENCE, 0);
+  uint64_t *w = NULL, *prev = NULL;
+  size_t w_len = 0, w_cap = 0, prev_len = 0, prev_cap = 0, *mark = NULL, mark_cap = 0;
+  if (!t) mt_cli_nomem(&mt_cmd_flamegraph);
+  mt_progress progress;
+  mt_progress_start(&progress, r, "flamegraph");
+  mt_event ev;
+  int rc;
+  while ((rc = mt_reader_next(r, &ev)) > 0) {
+    mt_progress_tick(&progress);
+    if (ev.kind != MT_EVENT_ALLOC) continue;
+    size_t n = ev.backtrace_len, k = 0;
+    if (mt__grow((void **)&prev, &prev_cap, n + 1, sizeof *prev, 64) ||
+        mt__grow((void **)&mark, &mark_cap, n + 1, sizeof *mark, 64))
+      mt_cli_nomem(&mt_cmd_flamegraph);
+    /* the previous backtrace's frames are shared up to its first new code */
+    while (k < n && k < prev_len && ev.backtrace[k] == prev[k]) k++;
+    mt_calltree_rewind(t, k ? mark[k - 1] : 0);
+    for (size_t i = k; i < n; i++) {
+      size_t nn;
+      const uint32_t *ns = names_of(&s, ev.backtrace[i], &nn);
+      for (size_t j = 0; j < nn; j++)
+        if (mt_calltree_push(t, ns[j], 0) != MT_OK) mt_cli_nomem(&mt_cmd_flamegraph);
+      prev[i] = ev.backtrace[i];
+      mark[i] = mt_calltree_mark(t);
+    }
+    prev_len = n;
+    uint32_t leaf = mt_calltree_end(t);
+    if (leaf == UINT32_MAX) mt_cli_nomem(&mt_cmd_flamegraph);
+    if (leaf >= w_len) w = zero_to(w, &w_len, &w_cap, (size_t)leaf + 1);
+    w[leaf] += ev.nsamples;
+  }
+  mt_progress_end(&progress);
+  mt_cli_finish(r, rc);
+  w = zero_to(w, &w_len, &w_cap, mt_calltree_size(t));
+  print(t, w, stream_name, &s);
+  free(w);
+  free(prev);
+  free(mark);
+  free(s.name);
+  free(s.code_names);
+  free(s.code_off);
+  free(s.code_len);
+  mt__u64map_free(&s.ids);
+  mt__u64map_free(&s.code_index);
+  mt__strtab_free(&s.strings);
+  mt_calltree_free(t);
+  mt_reader_close(r);
+  return 0;
+}
+
+static int run(int argc, char **argv) {
+  const char *path;
+  int weight = -1, inverted = 0;
+  mt_filter f, none;
+  mt_filter_init(&f);
+  mt_filter_init(&none);
+  const mt_option options[] = {
+      {"--weight", NULL, MT_OPT_CHOICE, &weight, "samples|bytes|objects", 0, 0, 0},
+      {"--inverted", NULL, MT_OPT_FLAG, &inverted, NULL, 1, 0, 0},
+      {NULL, NULL, 0, NULL, NULL, 0, 0, 0}};
+  mt_cli_spec spec = {options, &f, &path, 1, 1, "TRACE", 0, 0, NULL};
+  mt_cli_parse(&mt_cmd_flamegraph, argc, argv, &spec);
+  int ours = weight >= 0 || inverted || memcmp(&f, &none, sizeof f) != 0;
+  if (ours) return run_filtered(path, &f, weight < 0 ? W_SAMPLES : weight, inverted);
+  return run_stream(path);
+}
+
+const mt_command mt_cmd_flamegraph = {
+    "flamegraph", "allocations as folded stacks for flame graphs", usage, run};

@@ -1,0 +1,140 @@
+/* memtrace leaks: the objects a trace never saw collected, grouped by
+ * allocation stack, longest-lived first: mt_leaks, rendered as text or
+ * JSON. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "base/human.h"
+#include "cli.h"
+#include "memtrace/rank.h"
+#include "table.h"
+
+static const char usage[] =
+    "usage: memtrace leaks [OPTIONS] TRACE\n"
+    "\n"
+    "Lists the objects TRACE never saw collected, grouped by allocation stack,\n"
+    "with their estimated bytes and count (95% intervals), longest-lived first:\n"
+    "groups are ordered by their oldest allocation (then bytes, then stack).\n"
+    "\n"
+    "Never collected means still live at the end of the trace. In a garbage-\n"
+    "collected program most such objects are simply alive at exit (globals,\n"
+    "caches, the data the program was working on), not leaks; a leak shows as\n"
+    "a group that is old, large, and keeps growing across runs or with time\n"
+    "(compare --time windows, or two traces with memtrace diff --live-at-end).\n"
+    "\n"
+    "Options:\n"
+    "  -n N                   show the first N groups (default 20; 0: all)\n"
+    "  --depth N              frames shown per stack (default 10; 0: all)\n"
+    "  --format table|json    output format (default table)\n"
+    "\n" MT_FILTER_OPTIONS_HELP
+    "(--live-at-end, --never-collected are implied; --collected is refused.)\n"
+    "\n"
+    "Each group shows its age, the time from its oldest allocation to the end\n"
+    "of the trace ('allocated 12.3 s before the end'), and its stack, innermost\n"
+    "frame (the allocation point) first, as 'function (file:line)'; '#hex' is\n"
+    "a code the trace has no location for. Stacks whose frames print the same\n"
+    "are one group.\n";
+
+enum { FORMAT_TABLE, FORMAT_JSON };
+
+static void frame_line(mt_out *o, mt_str *line, const mt_stack_frame *f) {
+  mt_str_clear(line);
+  if (f->function) mt_str_printf(line, "%s (%s:%" PRIu32 ")", f->function, f->file, f->line);
+  else mt_str_printf(line, "#%" PRIx64, f->code);
+  mt_out_str(o, "      ");
+  /* names come from the trace: keep control characters off the terminal */
+  for (char *p = line->s; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+  mt_out_str(o, line->s);
+  mt_out_char(o, '\n');
+}
+
+static void text(mt_out *o, const char *path, const mt_ranking *r, const mt_filter *f) {
+  char b1[64], b2[96], b3[64], b4[96];
+  mt_filter lf;
+  mt_leaks_filter(f, &lf);
+  char *ftext = mt_cli_filter_text(&lf);
+  uint64_t end = r->duration;
+  const mt_estimate *tb = &r->total_bytes, *to = &r->total_objects;
+  mt_out_printf(o, "Objects of %s never collected (still live at the end of the trace, "
+                   "%s after its start)\n",
+                path, mt_human_duration(b1, sizeof b1, (double)end));
+  mt_out_printf(o, "Sample rate: %g; filter: %s\n", r->sampling.rate, ftext);
+  free(ftext);
+  mt_out_printf(o, "Total: %s %s in %s objects %s from %" PRIu64 " sample%s, %zu stack%s\n",
+                mt_human_bytes(b1, sizeof b1, tb->value),
+                mt_human_interval_note(b2, sizeof b2, tb->value, tb->lo, tb->hi, 1),
+                mt_human_count(b3, sizeof b3, to->value),
+                mt_human_interval_note(b4, sizeof b4, to->value, to->lo, to->hi, 0),
+                r->total.samples, mt_human_plural(r->total.samples), r->groups,
+                mt_human_plural(r->groups));
+  if (r->groups == 0) mt_out_str(o, "No object matching the filter was left uncollected.\n");
+  else
+    mt_out_printf(o, "Showing %zu of %zu stacks, oldest allocation first; stacks "
+                     "innermost frame first.\n",
+                  r->nrows, r->groups);
+  mt_str line = {0};
+  for (size_t i = 0; i < r->nrows; i++) {
+    const mt_rank_row *row = &r->rows[i];
+    const mt_estimate *eb = &row->bytes, *eo = &row->objects;
+    mt_out_printf(o, "\n#%zu  %s %s in %s objects %s (%" PRIu64 " sample%s)\n", i + 1,
+                  mt_human_bytes(b1, sizeof b1, eb->value),
+                  mt_human_interval_note(b2, sizeof b2, eb->value, eb->lo, eb->hi, 1),
+                  mt_human_count(b3, sizeof b3, eo->value),
+                  mt_human_interval_note(b4, sizeof b4, eo->value, eo->lo, eo->hi, 0),
+                  row->tally.samples, mt_human_plural(row->tally.samples));
+    mt_out_printf(o, "    allocated %s before the end",
+                  mt_human_duration(b1, sizeof b1, (double)(end - row->oldest)));
+    if (row->newest != row->oldest)
+      mt_out_printf(o, " (the newest %s before)",
+                    mt_human_duration(b1, sizeof b1, (double)(end - row->newest)));
+    mt_out_char(o, '\n');
+    if (row->frames_total == 0) mt_out_str(o, "      (no backtrace)\n");
+    for (size_t k = 0; k < row->nframes; k++) frame_line(o, &line, &row->frames[k]);
+    size_t more = row->frames_total - row->nframes;
+    if (more) mt_out_printf(o, "      ... %zu more frame%s\n", more, mt_human_plural(more));
+  }
+  mt_str_free(&line);
+}
+
+static int run(int argc, char **argv) {
+  const mt_command *cmd = &mt_cmd_leaks;
+  int format = FORMAT_TABLE;
+  size_t limit = 20, depth = 10;
+  const char *path;
+  mt_filter f;
+  mt_filter_init(&f);
+  const mt_option options[] = {
+      {"--format", NULL, MT_OPT_CHOICE, &format, "table|json", 0, 0, 0},
+      {"-n", NULL, MT_OPT_COUNT, &limit, NULL, 0, 0, 0},
+      {"--depth", NULL, MT_OPT_COUNT, &depth, NULL, 0, 0, 0},
+      {NULL, NULL, 0, NULL, NULL, 0, 0, 0}};
+  mt_cli_spec spec = {options, &f, &path, 1, 1, "TRACE", 0, 0, NULL};
+  mt_cli_parse(cmd, argc, argv, &spec);
+  if (f.collected == MT_COLLECTED_IN)
+    mt_cli_usage_error(cmd, "--collected contradicts leaks (objects never collected)");
+
+  mt_analysis *a = mt_cli_load(path);
+  mt_ranking *r;
+  if (mt_leaks(a, &f, limit, depth, &r) != MT_OK) mt_cli_nomem(cmd);
+  if (format == FORMAT_JSON) {
+    mt_json j;
+    mt_cli_json_begin(&j, cmd, path, a);
+    mt_json_leaks(&j, r, &f);
+    mt_cli_json_end(&j, cmd);
+  } else {
+    mt_out out;
+    mt_out_init(&out, STDOUT_FILENO);
+    text(&out, path, r, &f);
+    mt_out_flush(&out);
+    mt_out_free(&out);
+  }
+  mt_ranking_free(r);
+  mt_analysis_free(a);
+  return 0;
+}
+
+const mt_command mt_cmd_leaks = {
+    "leaks", "objects never collected, by allocation stack, longest-lived first", usage, run};

@@ -1,0 +1,46 @@
+/* memtrace view: the interactive viewer (src/viewer, docs/viewer.md). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "viewer/viewer.h"
+
+static const char usage[] =
+    "usage: memtrace view [--port N] [--host ADDR] [--open] TRACE\n"
+    "       memtrace view --follow [--port N] [--host ADDR] [--open] TRACE\n"
+    "       memtrace view --listen [HOST:]PORT [-o FILE] [--port N] [--host ADDR] [--open]\n"
+    "\n"
+    "Loads the trace once and serves a web page to explore it (flame graph,\n"
+    "live heap over time, hot functions, paths, sites, leaks, histograms, with\n"
+    "filters) and its JSON API. Binds 127.0.0.1:8080 unless told otherwise; a\n"
+    "busy port moves to the next of 20. Stop with Ctrl-C.\n"
+    "\n"
+    "  --port N          port to serve on (8080)\n"
+    "  --host ADDR       address to bind (127.0.0.1; 0.0.0.0 exposes the trace)\n"
+    "  --open            open the page with xdg-open\n"
+    "  --follow          the trace is still being written: reload as it grows\n"
+    "  --listen [H:]P    receive a traced program's stream (MEMTRACE=tcp:H:P)\n"
+    "                    and show it live; -o FILE keeps the trace\n";
+
+static int run(int argc, char **argv) {
+  mt_viewer_opts o = {0};
+  size_t port = 8080;
+  const mt_option options[] = {{"--port", NULL, MT_OPT_COUNT, &port, NULL, 0, 0, 65535},
+                               {"--host", NULL, MT_OPT_TEXT, &o.host, NULL, 0, 0, 0},
+                               {"--open", NULL, MT_OPT_FLAG, &o.open, NULL, 1, 0, 0},
+                               {"--follow", NULL, MT_OPT_FLAG, &o.follow, NULL, 1, 0, 0},
+                               {"--listen", NULL, MT_OPT_TEXT, &o.listen, NULL, 0, 0, 0},
+                               {"-o", "--output", MT_OPT_TEXT, &o.output, NULL, 0, 0, 0},
+                               {NULL, NULL, 0, NULL, NULL, 0, 0, 0}};
+  mt_cli_spec spec = {options, NULL, &o.trace, 0, 1, "TRACE", 0, 0, NULL};
+  mt_cli_parse(&mt_cmd_view, argc, argv, &spec);
+  o.port = (int)port;
+  if (o.listen && (o.trace || o.follow))
+    mt_cli_usage_error(&mt_cmd_view, "--listen takes no TRACE (use -o FILE to keep it)");
+  if (!o.listen && !o.trace) mt_cli_usage_error(&mt_cmd_view, "missing TRACE");
+  if (o.output && !o.listen) mt_cli_usage_error(&mt_cmd_view, "-o goes with --listen");
+  return mt_viewer_serve(&o);
+}
+
+const mt_command mt_cmd_view = {"view", "explore a trace in the browser (flame graph, filters)",
+                                usage, run};

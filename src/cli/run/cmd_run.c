@@ -1,0 +1,346 @@
+/* memtrace run: profile an unmodified program through LD_PRELOAD, then say
+ * where the trace is and which sites allocated most (run_report.c). */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "run_report.h"
+#include "format/trace_file.h"
+#include "untraceable.h"
+
+static const char usage[] =
+    "usage: memtrace run [OPTIONS] [--] COMMAND [ARGS...]\n"
+    "\n"
+    "Runs COMMAND with the memtrace-c malloc interposer (LD_PRELOAD) and writes a\n"
+    "trace of its heap; at exit prints where the trace is and the top allocation\n"
+    "sites. The exit status is COMMAND's (killed by a signal, memtrace ends by the\n"
+    "same signal after its report); 1, without running it, if the trace cannot be\n"
+    "created (no such directory, or a directory of that name).\n"
+    "\n"
+    "Options:\n"
+    "  -o, --output FILE     the trace (default memtrace.COMMAND.PID.ctf; %p in FILE\n"
+    "                        becomes the pid, and then forked children write their\n"
+    "                        own traces, of what they exec too: a whole build\n"
+    "                        with -o 'build.%p.ctf' -- make); or tcp:HOST:PORT,\n"
+    "                        listen:[HOST:]PORT to stream it (memtrace listen,\n"
+    "                        memtrace view --listen)\n"
+    "  --rate R              sampling rate per 8-byte word, in (0, 1] (default 1e-5:\n"
+    "                        one sample per 800 KB allocated on average)\n"
+    "  --unwind MODE         auto (default): frame pointers through functions that\n"
+    "                        keep them, their DWARF call-frame information through\n"
+    "                        the others; libunwind: always libunwind's DWARF\n"
+    "                        unwinding; fp: frame pointers only (fastest, needs\n"
+    "                        -fno-omit-frame-pointer code)\n"
+    "  --depth N             frames kept per backtrace (default 256)\n"
+    "  --format 2|3          trace format version (default 2)\n"
+    "  --context TEXT        free text stored in the trace\n"
+    "  --debuginfo           also read separate debug-info files (-dbg packages) for\n"
+    "                        line numbers inside system libraries (~0.1 s per process)\n"
+    "  --no-follow-exec      trace COMMAND's own program only: by default, when it\n"
+    "                        replaces itself with another program (exec without\n"
+    "                        fork: a wrapper script's `exec prog`, a version\n"
+    "                        manager's shim), that program is traced instead, into\n"
+    "                        the same file\n"
+    "  -q, --quiet           print nothing after the run (memtrace execs the program\n"
+    "                        instead of starting and waiting for it)\n"
+    "\n"
+    "The interposer is found beside the memtrace binary, or at $MEMTRACE_PRELOAD.\n";
+
+static int find_preload(char *out, size_t n) {
+  const char *env = getenv("MEMTRACE_PRELOAD");
+  if (env && *env) {
+    snprintf(out, n, "%s", env);
+    return access(out, R_OK);
+  }
+  return mt_cli_find_companion("libmemtrace_preload.so", out, n);
+}
+
+/* Whether the program's trace can be written where `pattern` says: a file
+ * in a directory that exists and can be written in (not a directory of
+ * that name). The interposer creates the file, in the program's process,
+ * and on failure says so and lets the program run untraced, as it must
+ * for a program started with MEMTRACE set; from `memtrace run`, a mistyped
+ * -o would cost a whole run for nothing, so it is checked before. Sockets
+ * (tcp:, listen:) and a directory part holding %p are left to the
+ * interposer. 0, or -1 with the reason in why. */
+static int check_destination(const char *pattern, char *why, size_t n) {
+  if (mt__trace_dest_is_socket(pattern)) return 0;
+  char path[PATH_MAX], dir[PATH_MAX];
+  mt__trace_path_expand(pattern, (long)getpid(), path, sizeof path);
+  snprintf(dir, sizeof dir, "%s", pattern);
+  const char *d = dirname(dir);
+  if (strchr(d, '%')) return 0;
+  struct stat st;
+  int exists = stat(path, &st) == 0;
+  if (exists && S_ISDIR(st.st_mode)) {
+    snprintf(why, n, "%s is a directory", pattern);
+    return -1;
+  }
+  /* a trace another traced process is writing: the program would run
+   * untraced */
+  if (exists && mt__trace_file_busy(path)) {
+    snprintf(why, n, "%s is being written by another traced process", path);
+    return -1;
+  }
+  if (access(d, W_OK | X_OK) != 0) {
+    snprintf(why, n, "cannot create %s: %s: %s", pattern, d, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* The settings the interposer reads are given to the program in its own
+ * environment (built here) rather than set in ours: this process goes on to
+ * read the trace, and must not carry them. */
+extern char **environ;
+
+/* environ with each sets[k][0] replaced by sets[k][1] (as setenv would do);
+ * a NULL value leaves the name as inherited. The strings from *own on are
+ * allocated here (free_env). NULL when out of memory. */
+static char **child_env(const char *const sets[][2], size_t nsets, size_t *own) {
+  size_t n = 0;
+  while (environ[n]) n++;
+  char **envp = malloc((n + nsets + 1) * sizeof *envp);
+  if (!envp) return NULL;
+  size_t o = 0;
+  for (size_t k = 0; k < n; k++) {
+    int replaced = 0;
+    for (size_t s = 0; s < nsets && !replaced; s++) {
+      size_t len = strlen(sets[s][0]);
+      replaced = sets[s][1] && strncmp(environ[k], sets[s][0], len) == 0 &&
+                 environ[k][len] == '=';
+    }
+    if (!replaced) envp[o++] = environ[k];
+  }
+  *own = o;
+  for (size_t s = 0; s < nsets; s++) {
+    if (!sets[s][1]) continue;
+    size_t len = strlen(sets[s][0]) + strlen(sets[s][1]) + 2;
+    envp[o] = malloc(len);
+    if (!envp[o]) {
+      while (o > *own) free(envp[--o]);
+      free(envp);
+      return NULL;
+    }
+    snprintf(envp[o++], len, "%s=%s", sets[s][0], sets[s][1]);
+  }
+  envp[o] = NULL;
+  return envp;
+}
+
+static void free_env(char **envp, size_t own) {
+  for (char **e = envp + own; *e; e++) free(*e);
+  free(envp);
+}
+
+/* Starts argv[0] (searched in PATH, as execvp does) with envp; 0 or an
+ * errno. posix_spawn rather than fork+exec: fork copies this process's page
+ * tables and takes copy-on-write faults before the exec, ~3 ms of the ~16 ms
+ * that `memtrace run -q /bin/true` cost (the profiler benchmark counts the
+ * CLI's CPU). SIGINT and SIGQUIT, which we ignore, are set back to default
+ * in the program unless they were already ignored when we started. */
+static int spawn(pid_t *pid, char **argv, char **envp, int dfl_int, int dfl_quit) {
+  posix_spawnattr_t attr;
+  int err = posix_spawnattr_init(&attr);
+  if (err) return err;
+  sigset_t dfl;
+  sigemptyset(&dfl);
+  if (dfl_int) sigaddset(&dfl, SIGINT);
+  if (dfl_quit) sigaddset(&dfl, SIGQUIT);
+  err = posix_spawnattr_setsigdefault(&attr, &dfl);
+  if (!err) err = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  if (!err) err = posix_spawnp(pid, argv[0], NULL, &attr, argv, envp);
+  if (err == ENOEXEC) {
+    /* An executable file that is no binary and has no #!: execvp ran it with
+     * /bin/sh, glibc's posix_spawnp does not. sh finds it in PATH again and,
+     * its exec failing the same way, runs it as a script (POSIX). */
+    size_t n = 0;
+    while (argv[n]) n++;
+    char **sh = malloc((n + 4) * sizeof *sh);
+    if (!sh) err = ENOMEM;
+    else {
+      sh[0] = "sh";
+      sh[1] = "-c";
+      sh[2] = "exec \"$0\" \"$@\"";
+      memcpy(sh + 3, argv, (n + 1) * sizeof *sh);
+      err = posix_spawn(pid, "/bin/sh", NULL, &attr, sh, envp);
+      free(sh);
+    }
+  }
+  posix_spawnattr_destroy(&attr);
+  return err;
+}
+
+/* A file of our own the traced processes write their notes into
+ * (MT__RUN_NOTES_ENV): a memfd, which they open as /proc/OURS/fd/N. -1 if
+ * there is none (the report then says nothing of children). */
+static int notes_file(char *path, size_t n) {
+  int fd = memfd_create("memtrace-run-notes", MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  snprintf(path, n, "/proc/%ld/fd/%d", (long)getpid(), fd);
+  return fd;
+}
+
+/* Ends this process as the program ended: its exit status, or death by
+ * the same signal. A shell running a script stops it when a command dies
+ * of SIGINT (Ctrl-C), not when one exits with 130: a loop of `memtrace run`
+ * commands must stop at Ctrl-C as a loop of the programs would. No core
+ * file: the program's crash is not ours. */
+static int end_as(int status) {
+  if (!WIFSIGNALED(status)) return WEXITSTATUS(status);
+  int sig = WTERMSIG(status);
+  fflush(NULL);
+  struct rlimit no_core = {0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  signal(sig, SIG_DFL);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  sigprocmask(SIG_UNBLOCK, &one, NULL);
+  raise(sig);
+  return 128 + sig; /* a signal that does not end a process by default */
+}
+
+/* What `memtrace run` was asked for: its options, then the command. */
+typedef struct settings {
+  const char *output, *rate, *unwind, *depth, *format, *context;
+  int quiet, debuginfo, no_follow;
+  char **command;
+} settings;
+
+static void parse(int argc, char **argv, settings *s) {
+  const mt_command *cmd = &mt_cmd_run;
+  int unwind = -1, format = -1;
+  static const char *const unwinds[] = {"auto", "libunwind", "fp"}, *const formats[] = {"2", "3"};
+  const mt_option options[] = {
+      {"-o", "--output", MT_OPT_TEXT, &s->output, NULL, 0, 0, 0},
+      {"--rate", NULL, MT_OPT_TEXT, &s->rate, NULL, 0, 0, 0},
+      {"--unwind", NULL, MT_OPT_CHOICE, &unwind, "auto|libunwind|fp", 0, 0, 0},
+      {"--depth", NULL, MT_OPT_TEXT, &s->depth, NULL, 0, 0, 0},
+      {"--format", NULL, MT_OPT_CHOICE, &format, "2|3", 0, 0, 0},
+      {"--context", NULL, MT_OPT_TEXT, &s->context, NULL, 0, 0, 0},
+      {"-q", "--quiet", MT_OPT_FLAG, &s->quiet, NULL, 1, 0, 0},
+      {"--debuginfo", NULL, MT_OPT_FLAG, &s->debuginfo, NULL, 1, 0, 0},
+      {"--no-follow-exec", NULL, MT_OPT_FLAG, &s->no_follow, NULL, 1, 0, 0},
+      {NULL, NULL, 0, NULL, NULL, 0, 0, 0}};
+  const char *first;
+  mt_cli_spec spec = {options, NULL, &first, 1, 1, "COMMAND", 0, 0, NULL};
+  spec.command = 1; /* the first argument that is no option starts the command */
+  mt_cli_parse(cmd, argc, argv, &spec);
+  s->command = (char **)spec.rest;
+  s->unwind = unwind < 0 ? NULL : unwinds[unwind];
+  s->format = format < 0 ? NULL : formats[format];
+  char *end;
+  if (s->rate) {
+    double r = strtod(s->rate, &end);
+    if (*end || !(r > 0 && r <= 1))
+      mt_cli_usage_error(cmd, "--rate must be a number in (0, 1], not '%s'", s->rate);
+  }
+  if (s->depth) {
+    long d = strtol(s->depth, &end, 10);
+    if (*end || d < 1 || d > 4096)
+      mt_cli_usage_error(cmd, "--depth must be 1 to 4096, not '%s'", s->depth);
+  }
+}
+
+/* Runs the program with the interposer and waits for it; reports on its
+ * trace unless quiet (then it execs the program instead). Returns the
+ * exit status memtrace run ends with. */
+static int trace(const settings *s, const char *pattern, char **envp, size_t own, int notes_fd) {
+  char **argv = s->command;
+  if (s->quiet) {
+    /* Nothing to do after the program: become it. One process and one exec
+     * fewer, and its exit status, or its death by a signal, are its own.
+     * execvpe searches PATH and runs a script without #! with /bin/sh, as
+     * posix_spawnp plus our fallback do. */
+    execvpe(argv[0], argv, envp);
+    int err = errno;
+    free_env(envp, own);
+    fprintf(stderr, "memtrace run: cannot run %s: %s\n", argv[0], strerror(err));
+    return 127;
+  }
+  /* Ctrl-C goes to the program; we stay to report on its trace. */
+  struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
+  sigaction(SIGINT, &ign, &old_int);
+  sigaction(SIGQUIT, &ign, &old_quit);
+  pid_t pid;
+  int err = spawn(&pid, argv, envp, old_int.sa_handler != SIG_IGN, old_quit.sa_handler != SIG_IGN);
+  free_env(envp, own);
+  if (err) {
+    fprintf(stderr, "memtrace run: cannot run %s: %s\n", argv[0], strerror(err));
+    return 127;
+  }
+  int status;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  /* the program is gone: Ctrl-C may cut the report short */
+  sigaction(SIGINT, &old_int, NULL);
+  sigaction(SIGQUIT, &old_quit, NULL);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+    return 127; /* command not found (sh fallback) */
+  mt_cli_run_report(notes_fd, pattern, pid);
+  return end_as(status);
+}
+
+static int run(int argc, char **argv) {
+  settings s = {0};
+  parse(argc, argv, &s);
+  char preload[PATH_MAX];
+  if (find_preload(preload, sizeof preload) != 0) {
+    fprintf(stderr, "memtrace run: cannot find libmemtrace_preload.so (looked beside the "
+                    "memtrace binary; set MEMTRACE_PRELOAD)\n");
+    return 1;
+  }
+  char why[2 * PATH_MAX];
+  if (mt_cli_untraceable(s.command[0], why, sizeof why))
+    fprintf(stderr, "memtrace run: warning: %s\n", why);
+  char pattern[PATH_MAX];
+  if (s.output) {
+    snprintf(pattern, sizeof pattern, "%s", s.output);
+  } else {
+    char prog[PATH_MAX];
+    snprintf(prog, sizeof prog, "%s", s.command[0]);
+    snprintf(pattern, sizeof pattern, "memtrace.%s.%%p.ctf", basename(prog));
+  }
+  char where[2 * PATH_MAX + 64];
+  if (check_destination(pattern, where, sizeof where) != 0) {
+    fprintf(stderr, "memtrace run: %s (the program was not run)\n", where);
+    return 1;
+  }
+  /* Told by the traced processes that they trace, and of the children they
+   * start (-q: no report to tell). */
+  char notes_path[64];
+  int notes_fd = s.quiet ? -1 : notes_file(notes_path, sizeof notes_path);
+  /* The program's environment: ours plus the interposer's settings. */
+  const char *prev = getenv("LD_PRELOAD");
+  char ld[2 * PATH_MAX + 2];
+  snprintf(ld, sizeof ld, "%s%s%s", preload, prev && *prev ? ":" : "", prev ? prev : "");
+  const char *const sets[][2] = {
+      {"LD_PRELOAD", ld},          {"MEMTRACE", pattern},       {"MEMTRACE_RATE", s.rate},
+      {"MEMTRACE_UNWIND", s.unwind}, {"MEMTRACE_DEPTH", s.depth}, {"MEMTRACE_FORMAT", s.format},
+      {"MEMTRACE_CONTEXT", s.context}, {"MEMTRACE_DEBUGINFO", s.debuginfo ? "1" : NULL},
+      {"MEMTRACE_FOLLOW_EXEC", s.no_follow ? "0" : "1"},
+      /* "": not an outer run's, which would hear of this run's processes */
+      {MT__RUN_NOTES_ENV, notes_fd >= 0 ? notes_path : ""}};
+  size_t own;
+  char **envp = child_env(sets, sizeof sets / sizeof *sets, &own);
+  if (!envp) {
+    fprintf(stderr, "memtrace run: out of memory\n");
+    return 1;
+  }
+  return trace(&s, pattern, envp, own, notes_fd);
+}
+
+const mt_command mt_cmd_run = {"run", "profile a program's heap (LD_PRELOAD): memtrace run -- CMD",
+                               usage, run};

@@ -1,0 +1,81 @@
+/* Traces for the subcommands: opening and loading them with a message
+ * naming the file on failure, and a command's JSON document. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "output.h"
+
+mt_reader *mt_cli_open(const char *path) {
+  mt_reader *r;
+  int rc = mt_reader_open(&r, path);
+  if (rc != MT_OK) {
+    fprintf(stderr, "memtrace: %s\n", mt_reader_error(r));
+    mt_reader_close(r);
+    exit(1);
+  }
+  return r;
+}
+
+void mt_cli_finish(mt_reader *r, int rc) {
+  if (rc < 0) {
+    fflush(stdout);
+    fprintf(stderr, "memtrace: %s\n", mt_reader_error(r));
+    mt_reader_close(r);
+    exit(1);
+  }
+  const char *warn = mt_reader_warning(r);
+  if (warn) fprintf(stderr, "memtrace: warning: %s\n", warn);
+}
+
+mt_analysis *mt_cli_load(const char *path) {
+  mt_analysis *a;
+  if (mt_analysis_load(&a, path, NULL, NULL) != MT_OK) {
+    fprintf(stderr, "memtrace: %s\n", mt_analysis_error(a));
+    mt_analysis_free(a);
+    exit(1);
+  }
+  const char *w = mt_analysis_warning(a);
+  if (w) fprintf(stderr, "memtrace: warning: %s\n", w);
+  return a;
+}
+
+char *mt_cli_filter_text(const mt_filter *f) {
+  size_t n = mt_filter_describe(f, NULL, 0);
+  char *text = malloc(n + 1);
+  if (!text) {
+    fprintf(stderr, "memtrace: out of memory\n");
+    exit(1);
+  }
+  mt_filter_describe(f, text, n + 1);
+  return text;
+}
+
+void mt_cli_json_begin(mt_json *j, const mt_command *cmd, const char *path,
+                       const mt_analysis *a) {
+  mt_json_init(j);
+  j->pretty = 1;
+  mt_json_obj(j);
+  mt_json_key(j, "command");
+  mt_json_str(j, cmd->name);
+  if (a) {
+    mt_json_key(j, "trace");
+    mt_json_str(j, path);
+    mt_json_key(j, "sample_rate");
+    mt_json_num(j, mt_analysis_info(a)->sample_rate);
+  }
+}
+
+void mt_cli_json_end(mt_json *j, const mt_command *cmd) {
+  mt_json_end_obj(j);
+  size_t len;
+  char *text = mt_json_take(j, &len);
+  if (!text) mt_cli_nomem(cmd);
+  mt_out o;
+  mt_out_init(&o, STDOUT_FILENO);
+  mt_out_write(&o, text, len);
+  mt_out_flush(&o);
+  mt_out_free(&o);
+  free(text);
+}

@@ -1,0 +1,8 @@
+# format: the trace reader and writer (libc and base only).
+set(MT_FORMAT_SOURCES
+  src/format/btcodec.c
+  src/format/loccodec.c
+  src/format/reader.c
+  src/format/status.c
+  src/format/trace_file.c
+  src/format/writer.c)
