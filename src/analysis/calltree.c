@@ -73,7 +73,7 @@ void mt_calltree_free(mt_calltree *t) {
   free(t->nkids);
   free(t->outer);
   free(t->path);
-  free(t->on_path);
+  free(t->pos);
   free(t->leaf);
   free(t->memo);
   free(t->canon);
@@ -90,25 +90,10 @@ uint32_t mt_calltree_line(const mt_calltree *t, uint32_t v) { return t->line ? t
 uint32_t mt_calltree_first_child(const mt_calltree *t, uint32_t v) { return t->first[v]; }
 uint32_t mt_calltree_next_sibling(const mt_calltree *t, uint32_t v) { return t->next[v]; }
 
-/* The child of `parent` for function fn, a new node if need be; NONE when
- * out of memory. */
-static uint32_t child(mt_calltree *t, uint32_t parent, uint32_t fn, uint32_t line, int outer) {
-  uint64_t key = (uint64_t)parent << 32 | fn;
-  if (t->nkids[parent] > WIDE) {
-    uint32_t *c = mt__u64map_get(&t->wide, key);
-    if (c) return *c - 1;
-  } else {
-    uint32_t before = NONE;
-    for (uint32_t c = t->first[parent]; c != NONE; before = c, c = t->next[c]) {
-      if (t->fn[c] != fn) continue;
-      if (before != NONE) { /* to the front */
-        t->next[before] = t->next[c];
-        t->next[c] = t->first[parent];
-        t->first[parent] = c;
-      }
-      return c;
-    }
-  }
+/* A new child of `parent` for function fn; NONE when out of memory. Out of
+ * line: most lookups find the child. */
+static __attribute__((noinline)) uint32_t new_child(mt_calltree *t, uint32_t parent, uint32_t fn,
+                                                    uint32_t line, int outer) {
   if (t->n == t->cap && grow_nodes(t)) return NONE;
   if (t->n >= NONE - 1) return NONE;
   if (line && !t->line && start_lines(t)) return NONE;
@@ -125,50 +110,82 @@ static uint32_t child(mt_calltree *t, uint32_t parent, uint32_t fn, uint32_t lin
   if (k == WIDE + 1) { /* now wide: index every child */
     for (uint32_t c = id; c != NONE; c = t->next[c])
       if (mt__u64map_put(&t->wide, (uint64_t)parent << 32 | t->fn[c], c)) return NONE;
-  } else if (k > WIDE + 1 && mt__u64map_put(&t->wide, key, id)) {
+  } else if (k > WIDE + 1 && mt__u64map_put(&t->wide, (uint64_t)parent << 32 | fn, id)) {
     return NONE;
   }
   return id;
+}
+
+/* The child of `parent` for function fn, a new node if need be; NONE when
+ * out of memory. */
+static __attribute__((noinline)) uint32_t wide_child(mt_calltree *t, uint32_t parent,
+                                                     uint32_t fn, uint32_t line, int outer) {
+  uint32_t *c = mt__u64map_get(&t->wide, (uint64_t)parent << 32 | fn);
+  return c ? *c - 1 : new_child(t, parent, fn, line, outer);
+}
+
+static inline uint32_t child(mt_calltree *t, uint32_t parent, uint32_t fn, uint32_t line,
+                             int outer) {
+  if (t->nkids[parent] > WIDE) return wide_child(t, parent, fn, line, outer);
+  uint32_t before = NONE;
+  for (uint32_t c = t->first[parent]; c != NONE; before = c, c = t->next[c]) {
+    if (t->fn[c] != fn) continue;
+    if (before != NONE) { /* to the front */
+      t->next[before] = t->next[c];
+      t->next[c] = t->first[parent];
+      t->first[parent] = c;
+    }
+    return c;
+  }
+  return new_child(t, parent, fn, line, outer);
 }
 
 /* ---- the cursor ------------------------------------------------------------- */
 
 size_t mt_calltree_mark(const mt_calltree *t) { return t->depth; }
 
+/* Rewinding only shortens the path: a function's first position (pos) is
+ * checked against the path when read, so nothing needs undoing. */
 void mt_calltree_rewind(mt_calltree *t, size_t mark) {
-  while (t->depth > mark) {
-    uint32_t fn = t->path[--t->depth].fn;
-    if (fn != NONE) t->on_path[fn]--, t->kept--;
-  }
+  if (mark < t->depth) t->depth = mark;
 }
 
 static uint32_t current(const mt_calltree *t) { return t->depth ? t->path[t->depth - 1].node : 0; }
 
-/* Room for one more step, and on_path covering fn (NONE: no function).
- * Out of line: the pushes' common case needs neither. */
+/* Room for one more step, and pos covering fn. Out of line: the pushes'
+ * common case needs neither. */
 static __attribute__((noinline)) int room(mt_calltree *t, uint32_t fn) {
   if (mt__reserve((void **)&t->path, t->depth, &t->path_cap, sizeof *t->path)) return -1;
-  if (fn == NONE || fn < t->on_path_cap) return 0;
-  size_t old = t->on_path_cap;
-  if (mt__grow((void **)&t->on_path, &t->on_path_cap, (size_t)fn + 1, sizeof *t->on_path, 1024))
-    return -1;
-  memset(t->on_path + old, 0, (t->on_path_cap - old) * sizeof *t->on_path);
+  if (fn < t->pos_cap) return 0;
+  size_t old = t->pos_cap;
+  if (mt__grow((void **)&t->pos, &t->pos_cap, (size_t)fn + 1, sizeof *t->pos, 1024)) return -1;
+  memset(t->pos + old, 0, (t->pos_cap - old) * sizeof *t->pos);
   return 0;
 }
 
-/* A step keeping fn, at node. */
-static int push_kept(mt_calltree *t, uint32_t node, uint32_t fn, uint32_t line) {
-  if (__builtin_expect(t->depth == t->path_cap || fn >= t->on_path_cap, 0) && room(t, fn))
-    return -1;
+/* Whether fn is kept on the current path: its outermost kept step, if
+ * still on the path and not since overwritten. A rewind below that step
+ * removed every later one too, so the answer is exact under either rule. */
+static inline int on_path(const mt_calltree *t, uint32_t fn) {
+  uint32_t p = t->pos[fn];
+  return p && p <= t->depth && t->path[p - 1].fn == fn;
+}
+
+/* A step keeping fn, at node; `seen`: fn is on the path already. */
+static inline void step_kept(mt_calltree *t, uint32_t node, uint32_t fn, uint32_t line, int seen) {
+  if (!seen) t->pos[fn] = (uint32_t)t->depth + 1;
   t->path[t->depth++] = (mt__tree_step){node, fn, line, fn};
-  t->kept++;
-  t->on_path[fn]++;
+}
+
+static int push_kept(mt_calltree *t, uint32_t node, uint32_t fn, uint32_t line) {
+  if (__builtin_expect(t->depth == t->path_cap || fn >= t->pos_cap, 0) && room(t, fn)) return -1;
+  step_kept(t, node, fn, line, on_path(t, fn));
   return 0;
 }
 
 int mt_calltree_push(mt_calltree *t, uint32_t fn, uint32_t line) {
   if (fn == NONE) return MT_ERR_INVALID;
-  if (__builtin_expect(t->depth == t->path_cap || fn >= t->on_path_cap, 0) && room(t, fn))
+  if (__builtin_expect(t->depth == t->path_cap || fn >= t->pos_cap, 0) && room(t, fn))
     return MT_ERR_NOMEM;
   uint32_t cur = 0, last = NONE;
   if (t->depth) {
@@ -176,7 +193,7 @@ int mt_calltree_push(mt_calltree *t, uint32_t fn, uint32_t line) {
     cur = top->node;
     last = top->last;
   }
-  int seen = t->on_path[fn] > 0;
+  int seen = on_path(t, fn);
   int kept = t->rule == MT_TREE_FIRST_OCCURRENCE ? !seen : last != fn;
   if (!kept) { /* merged or skipped: the path stays at cur */
     t->path[t->depth++] = (mt__tree_step){cur, NONE, 0, last};
@@ -184,14 +201,12 @@ int mt_calltree_push(mt_calltree *t, uint32_t fn, uint32_t line) {
   }
   uint32_t node = cur;
   if (!t->inverted && (node = child(t, cur, fn, line, !seen)) == NONE) return MT_ERR_NOMEM;
-  t->path[t->depth++] = (mt__tree_step){node, fn, line, fn};
-  t->kept++;
-  t->on_path[fn]++;
+  step_kept(t, node, fn, line, seen);
   return MT_OK;
 }
 
-uint32_t mt_calltree_end(mt_calltree *t) {
-  if (!t->inverted) return current(t);
+/* An inverted tree's path: the kept frames from the innermost. */
+static __attribute__((noinline)) uint32_t end_inverted(mt_calltree *t) {
   uint32_t node = 0;
   for (size_t k = t->depth; k-- > 0;) {
     const mt__tree_step *s = &t->path[k];
@@ -199,6 +214,8 @@ uint32_t mt_calltree_end(mt_calltree *t) {
   }
   return node;
 }
+
+uint32_t mt_calltree_end(mt_calltree *t) { return t->inverted ? end_inverted(t) : current(t); }
 
 /* ---- from an analysis ----------------------------------------------------------- */
 
@@ -218,7 +235,7 @@ static int push_code(mt_calltree *t, const mt__query *q, uint32_t code) {
                                                                                 : MT_OK;
     }
   }
-  size_t kept_before = t->kept;
+  size_t depth_before = t->depth, kept = 0;
   const mt_frame *fr = &a->frames[a->code_first[code]];
   for (uint32_t i = 0; i < a->code_n[code]; i++) {
     uint32_t fn = fr[i].function;
@@ -226,7 +243,8 @@ static int push_code(mt_calltree *t, const mt__query *q, uint32_t code) {
     if (mt_calltree_push(t, t->canon ? t->canon[fn] : fn, fr[i].line) != MT_OK)
       return MT_ERR_NOMEM;
   }
-  if (m && t->kept - kept_before <= 1) *m = (struct mt__tree_memo){from, code, current(t)};
+  for (size_t k = depth_before; k < t->depth; k++) kept += t->path[k].fn != NONE;
+  if (m && kept <= 1) *m = (struct mt__tree_memo){from, code, current(t)};
   return MT_OK;
 }
 

@@ -30,9 +30,10 @@ struct mt_calltree {
   mt__u64map wide;        /* parent << 32 | function -> child */
   /* the current stack */
   mt__tree_step *path;
-  size_t depth, path_cap, kept;
-  uint32_t *on_path;      /* per function: kept frames on the path */
-  size_t on_path_cap;
+  size_t depth, path_cap;
+  uint32_t *pos;          /* per function: 1 + the step of its outermost kept
+                             frame when last pushed (on_path() checks it) */
+  size_t pos_cap;
   /* from an analysis: each backtrace id's node (UINT32_MAX: not in it) */
   uint32_t *leaf;
   size_t nbt;

@@ -6,11 +6,11 @@
  * own stack. Here objects are grouped by a 64-bit fingerprint of their
  * printed frames (so backtraces that print alike are one group), computed
  * from each object's backtrace in a sequential pass. The groups are counted
- * in a hash table of 28 bytes a group; when the trace has more distinct
- * backtraces than a table of the memory budget holds, the fingerprints are
- * split into 2^k slices and the pass is repeated per slice. A bounded heap
- * keeps the best groups over all passes; a last pass sums their full
- * tallies. */
+ * in a hash table of 20 bytes a group (28 when ranked by age); when the
+ * trace has more distinct backtraces than a table of the memory budget
+ * holds, the fingerprints are split into 2^k slices and the pass is
+ * repeated per slice. A bounded heap keeps the best groups over all
+ * passes; a last pass sums their full tallies. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,7 +61,8 @@ typedef struct rank {
   unsigned bits;
   uint64_t part;
   uint64_t *fp;
-  key *k;
+  uint64_t *kx; /* the slots' keys, each half only where the order uses it: */
+  double *ky;   /* a slot costs 20 bytes, 28 when ranking by age */
   uint32_t *rep;          /* backtrace id + 1; 0 = empty slot */
   mt__stack_group *full;  /* when one pass does: each group's whole record */
   size_t cap, count;
@@ -157,12 +158,14 @@ static size_t slot_of(uint64_t fp, size_t cap) { return (size_t)(fp ^ fp >> 29) 
 static int grow(rank *r) {
   size_t cap = r->cap * 2;
   uint64_t *fp = malloc(cap * sizeof *fp);
-  key *k = malloc(cap * sizeof *k);
+  uint64_t *kx = r->kx ? malloc(cap * sizeof *kx) : NULL;
+  double *ky = r->ky ? malloc(cap * sizeof *ky) : NULL;
   uint32_t *rep = calloc(cap, sizeof *rep);
   mt__stack_group *full = r->full ? malloc(cap * sizeof *full) : NULL;
-  if (!fp || !k || !rep || (r->full && !full)) {
+  if (!fp || (r->kx && !kx) || (r->ky && !ky) || !rep || (r->full && !full)) {
     free(fp);
-    free(k);
+    free(kx);
+    free(ky);
     free(rep);
     free(full);
     return -1;
@@ -172,17 +175,20 @@ static int grow(rank *r) {
     size_t t = slot_of(r->fp[s], cap);
     while (rep[t]) t = (t + 1) & (cap - 1);
     fp[t] = r->fp[s];
-    k[t] = r->k[s];
+    if (kx) kx[t] = r->kx[s];
+    if (ky) ky[t] = r->ky[s];
     rep[t] = r->rep[s];
     if (full) full[t] = r->full[s];
   }
   free(r->full);
   r->full = full;
   free(r->fp);
-  free(r->k);
+  free(r->kx);
+  free(r->ky);
   free(r->rep);
   r->fp = fp;
-  r->k = k;
+  r->kx = kx;
+  r->ky = ky;
   r->rep = rep;
   r->cap = cap;
   return 0;
@@ -195,10 +201,16 @@ static void group_add(const mt_analysis *a, mt__stack_group *g, size_t i) {
   if (t > g->newest) g->newest = t;
 }
 
-static void key_of(int order, const mt__stack_group *g, key *k) {
-  if (order == MT_ORDER_OBJECTS) k->y = g->tally.ht;
-  else if (order == MT_ORDER_OLDEST) k->x = g->oldest, k->y = (double)g->tally.samples;
-  else k->x = g->tally.samples;
+/* Slot s's key from a group's whole record. */
+static void key_of(rank *r, size_t s, const mt__stack_group *g) {
+  if (r->order == MT_ORDER_OBJECTS) r->ky[s] = g->tally.ht;
+  else if (r->order == MT_ORDER_OLDEST) r->kx[s] = g->oldest, r->ky[s] = (double)g->tally.samples;
+  else r->kx[s] = g->tally.samples;
+}
+
+static key key_at(const rank *r, size_t s) {
+  key k = {r->kx ? r->kx[s] : 0, r->ky ? r->ky[s] : 0};
+  return k;
 }
 
 static void group_init(mt__stack_group *g, uint32_t bt) {
@@ -227,26 +239,26 @@ static int add_object(rank *r, size_t i, uint32_t bt, uint64_t fp) {
     }
     r->fp[s] = fp;
     r->rep[s] = bt + 1;
-    memset(&r->k[s], 0, sizeof r->k[s]);
-    if (r->order == MT_ORDER_OLDEST) r->k[s].x = UINT64_MAX;
+    if (r->kx) r->kx[s] = r->order == MT_ORDER_OLDEST ? UINT64_MAX : 0;
+    if (r->ky) r->ky[s] = 0;
     if (r->full) group_init(&r->full[s], bt);
     r->count++;
   }
   if (r->full) { /* the whole record, in allocation order */
     group_add(r->a, &r->full[s], i);
-    key_of(r->order, &r->full[s], &r->k[s]);
+    key_of(r, s, &r->full[s]);
     return 0;
   }
   mt_tally t = {0};
   mt__tally_object(r->a, i, &t);
   if (r->order == MT_ORDER_OBJECTS) {
-    r->k[s].y += t.ht;
+    r->ky[s] += t.ht;
   } else if (r->order == MT_ORDER_OLDEST) {
     uint64_t at = mt__obj_alloc_time(r->a, i);
-    if (at < r->k[s].x) r->k[s].x = at;
-    r->k[s].y += (double)t.samples;
+    if (at < r->kx[s]) r->kx[s] = at;
+    r->ky[s] += (double)t.samples;
   } else {
-    r->k[s].x += t.samples;
+    r->kx[s] += t.samples;
   }
   return 0;
 }
@@ -343,7 +355,8 @@ static void rank_free(rank *r) {
   free(r->px);
   free(r->plen);
   free(r->fp);
-  free(r->k);
+  free(r->kx);
+  free(r->ky);
   free(r->rep);
   free(r->full);
   free(r->heap);
@@ -356,7 +369,8 @@ static void rank_free(rank *r) {
 /* Sets up the pass tables: a table of at most the budget per pass, and the
  * number of fingerprint bits that split the groups into passes. */
 static int tables(rank *r, size_t nbt, size_t budget) {
-  const size_t per_slot = sizeof(uint64_t) + sizeof(key) + sizeof(uint32_t);
+  const size_t per_slot = sizeof(uint64_t) + sizeof(uint32_t) +
+                          (r->order == MT_ORDER_OLDEST ? sizeof(key) : sizeof(uint64_t));
   size_t cap = 1024;
   while (cap * per_slot * 2 <= budget) cap *= 2;
   unsigned bits = 0;
@@ -366,21 +380,24 @@ static int tables(rank *r, size_t nbt, size_t budget) {
   r->cap = want;
   r->bits = bits;
   r->fp = malloc(r->cap * sizeof *r->fp);
-  r->k = malloc(r->cap * sizeof *r->k);
+  if (r->order != MT_ORDER_OBJECTS && !(r->kx = malloc(r->cap * sizeof *r->kx))) return -1;
+  if (r->order != MT_ORDER_BYTES && !(r->ky = malloc(r->cap * sizeof *r->ky))) return -1;
   r->rep = calloc(r->cap, sizeof *r->rep);
   r->heap = malloc(r->limit * sizeof *r->heap);
   if (!bits) r->full = malloc(r->cap * sizeof *r->full);
-  return !r->fp || !r->k || !r->rep || !r->heap || (!bits && !r->full) ? -1 : 0;
+  return !r->fp || !r->rep || !r->heap || (!bits && !r->full) ? -1 : 0;
 }
 
 /* The shown groups' full records, by a last pass, when passes kept keys
  * only. */
 static int last_pass(rank *r) {
   free(r->fp);
-  free(r->k);
+  free(r->kx);
+  free(r->ky);
   free(r->rep);
   r->fp = NULL;
-  r->k = NULL;
+  r->kx = NULL;
+  r->ky = NULL;
   r->rep = NULL;
   for (size_t i = 0; i < r->hn; i++)
     if (mt__u64map_put(&r->shown, r->heap[i].fp, (uint32_t)i)) return -1;
@@ -432,7 +449,7 @@ int mt__rank_stacks(const mt__query *q, int order, size_t limit, size_t budget,
     *ngroups += r.count;
     for (size_t s = 0; s < r.cap; s++) {
       if (!r.rep[s]) continue;
-      cand c = {r.fp[s], r.k[s], r.rep[s] - 1, (uint32_t)s};
+      cand c = {r.fp[s], key_at(&r, s), r.rep[s] - 1, (uint32_t)s};
       offer(&r, &c);
       if (r.bits) r.rep[s] = 0;
     }

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "analysis/calltree_internal.h" /* a node's `outer` flag */
 #include "memtrace/calltree.h"
 #include "memtrace/profile.h"
 #include "memtrace/rank.h"
@@ -417,6 +418,57 @@ static void test_cursor(void **state) {
   mt_calltree_free(t);
 }
 
+/* The cursor against a model, on random stacks over a small alphabet (so
+ * that functions repeat) with rewinds to random marks, under both rules:
+ * the leaf's path must be the kept functions, and each node's `outer` flag
+ * whether its function is kept higher on the path. */
+static void cursor_against_model(int rule) {
+  enum { MAXD = 40, ROUNDS = 20000 };
+  mt_calltree *t = mt_calltree_new(rule, 0);
+  assert_non_null(t);
+  uint32_t frames[MAXD];
+  size_t depth = 0;
+  uint64_t x = 88172645463325252ull; /* xorshift */
+  for (int round = 0; round < ROUNDS; round++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    depth = depth ? (size_t)(x % (depth + 1)) : 0; /* rewind to any mark */
+    mt_calltree_rewind(t, depth);
+    size_t more = (size_t)(x >> 20) % 6;
+    for (size_t i = 0; i < more && depth < MAXD; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      frames[depth++] = (uint32_t)(x % 7);
+      assert_int_equal(mt_calltree_push(t, frames[depth - 1], 0), MT_OK);
+      assert_int_equal(mt_calltree_mark(t), depth);
+    }
+    /* the model: the kept functions of frames[0, depth) */
+    uint32_t kept[MAXD];
+    size_t nk = 0;
+    for (size_t i = 0; i < depth; i++) {
+      int seen = 0;
+      for (size_t j = 0; j < nk; j++) seen |= kept[j] == frames[i];
+      if (rule == MT_TREE_FIRST_OCCURRENCE ? !seen : !nk || kept[nk - 1] != frames[i])
+        kept[nk++] = frames[i];
+    }
+    uint32_t v = mt_calltree_end(t);
+    for (size_t j = nk; j-- > 0;) {
+      assert_int_not_equal(v, 0);
+      assert_int_equal(mt_calltree_function(t, v), kept[j]);
+      int higher = 0;
+      for (size_t i = 0; i < j; i++) higher |= kept[i] == kept[j];
+      assert_int_equal(t->outer[v], !higher);
+      v = mt_calltree_parent(t, v);
+    }
+    assert_int_equal(v, 0);
+  }
+  mt_calltree_free(t);
+}
+
+static void test_cursor_model(void **state) {
+  (void)state;
+  cursor_against_model(MT_TREE_FIRST_OCCURRENCE);
+  cursor_against_model(MT_TREE_MERGE_ADJACENT);
+}
+
 static void test_stats(void **state) {
   (void)state;
   mt_analysis *a = known_trace();
@@ -553,7 +605,7 @@ int main(void) {
       cmocka_unit_test(test_rank_sites), cmocka_unit_test(test_rank_stacks),
       cmocka_unit_test(test_leaks),      cmocka_unit_test(test_callers),
       cmocka_unit_test(test_diff),       cmocka_unit_test(test_calltree),
-      cmocka_unit_test(test_cursor),     cmocka_unit_test(test_stats),
+      cmocka_unit_test(test_cursor),     cmocka_unit_test(test_cursor_model),     cmocka_unit_test(test_stats),
       cmocka_unit_test(test_profile),    cmocka_unit_test(test_rank_ways_agree),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

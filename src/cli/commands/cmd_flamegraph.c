@@ -244,6 +244,7 @@ static int run_stream(const char *path) {
   s.r = r;
   mt_calltree *t = mt_calltree_new(MT_TREE_FIRST_OCCURRENCE, 0);
   uint64_t *w = NULL, *prev = NULL;
+  uint32_t prev_domain = UINT32_MAX;
   size_t w_len = 0, w_cap = 0, prev_len = 0, prev_cap = 0, *mark = NULL, mark_cap = 0;
   if (!t) mt_cli_nomem(&mt_cmd_flamegraph);
   mt_progress progress;
@@ -257,8 +258,19 @@ static int run_stream(const char *path) {
     if (mt__grow((void **)&prev, &prev_cap, n + 1, sizeof *prev, 64) ||
         mt__grow((void **)&mark, &mark_cap, n + 1, sizeof *mark, 64))
       mt_cli_nomem(&mt_cmd_flamegraph);
-    /* the previous backtrace's frames are shared up to its first new code */
-    while (k < n && k < prev_len && ev.backtrace[k] == prev[k]) k++;
+    /* The previous backtrace's frames are shared up to its first new code:
+     * the reader says how many when it was the same domain's (the trace
+     * encodes each backtrace against that one; the count may exceed both
+     * lengths where a writer cut a backtrace short), else they are
+     * compared. */
+    if (ev.domain == prev_domain) {
+      k = ev.common_prefix;
+      if (k > n) k = n;
+      if (k > prev_len) k = prev_len;
+    } else {
+      while (k < n && k < prev_len && ev.backtrace[k] == prev[k]) k++;
+      prev_domain = ev.domain;
+    }
     mt_calltree_rewind(t, k ? mark[k - 1] : 0);
     for (size_t i = k; i < n; i++) {
       size_t nn;
