@@ -57,6 +57,7 @@ for t in "${traces[@]}"; do
   for q in "summary?alloc=10..60" "flame?alloc=10..60" "flame?live=peak" "timeline?live=peak" \
            "flame?size=100..10000" "flame?inside=parse" "flame?source=external" \
            "functions?alloc=10..60" "sites?live=peak" "paths?live=peak" "leaks" "histograms" \
+           "stats?live=peak" \
            "flame?focus=$focus" "flame?hide=std"; do
     printf "  %-34s %6.3f s\n" "$q" "$(get "/api/$q")"
   done

@@ -54,4 +54,11 @@ struct mt_calltree {
 void *mt__calltree_scratch_get(const mt_calltree *t, size_t bytes);
 void mt__calltree_scratch_put(const mt_calltree *t, void *p, size_t bytes);
 
+/* mt_calltree_functions, walking objects' paths for at most walk_budget
+ * steps before sweeping the tree instead (the public function's budget:
+ * 8 steps a node). */
+int mt__calltree_functions(const mt_calltree *t, const mt_analysis *a, const mt_filter *f,
+                           int by_total, size_t limit, size_t walk_budget, mt_function_row **rows,
+                           size_t *n);
+
 #endif

@@ -366,36 +366,124 @@ static int by_weight(const void *x, const void *y, void *ctx) {
   return a->function < b->function ? -1 : a->function > b->function;
 }
 
+/* A function's self tally is its objects' whose innermost frame left
+ * (after hide) it is; its total, the objects with it on their stack, each
+ * once: the subtrees of its outermost nodes. Two ways there: walking each
+ * passing object's path up the tree (cost by objects times depth: a
+ * selective filter's way), given up past `budget` steps; or sums per node
+ * swept up the tree, two tally components at a time in 16 bytes a node
+ * (the flame graph's reused block: a 12M-node tree's tallies whole would
+ * take half a gigabyte). */
+static int functions_by_walks(const mt__query *q, const mt_calltree *t, mt_function_row *fr,
+                              size_t budget) {
+  const mt_analysis *a = q->a;
+  size_t steps = 0;
+  for (size_t i = 0; i < a->nobj; i++) {
+    if (!mt__query_object(q, i)) continue;
+    uint32_t v = t->leaf[a->bt[i]];
+    if (v == NONE) continue;
+    mt_tally ti = {0};
+    mt__tally_object(a, i, &ti);
+    int self_done = 0;
+    for (uint32_t u = v; u != 0; u = t->parent[u]) {
+      if (++steps > budget) return 1;
+      if (mt__query_hidden(q, t->fn[u])) continue;
+      if (!self_done) mt_tally_add(&fr[t->fn[u]].self, &ti), self_done = 1;
+      if (t->outer[u]) mt_tally_add(&fr[t->fn[u]].total, &ti);
+    }
+  }
+  return 0;
+}
+
+typedef union pair {
+  uint64_t u[2];
+  double d[2];
+} pair;
+
+/* Component pair k of a tally: samples and objects, ht and its variance,
+ * the largest weight. */
+static void pair_add(int k, pair *to, const mt_tally *t) {
+  if (k == 0) to->u[0] += t->samples, to->u[1] += t->objects;
+  else if (k == 1) to->d[0] += t->ht, to->d[1] += t->ht_var;
+  else if (t->w_max > to->d[0]) to->d[0] = t->w_max;
+}
+
+static void pair_merge(int k, pair *to, const pair *p) {
+  if (k == 0) to->u[0] += p->u[0], to->u[1] += p->u[1];
+  else if (k == 1) to->d[0] += p->d[0], to->d[1] += p->d[1];
+  else if (p->d[0] > to->d[0]) to->d[0] = p->d[0];
+}
+
+static void pair_to_tally(int k, mt_tally *to, const pair *p) {
+  mt_tally t = {0};
+  if (k == 0) t.samples = p->u[0], t.objects = p->u[1];
+  else if (k == 1) t.ht = p->d[0], t.ht_var = p->d[1];
+  else t.w_max = p->d[0];
+  mt_tally_add(to, &t);
+}
+
+static int functions_by_sweeps(const mt__query *q, const mt_calltree *t, mt_function_row *fr) {
+  const mt_analysis *a = q->a;
+  size_t n = t->n, bytes = n * sizeof(pair);
+  pair *acc = mt__calltree_scratch_get(t, bytes);
+  uint32_t *vis = q->fn_hidden ? malloc(n * sizeof *vis) : NULL;
+  if (!acc || (q->fn_hidden && !vis)) {
+    free(acc);
+    free(vis);
+    return -1;
+  }
+  if (vis) { /* each node's innermost frame not hidden */
+    vis[0] = 0;
+    for (size_t v = 1; v < n; v++)
+      vis[v] = mt__query_hidden(q, t->fn[v]) ? vis[t->parent[v]] : (uint32_t)v;
+  }
+  for (int k = 0; k < 3; k++) {
+    memset(acc, 0, bytes);
+    for (size_t i = 0; i < a->nobj; i++) {
+      if (!mt__query_object(q, i)) continue;
+      uint32_t v = t->leaf[a->bt[i]];
+      if (v == NONE) continue;
+      mt_tally ti = {0};
+      mt__tally_object(a, i, &ti);
+      pair_add(k, &acc[v], &ti);
+    }
+    for (size_t v = 1; v < n; v++) {
+      uint32_t u = vis ? vis[v] : (uint32_t)v;
+      if (u) pair_to_tally(k, &fr[t->fn[u]].self, &acc[v]);
+    }
+    for (size_t v = n; v-- > 1;) pair_merge(k, &acc[t->parent[v]], &acc[v]);
+    for (size_t v = 1; v < n; v++)
+      if (t->outer[v] && !mt__query_hidden(q, t->fn[v])) pair_to_tally(k, &fr[t->fn[v]].total, &acc[v]);
+  }
+  mt__calltree_scratch_put(t, acc, bytes);
+  free(vis);
+  return 0;
+}
+
 int mt_calltree_functions(const mt_calltree *t, const mt_analysis *a, const mt_filter *f,
                           int by_total, size_t limit, mt_function_row **rows, size_t *nrows) {
+  /* a step of a walk costs a few times less than a node's share of the
+   * sweeps (three passes of four touches each, and the objects' tallies) */
+  return mt__calltree_functions(t, a, f, by_total, limit, 8 * t->n, rows, nrows);
+}
+
+int mt__calltree_functions(const mt_calltree *t, const mt_analysis *a, const mt_filter *f,
+                           int by_total, size_t limit, size_t walk_budget, mt_function_row **rows,
+                           size_t *nrows) {
   *rows = NULL;
   *nrows = 0;
   if (!t->leaf) return MT_ERR_INVALID;
   mt__query q;
   if (mt__query_init(&q, a, f) != MT_OK) return MT_ERR_NOMEM;
-  size_t n = t->n, nf = a->nfn;
-  mt_tally *node = calloc(n, sizeof *node);
-  uint32_t *vis = malloc(n * sizeof *vis);
+  size_t nf = a->nfn;
   mt_function_row *fr = calloc(nf + 1, sizeof *fr);
   int rc = MT_ERR_NOMEM;
-  if (!node || !vis || !fr) goto out;
-  /* each object's tally at its leaf; a node's innermost frame not hidden */
-  for (size_t i = 0; i < a->nobj; i++) {
-    if (!mt__query_object(&q, i)) continue;
-    uint32_t v = t->leaf[a->bt[i]];
-    if (v != NONE) mt__tally_object(a, i, &node[v]);
+  if (!fr) goto out;
+  if (functions_by_walks(&q, t, fr, walk_budget)) {
+    memset(fr, 0, (nf + 1) * sizeof *fr);
+    if (functions_by_sweeps(&q, t, fr)) goto out;
   }
-  vis[0] = 0;
-  for (size_t v = 1; v < n; v++) vis[v] = mt__query_hidden(&q, t->fn[v]) ? vis[t->parent[v]] : (uint32_t)v;
   for (size_t k = 0; k < nf; k++) fr[k].function = (uint32_t)k;
-  /* self: at the innermost frame left; then subtree sums (parents have
-   * smaller ids); total: a function's outermost nodes' subtrees, which
-   * hold each object with the function on its stack once */
-  for (size_t v = 1; v < n; v++)
-    if (vis[v]) mt_tally_add(&fr[t->fn[vis[v]]].self, &node[v]);
-  for (size_t v = n; v-- > 1;) mt_tally_add(&node[t->parent[v]], &node[v]);
-  for (size_t v = 1; v < n; v++)
-    if (t->outer[v] && !mt__query_hidden(&q, t->fn[v])) mt_tally_add(&fr[t->fn[v]].total, &node[v]);
   size_t m = 0;
   for (size_t k = 0; k < nf; k++)
     if (fr[k].total.objects) fr[m++] = fr[k];
@@ -407,8 +495,6 @@ int mt_calltree_functions(const mt_calltree *t, const mt_analysis *a, const mt_f
   rc = MT_OK;
 out:
   mt__query_free(&q);
-  free(node);
-  free(vis);
   free(fr);
   return rc;
 }

@@ -82,6 +82,12 @@ static int build(mt_vsnap *s) {
   return rc;
 }
 
+static void index_stacks(mt_vsnap *s) {
+  double t0 = now_s();
+  mt_vsnap_index(s);
+  if (mt_vdebug()) fprintf(stderr, "memtrace view: [debug] stacks indexed %.3f s\n", now_s() - t0);
+}
+
 /* The page's first view is the unfiltered flame graph: computed here, on
  * the loader's thread, while the page reads info and timeline. */
 static void precompute(mt_vsnap *s) { /* MT_VFLAME_KEY begun */
@@ -103,7 +109,8 @@ int mt_vlive_load_once(mt_vlive *l, const char *path, const char *name) {
   l->path = path;
   l->name = name;
   mt_vsnap *s = load(l, path, isatty(2), err, sizeof err);
-  if (s && build(s)) {
+  if (s && build(s) == 0) index_stacks(s);
+  else if (s) {
     snprintf(err, sizeof err, "%s: out of memory", path);
     mt_vsnap_unref(s);
     s = NULL;
@@ -148,8 +155,10 @@ static void *load_bg(void *arg) {
   install(l, s);
   /* info, summary, timeline... are answered from here on; the rest waits
    * for the tree */
-  if (build(s) == 0 && claimed && !__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) precompute(s);
+  int built = build(s) == 0;
+  if (built && claimed && !__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) precompute(s);
   else if (claimed) mt_vsnap_cache_end(s, MT_VFLAME_KEY, NULL, 0);
+  if (built && !__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) index_stacks(s);
   mt_vsnap_unref(s);
   return NULL;
 }
@@ -238,13 +247,14 @@ static void *follow(void *arg) {
     }
     char err[1024];
     mt_vsnap *s = load(l, l->path, 0, err, sizeof err);
-    /* the tree is built before the new snapshot replaces the old one,
-     * which keeps answering meanwhile */
+    /* the tree and the stacks' index are built before the new snapshot
+     * replaces the old one, which keeps answering meanwhile */
     if (s && build(s)) {
       snprintf(err, sizeof err, "%s: out of memory", l->path);
       mt_vsnap_unref(s);
       s = NULL;
     }
+    if (s) index_stacks(s);
     double e = now_s();
     last_took = e - t;
     last_end = e;

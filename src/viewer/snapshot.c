@@ -44,16 +44,17 @@ int mt_vsnap_build(mt_vsnap *s) {
   pthread_mutex_unlock(&s->lock);
   if (st) return st > 0 ? 0 : -1;
   mt_calltree *t = NULL;
-  int rc = mt_calltree_build(s->a, NULL, MT_TREE_MERGE_ADJACENT, 0, &t) == MT_OK &&
-                   mt_analysis_index_stacks(s->a) == MT_OK
-               ? 0
-               : -1;
+  int rc = mt_calltree_build(s->a, NULL, MT_TREE_MERGE_ADJACENT, 0, &t) == MT_OK ? 0 : -1;
   pthread_mutex_lock(&s->lock);
   s->tree = t;
   s->state = rc ? -1 : 1;
   pthread_cond_broadcast(&s->built);
   pthread_mutex_unlock(&s->lock);
   return rc;
+}
+
+void mt_vsnap_index(mt_vsnap *s) {
+  (void)mt_analysis_index_stacks(s->a); /* out of memory: answers go without */
 }
 
 int mt_vsnap_wait(const mt_vsnap *cs) {

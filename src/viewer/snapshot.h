@@ -44,9 +44,13 @@ typedef struct mt_vsnap {
  * not built yet. Returns NULL when out of memory (the analysis is then
  * freed). */
 mt_vsnap *mt_vsnap_new(mt_analysis *a, const char *name, uint64_t generation);
-/* Builds the call tree and the stacks' index (once) and wakes the
- * waiters; 0 or -1 (out of memory: the waiters then fail too). */
+/* Builds the call tree (once) and wakes the waiters; 0 or -1 (out of
+ * memory: the waiters then fail too). */
 int mt_vsnap_build(mt_vsnap *s);
+/* Indexes the analysis' stacks (mt_analysis_index_stacks) for the rankings
+ * by stack, leaks and paths, which meanwhile compute without it; after the
+ * tree, so that the flame graph comes first. */
+void mt_vsnap_index(mt_vsnap *s);
 /* Waits until the tree is built: 0, or -1 if it could not be. */
 int mt_vsnap_wait(const mt_vsnap *s);
 

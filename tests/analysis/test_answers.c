@@ -325,6 +325,26 @@ static void test_calltree(void **state) {
   for (size_t k = 0; k < nr; k++)
     if (strcmp(mt_analysis_function_name(a, rows[k].function), "main") == 0)
       assert_int_equal(rows[k].total.samples, 113), assert_int_equal(rows[k].self.samples, 0);
+  /* the same by sweeps of the tree as by walks of the objects' paths, with
+   * and without hidden frames */
+  for (int hide = 0; hide < 2; hide++) {
+    mt_filter fh = all();
+    if (hide) assert_int_equal(mt_filter_set(&fh, "hide", "helper", NULL, 0), MT_OK);
+    mt_function_row *walked, *swept;
+    size_t nw, ns;
+    assert_int_equal(mt__calltree_functions(t, a, &fh, 1, 0, SIZE_MAX, &walked, &nw), MT_OK);
+    assert_int_equal(mt__calltree_functions(t, a, &fh, 1, 0, 0, &swept, &ns), MT_OK);
+    assert_int_equal(nw, ns);
+    assert_true(nw >= 3);
+    for (size_t k = 0; k < nw; k++) {
+      assert_int_equal(walked[k].function, swept[k].function);
+      assert_memory_equal(&walked[k].self, &swept[k].self, sizeof walked[k].self);
+      assert_memory_equal(&walked[k].total, &swept[k].total, sizeof walked[k].total);
+      if (hide) assert_string_not_equal(mt_analysis_function_name(a, walked[k].function), "helper");
+    }
+    free(walked);
+    free(swept);
+  }
   free(rows);
 
   /* flame, focused on helper: callees rooted at helper weigh 90; callers
