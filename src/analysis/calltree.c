@@ -359,8 +359,7 @@ int mt_calltree_tally(const mt_calltree *t, const mt_analysis *a, const mt_filte
   if (!t->leaf || mt__query_init(&q, a, f) != MT_OK) return MT_ERR_NOMEM;
   memset(per_node, 0, t->n * sizeof *per_node);
   for (size_t i = 0; i < a->nobj; i++) {
-    if (!mt__query_object(&q, i)) continue;
-    uint32_t v = t->leaf[a->bt[i]];
+    uint32_t v = mt__passing_leaf(&q, t, i);
     if (v != NONE) mt__tally_object(a, i, &per_node[v]);
   }
   mt__query_free(&q);

@@ -45,6 +45,12 @@ struct mt_calltree {
   size_t scratch_bytes;
 };
 
+/* The node where object i's backtrace ends, if the object passes the query
+ * and the tree holds its backtrace; else UINT32_MAX. */
+static inline uint32_t mt__passing_leaf(const mt__query *q, const mt_calltree *t, size_t i) {
+  return mt__query_object(q, i) ? t->leaf[q->a->bt[i]] : UINT32_MAX;
+}
+
 /* Per-node scratch for an answer (the flame graph needs 16 bytes a node,
  * 190 MB on a tree of 12M nodes): the block the last answer gave back when
  * it is large enough, else a new one; contents undefined. Fresh memory of

@@ -248,8 +248,7 @@ static void weigh(const mt__query *q, const mt_calltree *t, int by_objects, doub
   const mt_analysis *a = q->a;
   memset(W, 0, t->n * sizeof *W);
   for (size_t i = 0; i < a->nobj; i++) {
-    if (!mt__query_object(q, i)) continue;
-    uint32_t v = t->leaf[a->bt[i]];
+    uint32_t v = mt__passing_leaf(q, t, i);
     if (v == NONE) continue;
     if (by_objects) {
       mt_tally one = {0};
@@ -379,8 +378,7 @@ static int functions_by_walks(const mt__query *q, const mt_calltree *t, mt_funct
   const mt_analysis *a = q->a;
   size_t steps = 0;
   for (size_t i = 0; i < a->nobj; i++) {
-    if (!mt__query_object(q, i)) continue;
-    uint32_t v = t->leaf[a->bt[i]];
+    uint32_t v = mt__passing_leaf(q, t, i);
     if (v == NONE) continue;
     mt_tally ti = {0};
     mt__tally_object(a, i, &ti);
@@ -440,8 +438,7 @@ static int functions_by_sweeps(const mt__query *q, const mt_calltree *t, mt_func
   for (int k = 0; k < 3; k++) {
     memset(acc, 0, bytes);
     for (size_t i = 0; i < a->nobj; i++) {
-      if (!mt__query_object(q, i)) continue;
-      uint32_t v = t->leaf[a->bt[i]];
+      uint32_t v = mt__passing_leaf(q, t, i);
       if (v == NONE) continue;
       mt_tally ti = {0};
       mt__tally_object(a, i, &ti);
