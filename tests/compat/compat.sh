@@ -15,6 +15,9 @@
 #               the analysis commands accept the stripped trace
 #   strip-exact (5th argument EXPECTED) memtrace strip-names NAME.ctf ==
 #               EXPECTED, the output of memtrace's (HEAD) strip_names
+#   hotspots-gen (5th argument on: a generator and its options) hotspots of
+#               the trace the generator writes (to a temporary NAME.ctf, too
+#               large to keep) == NAME.hotspots.txt in TRACES
 #   errors      (no NAME) usage errors exit 2, bad input exits 1 naming the
 #               file, --help, no progress output when stderr is not a TTY
 set -euo pipefail
@@ -22,6 +25,10 @@ check=$1 memtrace=$2 traces=$3 name=${4:-} expected=${5:-}
 trace="$traces/$name.ctf"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+if [ "$check" = hotspots-gen ]; then
+  trace="$tmp/$name.ctf"
+  "${@:5}" "$trace" > /dev/null || { echo "FAIL [$check $name]: ${*:5} failed" >&2; exit 1; }
+fi
 
 fail() { echo "FAIL [$check $name]: $*" >&2; exit 1; }
 [ -z "$name" ] || [ -f "$trace" ] || fail "no trace $trace"
@@ -34,7 +41,7 @@ alloc_lines() {
 }
 
 case "$check" in
-hotspots)
+hotspots | hotspots-gen)
   "$memtrace" hotspots "$trace" > "$tmp/ours" 2> "$tmp/err"
   [ ! -s "$tmp/err" ] || { cat "$tmp/err" >&2; fail "wrote to stderr"; }
   cmp "$tmp/ours" "$traces/$name.hotspots.txt" || {
