@@ -59,6 +59,12 @@ MT_API int mt_analysis_load_reader(mt_analysis **out, mt_reader *r,
 MT_API void mt_analysis_free(mt_analysis *a);
 MT_API const char *mt_analysis_error(const mt_analysis *a);
 MT_API const char *mt_analysis_warning(const mt_analysis *a);
+/* After a failed load: the byte offset of the corrupt part of the trace
+ * (MT_ERR_CORRUPT, MT_ERR_VERSION), else MT_NO_OFFSET. */
+MT_API uint64_t mt_analysis_error_offset(const mt_analysis *a);
+/* The byte offset of the truncated packet that ended the trace (the
+ * warning says so), or MT_NO_OFFSET when the trace was whole. */
+MT_API uint64_t mt_analysis_truncated(const mt_analysis *a);
 
 /* The trace_info; strings valid until mt_analysis_free. */
 MT_API const mt_trace_info *mt_analysis_info(const mt_analysis *a);

@@ -170,6 +170,18 @@ MT_API const char *mt_reader_error(const mt_reader *r);
  * the whole trace was read. */
 MT_API const char *mt_reader_warning(const mt_reader *r);
 
+/* An offset that names no place in the trace. */
+#define MT_NO_OFFSET UINT64_MAX
+
+/* Where the last error was found: the byte offset in the trace of the
+ * corrupt or unreadable part (MT_ERR_CORRUPT, MT_ERR_VERSION), else
+ * MT_NO_OFFSET (an I/O error, out of memory, or no error). */
+MT_API uint64_t mt_reader_error_offset(const mt_reader *r);
+
+/* After mt_reader_next returned 0: the byte offset of the truncated packet
+ * that ended the trace, or MT_NO_OFFSET when the trace ended whole. */
+MT_API uint64_t mt_reader_truncated(const mt_reader *r);
+
 /* ---- Writer ---------------------------------------------------------------- */
 
 typedef struct mt_writer mt_writer;

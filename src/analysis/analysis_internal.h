@@ -39,8 +39,10 @@ typedef struct mt__bin {
 struct mt_analysis {
   int status;
   char err[768];
+  uint64_t err_off;       /* mt_analysis_error_offset */
   char warn[512];
   int has_warn;
+  uint64_t truncated_off; /* mt_analysis_truncated */
 
   mt_trace_info info;
   mt__strtab strings; /* info strings, function names and files */

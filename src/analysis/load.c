@@ -504,6 +504,7 @@ static mt_analysis *new_analysis(void) {
   mt_analysis *a = calloc(1, sizeof *a);
   if (!a) return NULL;
   a->bin_width = 250; /* us, doubled as the trace grows */
+  a->err_off = a->truncated_off = MT_NO_OFFSET;
   a->bt_distinct = 1;
   return a;
 }
@@ -544,12 +545,16 @@ static int run_pass(mt_analysis *a, mt_reader *r, mt_progress_fn progress, void 
   free(p.bt_hash);
   mt__u64map_free(&p.ids);
   if (rc < 0) {
-    if (a->status >= 0) fail(a, rc, "%s", mt_reader_error(r));
+    if (a->status >= 0) {
+      fail(a, rc, "%s", mt_reader_error(r));
+      a->err_off = mt_reader_error_offset(r);
+    }
     return a->status;
   }
   if (resolve_codes(a, r) || mt__expand_backtraces(a)) return nomem(a);
   fill_bins(a);
   for (size_t i = 0; i < a->nobj; i++) mt__tally_object(a, i, &a->all);
+  a->truncated_off = mt_reader_truncated(r);
   const char *w = mt_reader_warning(r);
   if (w) snprintf(a->warn, sizeof a->warn, "%s", w);
   else if (p.unknown_ids || p.double_frees)
@@ -577,7 +582,10 @@ int mt_analysis_load(mt_analysis **out, const char *path, mt_progress_fn progres
   if (rc != MT_OK) {
     mt_analysis *a = new_analysis();
     *out = a;
-    if (a) fail(a, rc, "%s", mt_reader_error(r));
+    if (a) {
+      fail(a, rc, "%s", mt_reader_error(r));
+      a->err_off = mt_reader_error_offset(r);
+    }
     mt_reader_close(r);
     return a ? rc : MT_ERR_NOMEM;
   }
@@ -602,3 +610,5 @@ void mt_analysis_free(mt_analysis *a) {
 
 const char *mt_analysis_error(const mt_analysis *a) { return a ? a->err : "out of memory"; }
 const char *mt_analysis_warning(const mt_analysis *a) { return a->has_warn ? a->warn : NULL; }
+uint64_t mt_analysis_error_offset(const mt_analysis *a) { return a ? a->err_off : MT_NO_OFFSET; }
+uint64_t mt_analysis_truncated(const mt_analysis *a) { return a->truncated_off; }

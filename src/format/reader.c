@@ -86,8 +86,11 @@ struct mt_reader {
 
   int status;
   char err[768];
+  uint64_t err_off;   /* MT_NO_OFFSET when the error has no place */
   char warn[512];
   int warn_set;
+  int truncated;
+  uint64_t truncated_off;
   uint64_t skipped_pid, skipped_pid_value;
 };
 
@@ -103,6 +106,7 @@ static int fail(mt_reader *r, int status, uint64_t off, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
+  r->err_off = status == MT_ERR_CORRUPT || status == MT_ERR_VERSION ? off : MT_NO_OFFSET;
   if (status == MT_ERR_CORRUPT)
     snprintf(r->err, sizeof r->err, "%s: corrupt trace at byte %llu: %s", r->name,
              (unsigned long long)off, what);
@@ -240,6 +244,7 @@ static void truncated(mt_reader *r, uint64_t off, size_t want, size_t present) {
               "%s: trace truncated: the packet at byte %llu needs %zu bytes, "
               "only %zu remain; every complete packet before it was read",
               r->name, (unsigned long long)off, want, present);
+  if (!r->truncated) r->truncated = 1, r->truncated_off = off;
   r->done = 1;
 }
 
@@ -724,6 +729,7 @@ int mt_reader_open(mt_reader **out, const char *path) {
     r->fd = -1;
     r->name = strdup(path);
     snprintf(r->err, sizeof r->err, "%s: cannot open: %s", path, strerror(e));
+    r->err_off = MT_NO_OFFSET;
     r->status = MT_ERR_IO;
     return MT_ERR_IO;
   }
@@ -792,3 +798,11 @@ void mt_reader_progress(const mt_reader *r, uint64_t *done, uint64_t *total) {
 const char *mt_reader_error(const mt_reader *r) { return r ? r->err : "out of memory"; }
 
 const char *mt_reader_warning(const mt_reader *r) { return r->warn_set ? r->warn : NULL; }
+
+uint64_t mt_reader_error_offset(const mt_reader *r) {
+  return r->status < 0 ? r->err_off : MT_NO_OFFSET;
+}
+
+uint64_t mt_reader_truncated(const mt_reader *r) {
+  return r->truncated ? r->truncated_off : MT_NO_OFFSET;
+}

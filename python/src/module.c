@@ -1,0 +1,243 @@
+/* memtrace_c._core: the module, the Trace type, loading and the helpers
+ * the answers share (core.h). */
+#define MT_PY_IMPORT_ARRAY
+#include "core.h"
+
+#include <stdint.h>
+
+PyObject *mt_py_trace_error;
+
+/* ---- helpers --------------------------------------------------------------- */
+
+PyObject *mt_py_array(npy_intp n, int type) {
+  return PyArray_SimpleNew(1, &n, type);
+}
+
+PyObject *mt_py_str(const char *s) {
+  if (!s) s = "";
+  return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
+}
+
+int mt_py_set(PyObject *d, const char *key, PyObject *value) {
+  if (!value) return -1;
+  int rc = PyDict_SetItemString(d, key, value);
+  Py_DECREF(value);
+  return rc;
+}
+
+PyObject *mt_py_status(int status, const char *what) {
+  if (status == MT_ERR_NOMEM) return PyErr_NoMemory();
+  PyErr_Format(PyExc_ValueError, "%s: %s", what, mt_status_name(status));
+  return NULL;
+}
+
+int mt_py_filter(PyObject *spec, mt_filter *f) {
+  mt_filter_init(f);
+  if (spec == Py_None) return 0;
+  PyObject *seq = PySequence_Fast(spec, "a filter is a sequence of (keyword, parameter, text)");
+  if (!seq) return -1;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  for (Py_ssize_t i = 0; i < n; i++) {
+    const char *keyword, *param, *text;
+    if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "sss", &keyword, &param, &text))
+      goto fail;
+    char err[512];
+    int rc = mt_filter_set(f, param, text, err, sizeof err);
+    if (rc == 1) {
+      PyErr_Format(PyExc_ValueError, "%s: no such filter", keyword);
+      goto fail;
+    }
+    if (rc != MT_OK) {
+      PyErr_Format(PyExc_ValueError, "%s: %s", keyword, err);
+      goto fail;
+    }
+  }
+  Py_DECREF(seq);
+  return 0;
+fail:
+  Py_DECREF(seq);
+  return -1;
+}
+
+/* ---- loading --------------------------------------------------------------- */
+
+typedef struct {
+  PyObject *callback; /* callable(done, total) or None */
+  PyObject *type, *value, *tb; /* the exception that cancelled the load */
+} progress_ctx;
+
+/* Runs with the GIL released around it: takes it to check for Ctrl-C and
+ * to call the callback; an exception cancels the load and is raised once
+ * the load returns. */
+static int on_progress(void *vctx, uint64_t done, uint64_t total) {
+  progress_ctx *c = vctx;
+  PyGILState_STATE g = PyGILState_Ensure();
+  int stop = PyErr_CheckSignals() < 0;
+  if (!stop && c->callback != Py_None) {
+    PyObject *r = PyObject_CallFunction(c->callback, "KK", (unsigned long long)done,
+                                        (unsigned long long)total);
+    stop = r == NULL;
+    Py_XDECREF(r);
+  }
+  if (stop) PyErr_Fetch(&c->type, &c->value, &c->tb);
+  PyGILState_Release(g);
+  return stop;
+}
+
+/* Raises TraceError(message) with its path, offset (None when the problem
+ * has no place) and status name. */
+static PyObject *trace_error(PyObject *path, const char *message, uint64_t offset,
+                             const char *status) {
+  PyObject *e = PyObject_CallFunction(mt_py_trace_error, "s", message);
+  if (!e) return NULL;
+  PyObject *off = offset == MT_NO_OFFSET ? Py_NewRef(Py_None)
+                                         : PyLong_FromUnsignedLongLong(offset);
+  PyObject *st = PyUnicode_FromString(status);
+  if (off && st && PyObject_SetAttrString(e, "path", path) == 0 &&
+      PyObject_SetAttrString(e, "offset", off) == 0 &&
+      PyObject_SetAttrString(e, "status", st) == 0)
+    PyErr_SetObject(mt_py_trace_error, e);
+  Py_XDECREF(off);
+  Py_XDECREF(st);
+  Py_DECREF(e);
+  return NULL;
+}
+
+static PyObject *load(PyObject *module, PyObject *args) {
+  (void)module;
+  PyObject *path, *fspath;
+  progress_ctx c = {Py_None, NULL, NULL, NULL};
+  int allow_truncated;
+  if (!PyArg_ParseTuple(args, "O&Op", PyUnicode_FSDecoder, &path, &c.callback,
+                        &allow_truncated))
+    return NULL;
+  if (!PyUnicode_FSConverter(path, &fspath)) {
+    Py_DECREF(path);
+    return NULL;
+  }
+  mt_analysis *a = NULL;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = mt_analysis_load(&a, PyBytes_AS_STRING(fspath), on_progress, &c);
+  Py_END_ALLOW_THREADS
+  Py_DECREF(fspath);
+  PyObject *result = NULL;
+  if (c.type) {
+    PyErr_Restore(c.type, c.value, c.tb);
+  } else if (rc == MT_ERR_NOMEM && !a) {
+    PyErr_NoMemory();
+  } else if (rc != MT_OK) {
+    trace_error(path, mt_analysis_error(a), mt_analysis_error_offset(a), mt_status_name(rc));
+  } else if (!allow_truncated && mt_analysis_truncated(a) != MT_NO_OFFSET) {
+    char msg[1024];
+    snprintf(msg, sizeof msg,
+             "%s (open it with allow_truncated=True to read those packets)",
+             mt_analysis_warning(a));
+    trace_error(path, msg, mt_analysis_truncated(a), "truncated trace");
+  } else {
+    mt_py_trace *t = PyObject_New(mt_py_trace, &mt_py_trace_type);
+    if (t) {
+      t->a = a;
+      t->path = path;
+      return (PyObject *)t;
+    }
+  }
+  mt_analysis_free(a);
+  Py_DECREF(path);
+  return result;
+}
+
+/* ---- Trace ----------------------------------------------------------------- */
+
+static void trace_dealloc(mt_py_trace *self) {
+  mt_analysis_free(self->a);
+  Py_XDECREF(self->path);
+  PyObject_Free(self);
+}
+
+static PyObject *info(mt_py_trace *self, PyObject *unused) {
+  (void)unused;
+  const mt_analysis *a = self->a;
+  const mt_trace_info *i = mt_analysis_info(a);
+  uint64_t peak_time, peak_samples;
+  mt_analysis_peak(a, &peak_time, &peak_samples);
+  const char *w = mt_analysis_warning(a);
+  PyObject *d = PyDict_New();
+  if (!d) return NULL;
+  if (PyDict_SetItemString(d, "path", self->path) < 0 ||
+      mt_py_set(d, "executable", mt_py_str(i->executable_name)) < 0 ||
+      mt_py_set(d, "pid", PyLong_FromUnsignedLongLong(i->pid)) < 0 ||
+      mt_py_set(d, "host", mt_py_str(i->host_name)) < 0 ||
+      mt_py_set(d, "start_time_us", PyLong_FromUnsignedLongLong(i->start_time)) < 0 ||
+      mt_py_set(d, "sample_rate", PyFloat_FromDouble(i->sample_rate)) < 0 ||
+      mt_py_set(d, "word_size", PyLong_FromUnsignedLong(i->word_size)) < 0 ||
+      mt_py_set(d, "context", mt_py_str(i->context)) < 0 ||
+      mt_py_set(d, "runtime_params", mt_py_str(i->runtime_params)) < 0 ||
+      mt_py_set(d, "format_version", PyLong_FromUnsignedLong(i->version)) < 0 ||
+      mt_py_set(d, "duration_us", PyLong_FromUnsignedLongLong(mt_analysis_duration(a))) < 0 ||
+      mt_py_set(d, "sampled_objects", PyLong_FromSize_t(mt_analysis_object_count(a))) < 0 ||
+      mt_py_set(d, "backtraces", PyLong_FromSize_t(mt_analysis_backtrace_count(a))) < 0 ||
+      mt_py_set(d, "peak_time_us", PyLong_FromUnsignedLongLong(peak_time)) < 0 ||
+      mt_py_set(d, "peak_samples", PyLong_FromUnsignedLongLong(peak_samples)) < 0 ||
+      mt_py_set(d, "warning", w ? mt_py_str(w) : Py_NewRef(Py_None)) < 0) {
+    Py_DECREF(d);
+    return NULL;
+  }
+  return d;
+}
+
+static PyMethodDef trace_methods[] = {
+    {"info", (PyCFunction)info, METH_NOARGS, "The trace's description, as a dict."},
+    {"objects", (PyCFunction)mt_py_objects, METH_VARARGS,
+     "objects(filter) -> dict of column arrays, one row per sampled allocation."},
+    {"timeline", (PyCFunction)mt_py_timeline, METH_VARARGS,
+     "timeline(nbins, filter) -> dict of column arrays and the peak."},
+    {"top", (PyCFunction)mt_py_top, METH_VARARGS,
+     "top(by, order, limit, depth, filter) -> dict of columns and totals."},
+    {"leaks", (PyCFunction)mt_py_leaks, METH_VARARGS,
+     "leaks(limit, depth, filter) -> dict of columns and totals."},
+    {"stats", (PyCFunction)mt_py_stats, METH_VARARGS,
+     "stats(nchunks, filter) -> the statistics document (JSON text)."},
+    {"backtrace", (PyCFunction)mt_py_backtrace, METH_VARARGS,
+     "backtrace(id) -> dict of columns, one row per frame, innermost first."},
+    {NULL, NULL, 0, NULL}};
+
+PyTypeObject mt_py_trace_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "memtrace_c._core.Trace",
+    .tp_basicsize = sizeof(mt_py_trace),
+    .tp_dealloc = (destructor)trace_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A trace loaded into the analysis tables (made by load()).",
+    .tp_methods = trace_methods,
+};
+
+/* ---- the module ------------------------------------------------------------ */
+
+static PyMethodDef module_methods[] = {
+    {"load", load, METH_VARARGS,
+     "load(path, progress, allow_truncated) -> Trace; raises TraceError."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "_core",
+    "libmemtrace's analysis for memtrace_c (use the memtrace_c package).", -1,
+    module_methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__core(void) {
+  import_array();
+  if (PyType_Ready(&mt_py_trace_type) < 0) return NULL;
+  PyObject *m = PyModule_Create(&module_def);
+  if (!m) return NULL;
+  mt_py_trace_error = PyErr_NewExceptionWithDoc(
+      "memtrace_c.TraceError",
+      "A trace that cannot be read: missing, unreadable, corrupt or truncated.\n"
+      "Attributes: path, offset (the byte where the problem is, or None), status.",
+      NULL, NULL);
+  if (!mt_py_trace_error || PyModule_AddObjectRef(m, "TraceError", mt_py_trace_error) < 0 ||
+      PyModule_AddObjectRef(m, "Trace", (PyObject *)&mt_py_trace_type) < 0 ||
+      PyModule_AddStringConstant(m, "library_version", mt_version()) < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}
