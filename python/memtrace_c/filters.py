@@ -63,6 +63,8 @@ def _range(keyword, value, sizes=False):
 
 def _names(keyword, value):
     items = [value] if isinstance(value, str) else list(value)
+    if not items:
+        raise ValueError(f"{keyword}: an empty list (leave the keyword out, or give None)")
     for s in items:
         if not isinstance(s, str) or not s:
             raise ValueError(f"{keyword}: {s!r} is not a non-empty string")

@@ -170,7 +170,6 @@ class Trace:
         oldest_alloc, newest_alloc, age (seconds from the oldest allocation
         to the trace's end), stack, frames_total, backtrace."""
         d = self._core.leaks(_count("n", n), _count("depth", depth), _filters.spec(filters))
-        d["age"] = d["duration"] - d["oldest_alloc"]
         cols = ["function", "file", "line", "code"]
         cols += list(_estimates(d, "bytes")) + list(_estimates(d, "objects"))
         cols += ["samples", "sampled_objects", "oldest_alloc", "newest_alloc", "age",

@@ -13,10 +13,11 @@
 
 /* ---- rankings and leaks ---------------------------------------------------- */
 
-enum { N_BYTES, N_BYTES_LO, N_BYTES_HI, N_OBJ, N_OBJ_LO, N_OBJ_HI, N_OLDEST, N_NEWEST, NDBL };
-static const char *const dbl_names[NDBL] = {"bytes",      "bytes_lo",   "bytes_hi",
-                                            "objects",    "objects_lo", "objects_hi",
-                                            "oldest_alloc", "newest_alloc"};
+enum { N_BYTES, N_BYTES_LO, N_BYTES_HI, N_OBJ, N_OBJ_LO, N_OBJ_HI, N_OLDEST, N_NEWEST, N_AGE,
+       NDBL };
+static const char *const dbl_names[NDBL] = {"bytes",        "bytes_lo",     "bytes_hi",
+                                            "objects",      "objects_lo",   "objects_hi",
+                                            "oldest_alloc", "newest_alloc", "age"};
 enum { U_SAMPLES, U_SAMPLED, U_LINE, U_FRAMES_TOTAL, U_BACKTRACE, NU64 };
 static const char *const u64_names[NU64] = {"samples", "sampled_objects", "line",
                                             "frames_total", "backtrace"};
@@ -92,7 +93,8 @@ static PyObject *ranking_dict(const mt_analysis *a, const mt_ranking *r, const m
     const mt_rank_row *row = &r->rows[i];
     double dv[NDBL] = {row->bytes.value,   row->bytes.lo,   row->bytes.hi,
                        row->objects.value, row->objects.lo, row->objects.hi,
-                       (double)row->oldest / 1e6, (double)row->newest / 1e6};
+                       (double)row->oldest / 1e6, (double)row->newest / 1e6,
+                       (double)(r->duration - row->oldest) / 1e6};
     uint64_t uv[NU64] = {row->tally.samples, row->tally.objects, row->site.line,
                          row->frames_total, row->backtrace};
     for (int k = 0; k < NDBL; k++) ((double *)PyArray_DATA((PyArrayObject *)dbl[k]))[i] = dv[k];

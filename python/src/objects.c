@@ -82,12 +82,13 @@ PyObject *mt_py_objects(mt_py_trace *self, PyObject *args) {
 
 /* ---- the live heap --------------------------------------------------------- */
 
-/* An array of n doubles copied from v, times `scale`. */
-static PyObject *doubles(const double *v, size_t n, double scale) {
+/* An array of n doubles copied from v, divided by `unit` (as the JSON
+ * document divides, so that the figures are the same doubles). */
+static PyObject *doubles(const double *v, size_t n, double unit) {
   PyObject *arr = mt_py_array((npy_intp)n, NPY_FLOAT64);
   if (!arr) return NULL;
   double *out = PyArray_DATA((PyArrayObject *)arr);
-  for (size_t i = 0; i < n; i++) out[i] = v[i] * scale;
+  for (size_t i = 0; i < n; i++) out[i] = v[i] / unit;
   return arr;
 }
 
@@ -131,7 +132,7 @@ PyObject *mt_py_timeline(mt_py_trace *self, PyObject *args) {
   if (rc != MT_OK) return mt_py_status(rc, "timeline");
   size_t n = t->nbins;
   PyObject *d = PyDict_New();
-  if (!d || mt_py_set(d, "time", doubles(t->end, n, 1e-6)) < 0 ||
+  if (!d || mt_py_set(d, "time", doubles(t->end, n, 1e6)) < 0 ||
       mt_py_set(d, "live_bytes", doubles(t->filtered, n, 1)) < 0 || intervals(t, d) < 0 ||
       mt_py_set(d, "all_bytes", doubles(t->live, n, 1)) < 0 ||
       mt_py_set(d, "all_min", doubles(t->min, n, 1)) < 0 ||

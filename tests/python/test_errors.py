@@ -1,0 +1,186 @@
+"""Bad input raises Python exceptions that name what and where, never a
+crash: missing, unreadable, corrupt and truncated traces (TraceError with
+the path and the byte offset), bad filters and arguments (ValueError naming
+the keyword), and the reader's fuzz corpus replayed through every call."""
+import glob
+import os
+import shutil
+
+import pytest
+
+import memtrace_c as mt
+from conftest import SOURCE, shared
+
+
+def test_missing_file(tmp_path):
+    path = str(tmp_path / "nope.ctf")
+    with pytest.raises(mt.TraceError) as e:
+        mt.open(path)
+    assert path in str(e.value) and "No such file" in str(e.value)
+    assert e.value.path == path and e.value.offset is None
+
+
+def test_directory(tmp_path):
+    with pytest.raises(mt.TraceError) as e:
+        mt.open(tmp_path)  # a path-like
+    assert str(tmp_path) in str(e.value)
+
+
+def test_not_a_trace(tmp_path):
+    p = tmp_path / "text.ctf"
+    p.write_bytes(b"hello, this is not a trace at all" * 10)
+    with pytest.raises(mt.TraceError) as e:
+        mt.open(str(p))
+    assert e.value.offset == 0 and "byte 0" in str(e.value) and str(p) in str(e.value)
+    assert e.value.status == "corrupt trace"
+
+
+def test_corrupt_packet(tmp_path):
+    data = bytearray(open(shared("ocamlopt.ctf"), "rb").read())
+    # where the second packet starts: where a trace cut inside it is cut
+    p = tmp_path / "short.ctf"
+    p.write_bytes(bytes(data[:1000]))
+    with pytest.raises(mt.TraceError) as e:
+        mt.open(str(p))
+    first = e.value.offset
+    assert 0 < first < 1000
+    data[first:first + 4] = b"\0\0\0\0"  # its magic
+    p = tmp_path / "corrupt.ctf"
+    p.write_bytes(bytes(data))
+    with pytest.raises(mt.TraceError) as e:
+        mt.open(str(p))
+    assert e.value.offset == first, str(e.value)
+    assert f"byte {first}" in str(e.value)
+
+
+def test_truncated(tmp_path):
+    data = open(shared("ocamlopt.ctf"), "rb").read()
+    p = tmp_path / "cut.ctf"
+    p.write_bytes(data[: len(data) - 1000])
+    with pytest.raises(mt.TraceError) as e:
+        mt.open(str(p))
+    assert "truncated" in str(e.value) and e.value.offset is not None
+    assert f"byte {e.value.offset}" in str(e.value) and "allow_truncated" in str(e.value)
+    t = mt.open(str(p), allow_truncated=True)
+    assert "truncated" in t.warning
+    assert 0 < len(t.objects()) < len(mt.open(shared("ocamlopt.ctf")).objects())
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return mt.open(shared("workload-1e-4.ctf"))
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"size": "big"}, ["size", "pair"]),
+    ({"size": ("1x", None)}, ["size", "1x"]),
+    ({"size": (10, 5)}, ["size", "empty"]),
+    ({"alloc": (1,)}, ["alloc", "pair"]),
+    ({"alloc": ("a", 2)}, ["alloc", "'a'"]),
+    ({"alloc": (float("nan"), None)}, ["alloc", "finite"]),
+    ({"live_at": "noon"}, ["live_at", "noon"]),
+    ({"live_at": True}, ["live_at"]),
+    ({"collected": "sometimes"}, ["collected", "sometimes"]),
+    ({"lifetime": (-1, None)}, ["lifetime"]),
+    ({"source": "heap"}, ["source", "heap"]),
+    ({"source": []}, ["source"]),
+    ({"hide": ["a,b"]}, ["hide", "comma"]),
+    ({"hide": [""]}, ["hide"]),
+    ({"inside": 3}, ["inside", "string"]),
+    ({"sizes": (1, 2)}, ["sizes", "no such filter"]),
+])
+def test_bad_filter(trace, kw, words):
+    for call in (trace.objects, trace.top, trace.leaks, trace.timeline, trace.stats):
+        with pytest.raises(ValueError) as e:
+            call(**kw)
+        for w in words:
+            assert w in str(e.value), (call.__name__, kw, str(e.value))
+
+
+def test_bad_arguments(trace):
+    with pytest.raises(ValueError, match="by"):
+        trace.top(by="file")
+    with pytest.raises(ValueError, match="sort"):
+        trace.top(sort="age")
+    with pytest.raises(ValueError, match="n"):
+        trace.top(n=-1)
+    with pytest.raises(ValueError, match="bins"):
+        trace.timeline(bins=0)
+    with pytest.raises(ValueError, match="chunks"):
+        trace.stats(chunks=0)
+    with pytest.raises(IndexError, match="backtrace"):
+        trace.backtrace(trace.info["backtraces"])
+    with pytest.raises(ValueError, match="backtrace"):
+        trace.backtrace(-1)
+
+
+def test_progress(capsys):
+    seen = []
+    big = shared("workload-1e-3.ctf")  # progress comes every 65,536 events
+    mt.open(big, progress=lambda done, total: seen.append((done, total)))
+    assert seen and all(0 < d <= t for d, t in seen)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    mt.open(big, progress=True)
+    err = capsys.readouterr().err
+    assert "loading" in err and "%" in err
+
+    class Stop(Exception):
+        pass
+
+    def stop(done, total):
+        raise Stop()
+
+    with pytest.raises(Stop):
+        mt.open(big, progress=stop)
+
+
+def corpus():
+    files = []
+    for d in ("corpus", "corpus_roundtrip"):
+        files += sorted(glob.glob(os.path.join(SOURCE, "tests", "fuzz", d, "*")))
+    assert len(files) > 10
+    return files
+
+
+def test_fuzz_corpus(tmp_path):
+    """Every input of the reader's fuzz corpora (crafted traces, and traces
+    cut and flipped) either loads or raises TraceError; what loads answers
+    every call."""
+    loaded = failed = 0
+    for path in corpus():
+        for variant, data in variants(open(path, "rb").read()):
+            p = tmp_path / f"{os.path.basename(path)}.{variant}"
+            p.write_bytes(data)
+            try:
+                t = mt.open(str(p), allow_truncated=True)
+            except mt.TraceError as e:
+                assert e.path == str(p) and str(p) in str(e)
+                failed += 1
+                continue
+            loaded += 1
+            exercise(t)
+    assert loaded > 0 and failed > 0
+
+
+def variants(data):
+    yield "whole", data
+    yield "half", data[: len(data) // 2]
+    for k, at in enumerate((16, len(data) // 3, len(data) - 7)):
+        if 0 <= at < len(data):
+            b = bytearray(data)
+            b[at] ^= 0x5A
+            yield f"flip{k}", bytes(b)
+
+
+def exercise(t):
+    d = t.info["duration"]
+    for kw in ({}, {"live_at": "peak", "hide": "a"}, {"alloc": (0, d / 2), "size": (None, "1k")}):
+        objs = t.objects(**kw)
+        t.top(n=0, **kw)
+        t.top(by="stack", n=5, **kw)
+        t.leaks(**kw)
+        t.timeline(bins=7, **kw)
+        t.stats(chunks=3, **kw)
+        for bt in set(objs["backtrace"][:20]):
+            t.backtrace(bt)
+    repr(t)

@@ -1,0 +1,86 @@
+"""Trace.objects against the synthetic trace's truth (every object of the
+simulated program: tests/tools/synth.c), and against the rankings' totals
+under every filter."""
+import math
+
+import numpy as np
+
+import memtrace_c as mt
+from test_vs_cli import TRACES, filters
+
+SOURCES = ["minor", "major", "external"]
+
+
+def test_columns_are_the_truth(synth):
+    path, truth = synth
+    t = mt.open(path)
+    df = t.objects()
+    sampled = [o for o in truth["objects"] if o[3] > 0]
+    sampled.sort(key=lambda o: o[5])
+    assert len(df) == len(sampled) == t.info["sampled_objects"]
+    assert list(df.columns) == ["alloc_time", "promote_time", "free_time", "size", "words",
+                                "nsamples", "source", "backtrace"]
+    site, words, length, nsamples, source, alloc_us, free_us = map(list, zip(*sampled))
+    assert list(df["alloc_time"]) == [a / 1e6 for a in alloc_us]
+    free = [math.nan if f < 0 else f / 1e6 for f in free_us]
+    assert np.array_equal(df["free_time"].to_numpy(), np.array(free), equal_nan=True)
+    assert list(df["words"]) == length
+    assert list(df["size"]) == [n * 8 for n in length]
+    assert list(df["nsamples"]) == nsamples
+    assert list(df["source"]) == [SOURCES[s] for s in source]
+    # promotion: minor objects only, between allocation and collection
+    promoted = df[df["promote_time"].notna()]
+    assert len(promoted) > 0 and (promoted["source"] == "minor").all()
+    assert (promoted["promote_time"] > promoted["alloc_time"]).all()
+    assert not (promoted["promote_time"] > promoted["free_time"]).any()
+    # each object's backtrace prints as its site's frames
+    sites = truth["sites"]
+    seen = {}
+    for bt, s in zip(df["backtrace"], site):
+        if bt in seen:
+            assert seen[bt] == s or sites[seen[bt]]["frames"] == sites[s]["frames"]
+            continue
+        seen[bt] = s
+        frames = t.backtrace(bt)
+        text = [f"#{c}" if f is None else f"{f} ({fl}:{ln})"
+                for f, fl, ln, c in zip(frames["function"], frames["file"], frames["line"],
+                                        frames["code"])]
+        assert text == sites[s]["frames"], (bt, s)
+    assert len(seen) >= len({s for s in site}) - 1
+
+
+def test_columns_are_arrays(workload):
+    df = mt.open(workload).objects()
+    assert [str(d) for d in df.dtypes] == ["float64", "float64", "float64", "uint64", "uint64",
+                                           "uint64", "category", "uint32"]
+    raw = 8 * 6 + 1 + 4  # bytes a row: six 8-byte columns, the source's code, the backtrace
+    assert df.memory_usage(deep=True, index=False).sum() <= 1.05 * raw * len(df) + 4096
+    assert (np.diff(df["alloc_time"].to_numpy()) >= 0).all()  # allocation order
+
+
+def test_filters_select_what_rankings_count(synth, workload):
+    for path, names in ((synth[0], TRACES["synth"]), (workload, TRACES["workload"])):
+        t = mt.open(path)
+        for name, kw, _ in filters(t.info["duration"], *names):
+            df = t.objects(**kw)
+            total = t.top(n=1, **kw).attrs["total"]
+            assert len(df) == total["sampled_objects"], name
+            assert int(df["nsamples"].sum()) == total["samples"], name
+            if "hide" in kw and len(kw) == 1:
+                assert len(df) == t.info["sampled_objects"]  # hide selects nothing away
+
+
+def test_filter_semantics(synth):
+    t = mt.open(synth[0])
+    every = t.objects()
+    d = t.info["duration"]
+    a = t.objects(alloc=(d / 4, d / 2))
+    assert ((a["alloc_time"] >= d / 4) & (a["alloc_time"] < d / 2)).all()
+    assert len(a) == ((every["alloc_time"] >= d / 4) & (every["alloc_time"] < d / 2)).sum()
+    s = t.objects(size=(100, 1000))
+    assert ((s["size"] >= 100) & (s["size"] <= 1000)).all() and len(s) > 0
+    n = t.objects(collected="never")
+    assert n["free_time"].isna().all() and len(n) == every["free_time"].isna().sum()
+    x = t.objects(source="external")
+    assert (x["source"] == "external").all() and len(x) == (every["source"] == "external").sum()
+    assert len(t.objects(source=["minor", "major", "external"])) == len(every)
