@@ -23,7 +23,14 @@ typedef struct {
   uint32_t *backtrace;
 } columns;
 
-/* Row k from object i. Sizes as the size filter computes them. */
+/* Bytes as the size filter computes them; a corrupt trace's lengths past
+ * 2^64 bytes saturate. */
+static uint64_t bytes_of(uint64_t words, double word_bytes) {
+  double b = (double)words * word_bytes;
+  return b >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)b;
+}
+
+/* Row k from object i. */
 static void fill(const mt_analysis *a, const uint8_t *mask, size_t nobj, const columns *c) {
   double wb = mt_analysis_word_bytes(a);
   for (size_t i = 0, k = 0; i < nobj; i++) {
@@ -32,7 +39,7 @@ static void fill(const mt_analysis *a, const uint8_t *mask, size_t nobj, const c
     c->alloc[k] = seconds(o.alloc_time);
     c->promote[k] = seconds(o.promote_time);
     c->free[k] = seconds(o.free_time);
-    c->size[k] = (uint64_t)((double)o.length * wb);
+    c->size[k] = bytes_of(o.length, wb);
     c->words[k] = o.length;
     c->nsamples[k] = o.nsamples;
     c->source[k] = (int8_t)o.source;
@@ -106,7 +113,8 @@ static int intervals(const mt_timeline *t, PyObject *d) {
   double per_sample = t->sampling.word_bytes / t->sampling.rate;
   for (size_t i = 0; i < t->nbins; i++) {
     mt_tally tally = {0};
-    tally.samples = (uint64_t)llround(t->filtered[i] / per_sample);
+    double samples = t->filtered[i] / per_sample; /* NaN for a trace of rate 0 */
+    tally.samples = samples >= 0.5 && samples < 9e18 ? (uint64_t)llround(samples) : 0;
     mt_estimate e = mt_sampling_bytes(&t->sampling, &tally);
     l[i] = e.lo;
     h[i] = e.hi;
