@@ -5,11 +5,15 @@ ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-# Debian packages: building and testing.
+# Debian packages: building and testing; the Python package (memtrace_c)
+# with its notebook, plots and pip install.
 DEPS = build-essential cmake libcmocka-dev xz-utils babeltrace2 clang \
        libclang-rt-14-dev time zlib1g-dev protobuf-compiler \
        libunwind-dev libdw-dev python3 libmicrohttpd-dev pkg-config \
-       chromium libjemalloc2
+       chromium libjemalloc2 \
+       python3-dev python3-numpy python3-pandas python3-matplotlib \
+       python3-pytest python3-nbclient python3-nbformat python3-ipykernel \
+       python3-pip python3-setuptools
 
 # The viewer's browser tests drive Debian's chromium with playwright-core
 # (npm, test only), installed into tests/viewer/e2e/node_modules.

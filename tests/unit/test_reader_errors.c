@@ -78,6 +78,8 @@ typedef struct outcome {
   char err[1024];
   char warn[1024];
   int has_warn;
+  uint64_t err_off;   /* mt_reader_error_offset */
+  uint64_t trunc_off; /* mt_reader_truncated */
 } outcome;
 
 static void run(const char *name, const uint8_t *data, size_t len, outcome *o) {
@@ -97,6 +99,8 @@ static void run(const char *name, const uint8_t *data, size_t len, outcome *o) {
     o->has_warn = w != NULL;
     snprintf(o->warn, sizeof o->warn, "%s", w ? w : "");
   }
+  o->trunc_off = mt_reader_truncated(r);
+  o->err_off = mt_reader_error_offset(r);
   snprintf(o->err, sizeof o->err, "%s", mt_reader_error(r));
   mt_reader_close(r);
   unlink(o->path);
@@ -114,6 +118,7 @@ static void expect_open_error(const outcome *o, int status, unsigned long long b
     fail_msg("%s: open returned %d (%s), expected %d", o->path, o->open_rc, o->err, status);
   if (!strstr(o->err, o->path)) fail_msg("message lacks the file name: %s", o->err);
   if (!tu_has_byte(o->err, byte)) fail_msg("message lacks 'byte %llu': %s", byte, o->err);
+  if (o->err_off != byte) fail_msg("error offset %llu, expected %llu", (unsigned long long)o->err_off, byte);
 }
 
 /* An error from mt_reader_next after `nev` events. */
@@ -125,6 +130,8 @@ static void expect_error(const outcome *o, size_t nev, int status, unsigned long
   if (o->nev != nev) fail_msg("%zu events before the error, expected %zu", o->nev, nev);
   if (!strstr(o->err, o->path)) fail_msg("message lacks the file name: %s", o->err);
   if (!tu_has_byte(o->err, byte)) fail_msg("message lacks 'byte %llu': %s", byte, o->err);
+  if ((status == MT_ERR_CORRUPT || status == MT_ERR_VERSION) && o->err_off != byte)
+    fail_msg("error offset %llu, expected %llu", (unsigned long long)o->err_off, byte);
 }
 
 static void expect_clean_end(const outcome *o, size_t nev) {
@@ -132,6 +139,7 @@ static void expect_clean_end(const outcome *o, size_t nev) {
   if (o->rc != 0) fail_msg("%s: next returned %d: %s", o->path, o->rc, o->err);
   assert_int_equal(o->nev, nev);
   assert_string_equal(o->err, "");
+  assert_true(o->err_off == MT_NO_OFFSET);
 }
 
 /* offsets in the base trace */
@@ -271,12 +279,14 @@ static void truncated_last_packet(void **state) {
     assert_non_null(strstr(o.warn, o.path));
     if (!tu_has_byte(o.warn, P(s, cuts[i].packet)))
       fail_msg("cut at %zu: warning lacks byte %zu: %s", cuts[i].len, P(s, cuts[i].packet), o.warn);
+    assert_int_equal(o.trunc_off, P(s, cuts[i].packet));
   }
   /* cut between packets: a clean end, no warning */
   outcome o;
   run("cut_between", s->b.data, P(s, 5), &o);
   expect_clean_end(&o, 6);
   assert_int_equal(o.has_warn, 0);
+  assert_true(o.trunc_off == MT_NO_OFFSET);
   run("cut_between2", s->b.data, P(s, 3), &o);
   expect_clean_end(&o, 4);
   assert_int_equal(o.has_warn, 0);
