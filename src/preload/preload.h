@@ -113,6 +113,10 @@ size_t mt__usable_size_ours(void *p);
 /* preload_exec.c: looks up the C library's exec functions (at load). */
 MT__HIDDEN void mt__exec_resolve(void);
 
+/* preload_creds.c: looks up the C library's set*id, setgroups, chroot (at
+ * load). */
+MT__HIDDEN void mt__creds_resolve(void);
+
 /* preload_loader.c: looks up the C library's dl_iterate_phdr (at load). */
 MT__HIDDEN void mt__loader_resolve(void);
 

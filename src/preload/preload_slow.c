@@ -581,6 +581,7 @@ __attribute__((constructor)) static void preload_init(void) {
   resolve_real(); /* the slots' final values: before the jumps use them */
   const char *jumps = make_jumps_direct();
   mt__exec_resolve();
+  mt__creds_resolve();
   mt__loader_resolve();
   mt__tr_dlclose_hooked();
   static char settings[64]; /* no stdio here: it may allocate */

@@ -16,6 +16,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "base/private_file.h"
 #include "format/trace_file.h"
 
 static int split_host_port(const char *s, int host_optional, mt__dest *d, char *err,
@@ -131,15 +132,12 @@ static int open_trace_file(const char *path, char *err, size_t errlen) {
   /* O_NONBLOCK: a FIFO no process reads would block the open, and the
    * program with it, until one came; it fails at once instead (ENXIO).
    * Writes block as usual: the flag is cleared once open. */
-  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
+  int fd = mt_open_private(path, O_NONBLOCK, err, errlen);
   if (fd < 0 && errno == ENXIO) {
     snprintf(err, errlen, "cannot write to %s: no process is reading that FIFO", path);
     return -1;
   }
-  if (fd < 0) {
-    snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
-    return -1;
-  }
+  if (fd < 0) return -1;
   int flags = fcntl(fd, F_GETFL);
   if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   int claim = mt__trace_file_claim(fd);

@@ -24,6 +24,13 @@ MT__TR_HIDDEN void mt__tr_set_interposer(const char *settings);
  * held, and nothing was written. */
 MT__TR_HIDDEN int mt__trace_before_exit(void);
 
+/* session.c: before the process changes its credentials or its root
+ * (setuid, chroot: a server's worker dropping privileges), a forked
+ * child whose trace is not open yet (%p destinations open it at the first
+ * sample) opens it now, while it still may create the file. Nothing in a
+ * vfork child (the session is another process's). */
+MT__TR_HIDDEN void mt__tr_before_credentials(void);
+
 /* events.c: the interposer wraps dlclose (said once, at its load). Then
  * the tracer looks for unloaded libraries only after a dlclose, and
  * queues every sample (see the top of events.c). */

@@ -307,6 +307,18 @@ int mt__tr_open_child_trace(void) {
   return 0;
 }
 
+void mt__tr_before_credentials(void) {
+  if (__atomic_load_n(&tr.tracing_pid, __ATOMIC_RELAXED) != (uint64_t)getpid() ||
+      !__atomic_load_n(&tr.s.active, __ATOMIC_RELAXED) || tr.dest.kind != MT__DEST_FILE ||
+      !tr.dest.per_process)
+    return;
+  int cancel = mt__tr_lock();
+  mt__tls.busy++; /* the writer's allocations are the profiler's */
+  if (tr.s.active && !tr.s.w) mt__tr_open_child_trace();
+  mt__tls.busy--;
+  mt__tr_unlock(cancel);
+}
+
 /* ---- listen mode ---- */
 
 static void *listener_main(void *arg) {

@@ -436,6 +436,24 @@ fork)
     grep -q "^child_site 700 " child.txt && ok || bad "child trace: $(cat child.txt)"
   done
   [ "$n" = 1 ] && ok || bad "expected 1 child trace, found $n"
+  # a forked child that gives up root before its first allocation (a
+  # server's worker): its trace opens while it may still create it, in a
+  # directory the unprivileged user cannot write
+  if [ "$(id -u)" = 0 ]; then
+    mkdir -m 700 priv
+    (cd priv && MEMTRACE='d.%p.ctf' MEMTRACE_RATE=1 traced "$bin/prog_fork" drop > out.txt 2> err.txt)
+    ppid=$(awk '/^parent pid/ {print $3}' priv/out.txt)
+    grep -q "child status 0$" priv/out.txt && [ ! -s priv/err.txt ] && ok ||
+      bad "privilege-dropping child: $(cat priv/out.txt priv/err.txt)"
+    n=0
+    for f in priv/d.*.ctf; do
+      [ "$f" = "priv/d.$ppid.ctf" ] && continue
+      n=$((n + 1))
+      "$bin/check_trace" "$f" sites | grep -q "^child_site 700 " && ok ||
+        bad "privilege-dropping child's trace $f: $("$bin/check_trace" "$f" sites 2>&1 | head -3)"
+    done
+    [ "$n" = 1 ] && ok || bad "privilege-dropping child: expected 1 child trace, found $n"
+  fi
   ;;
 exec)
   # exec runs no exit handlers: what the program allocated before its exec
@@ -936,6 +954,29 @@ env-errors)
   size=$(stat -c %s fsize.ctf)
   [ "$size" -gt 0 ] && [ "$size" -le 102400 ] && "$bin/check_trace" fsize.ctf sites > /dev/null 2> check.err &&
     [ ! -s check.err ] && ok || bad "trace under a file size limit: $size bytes, $(cat check.err)"
+  # traces are the owner's alone (0600 under the usual umask), as memtrace's
+  (umask 022 && MEMTRACE=mode.ctf MEMTRACE_RATE=1e-3 traced "$bin/prog_sites" > /dev/null 2>&1)
+  [ "$(stat -c %a mode.ctf)" = 600 ] && ok || bad "trace mode $(stat -c %a mode.ctf), want 600"
+  (umask 022 && "$memtrace" copy mode.ctf copy.ctf && "$memtrace" subsample mode.ctf sub.ctf 2) 2> /dev/null
+  [ "$(stat -c %a copy.ctf sub.ctf | sort -u)" = 600 ] && ok || bad "copies' mode: $(stat -c %a copy.ctf sub.ctf)"
+  # never written through a symbolic link at the trace's path: the file it
+  # points to stays as it was, the program runs as ever, one message
+  echo "keep me" > victim.txt
+  ln -s victim.txt link.ctf
+  MEMTRACE=link.ctf MEMTRACE_RATE=1 traced "$bin/prog_sites" > out.txt 2> err.txt
+  [ $? = 0 ] && "$bin/prog_sites" | cmp -s - out.txt && [ "$(cat victim.txt)" = "keep me" ] && ok ||
+    bad "trace through a link: victim now $(head -c 40 victim.txt | od -c | head -2)"
+  grep -q "refusing to write through the symbolic link .*/link.ctf" err.txt && ok || bad "link message: $(cat err.txt)"
+  "$memtrace" run -o link.ctf -- "$bin/prog_sites" > /dev/null 2> err.txt
+  [ $? = 1 ] && grep -q "refusing to write the trace through the symbolic link link.ctf" err.txt &&
+    [ "$(cat victim.txt)" = "keep me" ] && ok || bad "run -o link: $(cat err.txt)"
+  "$memtrace" copy mode.ctf link.ctf 2> err.txt
+  [ $? != 0 ] && grep -q "symbolic link" err.txt && [ "$(cat victim.txt)" = "keep me" ] && ok ||
+    bad "copy to a link: $(cat err.txt)"
+  # the system's own links still open what they name (/dev/stdout: a pipe)
+  MEMTRACE=/dev/stdout MEMTRACE_RATE=1e-3 traced "$bin/prog_sites" 2> err.txt | cat > piped.out
+  [ ! -s err.txt ] && [ "$(head -c 4 piped.out | od -An -tx1 | tr -d ' ')" = "c11ffcc1" ] && ok ||
+    bad "trace to /dev/stdout: $(cat err.txt)"
   ;;
 run)
   "$memtrace" run -o r.ctf --rate 1 "$bin/prog_sites" > out.txt 2> err.txt

@@ -1,6 +1,7 @@
 /* memtrace listen: receive one traced program's stream (MEMTRACE=tcp:...)
  * and write it to a file. The stream is the trace file's bytes, so
  * `nc -l PORT > FILE` works too; this adds progress and a check. */
+#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/private_file.h"
 #include "cli.h"
 #include "format/trace_file.h"
 #include "base/tcp_listen.h"
@@ -48,9 +50,10 @@ static int run(int argc, char **argv) {
   /* claimed as a traced process claims its trace (trace_file.h): a file
    * another listener or traced process is writing is refused, not mixed
    * with this stream */
-  int ofd = open(out, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  char oerr[PATH_MAX + 128];
+  int ofd = mt_open_private(out, 0, oerr, sizeof oerr);
   if (ofd < 0) {
-    fprintf(stderr, "memtrace listen: %s: cannot create: %s\n", out, strerror(errno));
+    fprintf(stderr, "memtrace listen: %s\n", oerr);
     return 1;
   }
   int claim = mt__trace_file_claim(ofd);

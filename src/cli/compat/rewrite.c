@@ -2,18 +2,21 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "base/private_file.h"
 #include "cli.h"
 
 int mt_cli_rewrite_open(mt_cli_rewrite *rw, const char *in, const char *out) {
   *rw = (mt_cli_rewrite){.in = in, .out = out, .fd = -1};
   rw->r = mt_cli_open(in);
-  rw->fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  char err[PATH_MAX + 128];
+  rw->fd = mt_open_private(out, O_TRUNC, err, sizeof err);
   if (rw->fd < 0) {
-    fprintf(stderr, "memtrace: %s: cannot create: %s\n", out, strerror(errno));
+    fprintf(stderr, "memtrace: %s\n", err);
     mt_reader_close(rw->r);
     return 1;
   }

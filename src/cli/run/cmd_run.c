@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/private_file.h"
 #include "cli.h"
 #include "run_report.h"
 #include "format/trace_file.h"
@@ -81,6 +82,11 @@ static int check_destination(const char *pattern, char *why, size_t n) {
   snprintf(dir, sizeof dir, "%s", pattern);
   const char *d = dirname(dir);
   if (strchr(d, '%')) return 0;
+  if (mt_private_link_refused(path)) {
+    snprintf(why, n, "refusing to write the trace through the symbolic link %s (give the path it "
+             "points to)", path);
+    return -1;
+  }
   struct stat st;
   int exists = stat(path, &st) == 0;
   if (exists && S_ISDIR(st.st_mode)) {
