@@ -979,6 +979,29 @@ env-errors)
     bad "trace to /dev/stdout: $(cat err.txt)"
   ;;
 run)
+  # SIGTERM or SIGHUP to memtrace run alone reaches the program; run reports
+  # and ends as the program did (killed by it, or its own exit status), and
+  # no program is left running
+  for sig in TERM HUP; do
+    "$memtrace" run -o sig.ctf -- "$bin/prog_slow" 3.37 > /dev/null 2> err.txt & rpid=$!
+    sleep 0.5
+    kill -$sig $rpid
+    wait $rpid
+    rc=$?
+    want=$((128 + $(kill -l $sig)))
+    left=$(pgrep -f "prog_slow 3.37")
+    [ "$rc" = "$want" ] && [ -z "$left" ] && grep -q "trace written to sig.ctf" err.txt && ok ||
+      bad "SIG$sig to memtrace run: status $rc (want $want), still running: ${left:-none}, $(head -3 err.txt)"
+    [ -z "$left" ] || kill $left
+  done
+  "$memtrace" run -o sig.ctf -- sh -c 'trap "exit 7" TERM; echo up; while :; do sleep 0.05; done' \
+    > up.txt 2> err.txt & rpid=$!
+  for _ in $(seq 50); do [ -s up.txt ] && break; sleep 0.1; done
+  kill -TERM $rpid
+  wait $rpid
+  rc=$?
+  [ "$rc" = 7 ] && grep -q "trace written to sig.ctf" err.txt && ok ||
+    bad "SIGTERM to memtrace run, the program exiting 7: status $rc, $(head -3 err.txt)"
   "$memtrace" run -o r.ctf --rate 1 "$bin/prog_sites" > out.txt 2> err.txt
   [ $? = 0 ] && ok || bad "memtrace run failed: $(cat err.txt)"
   grep -q "trace written to r.ctf" err.txt && ok || bad "no trace message: $(cat err.txt)"

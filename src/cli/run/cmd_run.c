@@ -154,18 +154,16 @@ static void free_env(char **envp, size_t own) {
  * errno. posix_spawn rather than fork+exec: fork copies this process's page
  * tables and takes copy-on-write faults before the exec, ~3 ms of the ~16 ms
  * that `memtrace run -q /bin/true` cost (the profiler benchmark counts the
- * CLI's CPU). SIGINT and SIGQUIT, which we ignore, are set back to default
- * in the program unless they were already ignored when we started. */
-static int spawn(pid_t *pid, char **argv, char **envp, int dfl_int, int dfl_quit) {
+ * CLI's CPU). The signals in `dfl`, which we ignore or relay, are set back
+ * to default in the program, and it starts with signal mask `mask`. */
+static int spawn(pid_t *pid, char **argv, char **envp, const sigset_t *dfl,
+                 const sigset_t *mask) {
   posix_spawnattr_t attr;
   int err = posix_spawnattr_init(&attr);
   if (err) return err;
-  sigset_t dfl;
-  sigemptyset(&dfl);
-  if (dfl_int) sigaddset(&dfl, SIGINT);
-  if (dfl_quit) sigaddset(&dfl, SIGQUIT);
-  err = posix_spawnattr_setsigdefault(&attr, &dfl);
-  if (!err) err = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  err = posix_spawnattr_setsigdefault(&attr, dfl);
+  if (!err) err = posix_spawnattr_setsigmask(&attr, mask);
+  if (!err) err = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   if (!err) err = posix_spawnp(pid, argv[0], NULL, &attr, argv, envp);
   if (err == ENOEXEC) {
     /* An executable file that is no binary and has no #!: execvp ran it with
@@ -186,6 +184,87 @@ static int spawn(pid_t *pid, char **argv, char **envp, int dfl_int, int dfl_quit
   }
   posix_spawnattr_destroy(&attr);
   return err;
+}
+
+/* ---- signals while the program runs ----
+ *
+ * Ctrl-C and Ctrl-\ reach the program from the terminal (it signals the
+ * whole foreground group): we ignore them and stay to report. SIGTERM and
+ * SIGHUP sent to memtrace run alone (`kill PID`, a service manager
+ * stopping its main process) would have killed us and left the program
+ * running, orphaned, with no report: they are relayed to the program,
+ * which ends as it would have (or not), and we report and end as it did.
+ * Not relayed: a hangup the kernel sends (it signals the whole group, the
+ * program included), the program's own signals, and a second one of a
+ * kind, so that a signal sent to the whole group (`timeout`, kill -PGID)
+ * reaches the program at most twice. */
+static const int relayed[] = {SIGTERM, SIGHUP};
+enum { NRELAYED = sizeof relayed / sizeof *relayed };
+static volatile sig_atomic_t relay_pid, relay_done[NRELAYED];
+
+static void relay(int sig, siginfo_t *si, void *ctx) {
+  (void)ctx;
+  pid_t pid = (pid_t)relay_pid;
+  if (pid <= 0 || (si->si_code != SI_USER && si->si_code != SI_QUEUE) || si->si_pid == pid)
+    return;
+  for (int k = 0; k < NRELAYED; k++)
+    if (relayed[k] == sig && !relay_done[k]) {
+      relay_done[k] = 1;
+      int e = errno;
+      kill(pid, sig);
+      errno = e;
+    }
+}
+
+typedef struct run_signals {
+  struct sigaction old_int, old_quit, old_relayed[NRELAYED];
+  sigset_t old_mask;
+} run_signals;
+
+/* Before the spawn: INT and QUIT ignored, TERM and HUP held (a signal
+ * before the program's pid is known is relayed once it is); dfl receives
+ * what the program gets back as default. Signals ignored when we started
+ * stay ignored, in the program too. */
+static void signals_hold(run_signals *s, sigset_t *dfl) {
+  struct sigaction ign = {.sa_handler = SIG_IGN};
+  sigaction(SIGINT, &ign, &s->old_int);
+  sigaction(SIGQUIT, &ign, &s->old_quit);
+  sigemptyset(dfl);
+  if (s->old_int.sa_handler != SIG_IGN) sigaddset(dfl, SIGINT);
+  if (s->old_quit.sa_handler != SIG_IGN) sigaddset(dfl, SIGQUIT);
+  sigset_t hold;
+  sigemptyset(&hold);
+  for (int k = 0; k < NRELAYED; k++) sigaddset(&hold, relayed[k]);
+  sigprocmask(SIG_BLOCK, &hold, &s->old_mask);
+  struct sigaction act = {.sa_sigaction = relay, .sa_flags = SA_SIGINFO | SA_RESTART};
+  sigfillset(&act.sa_mask);
+  for (int k = 0; k < NRELAYED; k++) {
+    relay_done[k] = 0;
+    sigaction(relayed[k], NULL, &s->old_relayed[k]);
+    if (s->old_relayed[k].sa_handler == SIG_IGN) continue;
+    sigaddset(dfl, relayed[k]);
+    sigaction(relayed[k], &act, NULL);
+  }
+}
+
+/* With the program started (pid, or 0 if it was not): relaying on. */
+static void signals_relay(run_signals *s, pid_t pid) {
+  relay_pid = pid;
+  sigprocmask(SIG_SETMASK, &s->old_mask, NULL);
+}
+
+/* The program is gone: our signals as they were (Ctrl-C may cut the
+ * report short, as may SIGTERM). */
+static void signals_restore(run_signals *s) {
+  sigset_t hold;
+  sigemptyset(&hold);
+  for (int k = 0; k < NRELAYED; k++) sigaddset(&hold, relayed[k]);
+  sigprocmask(SIG_BLOCK, &hold, NULL);
+  relay_pid = 0;
+  sigaction(SIGINT, &s->old_int, NULL);
+  sigaction(SIGQUIT, &s->old_quit, NULL);
+  for (int k = 0; k < NRELAYED; k++) sigaction(relayed[k], &s->old_relayed[k], NULL);
+  sigprocmask(SIG_SETMASK, &s->old_mask, NULL);
 }
 
 /* A file of our own the traced processes write their notes into
@@ -276,23 +355,22 @@ static int trace(const settings *s, const char *pattern, char **envp, size_t own
     fprintf(stderr, "memtrace run: cannot run %s: %s\n", argv[0], strerror(err));
     return 127;
   }
-  /* Ctrl-C goes to the program; we stay to report on its trace. */
-  struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
-  sigaction(SIGINT, &ign, &old_int);
-  sigaction(SIGQUIT, &ign, &old_quit);
+  run_signals sigs;
+  sigset_t dfl;
+  signals_hold(&sigs, &dfl);
   pid_t pid;
-  int err = spawn(&pid, argv, envp, old_int.sa_handler != SIG_IGN, old_quit.sa_handler != SIG_IGN);
+  int err = spawn(&pid, argv, envp, &dfl, &sigs.old_mask);
   free_env(envp, own);
+  signals_relay(&sigs, err ? 0 : pid);
   if (err) {
+    signals_restore(&sigs);
     fprintf(stderr, "memtrace run: cannot run %s: %s\n", argv[0], strerror(err));
     return 127;
   }
   int status;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  /* the program is gone: Ctrl-C may cut the report short */
-  sigaction(SIGINT, &old_int, NULL);
-  sigaction(SIGQUIT, &old_quit, NULL);
+  signals_restore(&sigs);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
     return 127; /* command not found (sh fallback) */
   mt_cli_run_report(notes_fd, pattern, pid);
