@@ -15,6 +15,7 @@
 #include "runnotes.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "dest.h"
@@ -56,5 +57,16 @@ static void note(char kind, long pid) {
 }
 
 void mt__runnotes_started(void) { note('s', (long)getpid()); }
+
+void mt__runnotes_stopped(unsigned long long us, const char *why) {
+  if (fd < 0 || !mt__dest_same(fd, &id)) return;
+  char line[600];
+  int n = snprintf(line, sizeof line, "x %ld %llu ", (long)getpid(), us);
+  for (const char *c = why; *c && n < (int)sizeof line - 2; c++)
+    line[n++] = *c == '\n' ? ' ' : *c;
+  line[n++] = '\n';
+  ssize_t w = write(fd, line, (size_t)n); /* O_APPEND: one line, whole, at the end */
+  (void)w;
+}
 
 void mt__runnotes_child(int traced, long pid) { note(traced ? 't' : 'u', pid); }

@@ -16,5 +16,8 @@ MT__RUNNOTES_HIDDEN void mt__runnotes_started(void);
 /* Appends "t PID" (traced: nonzero) or "u PID" for a child process.
  * Async-signal-safe (a fork handler, a fork from a signal handler). */
 MT__RUNNOTES_HIDDEN void mt__runnotes_child(int traced, long pid);
+/* Appends "x PID US WHY": this process stopped tracing before its end, at
+ * US microseconds since the epoch, for the reason WHY (one line). */
+MT__RUNNOTES_HIDDEN void mt__runnotes_stopped(unsigned long long us, const char *why);
 
 #endif

@@ -227,6 +227,7 @@ static void session_end(int flush) {
 void mt__tr_session_failed(void) {
   snprintf(tr.err, sizeof tr.err, "%s", write_error());
   mt__tr_say("memtrace: tracing stopped: %s", tr.err);
+  mt__runnotes_stopped(now_us(), tr.err);
   session_end(0);
 }
 

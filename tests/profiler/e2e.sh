@@ -1002,6 +1002,15 @@ run)
   rc=$?
   [ "$rc" = 7 ] && grep -q "trace written to sig.ctf" err.txt && ok ||
     bad "SIGTERM to memtrace run, the program exiting 7: status $rc, $(head -3 err.txt)"
+  # the trace stops early (a full disk; here a file size limit, the same
+  # failed write): the report says where, of the whole run, and why
+  (ulimit -f 100 && "$memtrace" run -o early.ctf --rate 1 -- "$bin/prog_slow" 1 > /dev/null 2> err.txt)
+  grep -q "the trace ends early: tracing stopped [0-9.]* s into the program's [0-9.]* s (writing the trace failed: File too large)" err.txt &&
+    grep -q "live when tracing stopped" err.txt && ! grep -q "never freed" err.txt && ok ||
+    bad "report of a trace that stopped early: $(cat err.txt)"
+  at=$(sed -n "s/.*tracing stopped \([0-9.]*\) s into the program's \([0-9.]*\) s.*/\1 \2/p" err.txt)
+  awk -v a="${at% *}" -v b="${at#* }" 'BEGIN { exit !(a < b && b >= 0.9) }' && ok ||
+    bad "early stop at '$at' (stop, run seconds)"
   "$memtrace" run -o r.ctf --rate 1 "$bin/prog_sites" > out.txt 2> err.txt
   [ $? = 0 ] && ok || bad "memtrace run failed: $(cat err.txt)"
   grep -q "trace written to r.ctf" err.txt && ok || bad "no trace message: $(cat err.txt)"

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/private_file.h"
@@ -370,10 +371,13 @@ static int trace(const settings *s, const char *pattern, char **envp, size_t own
   int status;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  struct timespec end;
+  clock_gettime(CLOCK_REALTIME, &end);
   signals_restore(&sigs);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
     return 127; /* command not found (sh fallback) */
-  mt_cli_run_report(notes_fd, pattern, pid);
+  mt_cli_run_report(notes_fd, pattern, pid,
+                    (unsigned long long)end.tv_sec * 1000000 + (unsigned long long)end.tv_nsec / 1000);
   return end_as(status);
 }
 

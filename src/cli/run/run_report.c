@@ -81,9 +81,18 @@ static void runtime_hint(const mt_analysis *a, const mt_ranking *r) {
               : "; PYTHONMALLOC=malloc also shows the small objects its own allocator serves");
 }
 
+/* A process that stopped tracing before its end (a write failed: a full
+ * disk, a file size limit), from its note: when, and why. */
+typedef struct stop {
+  long pid;
+  unsigned long long us; /* since the epoch */
+  char why[512];
+} stop;
+
 /* The live heap's peak, and what was never freed (a C program need not
- * free at exit, so not all of it is a leak). */
-static void heap_line(const mt_analysis *a, const char *path) {
+ * free at exit, so not all of it is a leak); in a trace that stopped
+ * early, what was live then. */
+static void heap_line(const mt_analysis *a, const char *path, int stopped) {
   uint64_t time, samples;
   mt_analysis_peak(a, &time, &samples);
   mt_tally peak = {.samples = samples}, left;
@@ -92,8 +101,9 @@ static void heap_line(const mt_analysis *a, const char *path) {
   f.live = MT_LIVE_AT_END;
   if (mt_analysis_tally(a, &f, &left) != MT_OK) return;
   char b1[32], b2[32];
-  fprintf(stderr, "memtrace: live heap at its peak %s (%.2f s in); never freed %s (memtrace leaks %s)\n",
+  fprintf(stderr, "memtrace: live heap at its peak %s (%.2f s in); %s %s (memtrace leaks %s)\n",
           mt_human_bytes(b1, sizeof b1, mt_estimate_bytes(a, &peak).value), (double)time / 1e6,
+          stopped ? "live when tracing stopped" : "never freed",
           mt_human_bytes(b2, sizeof b2, mt_estimate_bytes(a, &left).value), path);
 }
 
@@ -116,9 +126,25 @@ static uint64_t trace_owner(const char *path, char *exe, size_t n) {
 
 static uint64_t trace_pid(const char *path) { return trace_owner(path, NULL, 0); }
 
+/* What the figures below cover: a trace that ends early says where, with
+ * the tracer's reason (st: its note, or NULL), and a trace the reader could
+ * not read whole says what it left out. end_us: when the program ended. */
+static void say_coverage(const mt_analysis *a, const stop *st, unsigned long long end_us) {
+  const char *w = mt_analysis_warning(a);
+  if (w) fprintf(stderr, "memtrace: warning: %s\n", w);
+  if (!st) return;
+  uint64_t start = mt_analysis_info(a)->start_time;
+  double at = st->us > start ? (double)(st->us - start) / 1e6 : 0;
+  double ran = end_us > start ? (double)(end_us - start) / 1e6 : 0;
+  fprintf(stderr,
+          "memtrace: the trace ends early: tracing stopped %.3f s into the program's %.3f s "
+          "(%s); the figures below cover that part only\n",
+          at, ran, st->why);
+}
+
 /* The trace's largest allocation sites, by estimated bytes, each with its
  * main callers. 0 when it holds no sampled allocation (said so), 1 else. */
-static int report(const char *path, int top) {
+static int report(const char *path, int top, const stop *st, unsigned long long end_us) {
   int sampled = 1;
   mt_analysis *a;
   if (mt_analysis_load(&a, path, NULL, NULL) != MT_OK) {
@@ -126,6 +152,7 @@ static int report(const char *path, int top) {
     mt_analysis_free(a);
     return 1;
   }
+  say_coverage(a, st, end_us);
   mt_filter f;
   mt_filter_init(&f);
   mt_rank_spec spec = {MT_BY_LINE, MT_ORDER_BYTES, (size_t)top, 0};
@@ -157,7 +184,7 @@ static int report(const char *path, int top) {
     if (row->callers) print_callers(row->callers);
   }
   runtime_hint(a, r);
-  heap_line(a, path);
+  heap_line(a, path, st != NULL);
   fprintf(stderr, "memtrace: explore it with: memtrace view %s (or hotspots, flamegraph, top)\n",
           path);
 out:
@@ -186,7 +213,15 @@ typedef struct notes {
   int started;
   child *kids;
   size_t nkids, untold; /* untold: untraced children of pid unknown */
+  stop *stops;          /* processes that stopped tracing early */
+  size_t nstops;
 } notes;
+
+static const stop *stopped(const notes *nt, long pid) {
+  for (size_t i = 0; i < nt->nstops; i++)
+    if (nt->stops[i].pid == pid) return &nt->stops[i];
+  return NULL;
+}
 
 static void read_notes(int fd, pid_t main_pid, notes *out) {
   *out = (notes){0};
@@ -200,9 +235,19 @@ static void read_notes(int fd, pid_t main_pid, notes *out) {
   size_t nlines = 0;
   for (const char *c = text; *c; c++) nlines += *c == '\n';
   out->kids = calloc(nlines + 1, sizeof *out->kids);
-  for (char *line = text, *next; *line && out->kids; line = next) {
+  out->stops = calloc(nlines + 1, sizeof *out->stops);
+  for (char *line = text, *next; *line && out->kids && out->stops; line = next) {
     next = line + strcspn(line, "\n");
     if (*next) *next++ = 0;
+    if (line[0] == 'x' && line[1] == ' ') {
+      stop *s = &out->stops[out->nstops];
+      int used = 0;
+      if (sscanf(line + 2, "%ld %llu %n", &s->pid, &s->us, &used) >= 2 && used > 0) {
+        snprintf(s->why, sizeof s->why, "%s", line + 2 + used);
+        out->nstops++;
+      }
+      continue;
+    }
     int known = (line[0] == 's' || line[0] == 't' || line[0] == 'u') && line[1] == ' ';
     long pid = known ? strtol(line + 2, NULL, 10) : -1;
     if (line[0] == 's' && pid == main_pid) out->started = 1;
@@ -263,7 +308,8 @@ static void report_children(const notes *nt, const char *pattern, char *largest,
 
 /* The report: where the trace went, the run's other processes, the top
  * sites. */
-static void say_where(const notes *nt, const char *pattern, pid_t pid) {
+static void say_where(const notes *nt, const char *pattern, pid_t pid,
+                      unsigned long long end_us) {
   if (mt__trace_dest_is_socket(pattern)) { /* no file to read; if not tracing, the tracer said why */
     int served = strncmp(pattern, "listen:", 7) == 0;
     if (nt->started)
@@ -292,15 +338,16 @@ static void say_where(const notes *nt, const char *pattern, pid_t pid) {
   /* A wrapper (time, a shell running the program as a child, make) that
    * allocated nothing sampled: the report on the run's largest trace,
    * most likely the program meant. */
-  if (!report(path, 5) && largest[0]) {
+  if (!report(path, 5, stopped(nt, pid), end_us) && largest[0]) {
     fprintf(stderr, "memtrace: the run's largest other trace, %s (%s):\n", largest, exe);
-    report(largest, 5);
+    report(largest, 5, stopped(nt, (long)trace_pid(largest)), end_us);
   }
 }
 
-void mt_cli_run_report(int notes_fd, const char *pattern, pid_t pid) {
+void mt_cli_run_report(int notes_fd, const char *pattern, pid_t pid, unsigned long long end_us) {
   notes nt;
   read_notes(notes_fd, pid, &nt);
-  say_where(&nt, pattern, pid);
+  say_where(&nt, pattern, pid, end_us);
   free(nt.kids);
+  free(nt.stops);
 }

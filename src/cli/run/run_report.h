@@ -8,7 +8,9 @@
  * trace went (pattern: the destination, %p not yet expanded), which traces
  * the run's other processes wrote or how many ran untraced (from what its
  * traced processes wrote in notes_fd, MT__RUN_NOTES_ENV; -1: nothing), and
- * the trace's top sites. A trace that cannot be read is said so. */
-void mt_cli_run_report(int notes_fd, const char *pattern, pid_t pid);
+ * the trace's top sites. A trace that cannot be read is said so, and one
+ * that ends early (its process stopped tracing: a full disk) says where, of
+ * the program's run, which ended at end_us (microseconds since the epoch). */
+void mt_cli_run_report(int notes_fd, const char *pattern, pid_t pid, unsigned long long end_us);
 
 #endif
