@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "suggest.h"
 
 static const mt_command *const commands[] = {
 #define MT_COMMAND(name) &mt_cmd_##name,
@@ -33,6 +34,22 @@ static const mt_command *find(const char *name) {
   for (size_t i = 0; i < NCOMMANDS; i++)
     if (strcmp(commands[i]->name, name) == 0) return commands[i];
   return NULL;
+}
+
+/* No such command: the nearest one when it is near, else the list. */
+static int no_command(const char *name) {
+  const char *names[NCOMMANDS + 1];
+  for (size_t i = 0; i < NCOMMANDS; i++) names[i] = commands[i]->name;
+  names[NCOMMANDS] = "help";
+  const char *near = mt_cli_suggest(name, names, NCOMMANDS + 1);
+  if (near) {
+    fprintf(stderr, "memtrace: no command '%s'; did you mean '%s'?\nTry 'memtrace help'.\n", name,
+            near);
+    return 2;
+  }
+  fprintf(stderr, "memtrace: no command '%s'\n\n", name);
+  overview(stderr);
+  return 2;
 }
 
 /* An output that reaches the file size limit (ulimit -f): the write that
@@ -65,18 +82,10 @@ int main(int argc, char **argv) {
       return 0;
     }
     const mt_command *cmd = find(argv[2]);
-    if (!cmd) {
-      fprintf(stderr, "memtrace: no command '%s'\n\n", argv[2]);
-      overview(stderr);
-      return 2;
-    }
+    if (!cmd) return no_command(argv[2]);
     return mt_cli_help(cmd);
   }
   const mt_command *cmd = find(name);
-  if (!cmd) {
-    fprintf(stderr, "memtrace: no command '%s'\n\n", name);
-    overview(stderr);
-    return 2;
-  }
+  if (!cmd) return no_command(name);
   return cmd->run(argc - 1, argv + 1);
 }

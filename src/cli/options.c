@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "suggest.h"
 
 void mt_cli_usage_error(const mt_command *cmd, const char *fmt, ...) {
   va_list ap;
@@ -145,6 +146,9 @@ size_t mt_cli_parse(const mt_command *cmd, int argc, char **argv, mt_cli_spec *s
       int f = spec->filter ? mt_filter_option(spec->filter, argc, argv, &i, err, sizeof err) : 0;
       if (f < 0) mt_cli_usage_error(cmd, "%s", err);
       if (f > 0) continue;
+      char near[80];
+      if (mt_cli_suggest_option(cmd->usage, arg, near, sizeof near))
+        mt_cli_usage_error(cmd, "unknown option '%s'; did you mean '%s'?", arg, near);
       mt_cli_usage_error(cmd, "unknown option '%s'", arg);
     }
     if (spec->command) {

@@ -28,6 +28,16 @@ expect() {
 t=$traces/ocamlopt.ctf
 expect no-args 2 "usage: memtrace" -- "$memtrace"
 expect unknown-cmd 2 "no command 'frobnicate'" -- "$memtrace" frobnicate
+# a near miss gets the command meant, and no page of usage
+expect near-cmd 2 "^memtrace: no command 'lekas'; did you mean 'leaks'\?$" -- "$memtrace" lekas
+expect near-cmd-lines 2 "" -- "$memtrace" tpo
+[ "$(wc -l < "$tmp/err")" = 2 ] && grep -q "did you mean 'top'" "$tmp/err" && passed=$((passed + 1)) ||
+  { echo "FAIL near-cmd-lines: $(cat "$tmp/err")" >&2; failed=$((failed + 1)); }
+expect near-help 2 "did you mean 'stats'" -- "$memtrace" help stast
+expect near-opt 2 "unknown option '--bye'; did you mean '--by'\?" -- "$memtrace" top --bye "$t"
+expect near-filter-opt 2 "unknown option '--live-at-pek'; did you mean '--live-at-peak'\?" -- "$memtrace" leaks --live-at-pek "$t"
+expect near-opt-value 2 "unknown option '--sizee=1k'; did you mean '--size'\?" -- "$memtrace" top --sizee=1k "$t"
+expect near-run-opt 2 "unknown option '--rat'; did you mean '--rate'\?" -- "$memtrace" run --rat 1 -- true
 expect dump-missing 2 "missing TRACE" -- "$memtrace" dump
 expect dump-bad-opt 2 "unknown option '--bogus'" -- "$memtrace" dump --bogus "$t"
 expect dump-extra 2 "unexpected argument" -- "$memtrace" dump "$t" "$t"

@@ -53,7 +53,8 @@ static int run(int argc, char **argv) {
   char oerr[PATH_MAX + 128];
   int ofd = mt_open_private(out, 0, oerr, sizeof oerr);
   if (ofd < 0) {
-    fprintf(stderr, "memtrace listen: %s\n", oerr);
+    if (errno == ELOOP) fprintf(stderr, "memtrace listen: %s\n", oerr);
+    else fprintf(stderr, "memtrace listen: %s: cannot create: %s\n", out, strerror(errno));
     return 1;
   }
   int claim = mt__trace_file_claim(ofd);

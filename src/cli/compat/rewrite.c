@@ -16,7 +16,8 @@ int mt_cli_rewrite_open(mt_cli_rewrite *rw, const char *in, const char *out) {
   char err[PATH_MAX + 128];
   rw->fd = mt_open_private(out, O_TRUNC, err, sizeof err);
   if (rw->fd < 0) {
-    fprintf(stderr, "memtrace: %s\n", err);
+    if (errno == ELOOP) fprintf(stderr, "memtrace: %s\n", err);
+    else fprintf(stderr, "memtrace: %s: cannot create: %s\n", out, strerror(errno));
     mt_reader_close(rw->r);
     return 1;
   }
