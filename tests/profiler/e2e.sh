@@ -1011,6 +1011,16 @@ run)
   at=$(sed -n "s/.*tracing stopped \([0-9.]*\) s into the program's \([0-9.]*\) s.*/\1 \2/p" err.txt)
   awk -v a="${at% *}" -v b="${at#* }" 'BEGIN { exit !(a < b && b >= 0.9) }' && ok ||
     bad "early stop at '$at' (stop, run seconds)"
+  # a run too short for the rate: why nothing was sampled, and what to try
+  "$memtrace" run -o short.ctf -- "$bin/prog_slow" 0 > /dev/null 2> err.txt
+  grep -q "no allocation of .*prog_slow was sampled: at rate 1e-05 a sample falls about every 781 KiB allocated; for a short run, try --rate 1e-3" err.txt &&
+    ok || bad "empty run's hint: $(cat err.txt)"
+  # a program without symbols: its sites' names are module+offset, and the
+  # report says once where names come from
+  strip -o stripped_sites "$bin/prog_sites"
+  "$memtrace" run -o stripped.ctf --rate 1 -- ./stripped_sites > /dev/null 2> err.txt
+  [ "$(grep -c "sites named like stripped_sites+0x[0-9a-f]* have no symbols: install" err.txt)" = 1 ] && ok ||
+    bad "no-symbols hint: $(cat err.txt)"
   "$memtrace" run -o r.ctf --rate 1 "$bin/prog_sites" > out.txt 2> err.txt
   [ $? = 0 ] && ok || bad "memtrace run failed: $(cat err.txt)"
   grep -q "trace written to r.ctf" err.txt && ok || bad "no trace message: $(cat err.txt)"

@@ -89,6 +89,43 @@ typedef struct stop {
   char why[512];
 } stop;
 
+/* Nothing sampled: why (a sample falls about every 1 / rate words), and
+ * the rates that would see a short run. */
+static void no_samples_hint(const mt_analysis *a) {
+  mt_sampling s = mt_analysis_sampling(a);
+  char every[32];
+  if (!(s.rate > 0 && s.rate < 1)) {
+    fputc('\n', stderr);
+    return;
+  }
+  fprintf(stderr,
+          ": at rate %g a sample falls about every %s allocated; for a short run, try "
+          "--rate 1e-3 (every %s) or --rate 1 (every allocation)\n",
+          s.rate, mt_human_bytes(every, sizeof every, s.word_bytes / s.rate),
+          mt_human_bytes(every + 16, 16, s.word_bytes / 1e-3));
+}
+
+/* A site the symbolizer could only name "module+0xOFFSET": its program or
+ * library has no symbols. Said once, with where names come from. */
+static int unnamed(const char *function) {
+  const char *plus = function ? strstr(function, "+0x") : NULL;
+  return plus && plus[3] && strspn(plus + 3, "0123456789abcdef") == strlen(plus + 3);
+}
+
+static void names_hint(const mt_ranking *r) {
+  for (size_t i = 0; i < r->nrows; i++) {
+    const mt_site *s = &r->rows[i].site;
+    if (s->kind == MT_SITE_CODE || (s->kind == MT_SITE_LOCATION && unnamed(s->function))) {
+      fprintf(stderr,
+              "memtrace: sites named like %s have no symbols: install the program's and "
+              "libraries' debug symbols (Debian: their -dbgsym packages), and add --debuginfo "
+              "for line numbers in system libraries\n",
+              s->kind == MT_SITE_CODE ? "#hex" : s->function);
+      return;
+    }
+  }
+}
+
 /* The live heap's peak, and what was never freed (a C program need not
  * free at exit, so not all of it is a leak); in a trace that stopped
  * early, what was live then. */
@@ -165,12 +202,14 @@ static int report(const char *path, int top, const stop *st, unsigned long long 
   const char *exe = mt_analysis_info(a)->executable_name;
   if (!exe || !*exe) exe = "the program";
   if (!r->total.objects) {
-    fprintf(stderr, "memtrace: no allocation of %s was sampled\n", exe);
+    fprintf(stderr, "memtrace: no allocation of %s was sampled", exe);
+    no_samples_hint(a);
     sampled = 0;
     goto out;
   }
-  fprintf(stderr, "memtrace: %s allocated %s in %llu sampled allocations; top sites:\n", exe,
-          mt_human_bytes(b1, sizeof b1, r->total_bytes.value), (unsigned long long)r->total.objects);
+  fprintf(stderr, "memtrace: %s allocated %s in %llu sampled allocation%s; top sites:\n", exe,
+          mt_human_bytes(b1, sizeof b1, r->total_bytes.value), (unsigned long long)r->total.objects,
+          mt_human_plural(r->total.objects));
   for (size_t i = 0; i < r->nrows; i++) {
     const mt_rank_row *row = &r->rows[i];
     const mt_estimate *e = &row->bytes;
@@ -184,6 +223,7 @@ static int report(const char *path, int top, const stop *st, unsigned long long 
     if (row->callers) print_callers(row->callers);
   }
   runtime_hint(a, r);
+  names_hint(r);
   heap_line(a, path, st != NULL);
   fprintf(stderr, "memtrace: explore it with: memtrace view %s (or hotspots, flamegraph, top)\n",
           path);
