@@ -1012,14 +1012,15 @@ run)
   awk -v a="${at% *}" -v b="${at#* }" 'BEGIN { exit !(a < b && b >= 0.9) }' && ok ||
     bad "early stop at '$at' (stop, run seconds)"
   # a run too short for the rate: why nothing was sampled, and what to try
+  # (seeded: the one sample of this 200 KiB run falls, or not, the same way)
   MEMTRACE_SEED=2 "$memtrace" run -o short.ctf -- "$bin/prog_slow" 0 > /dev/null 2> err.txt
   grep -q "no allocation of .*prog_slow was sampled: at rate 1e-05 a sample falls about every 781 KiB allocated; for a short run, try --rate 1e-3" err.txt &&
     ok || bad "empty run's hint: $(cat err.txt)"
-  # a program without symbols: its sites' names are module+offset, and the
-  # report says once where names come from
-  # (seeded: the one sample of this 200 KiB run falls, or not, the same way)
+  # one sampled allocation is one
   MEMTRACE_SEED=1 "$memtrace" run -o one.ctf -- "$bin/prog_slow" 0 > /dev/null 2> err.txt
   grep -q " in 1 sampled allocation; top sites" err.txt && ok || bad "one allocation: $(cat err.txt)"
+  # a program without symbols: its sites' names are module+offset, and the
+  # report says once where names come from
   strip -o stripped_sites "$bin/prog_sites"
   "$memtrace" run -o stripped.ctf --rate 1 -- ./stripped_sites > /dev/null 2> err.txt
   [ "$(grep -c "sites named like stripped_sites+0x[0-9a-f]* have no symbols: install" err.txt)" = 1 ] && ok ||
