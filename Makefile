@@ -70,15 +70,29 @@ test-tsan: deps
 # memtrace run (rate 1e-4), then ask the trace where memory went and what
 # was never freed, and write the viewer's self-contained HTML report; then
 # show memtrace's own ocamlopt trace when ../shared/traces is there.
-demo: build
+# The demo shows the demo: the build says nothing unless it fails (its log
+# is then printed), and each step is shown as the command a user would type.
+demo: deps
 	@mkdir -p $(BUILD)/demo
-	$(BUILD)/memtrace run --rate 1e-4 -o $(BUILD)/demo/demo_app.ctf -- $(BUILD)/mt_demo_app
-	$(BUILD)/memtrace top -n 5 $(BUILD)/demo/demo_app.ctf
-	$(BUILD)/memtrace leaks -n 3 --depth 4 $(BUILD)/demo/demo_app.ctf
-	$(BUILD)/memtrace flamegraph --weight bytes $(BUILD)/demo/demo_app.ctf | cut -c1-160 | head -n 5
-	$(BUILD)/memtrace report -o $(BUILD)/demo/report.html $(BUILD)/demo/demo_app.ctf
+	@echo "building into $(BUILD)/ (log: $(BUILD)/demo/build.log)"
+	@{ cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo && \
+	   cmake --build $(BUILD) -j$(JOBS); } > $(BUILD)/demo/build.log 2>&1 || \
+	  { cat $(BUILD)/demo/build.log; echo "the build failed: $(BUILD)/demo/build.log"; exit 1; }
+	@cd $(BUILD) && step() { echo; echo "\$$ $$*"; sh -c "$$*"; } && \
+	  step ./memtrace run --rate 1e-4 -o demo/demo_app.ctf -- ./mt_demo_app && \
+	  step ./memtrace top -n 5 demo/demo_app.ctf && \
+	  step ./memtrace leaks -n 3 --depth 4 demo/demo_app.ctf && \
+	  step "./memtrace flamegraph --weight bytes demo/demo_app.ctf | cut -c1-160 | head -n 5" && \
+	  step ./memtrace report -o demo/report.html demo/demo_app.ctf
+	@echo
 	@echo "report: $(BUILD)/demo/report.html (open it in a browser; or browse the trace live:"
 	@echo "        $(BUILD)/memtrace view $(BUILD)/demo/demo_app.ctf)"
+	@if [ -f $(BUILD)/python/memtrace_c/__init__.py ]; then \
+	  echo; echo "== the same trace in Python (PYTHONPATH=$(BUILD)/python) =="; \
+	  PYTHONPATH=$(BUILD)/python $$(cat $(BUILD)/python/interpreter) -c \
+	    'import memtrace_c as mt; t = mt.open("$(BUILD)/demo/demo_app.ctf"); print(t); print(t.top(n=3)[["function", "bytes", "bytes_lo", "bytes_hi"]])'; \
+	  echo "notebook: MEMTRACE_TRACE=$(BUILD)/demo/demo_app.ctf jupyter notebook examples/notebooks/alloc_stats.ipynb"; \
+	fi
 	@if [ -f ../shared/traces/ocamlopt.ctf ]; then \
 	  echo; echo "== memtrace's own trace of ocamlopt =="; \
 	  $(BUILD)/memtrace info ../shared/traces/ocamlopt.ctf; \
