@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "manual.h"
 #include "suggest.h"
 
 static const mt_command *const commands[] = {
@@ -26,7 +27,9 @@ static void overview(FILE *f) {
     fprintf(f, "  %-12s %s\n", commands[i]->name, commands[i]->summary);
   fprintf(f,
           "\n"
-          "`memtrace help COMMAND` or `memtrace COMMAND --help` describes one.\n"
+          "`memtrace help COMMAND` or `memtrace COMMAND --help` describes one;\n"
+          "`memtrace help --man` writes this manual as memtrace(1), `memtrace help\n"
+          "--bash-completion` a completion script for bash.\n"
           "`memtrace --version` prints the version.\n");
 }
 
@@ -79,6 +82,14 @@ int main(int argc, char **argv) {
   if (strcmp(name, "help") == 0) {
     if (argc < 3) {
       overview(stdout);
+      return 0;
+    }
+    if (strcmp(argv[2], "--man") == 0) {
+      mt_cli_man(stdout, commands, NCOMMANDS, overview);
+      return 0;
+    }
+    if (strcmp(argv[2], "--bash-completion") == 0) {
+      mt_cli_bash_completion(stdout, commands, NCOMMANDS);
       return 0;
     }
     const mt_command *cmd = find(argv[2]);

@@ -41,27 +41,31 @@ const char *mt_cli_suggest(const char *word, const char *const *candidates, size
   return nearest(word, strlen(word), candidates, n);
 }
 
-const char *mt_cli_suggest_option(const char *usage, const char *word, char *out, size_t n) {
-  enum { MAX_OPTIONS = 128 };
-  char names[MAX_OPTIONS][LONGEST + 1];
-  const char *cands[MAX_OPTIONS];
+size_t mt_cli_usage_options(const char *usage, char (*names)[MT_CLI_OPTION_MAX + 1], size_t max) {
   size_t k = 0;
-  for (const char *p = usage; *p && k < MAX_OPTIONS; p++) {
+  for (const char *p = usage; *p && k < max; p++) {
     /* an option starts a word: "-n", "--by" after a space, '(' or '[' */
     if (*p != '-' || (p > usage && !strchr(" ([,\n", p[-1]))) continue;
     size_t len = strspn(p, "-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
     int shaped = p[1] == '-' ? len >= 3 && p[2] != '-' : len == 2;
-    if (!shaped || len > LONGEST) {
-      p += len ? len - 1 : 0;
-      continue;
+    if (shaped && len <= MT_CLI_OPTION_MAX) {
+      memcpy(names[k], p, len);
+      names[k][len] = 0;
+      int seen = 0;
+      for (size_t i = 0; i < k && !seen; i++) seen = strcmp(names[i], names[k]) == 0;
+      k += !seen;
     }
-    memcpy(names[k], p, len);
-    names[k][len] = 0;
-    int seen = 0;
-    for (size_t i = 0; i < k && !seen; i++) seen = strcmp(cands[i], names[k]) == 0;
-    if (!seen) cands[k] = names[k], k++;
-    p += len - 1;
+    p += len ? len - 1 : 0;
   }
+  return k;
+}
+
+const char *mt_cli_suggest_option(const char *usage, const char *word, char *out, size_t n) {
+  enum { MAX_OPTIONS = 128 };
+  char names[MAX_OPTIONS][MT_CLI_OPTION_MAX + 1];
+  const char *cands[MAX_OPTIONS];
+  size_t k = mt_cli_usage_options(usage, names, MAX_OPTIONS);
+  for (size_t i = 0; i < k; i++) cands[i] = names[i];
   const char *found = nearest(word, strcspn(word, "="), cands, k);
   if (!found) return NULL;
   size_t len = strlen(found);

@@ -10,6 +10,12 @@
  * one); else NULL. */
 const char *mt_cli_suggest(const char *word, const char *const *candidates, size_t n);
 
+/* The options a usage text names ("--by", "-n": a word starting with one
+ * dash and a letter, or two dashes), each once, in order, into names[0..max);
+ * returns their count. */
+#define MT_CLI_OPTION_MAX 64
+size_t mt_cli_usage_options(const char *usage, char (*names)[MT_CLI_OPTION_MAX + 1], size_t max);
+
 /* The same among the long and short options a usage text names ("--by",
  * "-n"), for an unknown option `word` (its "=VALUE" part ignored); the
  * option into out[0..n), or NULL. */
