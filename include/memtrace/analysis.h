@@ -72,6 +72,11 @@ MT_API const mt_trace_info *mt_analysis_info(const mt_analysis *a);
 MT_API uint64_t mt_analysis_duration(const mt_analysis *a);
 /* Bytes per word (word_size / 8). */
 MT_API double mt_analysis_word_bytes(const mt_analysis *a);
+/* 1 when some object of the trace came from a language runtime's minor or
+ * major heap (an OCaml trace, told in words, "collected", promotion), 0
+ * when every one is external (a native program's: bytes, "freed"). A pass
+ * over the objects. */
+MT_API int mt_analysis_has_runtime_heap(const mt_analysis *a);
 
 /* ---- Objects -------------------------------------------------------------- */
 

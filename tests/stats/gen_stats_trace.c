@@ -183,6 +183,15 @@ int main(int argc, char **argv) {
   else if (strcmp(scen, "random") == 0) scenario_population(4000, 250, 1);
   else if (strcmp(scen, "sampled") == 0) rate = 0.01, scenario_population(100000, 10, rate);
   else if (strcmp(scen, "empty") == 0) (void)0; /* a trace_info and nothing else */
+  else if (strcmp(scen, "native") == 0) {
+    /* A native program's: every block external (malloc), sizes in words of
+     * 8 bytes; 3 of 40 B, 2 of 4 KiB, 1 of 1 MiB never freed. */
+    for (int i = 0; i < 3; i++) add(10 * i, 10 * i + 5, 2, 5, -1, 0);
+    for (int i = 0; i < 2; i++) add(100 + 10 * i, 1000 + 10 * i, 2, 512, -1, 1);
+    add(2000, -1, 2, 131072, -1, 2);
+    add(1000000, 1000001, 2, 1, -1, 0);
+    for (size_t i = 0; i < nobjs; i++) objs[i].nsamples = words(&objs[i]), objs[i].written = 1;
+  }
   else if (strcmp(scen, "instant") == 0) {
     /* Everything at the trace's first instant: a duration of 0. */
     add(0, 0, 0, 4, -1, 0)->nsamples = 5;

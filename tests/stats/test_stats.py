@@ -297,6 +297,31 @@ def case_stats_exact():
     check(re.search(r"never collected .* 2 allocs", out) is not None, "terminal: never collected row")
 
 
+def case_stats_native():
+    """A native program's trace (every block external) in native words:
+    sizes in bytes by powers of two, "never freed", no heaps, no promotion;
+    its JSON keeps the same keys as an OCaml trace's."""
+    trace, truth = gen("native")
+    out = run(["stats", "--chunks", "2", trace]).stdout.decode()
+    for word in ("minor", "major", "Promotion", "Over 256 words", "never collected", " w ",
+                 "Sizes (words)", ">256w"):
+        check(word not in out, "native terminal: %r in:\n%s" % (word, out))
+    for row in (r"32 B-64 B .* 3 ", r"4 KiB-8 KiB .* 2 ", r"1 MiB-2 MiB .* 1 ",
+                r"never freed .* 1 allocs", r"Sizes \(bytes\)", r"max +1048576 ",
+                r"estimated sizes in bytes"):
+        check(re.search(row, out) is not None, "native terminal: no %r in:\n%s" % (row, out))
+    mean = (3 * 40 + 2 * 4096 + 1048576 + 8) / 7
+    check(re.search(r"mean +%.2f " % mean, out) is not None, "native mean %.2f bytes:\n%s" % (mean, out))
+    doc = stats_json(trace)
+    ocaml = stats_json(gen("exact")[0])
+    if doc and ocaml:
+        check(sorted(doc["all"]) == sorted(ocaml["all"]), "native JSON keys: %r" % sorted(doc["all"]))
+    # an OCaml trace keeps OCaml's words
+    out = run(["stats", gen("random")[0]]).stdout.decode()
+    for word in ("0-32 w", "Over 256 words", "never collected", "Promotion", "Sizes (words)"):
+        check(word in out, "OCaml terminal: no %r" % word)
+
+
 def case_stats_random():
     trace, truth = gen("random", 7)
     check_stats(trace, truth)
@@ -761,6 +786,7 @@ def case_errors():
 
 CASES = {
     "stats.exact": case_stats_exact, "stats.random": case_stats_random,
+    "stats.native": case_stats_native,
     "stats.sampled": case_stats_sampled, "stats.chunks": case_stats_chunks,
     "stats.filters": case_stats_filters, "stats.svg": case_stats_svg,
     "timeline.exact": case_timeline_exact, "timeline.random": case_timeline_random,

@@ -123,81 +123,134 @@ typedef struct ctx {
   int cols, ascii;
   size_t nchunks;
   uint64_t span; /* allocation times the chunks split, us */
+  /* A native program's trace (every object external): sizes in bytes by
+   * powers of two, "freed", no heaps or promotion. An OCaml trace keeps
+   * OCaml's words. */
+  int native;
+  const char *never; /* "never freed" or "never collected" */
 } ctx;
 
-static void terminal_group(mt_out *o, const ctx *c, const mt_stats_group *g) {
+/* A power of two of bytes, short: "16 B", "4 KiB", "2 MiB". */
+static const char *pow2_text(char *buf, size_t n, double v) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (v >= 1024 && u < 6) v /= 1024, u++;
+  snprintf(buf, n, "%.0f %s", v, units[u]);
+  return buf;
+}
+
+/* The size histograms of an OCaml trace: its four bins in words, and the
+ * share allocated directly on the major heap. */
+static void sizes_in_words(mt_out *o, const ctx *c, const mt_stats_group *g, row *rows) {
   const mt_sampling *sp = &c->s->sampling;
   mt_estimate eo = mt_sampling_objects(sp, &g->all), eb = mt_sampling_bytes(sp, &g->all);
-  char b1[48], b2[48], b3[48], b4[48];
-  row rows[NLIFE + 1];
-
-  fmt_pm(b2, sizeof b2, eo);
-  mt_out_printf(o, "\nSizes, by estimated allocations (%s%s%s)\n",
-                mt_human_count(b1, sizeof b1, eo.value), b2[0] ? " " : "", b2);
-  for (int b = 0; b < NSIZE; b++) {
-    mt_estimate e = mt_sampling_objects(sp, &g->size[b]);
-    snprintf(rows[b].label, sizeof rows[b].label, "%s", size_label[b]);
-    rows[b].v = e.value;
-    rows[b].gap = 0;
-    est_text(rows[b].text, sizeof rows[b].text, "", e, share(e.value, eo.value), 0);
+  char b1[48], b2[48];
+  for (int by_bytes = 0; by_bytes < 2; by_bytes++) {
+    mt_estimate t = by_bytes ? eb : eo;
+    fmt_pm(b2, sizeof b2, t);
+    mt_out_printf(o, "\nSizes, by estimated %s (%s%s%s)\n", by_bytes ? "bytes" : "allocations",
+                  by_bytes ? mt_human_bytes(b1, sizeof b1, t.value)
+                           : mt_human_count(b1, sizeof b1, t.value),
+                  b2[0] ? " " : "", b2);
+    for (int b = 0; b < NSIZE; b++) {
+      mt_estimate e = by_bytes ? mt_sampling_bytes(sp, &g->size[b])
+                               : mt_sampling_objects(sp, &g->size[b]);
+      snprintf(rows[b].label, sizeof rows[b].label, "%s", size_label[b]);
+      rows[b].v = e.value;
+      rows[b].gap = 0;
+      est_text(rows[b].text, sizeof rows[b].text, "", e,
+               by_bytes ? share((double)g->size[b].samples, (double)g->all.samples)
+                        : share(e.value, eo.value),
+               by_bytes);
+    }
+    draw_rows(o, rows, NSIZE, c->cols, c->ascii);
   }
-  draw_rows(o, rows, NSIZE, c->cols, c->ascii);
-
-  fmt_pm(b2, sizeof b2, eb);
-  mt_out_printf(o, "\nSizes, by estimated bytes (%s%s%s)\n",
-                mt_human_bytes(b1, sizeof b1, eb.value), b2[0] ? " " : "", b2);
-  for (int b = 0; b < NSIZE; b++) {
-    mt_estimate e = mt_sampling_bytes(sp, &g->size[b]);
-    snprintf(rows[b].label, sizeof rows[b].label, "%s", size_label[b]);
-    rows[b].v = e.value;
-    rows[b].gap = 0;
-    est_text(rows[b].text, sizeof rows[b].text, "",
-             e, share((double)g->size[b].samples, (double)g->all.samples), 1);
-  }
-  draw_rows(o, rows, NSIZE, c->cols, c->ascii);
-
   double big_o = 0, big_s = 0;
   for (int b = 2; b < NSIZE; b++) big_o += g->size[b].ht, big_s += (double)g->size[b].samples;
   mt_out_printf(o,
                 "\nOver 256 words (allocated directly on the major heap):\n"
                 "  %.2f%% of allocations, %.2f%% of bytes\n",
                 100 * share(big_o, g->all.ht), 100 * share(big_s, (double)g->all.samples));
+}
 
-  /* One column per set of weights, so that it fits any width. */
+/* The size histograms of a native trace: powers of two of bytes, from the
+ * smallest bin used to the largest. */
+static void sizes_in_bytes(mt_out *o, const ctx *c, const mt_stats_group *g) {
+  const mt_sampling *sp = &c->s->sampling;
+  const mt_tally *h = c->s->size_log2;
+  int first = -1, last = -1;
+  for (int b = 0; b < MT_STATS_SIZE_LOG2_BINS; b++)
+    if (h[b].objects) last = b, first = first < 0 ? b : first;
+  if (first < 0) return;
+  row rows[MT_STATS_SIZE_LOG2_BINS];
+  mt_estimate eo = mt_sampling_objects(sp, &g->all), eb = mt_sampling_bytes(sp, &g->all);
+  char b1[48], b2[48], lo[16], hi[16];
+  for (int by_bytes = 0; by_bytes < 2; by_bytes++) {
+    mt_estimate t = by_bytes ? eb : eo;
+    fmt_pm(b2, sizeof b2, t);
+    mt_out_printf(o, "\nSizes, by estimated %s (%s%s%s)\n", by_bytes ? "bytes" : "allocations",
+                  by_bytes ? mt_human_bytes(b1, sizeof b1, t.value)
+                           : mt_human_count(b1, sizeof b1, t.value),
+                  b2[0] ? " " : "", b2);
+    int n = 0;
+    for (int b = first; b <= last; b++, n++) {
+      double blo, bhi;
+      mt_stats_size_log2_bin(b, &blo, &bhi);
+      mt_estimate e = by_bytes ? mt_sampling_bytes(sp, &h[b]) : mt_sampling_objects(sp, &h[b]);
+      snprintf(rows[n].label, sizeof rows[n].label, "%s-%s", pow2_text(lo, sizeof lo, blo),
+               pow2_text(hi, sizeof hi, bhi));
+      rows[n].v = e.value;
+      rows[n].gap = 0;
+      est_text(rows[n].text, sizeof rows[n].text, "", e,
+               by_bytes ? share((double)h[b].samples, (double)g->all.samples)
+                        : share(e.value, eo.value),
+               by_bytes);
+    }
+    draw_rows(o, rows, (size_t)n, c->cols, c->ascii);
+  }
+  mt_out_str(o, "  (a bin holds the sizes from its first bound up to its second)\n");
+}
+
+/* Size moments, sampled and estimated: words for OCaml, bytes for native. */
+static void moments(mt_out *o, const ctx *c, const mt_stats_group *g) {
+  double k = c->native ? c->s->sampling.word_bytes : 1;
   double var_s = g->sampled.n > 0 ? fmax(g->sampled.m2 / g->sampled.n, 0) : 0;
   double var_p = g->population.n > 0 ? fmax(g->population.m2 / g->population.n, 0) : 0;
-  mt_out_printf(o, "\n%-16s %16s %16s\n", "Sizes (words)", "sampled objects", "estimated (1/P)");
+  char b1[48], b2[48];
+  mt_out_printf(o, "\n%-16s %16s %16s\n", c->native ? "Sizes (bytes)" : "Sizes (words)",
+                "sampled objects", "estimated (1/P)");
   mt_out_printf(o, "  %-14s %16s %16s\n", "count", mt_human_count(b1, sizeof b1, g->sampled.n),
                 mt_human_count(b2, sizeof b2, g->population.n));
-  mt_out_printf(o, "  %-14s %16.2f %16.2f\n", "mean", g->sampled.mean, g->population.mean);
-  mt_out_printf(o, "  %-14s %16.2f %16.2f\n", "variance", var_s, var_p);
-  mt_out_printf(o, "  %-14s %16.2f %16.2f\n", "std dev", sqrt(var_s), sqrt(var_p));
-  mt_out_printf(o, "  %-14s %16llu %16s\n", "max", (unsigned long long)g->sampled.max,
-                "(the same)");
+  mt_out_printf(o, "  %-14s %16.2f %16.2f\n", "mean", k * g->sampled.mean, k * g->population.mean);
+  mt_out_printf(o, "  %-14s %16.2f %16.2f\n", "variance", k * k * var_s, k * k * var_p);
+  mt_out_printf(o, "  %-14s %16.2f %16.2f\n", "std dev", k * sqrt(var_s), k * sqrt(var_p));
+  mt_out_printf(o, "  %-14s %16.0f %16s\n", "max", k * (double)g->sampled.max, "(the same)");
+}
 
+static void lifetimes(mt_out *o, const ctx *c, const mt_stats_group *g, row *rows) {
+  const mt_sampling *sp = &c->s->sampling;
+  char b3[48], b4[48];
   mt_out_printf(o, "\nLifetimes, by estimated bytes\n");
   int n = 0;
-  for (int k = 0; k < c->nlife; k++, n++) {
-    mt_estimate e = mt_sampling_bytes(sp, &g->life[k]), ob = mt_sampling_objects(sp, &g->life[k]);
-    mt_stats_life_name(k, rows[n].label, sizeof rows[n].label);
+  for (int k = 0; k <= c->nlife; k++, n++) {
+    const mt_tally *t = k < c->nlife ? &g->life[k] : &g->never;
+    mt_estimate e = mt_sampling_bytes(sp, t), ob = mt_sampling_objects(sp, t);
+    if (k < c->nlife) mt_stats_life_name(k, rows[n].label, sizeof rows[n].label);
+    else snprintf(rows[n].label, sizeof rows[n].label, "%s", c->never);
     rows[n].v = e.value;
-    rows[n].gap = 0;
+    rows[n].gap = k == c->nlife;
     snprintf(b3, sizeof b3, "%s allocs", mt_human_count(b4, sizeof b4, ob.value));
     est_text(rows[n].text, sizeof rows[n].text, b3, e,
-             share((double)g->life[k].samples, (double)g->all.samples), 1);
-  }
-  {
-    mt_estimate e = mt_sampling_bytes(sp, &g->never), ob = mt_sampling_objects(sp, &g->never);
-    snprintf(rows[n].label, sizeof rows[n].label, "never collected");
-    rows[n].v = e.value;
-    rows[n].gap = 1;
-    snprintf(b3, sizeof b3, "%s allocs", mt_human_count(b4, sizeof b4, ob.value));
-    est_text(rows[n].text, sizeof rows[n].text, b3, e,
-             share((double)g->never.samples, (double)g->all.samples), 1);
-    n++;
+             share((double)t->samples, (double)g->all.samples), 1);
   }
   draw_rows(o, rows, (size_t)n, c->cols, c->ascii);
+}
 
+/* Where blocks were allocated, and how many minor ones were promoted: an
+ * OCaml trace's. */
+static void sources(mt_out *o, const ctx *c, const mt_stats_group *g, row *rows) {
+  const mt_sampling *sp = &c->s->sampling;
+  char b3[48], b4[48];
   mt_out_printf(o, "\nSources, by estimated bytes\n");
   for (int s = 0; s < 3; s++) {
     mt_estimate e = mt_sampling_bytes(sp, &g->source[s]), ob = mt_sampling_objects(sp, &g->source[s]);
@@ -209,7 +262,6 @@ static void terminal_group(mt_out *o, const ctx *c, const mt_stats_group *g) {
              share((double)g->source[s].samples, (double)g->all.samples), 1);
   }
   draw_rows(o, rows, 3, c->cols, c->ascii);
-
   const mt_tally *mi = &g->source[MT_SOURCE_MINOR], *pr = &g->promoted;
   if (mi->objects)
     mt_out_printf(o,
@@ -220,12 +272,74 @@ static void terminal_group(mt_out *o, const ctx *c, const mt_stats_group *g) {
   else mt_out_printf(o, "\nPromotion: no minor allocations\n");
 }
 
+static void terminal_group(mt_out *o, const ctx *c, const mt_stats_group *g) {
+  row rows[NLIFE + 1];
+  if (c->native) sizes_in_bytes(o, c, g);
+  else sizes_in_words(o, c, g, rows);
+  moments(o, c, g);
+  lifetimes(o, c, g, rows);
+  if (!c->native) sources(o, c, g, rows);
+}
+
+/* The chunks' table: estimated sizes in words (OCaml) or bytes (native),
+ * and for OCaml the share over 256 words. */
+static void chunk_table(mt_out *o, const ctx *c, const mt_stats_group *chunks) {
+  const mt_sampling *sp = &c->s->sampling;
+  double k = c->native ? sp->word_bytes : 1;
+  mt_out_printf(o, "\nBy allocation time, %zu chunks (estimated sizes in %s)\n", c->nchunks,
+                c->native ? "bytes" : "words");
+  char head[256];
+  /* Narrow terminals drop the std dev and max columns. */
+  int wide = c->cols >= 80, big = !c->native;
+  int hl = snprintf(head, sizeof head, "  %-15s %7s %10s %8s", "time (s)", "allocs", "bytes", "mean");
+  if (wide) hl += snprintf(head + hl, sizeof head - (size_t)hl, " %8s %7s", "std dev", "max");
+  if (big) hl += snprintf(head + hl, sizeof head - (size_t)hl, " %6s %6s", ">256w", "bytes");
+  mt_out_printf(o, "%s\n", head);
+  double maxb = 0;
+  for (size_t i = 0; i < c->nchunks; i++)
+    if ((double)chunks[i].all.samples > maxb) maxb = (double)chunks[i].all.samples;
+  int bw = c->cols - hl - 2;
+  for (size_t i = 0; i < c->nchunks; i++) {
+    const mt_stats_group *g = &chunks[i];
+    mt_estimate eo = mt_sampling_objects(sp, &g->all), eb = mt_sampling_bytes(sp, &g->all);
+    double var = g->population.n > 0 ? fmax(g->population.m2 / g->population.n, 0) : 0;
+    char range[40], c1[24], c2[24], mx[24];
+    /* Milliseconds show, unless chunks are shorter. */
+    int prec = c->span / c->nchunks < 1000 ? 6 : 3;
+    snprintf(range, sizeof range, "%.*f-%.*f", prec, (double)g->from / 1e6, prec,
+             (double)g->to / 1e6);
+    mt_out_printf(o, "  %-15s %7s %10s %8.1f", range, mt_human_count(c1, sizeof c1, eo.value),
+                  mt_human_bytes(c2, sizeof c2, eb.value), k * g->population.mean);
+    if (wide)
+      mt_out_printf(o, " %8.1f %7s", k * sqrt(var),
+                    mt_human_count(mx, sizeof mx, k * (double)g->sampled.max));
+    if (big) {
+      double big_o = 0, big_s = 0;
+      for (int b = 2; b < NSIZE; b++) big_o += g->size[b].ht, big_s += (double)g->size[b].samples;
+      mt_out_printf(o, " %5.1f%% %5.1f%%", 100 * share(big_o, g->all.ht),
+                    100 * share(big_s, (double)g->all.samples));
+    }
+    if (bw >= 4) {
+      mt_out_str(o, "  ");
+      mt_term_hbar(o, maxb > 0 ? (double)g->all.samples / maxb : 0, bw, c->ascii);
+    }
+    mt_out_char(o, '\n');
+  }
+  mt_out_printf(o, "  (%s: estimated, in %s%s)\n", wide ? "mean, std dev" : "mean",
+                c->native ? "bytes" : "words",
+                big ? "; >256w: the\n  share of allocations over 256 words, then of bytes" : "");
+}
+
 static void terminal(mt_out *o, const ctx *c, const mt_stats_group *all, const mt_stats_group *chunks) {
   const mt_sampling *sp = &c->s->sampling;
   char b1[48], b2[48];
   mt_out_printf(o, "memtrace stats: %s\n", c->path);
-  mt_out_printf(o, "  sample rate %g per word (one sample per %s)\n", sp->rate,
-                mt_human_bytes(b1, sizeof b1, sp->word_bytes / sp->rate));
+  if (c->native)
+    mt_out_printf(o, "  sample rate %g per %g-byte word (one sample per %s)\n", sp->rate,
+                  sp->word_bytes, mt_human_bytes(b1, sizeof b1, sp->word_bytes / sp->rate));
+  else
+    mt_out_printf(o, "  sample rate %g per word (one sample per %s)\n", sp->rate,
+                  mt_human_bytes(b1, sizeof b1, sp->word_bytes / sp->rate));
   mt_out_printf(o, "  duration %s; %llu sampled objects%s\n",
                 mt_human_duration(b2, sizeof b2, (double)c->s->duration),
                 (unsigned long long)all->all.objects, c->filtered ? " pass the filters" : "");
@@ -234,52 +348,7 @@ static void terminal(mt_out *o, const ctx *c, const mt_stats_group *all, const m
                 "  bytes = samples / rate x word size; +- is the wider\n"
                 "  side of the 95%% interval.\n");
   terminal_group(o, c, all);
-  if (c->nchunks <= 1) return;
-
-  mt_out_printf(o, "\nBy allocation time, %zu chunks (estimated sizes in words)\n", c->nchunks);
-  char head[256];
-  /* Narrow terminals drop the std dev and max columns. */
-  int wide = c->cols >= 80;
-  int hl = wide ? snprintf(head, sizeof head, "  %-15s %7s %10s %8s %8s %7s %6s %6s", "time (s)",
-                           "allocs", "bytes", "mean", "std dev", "max", ">256w", "bytes")
-                : snprintf(head, sizeof head, "  %-15s %7s %10s %8s %6s %6s", "time (s)",
-                           "allocs", "bytes", "mean", ">256w", "bytes");
-  mt_out_printf(o, "%s\n", head);
-  double maxb = 0;
-  for (size_t k = 0; k < c->nchunks; k++)
-    if ((double)chunks[k].all.samples > maxb) maxb = (double)chunks[k].all.samples;
-  int bw = c->cols - hl - 2;
-  for (size_t k = 0; k < c->nchunks; k++) {
-    const mt_stats_group *g = &chunks[k];
-    mt_estimate eo = mt_sampling_objects(sp, &g->all), eb = mt_sampling_bytes(sp, &g->all);
-    double big_o = 0, big_s = 0;
-    for (int b = 2; b < NSIZE; b++) big_o += g->size[b].ht, big_s += (double)g->size[b].samples;
-    double var = g->population.n > 0 ? fmax(g->population.m2 / g->population.n, 0) : 0;
-    char range[40], c1[24], c2[24], mx[24];
-    /* Milliseconds show, unless chunks are shorter. */
-    int prec = c->span / c->nchunks < 1000 ? 6 : 3;
-    snprintf(range, sizeof range, "%.*f-%.*f", prec, (double)g->from / 1e6, prec,
-             (double)g->to / 1e6);
-    mt_human_count(mx, sizeof mx, (double)g->sampled.max);
-    if (wide)
-      mt_out_printf(o, "  %-15s %7s %10s %8.1f %8.1f %7s %5.1f%% %5.1f%%", range,
-                    mt_human_count(c1, sizeof c1, eo.value), mt_human_bytes(c2, sizeof c2, eb.value),
-                    g->population.mean, sqrt(var), mx, 100 * share(big_o, g->all.ht),
-                    100 * share(big_s, (double)g->all.samples));
-    else
-      mt_out_printf(o, "  %-15s %7s %10s %8.1f %5.1f%% %5.1f%%", range,
-                    mt_human_count(c1, sizeof c1, eo.value), mt_human_bytes(c2, sizeof c2, eb.value),
-                    g->population.mean, 100 * share(big_o, g->all.ht),
-                    100 * share(big_s, (double)g->all.samples));
-    if (bw >= 4) {
-      mt_out_str(o, "  ");
-      mt_term_hbar(o, maxb > 0 ? (double)g->all.samples / maxb : 0, bw, c->ascii);
-    }
-    mt_out_char(o, '\n');
-  }
-  mt_out_printf(o, "  (%s: estimated, in words; >256w: the\n"
-                   "  share of allocations over 256 words, then of bytes)\n",
-                wide ? "mean, std dev" : "mean");
+  if (c->nchunks > 1) chunk_table(o, c, chunks);
 }
 
 /* ---- output: SVG ---- */
@@ -328,15 +397,16 @@ static void svgs(const ctx *c, const char *dir, const mt_stats_group *g, const m
     mt_estimate e = mt_sampling_bytes(sp, &g->never);
     snprintf(notes[n], sizeof notes[n], "%.1f%%",
              100 * share((double)g->never.samples, (double)g->all.samples));
-    bars[n] = (mt_svg_bar){"never collected", e.value, e.lo, e.hi, notes[n], 1};
+    bars[n] = (mt_svg_bar){c->never, e.value, e.lo, e.hi, notes[n], 1};
     n++;
   }
-  mt_svg_bar_chart lc = {"Lifetimes by estimated bytes", sub, "lifetime (collection - allocation)",
+  mt_svg_bar_chart lc = {"Lifetimes by estimated bytes", sub,
+                         c->native ? "lifetime (free - allocation)" : "lifetime (collection - allocation)",
                          "estimated bytes allocated", MT_AXIS_BYTES, bars, (size_t)n};
   snprintf(path, sizeof path, "%s/lifetimes.svg", dir);
   svg_or_die(mt_svg_write_bar_chart(path, &lc), path);
 
-  for (int s = 0; s < 3; s++) {
+  for (int s = 0; s < 3 && !c->native; s++) {
     mt_estimate e = mt_sampling_bytes(sp, &g->source[s]);
     snprintf(notes[s], sizeof notes[s], "%.1f%%",
              100 * share((double)g->source[s].samples, (double)g->all.samples));
@@ -345,7 +415,7 @@ static void svgs(const ctx *c, const char *dir, const mt_stats_group *g, const m
   mt_svg_bar_chart sc = {"Sources by estimated bytes", sub, "source", "estimated bytes allocated",
                          MT_AXIS_BYTES, bars, 3};
   snprintf(path, sizeof path, "%s/sources.svg", dir);
-  svg_or_die(mt_svg_write_bar_chart(path, &sc), path);
+  if (!c->native) svg_or_die(mt_svg_write_bar_chart(path, &sc), path);
 
   if (c->nchunks > 1) {
     mt_svg_bar *cb = malloc(c->nchunks * sizeof *cb);
@@ -424,8 +494,12 @@ static int run(int argc, char **argv) {
   if (mt_stats_compute(a, &f, nchunks, &s) != MT_OK) mt_cli_nomem(cmd);
   char **filters = mt_cli_xrealloc(cmd, NULL, (size_t)argc * sizeof *filters);
   int nfilters = filter_args(argc, argv, filters);
-  ctx c = {s, path, s->nlife, nfilters > 0, mt_term_columns(), ascii, nchunks,
-           s->all.to - s->all.from};
+  int native = !mt_analysis_has_runtime_heap(a);
+  ctx c = {s,       path,
+           s->nlife, nfilters > 0,
+           mt_term_columns(), ascii,
+           nchunks, s->all.to - s->all.from,
+           native,  native ? "never freed" : "never collected"};
   /* The SVG directory first: a failure there should not follow a report. */
   if (svg_dir && mkdir(svg_dir, 0777) != 0 && errno != EEXIST) {
     fprintf(stderr, "memtrace stats: %s: cannot create: %s\n", svg_dir, strerror(errno));
