@@ -316,7 +316,11 @@ def case_stats_native():
     ocaml = stats_json(gen("exact")[0])
     if doc and ocaml:
         check(sorted(doc["all"]) == sorted(ocaml["all"]), "native JSON keys: %r" % sorted(doc["all"]))
+    out = run(["leaks", trace]).stdout.decode()
+    check(out.startswith("Objects of %s never freed" % trace), "native leaks: %s" % out[:200])
     # an OCaml trace keeps OCaml's words
+    check(run(["leaks", gen("random")[0]]).stdout.decode().split("\n")[0].find("never collected") > 0,
+          "OCaml leaks header")
     out = run(["stats", gen("random")[0]]).stdout.decode()
     for word in ("0-32 w", "Over 256 words", "never collected", "Promotion", "Sizes (words)"):
         check(word in out, "OCaml terminal: no %r" % word)

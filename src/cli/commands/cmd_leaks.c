@@ -51,16 +51,17 @@ static void frame_line(mt_out *o, mt_str *line, const mt_stack_frame *f) {
   mt_out_char(o, '\n');
 }
 
-static void text(mt_out *o, const char *path, const mt_ranking *r, const mt_filter *f) {
+/* native: a native program's trace (every block external) says "freed". */
+static void text(mt_out *o, const char *path, const mt_ranking *r, const mt_filter *f, int native) {
   char b1[64], b2[96], b3[64], b4[96];
   mt_filter lf;
   mt_leaks_filter(f, &lf);
   char *ftext = mt_cli_filter_text(&lf);
   uint64_t end = r->duration;
   const mt_estimate *tb = &r->total_bytes, *to = &r->total_objects;
-  mt_out_printf(o, "Objects of %s never collected (still live at the end of the trace, "
+  mt_out_printf(o, "Objects of %s never %s (still live at the end of the trace, "
                    "%s after its start)\n",
-                path, mt_human_duration(b1, sizeof b1, (double)end));
+                path, native ? "freed" : "collected", mt_human_duration(b1, sizeof b1, (double)end));
   mt_out_printf(o, "Sample rate: %g; filter: %s\n", r->sampling.rate, ftext);
   free(ftext);
   mt_out_printf(o, "Total: %s %s in %s objects %s from %" PRIu64 " sample%s, %zu stack%s\n",
@@ -127,7 +128,7 @@ static int run(int argc, char **argv) {
   } else {
     mt_out out;
     mt_out_init(&out, STDOUT_FILENO);
-    text(&out, path, r, &f);
+    text(&out, path, r, &f, !mt_analysis_has_runtime_heap(a));
     mt_out_flush(&out);
     mt_out_free(&out);
   }
