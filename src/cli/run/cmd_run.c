@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/private_file.h"
+#include "check.h"
 #include "cli.h"
 #include "run_report.h"
 #include "format/trace_file.h"
@@ -56,6 +57,17 @@ static const char usage[] =
     "                        the same file\n"
     "  -q, --quiet           print nothing after the run (memtrace execs the program\n"
     "                        instead of starting and waiting for it)\n"
+    "\n"
+    "Limits, checked on the program's trace after the run, as memtrace check does\n"
+    "(a CI gate): when COMMAND succeeded and a limit is broken, the exit status\n"
+    "is 1; COMMAND's own failure comes first.\n"
+    "  --check-allocated SIZE, --check-peak SIZE, --check-leaked SIZE\n"
+    "                        bytes allocated, the live heap's peak, bytes never\n"
+    "                        freed (k, M, G, T suffixes)\n"
+    "  --check-base OLD.ctf --check-growth PCT\n"
+    "                        bytes allocated grow by at most PCT% over OLD.ctf's\n"
+    "  --check-strict        an estimate over its limit breaks it (by default the\n"
+    "                        whole 95% interval must be: memtrace help check)\n"
     "\n"
     "The interposer is found beside the memtrace binary, or at $MEMTRACE_PRELOAD.\n";
 
@@ -298,11 +310,16 @@ static int end_as(int status) {
   return 128 + sig; /* a signal that does not end a process by default */
 }
 
+struct settings;
+static int check_run(const struct settings *s, const char *pattern, pid_t pid);
+
 /* What `memtrace run` was asked for: its options, then the command. */
 typedef struct settings {
   const char *output, *rate, *unwind, *depth, *format, *context;
   int quiet, debuginfo, no_follow;
   char **command;
+  mt_cli_limit_texts check_texts; /* --check-*: limits on the run's trace */
+  mt_cli_limits limits;
 } settings;
 
 static void parse(int argc, char **argv, settings *s) {
@@ -319,6 +336,12 @@ static void parse(int argc, char **argv, settings *s) {
       {"-q", "--quiet", MT_OPT_FLAG, &s->quiet, NULL, 1, 0, 0},
       {"--debuginfo", NULL, MT_OPT_FLAG, &s->debuginfo, NULL, 1, 0, 0},
       {"--no-follow-exec", NULL, MT_OPT_FLAG, &s->no_follow, NULL, 1, 0, 0},
+      {"--check-allocated", NULL, MT_OPT_TEXT, &s->check_texts.allocated, NULL, 0, 0, 0},
+      {"--check-peak", NULL, MT_OPT_TEXT, &s->check_texts.peak, NULL, 0, 0, 0},
+      {"--check-leaked", NULL, MT_OPT_TEXT, &s->check_texts.leaked, NULL, 0, 0, 0},
+      {"--check-base", NULL, MT_OPT_TEXT, &s->check_texts.base, NULL, 0, 0, 0},
+      {"--check-growth", NULL, MT_OPT_TEXT, &s->check_texts.growth, NULL, 0, 0, 0},
+      {"--check-strict", NULL, MT_OPT_FLAG, &s->check_texts.strict, NULL, 1, 0, 0},
       {NULL, NULL, 0, NULL, NULL, 0, 0, 0}};
   const char *first;
   mt_cli_spec spec = {options, NULL, &first, 1, 1, "COMMAND", 0, 0, NULL};
@@ -338,6 +361,16 @@ static void parse(int argc, char **argv, settings *s) {
     if (*end || d < 1 || d > 4096)
       mt_cli_usage_error(cmd, "--depth must be 1 to 4096, not '%s'", s->depth);
   }
+  static const char *const names[5] = {"--check-allocated", "--check-peak", "--check-leaked",
+                                       "--check-base", "--check-growth"};
+  char err[512];
+  if (mt_cli_limits_parse(&s->check_texts, names, &s->limits, err, sizeof err) != 0)
+    mt_cli_usage_error(cmd, "%s", err);
+  if (mt_cli_limits_any(&s->limits) && s->quiet)
+    mt_cli_usage_error(cmd, "--check-* reads the trace after the run: not with -q");
+  if (mt_cli_limits_any(&s->limits) && s->output && mt__trace_dest_is_socket(s->output))
+    mt_cli_usage_error(cmd, "--check-* reads the trace after the run: not with a tcp: or listen: "
+                            "destination");
 }
 
 /* Runs the program with the interposer and waits for it; reports on its
@@ -378,7 +411,28 @@ static int trace(const settings *s, const char *pattern, char **envp, size_t own
     return 127; /* command not found (sh fallback) */
   mt_cli_run_report(notes_fd, pattern, pid,
                     (unsigned long long)end.tv_sec * 1000000 + (unsigned long long)end.tv_nsec / 1000);
+  /* The program's own failure comes first; then the limits decide. */
+  if (mt_cli_limits_any(&s->limits) && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return check_run(s, pattern, pid);
   return end_as(status);
+}
+
+/* --check-*: the limits on the program's own trace; 1 when one is broken
+ * or the trace cannot be read. */
+static int check_run(const settings *s, const char *pattern, pid_t pid) {
+  char path[PATH_MAX];
+  mt__trace_path_expand(pattern, (long)pid, path, sizeof path);
+  mt_analysis *a;
+  if (mt_analysis_load(&a, path, NULL, NULL) != MT_OK) {
+    fprintf(stderr, "memtrace run: cannot check the limits: %s\n", mt_analysis_error(a));
+    mt_analysis_free(a);
+    return 1;
+  }
+  mt_filter f;
+  mt_filter_init(&f);
+  int rc = mt_cli_check(stderr, path, a, &f, &s->limits);
+  mt_analysis_free(a);
+  return rc != 0;
 }
 
 static int run(int argc, char **argv) {
