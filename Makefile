@@ -13,7 +13,8 @@ DEPS = build-essential cmake libcmocka-dev xz-utils babeltrace2 clang \
        chromium libjemalloc2 \
        python3-dev python3-numpy python3-pandas python3-matplotlib \
        python3-pytest python3-nbclient python3-nbformat python3-ipykernel \
-       python3-pip python3-setuptools groff-base man-db bsdextrautils golang-go
+       python3-pip python3-setuptools groff-base man-db bsdextrautils golang-go \
+       debuginfod
 
 # The viewer's browser tests drive Debian's chromium with playwright-core
 # (npm, test only), installed into tests/viewer/e2e/node_modules.

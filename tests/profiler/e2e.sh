@@ -1362,6 +1362,40 @@ babeltrace)
   a=$(MEMTRACE= "$bin/check_trace" bt/stream summary | awk '/^allocations/ {print $2}')
   [ "$n" = "$a" ] && [ "$n" -gt 0 ] && ok || bad "babeltrace2 sees $n allocations, we read $a"
   ;;
+debuginfod)
+  # a stripped program named from debuginfod after the run: Debian's own
+  # server, on 127.0.0.1, serving the unstripped program's debug information
+  command -v debuginfod > /dev/null || { echo "SKIP: no debuginfod (Debian: debuginfod)"; exit 77; }
+  mkdir src && cp "$bin/prog_sites" src/ && strip -o stripped src/prog_sites
+  id=$(readelf -n stripped | awk '/Build ID/ {print $3}')
+  port=$(free_port)
+  debuginfod -p "$port" -d db.sqlite -F src > server.log 2>&1 &
+  export DEBUGINFOD_URLS=http://127.0.0.1:$port DEBUGINFOD_CACHE_PATH=$tmp/cache
+  for _ in $(seq 100); do debuginfod-find debuginfo "$id" > /dev/null 2>&1 && break; sleep 0.1; done
+  rm -rf "$tmp/cache"
+  "$memtrace" run --rate 1 -o named.ctf -- ./stripped > /dev/null 2> err.txt
+  grep -q "named [1-9][0-9]* codes of named.ctf" err.txt &&
+    grep -q "site_realloc (.*prog_sites.c:[0-9]*)" err.txt && ok || bad "run with debuginfod: $(cat err.txt)"
+  "$memtrace" top --by line -n 0 named.ctf | grep -q "site_errno (.*prog_sites.c:" && ok ||
+    bad "the trace itself named: $("$memtrace" top --by line -n 3 named.ctf)"
+  # the same by hand, into another file; the original left as it was
+  DEBUGINFOD_URLS= "$memtrace" run -q --rate 1 -o anon.ctf -- ./stripped > /dev/null
+  "$memtrace" symbolize -o byhand.ctf anon.ctf 2> err.txt
+  "$memtrace" top -n 1 byhand.ctf | grep -q "site_realloc" &&
+    "$memtrace" top -n 1 anon.ctf | grep -q "stripped+0x" && ok || bad "symbolize -o: $(cat err.txt)"
+  kill %1
+  # a server that accepts and never answers costs a bounded time
+  python3 -c 'import socket, time, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8); print(s.getsockname()[1], flush=True)
+time.sleep(60)' > silent.port &
+  for _ in $(seq 50); do [ -s silent.port ] && break; sleep 0.1; done
+  start=$(date +%s)
+  DEBUGINFOD_URLS=http://127.0.0.1:$(cat silent.port) DEBUGINFOD_TIMEOUT=1 DEBUGINFOD_CACHE_PATH=$tmp/cache2 \
+    "$memtrace" symbolize -o silent.ctf anon.ctf 2> err.txt
+  rc=$? took=$(( $(date +%s) - start ))
+  [ $rc = 0 ] && [ "$took" -le 20 ] && "$memtrace" top -n 1 silent.ctf > /dev/null && ok ||
+    bad "a silent server: status $rc after $took s: $(cat err.txt)"
+  ;;
 *) bad "unknown test" ;;
 esac
 finish

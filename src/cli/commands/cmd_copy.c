@@ -41,38 +41,8 @@ static int run(int argc, char **argv) {
   mt_writer_options opt = {.version = version, .resolve = resolve, .resolve_ctx = rw.r};
   mt_cli_rewrite_writer(&rw, &info, &opt);
 
-  /* Input id -> output id, for the objects whose ids differ (only when the
-   * input's ids have gaps or another chunking). */
-  mt__u64map remap = {0};
   uint64_t skipped = 0;
-  mt_event ev;
-  int rc = 0;
-  while (rw.wrc == MT_OK && (rc = mt_reader_next(rw.r, &ev)) > 0) {
-    if (!mt_cli_rewrite_domain_ok(&rw, version, ev.domain)) break;
-    if (ev.kind == MT_EVENT_ALLOC) {
-      uint64_t id;
-      rw.wrc = mt_writer_alloc(rw.w, ev.time, ev.domain, ev.length, ev.nsamples, ev.source,
-                               ev.backtrace, ev.backtrace_len, &id);
-      if (rw.wrc == MT_OK && id != ev.obj_id) {
-        if (id > UINT32_MAX || mt__u64map_put(&remap, ev.obj_id, (uint32_t)id) != 0) {
-          fprintf(stderr, "memtrace: %s: too many renumbered objects\n", in);
-          rw.wrc = MT_ERR_NOMEM;
-          rw.reported = 1;
-        }
-      }
-    } else {
-      uint32_t *m = mt__u64map_get(&remap, ev.obj_id);
-      uint64_t id = m ? *m - 1 : ev.obj_id;
-      rw.wrc = ev.kind == MT_EVENT_PROMOTE ? mt_writer_promote(rw.w, ev.time, ev.domain, id)
-                                           : mt_writer_collect(rw.w, ev.time, ev.domain, id);
-      if (rw.wrc == MT_ERR_INVALID) { /* an object the input never allocated */
-        skipped++;
-        rw.wrc = MT_OK;
-      }
-    }
-  }
-  mt__u64map_free(&remap);
-  int status = mt_cli_rewrite_end(&rw, rc);
+  int status = mt_cli_rewrite_end(&rw, mt_cli_rewrite_events(&rw, version, &skipped));
   if (status == 0 && skipped)
     fprintf(stderr, "memtrace: warning: %s: skipped %llu promotions/collections of "
             "objects the trace never allocated\n", in, (unsigned long long)skipped);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/containers.h"
 #include "base/private_file.h"
 #include "cli.h"
 
@@ -39,6 +40,39 @@ int mt_cli_rewrite_domain_ok(mt_cli_rewrite *rw, int version, uint32_t domain) {
   rw->wrc = MT_ERR_INVALID;
   rw->reported = 1;
   return 0;
+}
+
+int mt_cli_rewrite_events(mt_cli_rewrite *rw, int version, uint64_t *skipped) {
+  /* Input id -> output id, for the objects whose ids differ (only when the
+   * input's ids have gaps or another chunking). */
+  mt__u64map remap = {0};
+  mt_event ev;
+  int rc = 0;
+  while (rw->wrc == MT_OK && (rc = mt_reader_next(rw->r, &ev)) > 0) {
+    if (!mt_cli_rewrite_domain_ok(rw, version, ev.domain)) break;
+    if (ev.kind == MT_EVENT_ALLOC) {
+      uint64_t id;
+      rw->wrc = mt_writer_alloc(rw->w, ev.time, ev.domain, ev.length, ev.nsamples, ev.source,
+                                ev.backtrace, ev.backtrace_len, &id);
+      if (rw->wrc == MT_OK && id != ev.obj_id &&
+          (id > UINT32_MAX || mt__u64map_put(&remap, ev.obj_id, (uint32_t)id) != 0)) {
+        fprintf(stderr, "memtrace: %s: too many renumbered objects\n", rw->in);
+        rw->wrc = MT_ERR_NOMEM;
+        rw->reported = 1;
+      }
+    } else {
+      uint32_t *m = mt__u64map_get(&remap, ev.obj_id);
+      uint64_t id = m ? *m - 1 : ev.obj_id;
+      rw->wrc = ev.kind == MT_EVENT_PROMOTE ? mt_writer_promote(rw->w, ev.time, ev.domain, id)
+                                            : mt_writer_collect(rw->w, ev.time, ev.domain, id);
+      if (rw->wrc == MT_ERR_INVALID) { /* an object the input never allocated */
+        (*skipped)++;
+        rw->wrc = MT_OK;
+      }
+    }
+  }
+  mt__u64map_free(&remap);
+  return rc;
 }
 
 int mt_cli_rewrite_end(mt_cli_rewrite *rw, int rc) {

@@ -29,6 +29,13 @@ void mt_cli_rewrite_writer(mt_cli_rewrite *rw, const mt_trace_info *info,
  * 2 has one domain. If not, says so and stops the rewrite. */
 int mt_cli_rewrite_domain_ok(mt_cli_rewrite *rw, int version, uint32_t domain);
 
+/* Copies every event of IN to OUT as it is (backtraces too; their codes'
+ * locations are what the writer's resolver says), until the end or a
+ * failure; objects renumbered when the output's ids differ, promotions and
+ * collections of objects IN never allocated skipped and counted in
+ * *skipped. Returns the reader's last result (for mt_cli_rewrite_end). */
+int mt_cli_rewrite_events(mt_cli_rewrite *rw, int version, uint64_t *skipped);
+
 /* Ends the rewrite, rc being the reader's last result: flushes and closes the
  * writer and OUT and reports their failure; a reader error exits 1, a reader
  * warning is printed. Returns the exit status (0, or 1 after a write

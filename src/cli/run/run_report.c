@@ -8,10 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/human.h"
+#include "cli.h"
 #include "format/trace_file.h"
 #include "memtrace/rank.h"
 
@@ -346,6 +350,39 @@ static void report_children(const notes *nt, const char *pattern, char *largest,
             untraced, untraced == 1 ? "" : "es");
 }
 
+/* Whether the trace at path names a frame only "MODULE+0xOFFSET" (a code
+ * in no symbol: a stripped program's). */
+static int has_anonymous_frames(const char *path) {
+  mt_analysis *a;
+  int found = 0;
+  if (mt_analysis_load(&a, path, NULL, NULL) == MT_OK)
+    for (uint32_t f = 0; f < mt_analysis_function_count(a) && !found; f++) {
+      const char *file = mt_analysis_function_file(a, f);
+      found = file && file[0] == '/' && unnamed(mt_analysis_function_name(a, f));
+    }
+  mt_analysis_free(a);
+  return found;
+}
+
+/* With DEBUGINFOD_URLS set, the anonymous frames of the trace at path get
+ * names from debuginfod, now that the program has ended (it never waited
+ * for a server): memtrace symbolize, run as a child of its own. */
+static void name_frames(const char *path) {
+  const char *urls = getenv("DEBUGINFOD_URLS");
+  char tools[PATH_MAX];
+  if (!urls || !*urls || !has_anonymous_frames(path) ||
+      mt_cli_find_companion("memtrace-tools", tools, sizeof tools) != 0)
+    return;
+  fprintf(stderr, "memtrace: naming frames from debuginfod (%s)...\n", urls);
+  char *argv[] = {tools, "symbolize", (char *)path, NULL};
+  pid_t pid;
+  int status;
+  extern char **environ;
+  if (posix_spawn(&pid, tools, NULL, NULL, argv, environ) == 0)
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+}
+
 /* The report: where the trace went, the run's other processes, the top
  * sites. */
 static void say_where(const notes *nt, const char *pattern, pid_t pid,
@@ -378,6 +415,7 @@ static void say_where(const notes *nt, const char *pattern, pid_t pid,
   /* A wrapper (time, a shell running the program as a child, make) that
    * allocated nothing sampled: the report on the run's largest trace,
    * most likely the program meant. */
+  name_frames(path);
   if (!report(path, 5, stopped(nt, pid), end_us) && largest[0]) {
     fprintf(stderr, "memtrace: the run's largest other trace, %s (%s):\n", largest, exe);
     report(largest, 5, stopped(nt, (long)trace_pid(largest)), end_us);
