@@ -6,7 +6,9 @@ TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 # Debian packages: building and testing; the Python package (memtrace_c)
-# with its notebook, plots and pip install.
+# with its notebook, plots and pip install; for tests only, groff and man
+# (the manual page), Go (its pprof reads our profiles) and a debuginfod
+# server (stripped programs named after a run).
 DEPS = build-essential cmake libcmocka-dev xz-utils babeltrace2 clang \
        libclang-rt-14-dev time zlib1g-dev protobuf-compiler \
        libunwind-dev libdw-dev python3 libmicrohttpd-dev pkg-config \
