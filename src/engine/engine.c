@@ -496,8 +496,8 @@ void *mt__track_handle(uint64_t words, uint64_t bytes, uint64_t nsamples, mt_sou
    * instruction (a few percent of a sample): two threads that share a
    * shard may lose a count now and then. The statistic is approximate.
    * The shard is the thread's rank, not its address: threads' stacks (and
-   * thread-locals) lie 8 MiB apart, and every address had picked shard 0
-   * (with 4 threads, 4% of the run's time went to that line). */
+   * thread-locals) lie 8 MiB apart, and every address would pick shard 0,
+   * one line for every thread again. */
   _Atomic uint64_t *count = &shards[th->slot & (SHARDS - 1)].sampled_unlocked;
   atomic_store_explicit(count, atomic_load_explicit(count, memory_order_relaxed) + 1,
                         memory_order_relaxed);

@@ -1,7 +1,8 @@
 /* The elementary functions the sampling engine needs, written here so that
- * the interposer does not load the C library's libm: loading it cost every
- * process started under `memtrace run` about 0.4 ms of CPU (its IFUNC
- * relocations and its pages), 40% of the preloaded library's own start-up.
+ * the interposer does not load the C library's libm: every process started
+ * under `memtrace run` would pay for loading it (its IFUNC relocations and
+ * its pages), a large part of the preloaded library's own start-up
+ * (docs/benchmarks.md, "Loading libraries").
  *
  * The engine uses them for its draws' distributions and their tables, not
  * for bit-exact results: each is within a few units in the last place of

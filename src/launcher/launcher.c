@@ -3,10 +3,10 @@
  * with the same arguments.
  *
  * Why two executables: `memtrace run` stands before the profiled program,
- * whose CPU time it adds to, and `memtrace run -q` linked dynamically cost
- * 1.6-2 ms of CPU more than this static one here (the loader maps and
- * relocates the C library and libm; some forty page faults more): 0.6-0.8%
- * of a quarter-second program. The tools cannot be
+ * whose CPU time it adds to, and linked dynamically it pays for the loader
+ * mapping and relocating the C library and libm, and their page faults,
+ * before the program starts (docs/benchmarks.md, "memtrace run itself").
+ * The tools cannot be
  * static: they open libraries at run time (libmicrohttpd for `view`, zlib
  * for `export`). `run` needs none: it is linked statically into this small
  * executable, its report read with the same trace library.

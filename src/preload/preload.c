@@ -24,13 +24,12 @@
  * compile to, laid out so that each one's jump to the next allocator,
  * `jmp *slot(%rip)`, sits alone in an aligned 8-byte word (mt__malloc_site,
  * mt__free_site). The constructor rewrites both into direct jumps
- * (jumps.c). Measured on this project's benchmark machine (AMD EPYC): the
- * interposer, preloaded and not tracing, added 2.7% to the benchmark's
- * CPU time with the jumps indirect, 1.6% with them direct (80 rounds
- * side by side, 12M malloc+free pairs); `memtrace run` at the default rate,
- * 5.1% and 4.3%. A free's slow paths are in C: a pointer on a page
- * boundary (NULL too) takes mt__maybe_ours's slower test, one whose word
- * before it holds the magic goes to the sampled block's free. */
+ * (jumps.c): on a malloc-bound program most of the interposer's cost is
+ * this call layer, and an indirect jump costs more of it than a direct
+ * one (docs/benchmarks.md, "The interposer"). A free's slow paths are in
+ * C: a pointer on a page boundary (NULL too) takes mt__maybe_ours's
+ * slower test, one whose word before it holds the magic goes to the
+ * sampled block's free. */
 __asm__(".text\n"
         ".p2align 4\n"
         ".globl malloc\n"

@@ -6,9 +6,9 @@
  * shown). A sample there would unwind with libunwind, which takes a lock of
  * its own and, under it, dl_iterate_phdr: another thread's sample holding
  * libunwind's lock and waiting for the loader's, this one holding the
- * loader's and waiting for libunwind's, both wait for good. (Found with a
- * program whose threads list their libraries while one dlopens and
- * dlcloses: it hung two runs in three at rate 1; profiler.loader.)
+ * loader's and waiting for libunwind's, both wait for good (a program
+ * whose threads list their libraries while one dlopens and dlcloses:
+ * profiler.loader).
  *
  * So the callback runs with sampling suspended on its thread (the engine's
  * mt__tls.unsampled): what it allocates is not sampled, as if allocated by

@@ -68,11 +68,11 @@ static int same_file(const char *path, const struct stat *st) {
 
 /* With MEMTRACE gone, exec'd children would still load this library (and
  * libdw, libunwind...) through LD_PRELOAD and run every malloc and free
- * through it, untraced: about 1.4 ms of start-up each (a shell script
- * running 200 /bin/true: 1.98x its plain CPU time) and a few percent of a
- * malloc-bound program. So this library's own entries leave LD_PRELOAD
- * too; the others stay, in order. The new value is a string of its own,
- * never freed: the environment may hold it to the end. */
+ * through it, untraced: its start-up in each, and its call layer in a
+ * malloc-bound one (docs/benchmarks.md, "Process trees"). So this
+ * library's own entries leave LD_PRELOAD too; the others stay, in order.
+ * The new value is a string of its own, never freed: the environment may
+ * hold it to the end. */
 static void drop_self_from_preload(char *entry, size_t entry_size) {
   static const char name[] = "LD_PRELOAD=";
   char **slot = entry_of("LD_PRELOAD");

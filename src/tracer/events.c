@@ -2,13 +2,12 @@
  * thread and written in batches.
  *
  * Writing an event takes the session's lock (session.h). Taken at every
- * sample, that lock and the writer's state moving between cores were most
- * of a sample's cost with several threads (4 threads at 1e-3 per word:
- * 2.5-3x the program's CPU time). So each thread queues its events in its
- * own ring, without a lock, and writes them all at once when the ring is
- * full, its oldest event is MAX_AGE_US old, or the thread takes the lock
- * anyway; any holder of the lock may write a ring's events too (a sweep
- * every SWEEP_US, trace stop, exit, the listener's periodic flush).
+ * sample, that lock and the writer's state moving between cores would be
+ * most of a sample's cost with several threads. So each thread queues its
+ * events in its own ring, without a lock, and writes them all at once when
+ * the ring is full, its oldest event is MAX_AGE_US old, or the thread takes
+ * the lock anyway; any holder of the lock may write a ring's events too (a
+ * sweep every SWEEP_US, trace stop, exit, the listener's periodic flush).
  *
  * An allocation's object id is its rank among the trace's alloc events, so
  * it is known only once the event is written. The handle given to the
@@ -54,11 +53,10 @@
 #include "tracer/unwind/unwind.h"
 
 /* A thread takes the lock when its queue, its collects or its cells run
- * out, whichever comes first. With 32 collects and 64 cells that was every
- * ~32 samples: at 1e-3 per word with 4 threads on 2 cores, a holder
- * preempted mid-batch made the others sleep on the lock (futex calls by
- * the thousand). These sizes make it every ~128 samples (4 threads: 7%
- * less CPU, 1 thread: 2%), for about 36 KiB per sampling thread. */
+ * out, whichever comes first. Taken often (every ~32 samples), a holder
+ * preempted mid-batch makes the others sleep on the lock, with more
+ * threads than cores. These sizes make it every ~128 samples, for about
+ * 36 KiB per sampling thread (docs/decisions.md). */
 #define QUEUE_WORDS 4096u    /* a thread's queued allocs: 32 KiB */
 #define REC_HEAD 5           /* words of an alloc record before its codes */
 #define COLLECTS 128         /* a thread's queued collects */

@@ -1,9 +1,9 @@
 /* Why dlopen: linking libmicrohttpd into the memtrace executable brings in
  * gnutls, p11-kit, libtasn1, nettle, gmp, idn2... and every command paid for
- * loading them and for their constructors (gnutls parses ASN.1 at start-up):
- * `memtrace help` cost ~6.5 ms of CPU against ~2 ms for /bin/true, measured
- * with a posix_spawn loop and getrusage(RUSAGE_CHILDREN). That fixed cost
- * lands on every `memtrace run`, which the profiler's overhead budget counts.
+ * loading them and for their constructors (gnutls parses ASN.1 at start-up),
+ * several times what the command itself takes to start (docs/benchmarks.md,
+ * "Loading libraries"). That fixed cost would land on every `memtrace run`,
+ * which the profiler's overhead budget counts.
  * Only `memtrace view` needs HTTP, so only it loads the library. */
 #include "mhd_load.h"
 

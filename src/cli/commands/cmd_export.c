@@ -304,7 +304,8 @@ static int run(int argc, char **argv) {
   out_open(&out, outpath);
   /* zlib's fastest level: on a trace of millions of distinct stacks
    * compressing is most of the export's time, and the default level saves
-   * about a tenth of the file for twice the time (docs/benchmarks.md) */
+   * little of the file for much more time (docs/benchmarks.md, "Smaller
+   * figures behind choices in the code") */
   e.p = pprof_open(out.fd, 1);
   if (!e.p) out_close(&out, ENOMEM);
   mt_profile_info pi;

@@ -26,8 +26,8 @@
 #include <stdint.h>
 
 /* 2^17 slots: at most 8% of them in use, for short probes (the summary
- * inserts about as often as it hits on ordinary traces); 2^15 and 2^16 were
- * 3% and 1.5% slower on ordinary-v2, 2^18 no faster. */
+ * inserts about as often as it hits on ordinary traces); fewer slots make
+ * probes longer, more do not make them shorter (bench/tools.sh). */
 enum { HH_K = 10000, HH_SLOT_BITS = 17, HH_SLOTS = 1 << HH_SLOT_BITS };
 #define HH_EMPTY UINT16_MAX /* no counter; counters are numbered below k */
 #define HH_MASK ((size_t)HH_SLOTS - 1)

@@ -13,9 +13,10 @@
 
 /* ---- zlib, opened by the first profile ----
  *
- * Not linked: only this export needs it, and every other command paid to
- * load it, `memtrace run` among them (0.3 ms of CPU per traced program,
- * which the profiler's overhead budget counts; see also mhd_load.c). */
+ * Not linked: only this export needs it, and every other command would pay
+ * to load it, `memtrace run` among them, whose CPU the profiler's overhead
+ * budget counts (docs/benchmarks.md, "Loading libraries"; see also
+ * mhd_load.c). */
 
 #define ZLIB_SONAME "libz.so.1"
 

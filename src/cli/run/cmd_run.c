@@ -165,10 +165,10 @@ static void free_env(char **envp, size_t own) {
 
 /* Starts argv[0] (searched in PATH, as execvp does) with envp; 0 or an
  * errno. posix_spawn rather than fork+exec: fork copies this process's page
- * tables and takes copy-on-write faults before the exec, ~3 ms of the ~16 ms
- * that `memtrace run -q /bin/true` cost (the profiler benchmark counts the
- * CLI's CPU). The signals in `dfl`, which we ignore or relay, are set back
- * to default in the program, and it starts with signal mask `mask`. */
+ * tables and takes copy-on-write faults before the exec, CPU that the
+ * profiler benchmark counts against the CLI. The signals in `dfl`, which
+ * we ignore or relay, are set back to default in the program, and it
+ * starts with signal mask `mask`. */
 static int spawn(pid_t *pid, char **argv, char **envp, const sigset_t *dfl,
                  const sigset_t *mask) {
   posix_spawnattr_t attr;

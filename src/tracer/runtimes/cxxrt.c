@@ -97,9 +97,9 @@ static int list_runtime(struct dl_phdr_info *info, size_t size, void *data) {
 void mt__cxxrt_probe(void) {
   probe_scope(RTLD_DEFAULT);
   /* Loaded, perhaps out of the global scope. The loaded objects are listed
-   * first: asking the loader for each runtime by name (RTLD_NOLOAD) cost
-   * about 0.25 ms on this project's machine when none was loaded, as in
-   * every C program (it searches its cache and opens each file). By the
+   * first: asking the loader for each runtime by name (RTLD_NOLOAD) costs
+   * dozens of system calls when none is loaded, as in every C program (it
+   * searches its cache and opens each file). By the
    * path the loader keeps it matches without a system call. The handles
    * stay open: the ranges and the demangler must stay the runtime's. */
   size_t n = 0;

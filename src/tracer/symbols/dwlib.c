@@ -4,8 +4,8 @@
  * that traces symbolizes. Linked, libdw (with libelf, libz, libbz2) was
  * loaded by every process that loaded the profiler: a program linking
  * libmemtrace that never traces, a process preloading the interposer
- * without MEMTRACE. That cost 0.8 ms of CPU and 48 page faults per process
- * here (a preloaded libdw under /bin/true).
+ * without MEMTRACE, each paying for its loading and page faults
+ * (docs/benchmarks.md, "Loading libraries").
  *
  * So the functions the tracer calls are defined here, under libdw's names
  * and hidden: each calls libdw's own, looked up with dlsym once libdw.so.1

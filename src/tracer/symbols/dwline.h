@@ -3,10 +3,10 @@
  * without libdw. Internal (mt__ prefix).
  *
  * Why: libdw builds a unit's whole table at its first lookup, a malloc'd
- * record per row, sorted: 73 ns a row, 7 ms for the 71,000 rows of
- * CPython's unicodeobject.c, and about 50 bytes a row kept for the
- * process's life. A traced Python built with -g spent 20 ms of its naming
- * there. This reads a table once, keeping a resume point every
+ * record per row, sorted, kept for the process's life: for a big unit
+ * (CPython's unicodeobject.c has 71,000 rows) that is milliseconds and
+ * megabytes to name one code (docs/benchmarks.md, "Naming code"). This
+ * reads a table once, keeping a resume point every
  * LINE_POINT_EVERY rows (the decoder's registers and where it was); a
  * lookup then decodes at most that many rows from the nearest point.
  *

@@ -3,8 +3,9 @@
  *
  * libdw's dwarf_getscopes walks the unit's DIE tree from its root at every
  * call, and dwarf_getscopes_die (for the physical nesting of inlined code)
- * walks it again: each new code cost a walk of its whole unit, 5 ms a code
- * in a C++ unit of 1 MB of DWARF (71 codes: 0.37 s). This indexes a
+ * walks it again: each new code would cost a walk of its whole unit,
+ * milliseconds in a C++ unit of 1 MB of DWARF (bench/cxx_symbols.cpp,
+ * docs/benchmarks.md). This indexes a
  * unit's outer functions at its first code, and a function's own DIEs at
  * the first code in it, keeping each subprogram and inlined subroutine
  * with code (their address ranges and the one they lie in); a code is

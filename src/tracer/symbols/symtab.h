@@ -26,9 +26,8 @@ const char *mt__symtab_name(const mt__symtab *t, uint64_t addr);
 size_t mt__symtab_count(const mt__symtab *t);
 
 /* The tables of one Dwfl's modules, each built at its module's first
- * lookup. elfutils reads every symbol at each lookup (50 us an address in
- * the C library, 110 in libstdc++); a table costs about 1.7 such lookups to
- * build (80 us, 190 us), and nearly every traced process names at least
+ * lookup. elfutils reads every symbol at each lookup; a table costs about
+ * two such lookups to build, and nearly every traced process names at least
  * two codes in the C library (its start-up frames). Zero-initialize; clear
  * before dwfl_end and whenever the Dwfl is replaced. */
 typedef struct mt__symtabs {

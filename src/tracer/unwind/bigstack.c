@@ -3,10 +3,11 @@
  * The tracer runs inside the program's malloc, on whatever thread called
  * it, and programs give threads small stacks: thread pools, coroutine and
  * green-thread runtimes ask for 16 to 64 KiB. Naming a new code calls
- * libdw, whose line-table reader keeps up to 4096 rows on the stack: about
- * 150 KiB measured (dwarf_getsrclines). A program whose 32 KiB thread took
- * a sample ran into its guard page and died of SIGSEGV; plain, it ran
- * fine. So symbolization switches to this stack, whichever thread does it.
+ * libdw, whose line-table reader keeps up to 4096 rows on the stack
+ * (dwarf_getsrclines), far more than such a thread has: a 32 KiB thread
+ * taking a sample would run into its guard page and die of SIGSEGV where
+ * plain it runs fine. So symbolization switches to this stack, whichever
+ * thread does it.
  *
  * Mapped on first use, MT__BIG_STACK bytes reserved with MAP_NORESERVE
  * (only the pages touched cost memory: those libdw would have touched on

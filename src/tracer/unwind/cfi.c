@@ -222,9 +222,10 @@ static int signal_step(mt__cfi_frame *f, uintptr_t lo, uintptr_t hi) {
 
 /* ---- the rows found, cached by address ----
  *
- * Finding a row costs about 90 ns (the object, its FDE by binary search,
- * the CIE, the instructions up to the address); a walk through a program
- * built without frame pointers takes one per frame. So each row used is
+ * Finding a row (the object, its FDE by binary search, the CIE, the
+ * instructions up to the address) costs several times a cached step; a
+ * walk through a program built without frame pointers takes one per
+ * frame. So each row used is
  * kept, packed into one word, in a table shared by all threads, lock-free:
  * an entry is two words, the row and the address XOR the row, and a reader
  * takes it only if the XOR of what it read is the address it asks about. A
@@ -235,10 +236,9 @@ static int signal_step(mt__cfi_frame *f, uintptr_t lo, uintptr_t hi) {
  * mt__cfi_forget.
  *
  * Two entries a set, the newer first: direct-mapped, two addresses of a
- * walk whose hashes met evicted each other at every walk, each step then
- * ~90 ns instead of ~10 (bench/unwind.sh through code without frame
- * pointers: 0.42 us a walk instead of 0.32 in about half the runs, as the
- * library's load address placed its ~40 return addresses). */
+ * walk whose hashes meet evict each other at every walk, and each step
+ * then finds its row anew; where they meet depends on the libraries' load
+ * addresses, so bench/unwind.sh would vary from run to run. */
 #define CACHE_BITS 10 /* sets: 1024 of 2 entries, 32 KiB */
 static _Atomic uint64_t cache[1u << CACHE_BITS][2][2];
 static _Atomic int cache_used; /* forgetting an untouched table would map its pages */

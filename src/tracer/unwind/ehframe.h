@@ -7,7 +7,7 @@
  * libunwind answers the same question (unw_get_proc_info_by_ip) by listing
  * the loaded objects with dl_iterate_phdr under the loader's lock, with
  * every signal blocked around it: two system calls and a lock per new
- * return address, about 6 us on this project's machine. Here the loader's
+ * return address. Here the loader's
  * lock-free record of the object (_dl_find_object, glibc 2.35) gives its
  * .eh_frame_hdr, whose sorted table is searched in place: no lock, no
  * system call, no allocation. */

@@ -106,8 +106,8 @@ int mt__segment_of(uintptr_t addr, int exec_only, mt__segment *out) {
  * closes every descriptor and opens files of its own would give libunwind
  * one of them to read from and write to. So the numbers below LOW_FDS are
  * held (dups of a descriptor of ours) while libunwind starts, and let go
- * after: 0.12 ms once per process, against 1.1 ms to hold the 512 below
- * where the trace's own descriptor goes (dest.h). */
+ * after: an eighth of the system calls that holding the 512 below the
+ * trace's own descriptor (dest.h) would take, once per process. */
 #define LOW_FDS 64
 
 /* Holds the free numbers below LOW_FDS (into held[]); returns how many. */
@@ -409,7 +409,7 @@ static size_t copy_out(const uintptr_t *pcs, size_t from, size_t n, uint64_t *bu
 
 /* libunwind's walk one unw_step at a time: unw_backtrace's fast path
  * first maps and clears a trace cache of 256 KiB in each thread that calls
- * it (64 page faults, about 0.8 ms on a virtual machine). */
+ * it (64 page faults). */
 static size_t stepped_from(unw_context_t *uc, uintptr_t *pcs, size_t want) {
   unw_cursor_t c;
   if (!want || unw_init_local(&c, uc) != 0) return 0;

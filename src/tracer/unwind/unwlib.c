@@ -3,11 +3,10 @@
  *
  * The AUTO unwinder steps through functions without frame records by their
  * call-frame information itself (cfi.h); libunwind is its last resort, and
- * the LIBUNWIND mode's walker. Linked, libunwind (with liblzma) was loaded
- * by every process that loaded the profiler: 0.65 ms of CPU per process
- * here (a process preloading it alone, against one preloading nothing).
- * Now a process preloading the interposer without tracing, or tracing with
- * frame pointers only, never loads it.
+ * the LIBUNWIND mode's walker. Linked, libunwind (with liblzma) would be
+ * loaded by every process that loads the profiler (docs/benchmarks.md,
+ * "Loading libraries"); opened, a process preloading the interposer
+ * without tracing, or tracing with frame pointers only, never loads it.
  *
  * The functions unwind.c calls are defined here under libunwind's names
  * (the ones <libunwind.h> maps them to), hidden: each calls libunwind's
