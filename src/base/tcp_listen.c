@@ -38,7 +38,11 @@ int mt_tcp_listen(const char *spec, char *shown, size_t n, char *err, size_t err
   int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
   if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1) != 0) {
-    snprintf(err, errn, "cannot listen on %s:%s: %s", host, port, strerror(errno));
+    int e = errno;
+    snprintf(err, errn, "cannot listen on %s:%s: %s%s", host, port, strerror(e),
+             e == EADDRINUSE ? " (another process listens there: choose another port, or 0 "
+                               "for any free one)"
+                             : "");
     freeaddrinfo(res);
     if (fd >= 0) close(fd);
     return -1;

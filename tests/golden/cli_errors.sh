@@ -89,5 +89,15 @@ expect copy-file-size-limit 1 "out.ctf: writing the trace failed: File too large
 expect dump-file-size-limit 1 "writing the output failed: File too large" -- \
   sh -c "ulimit -f 16 && exec \"$memtrace\" dump \"$t\" > \"$tmp/dump.txt\""
 
+# a port another process listens on: said plainly, with what to do
+python3 -c 'import socket, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+open("'"$tmp"'/port", "w").write(str(s.getsockname()[1])); time.sleep(10)' &
+busy=$!
+for _ in $(seq 50); do [ -s "$tmp/port" ] && break; sleep 0.1; done
+expect busy-port 1 "cannot listen on 127.0.0.1:[0-9]+: Address already in use \(another process listens there: choose another port, or 0 for any free one\)" -- \
+  "$memtrace" listen "127.0.0.1:$(cat "$tmp/port")" -o "$tmp/busy.ctf"
+kill $busy 2> /dev/null
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
