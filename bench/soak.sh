@@ -117,6 +117,9 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+# so that Ctrl-C or a kill stops the server too
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 free_port() {
   "$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
