@@ -22,20 +22,34 @@ DEPS = build-essential cmake libcmocka-dev xz-utils babeltrace2 clang \
 # (npm, test only), installed into tests/viewer/e2e/node_modules.
 E2E = tests/viewer/e2e
 
+# The soak's servers and their load generators (bench/soak.sh): nginx,
+# redis-server, redis-benchmark (redis-tools), ab (apache2-utils). Where
+# systemd runs, installing them starts their system services (ports 80 and
+# 6379); the soak starts its own on free ports and uses none of those.
+SOAK_DEPS = nginx redis-server redis-tools apache2-utils python3 procps
+
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps e2e-deps build test test-asan test-tsan demo bench fuzz clean
+.PHONY: all deps soak-deps e2e-deps build test test-asan test-tsan demo bench soak fuzz clean
 
 all: build
 
-deps:
-	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
+# $(call apt_install,PACKAGES): installs those of PACKAGES not installed yet.
+define apt_install
+	@missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 	  grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing: $$missing"; \
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
 	fi
+endef
+
+deps:
+	$(call apt_install,$(DEPS))
+
+soak-deps:
+	$(call apt_install,$(SOAK_DEPS))
 
 # node and npm: this machine's own if it has them (a NodeSource node carries
 # its npm), else Debian's.
@@ -104,6 +118,14 @@ demo: deps
 
 bench: build
 	bench/run.sh
+
+# Debian's nginx (a master and two workers), redis-server and CPython's
+# http.server under memtrace run at rate 1e-3 and under load (ab,
+# redis-benchmark), against plain runs of each; every process's trace
+# checked. Not in `make test`: it takes minutes and needs the servers.
+# SOAK_* in the environment size it (bench/soak.sh).
+soak: build soak-deps
+	BUILD_DIR=$(BUILD) bench/soak.sh
 
 fuzz: deps
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-60} .ci/fuzz.sh
