@@ -1,6 +1,6 @@
 """What the viewer's API tests share: failures gathered by check(), a
 `memtrace view` server on a free port, and requests sent as raw bytes on a
-socket (api_test.py, cli_vs_api.py, http_test.py)."""
+socket (api_test.py, cli_vs_api.py, http_test.py, http_fuzz.py)."""
 import json
 import re
 import signal
