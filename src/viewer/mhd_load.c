@@ -26,6 +26,8 @@ static void load(void) {
       {"MHD_destroy_response", &mt_mhd.destroy_response},
       {"MHD_add_response_header", &mt_mhd.add_response_header},
       {"MHD_get_connection_values", &mt_mhd.get_connection_values},
+      {"MHD_lookup_connection_value", &mt_mhd.lookup_connection_value},
+      {"MHD_get_connection_info", &mt_mhd.get_connection_info},
   };
   /* kept loaded on success: the server's threads run in it until exit */
   mt_dl_bind(MT_MHD_SONAME, fns, sizeof fns / sizeof *fns,

@@ -18,6 +18,8 @@ typedef struct mt_mhd_api {
   __typeof__(MHD_destroy_response) *destroy_response;
   __typeof__(MHD_add_response_header) *add_response_header;
   __typeof__(MHD_get_connection_values) *get_connection_values;
+  __typeof__(MHD_lookup_connection_value) *lookup_connection_value;
+  __typeof__(MHD_get_connection_info) *get_connection_info;
 } mt_mhd_api;
 
 /* Valid after mt_mhd_load() returned 0. */

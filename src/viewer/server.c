@@ -1,7 +1,9 @@
 /* memtrace view: the HTTP side (GNU libmicrohttpd, loaded when the server
  * starts: see mhd_load.c). Only GET and HEAD; assets from memory; every
  * /api/ answer computed from the current snapshot, which a request holds a
- * reference to while it answers. */
+ * reference to while it answers. Every request gets a status: the limits
+ * below are answered in JSON, a token guards a server bound beyond
+ * loopback (access.c), and slow clients are cut off (conns.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,11 +15,50 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "answers.h"
+#include "conns.h"
 #include "live.h"
 #include "mhd_load.h"
 #include "base/tcp_listen.h"
 #include "viewer.h"
+
+/* The limits of a request (docs/viewer.md, "Limits"). A browser's
+ * requests stay far below them: the longest query the page makes holds
+ * three filter strings of 1024 bytes, under 10 KiB percent-encoded. */
+#define MAX_ARGS 48              /* query parameters (each parsed once): 400 */
+#define MAX_TARGET 16384         /* bytes of the request target: 414 */
+#define MAX_HEADER_BYTES 16384   /* bytes of the header fields: 431 */
+#define MAX_HEADERS 100          /* header fields: 431 */
+/* libmicrohttpd's memory for one connection. It holds the request head
+ * and the answer's header, so it has room for a head at the limits above
+ * (32 KiB and 148 entries of 64 bytes) and an answer; a head that does
+ * not fit gets libmicrohttpd's own 414 or 431. */
+#define CONN_MEMORY ((size_t)64 * 1024)
+/* A thread each (an answer may compute for seconds); beyond loopback no
+ * single address may hold more than MAX_PER_ADDRESS of them. */
+#define MAX_CONNECTIONS 256u
+#define MAX_PER_ADDRESS 32u
+#define HEAD_SECONDS 10.0  /* to send a whole request head */
+#define LINGER_SECONDS 2.0 /* a closed connection drains its input at most this long */
+#define IDLE_SECONDS 60u  /* libmicrohttpd's: without progress, once answering */
+
+typedef struct server {
+  mt_vlive *live;
+  mt_vconns conns;
+  int need_token;
+  char token[MT_VTOKEN_LEN + 1];
+  char cookie[40];      /* the cookie's name, with the port: ports share cookies */
+  char set_cookie[160]; /* the header that sets it */
+} server;
+
+/* One request: from its request line (on_uri) to its end (on_done). */
+typedef struct request {
+  size_t target;   /* bytes of the request target, undecoded */
+  unsigned params; /* query parameters */
+  int answered;    /* a response is queued */
+  int set_cookie;  /* the token came in the query: the answer sets the cookie */
+} request;
 
 const mt_vasset *mt_vasset_find(const char *path) {
   if (strcmp(path, "/") == 0) path = "/index.html";
@@ -26,11 +67,16 @@ const mt_vasset *mt_vasset_find(const char *path) {
   return NULL;
 }
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *mime,
-                            const void *data, size_t len, enum MHD_ResponseMemoryMode mode,
-                            int api) {
+static enum MHD_Result reply(struct MHD_Connection *c, const server *sv, request *rq,
+                            unsigned status, const char *mime, const void *data, size_t len,
+                            enum MHD_ResponseMemoryMode mode, int api) {
   struct MHD_Response *r = mt_mhd.create_response_from_buffer(len, (void *)data, mode);
-  if (!r) return MHD_NO;
+  if (!r) {
+    if (mode == MHD_RESPMEM_MUST_FREE) free((void *)data);
+    return MHD_NO;
+  }
+  if (rq) rq->answered = 1;
+  if (rq && rq->set_cookie) mt_mhd.add_response_header(r, "Set-Cookie", sv->set_cookie);
   mt_mhd.add_response_header(r, "Content-Type", mime);
   mt_mhd.add_response_header(r, "X-Content-Type-Options", "nosniff");
   if (api) mt_mhd.add_response_header(r, "Cache-Control", "no-store");
@@ -41,7 +87,8 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
   return ok;
 }
 
-static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *msg) {
+static enum MHD_Result send_error(struct MHD_Connection *c, const server *sv, request *rq,
+                                  unsigned status, const char *msg) {
   mt_json j;
   mt_json_init(&j);
   mt_json_obj(&j);
@@ -50,21 +97,23 @@ static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, con
   mt_json_end_obj(&j);
   size_t len;
   char *text = mt_json_take(&j, &len);
-  if (!text) return reply(c, 500, "application/json; charset=utf-8", "{\"error\":\"out of memory\"}",
-                         25, MHD_RESPMEM_PERSISTENT, 1);
-  return reply(c, status, "application/json; charset=utf-8", text, len, MHD_RESPMEM_MUST_FREE, 1);
+  if (!text)
+    return reply(c, sv, rq, 500, "application/json; charset=utf-8",
+                 "{\"error\":\"out of memory\"}", 25, MHD_RESPMEM_PERSISTENT, 1);
+  return reply(c, sv, rq, status, "application/json; charset=utf-8", text, len,
+               MHD_RESPMEM_MUST_FREE, 1);
 }
-
-#define MAX_ARGS 48
 
 typedef struct args {
   mt_vquery q;
   unsigned allowed;
   char err[512];
   int bad;
-  /* the parameters as given, for the answer cache's key */
+  const char *name[MAX_ARGS]; /* every name given, to refuse a repeated one */
+  int names;
+  /* the parameters with a value, for the answer cache's key */
   const char *key[MAX_ARGS], *value[MAX_ARGS];
-  int n, many;
+  int n;
 } args;
 
 static enum MHD_Result each_arg(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -72,24 +121,34 @@ static enum MHD_Result each_arg(void *cls, enum MHD_ValueKind kind, const char *
   args *a = cls;
   (void)kind;
   if (a->bad) return MHD_NO;
+  /* a repeated parameter is refused as an unknown one is: taking either
+   * value would let a slip change the data shown */
+  for (int i = 0; i < a->names; i++)
+    if (strcmp(a->name[i], key) == 0) {
+      snprintf(a->err, sizeof a->err, "repeated parameter '%.100s' (give each parameter once)",
+               key);
+      a->bad = 1;
+      return MHD_NO;
+    }
+  if (a->names == MAX_ARGS) { /* on_uri counted them: not reached */
+    snprintf(a->err, sizeof a->err, "too many query parameters (at most %d)", MAX_ARGS);
+    a->bad = 1;
+    return MHD_NO;
+  }
+  a->name[a->names++] = key;
+  if (strcmp(key, "token") == 0) return MHD_YES; /* access, checked before (allowed) */
   if (mt_vquery_set(&a->q, a->allowed, key, value, a->err, sizeof a->err)) a->bad = 1;
   if (value && *value) { /* an empty value is an absent parameter */
-    if (a->n < MAX_ARGS) {
-      a->key[a->n] = key;
-      a->value[a->n++] = value;
-    } else {
-      a->many = 1;
-    }
+    a->key[a->n] = key;
+    a->value[a->n++] = value;
   }
   return a->bad ? MHD_NO : MHD_YES;
 }
 
 /* The cache key of a request: the path and its non-empty parameters sorted
- * by name (stable: a repeated name keeps its order), each value prefixed
- * by its length so that no value can fake a separator. NULL when there are
- * too many parameters, or out of memory. */
+ * by name (each name given once), each value prefixed by its length so
+ * that no value can fake a separator. NULL when out of memory. */
 static char *cache_key(const char *path, args *a) {
-  if (a->many) return NULL;
   int order[MAX_ARGS];
   size_t len = strlen(path) + 2;
   for (int i = 0; i < a->n; i++) {
@@ -134,35 +193,105 @@ static void status_json(mt_vlive *l, mt_json *j) {
   pthread_mutex_unlock(&l->lock);
 }
 
+typedef struct header_size {
+  size_t bytes;
+  unsigned fields;
+} header_size;
+
+static enum MHD_Result each_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value) {
+  header_size *h = cls;
+  (void)kind;
+  h->bytes += strlen(key) + (value ? strlen(value) : 0) + 4; /* ": " and CRLF */
+  h->fields++;
+  return MHD_YES;
+}
+
+/* Whether the request may be answered: always on loopback (and with
+ * --no-token); beyond, with the token in the cookie or in the query (then
+ * the answer sets the cookie, so that the page's own requests pass). */
+static int allowed(const server *sv, struct MHD_Connection *c, request *rq) {
+  if (!sv->need_token) return 1;
+  if (mt_vaccess_token_equal(mt_mhd.lookup_connection_value(c, MHD_COOKIE_KIND, sv->cookie),
+                             sv->token))
+    return 1;
+  if (mt_vaccess_token_equal(mt_mhd.lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token"),
+                             sv->token)) {
+    rq->set_cookie = 1;
+    return 1;
+  }
+  return 0;
+}
+
+static enum MHD_Result answer_api(server *sv, request *rq, struct MHD_Connection *c,
+                                  const char *url);
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **con_cls) {
-  mt_vlive *l = cls;
+  server *sv = cls;
+  request *rq = *con_cls;
   (void)version;
   (void)upload;
-  (void)con_cls;
-  if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
-    if (*upload_size) *upload_size = 0; /* ignore any body */
-    return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD");
+  /* Every request is answered at its first call, once its head is in: a
+   * body is never read (libmicrohttpd then closes the connection after
+   * the answer). */
+  if (rq && rq->answered) {
+    *upload_size = 0;
+    return MHD_YES;
   }
+  mt_vconns_head_done(&sv->conns, c);
+  if (!rq) return send_error(c, sv, NULL, 500, "out of memory");
+  char msg[200];
+  if (rq->target > MAX_TARGET) {
+    snprintf(msg, sizeof msg, "request target too long: %zu bytes (at most %d)", rq->target,
+             MAX_TARGET);
+    return send_error(c, sv, rq, MHD_HTTP_URI_TOO_LONG, msg);
+  }
+  if (rq->params > MAX_ARGS) {
+    snprintf(msg, sizeof msg, "too many query parameters: %u (at most %d)", rq->params, MAX_ARGS);
+    return send_error(c, sv, rq, MHD_HTTP_BAD_REQUEST, msg);
+  }
+  header_size h = {0, 0};
+  mt_mhd.get_connection_values(c, MHD_HEADER_KIND, each_header, &h);
+  if (h.bytes > MAX_HEADER_BYTES || h.fields > MAX_HEADERS) {
+    snprintf(msg, sizeof msg,
+             "request header fields too large: %zu bytes in %u fields (at most %d bytes in %d "
+             "fields)",
+             h.bytes, h.fields, MAX_HEADER_BYTES, MAX_HEADERS);
+    return send_error(c, sv, rq, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE, msg);
+  }
+  if (!allowed(sv, c, rq))
+    return send_error(c, sv, rq, MHD_HTTP_FORBIDDEN,
+                      "this server needs its access token: open the URL memtrace view printed "
+                      "(.../?token=...)");
+  if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+    return send_error(c, sv, rq, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD");
   if (strncmp(url, "/api/", 5) != 0) {
     const mt_vasset *a = mt_vasset_find(url);
-    if (!a) return send_error(c, MHD_HTTP_NOT_FOUND, "not found");
-    return reply(c, MHD_HTTP_OK, a->mime, a->data, a->len, MHD_RESPMEM_PERSISTENT, 0);
+    if (!a) return send_error(c, sv, rq, MHD_HTTP_NOT_FOUND, "not found");
+    return reply(c, sv, rq, MHD_HTTP_OK, a->mime, a->data, a->len, MHD_RESPMEM_PERSISTENT, 0);
   }
+  return answer_api(sv, rq, c, url);
+}
+
+/* An /api/ request, answered from the current snapshot. */
+static enum MHD_Result answer_api(server *sv, request *rq, struct MHD_Connection *c,
+                                  const char *url) {
+  mt_vlive *l = sv->live;
   const mt_vendpoint *e = NULL;
   for (size_t i = 0; i < MT_VENDPOINTS; i++)
     if (strcmp(url, mt_vendpoints[i].path) == 0) e = &mt_vendpoints[i];
-  if (!e) return send_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint");
+  if (!e) return send_error(c, sv, rq, MHD_HTTP_NOT_FOUND, "no such endpoint");
   args *a = malloc(sizeof *a);
-  if (!a) return send_error(c, 500, "out of memory");
+  if (!a) return send_error(c, sv, rq, 500, "out of memory");
   mt_vquery_init(&a->q);
   a->allowed = e->params;
   a->bad = 0;
-  a->n = a->many = 0;
+  a->names = a->n = 0;
   mt_mhd.get_connection_values(c, MHD_GET_ARGUMENT_KIND, each_arg, a);
   if (a->bad) {
-    enum MHD_Result r = send_error(c, MHD_HTTP_BAD_REQUEST, a->err);
+    enum MHD_Result r = send_error(c, sv, rq, MHD_HTTP_BAD_REQUEST, a->err);
     free(a);
     return r;
   }
@@ -181,7 +310,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     pthread_mutex_lock(&l->lock);
     snprintf(msg, sizeof msg, "no trace loaded yet%s%s", l->message[0] ? ": " : "", l->message);
     pthread_mutex_unlock(&l->lock);
-    return send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, msg);
+    return send_error(c, sv, rq, MHD_HTTP_SERVICE_UNAVAILABLE, msg);
   } else if (!e->answer) {
     rc = mt_vanswer_info(s, l->live, &j);
   } else {
@@ -212,14 +341,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
       snprintf(msg, sizeof msg, "bad value for 'collected': a window of collection times "
                                 "contradicts leaks (objects never collected)");
     free(a);
-    return send_error(c, MHD_HTTP_BAD_REQUEST, msg);
+    return send_error(c, sv, rq, MHD_HTTP_BAD_REQUEST, msg);
   }
   free(a);
   if (rc == 0 && !text) text = mt_json_take(&j, &len);
   mt_json_free(&j);
-  if (!text) return send_error(c, 500, "out of memory");
-  return reply(c, MHD_HTTP_OK, "application/json; charset=utf-8", text, len,
-              MHD_RESPMEM_MUST_FREE, 1);
+  if (!text) return send_error(c, sv, rq, 500, "out of memory");
+  return reply(c, sv, rq, MHD_HTTP_OK, "application/json; charset=utf-8", text, len,
+               MHD_RESPMEM_MUST_FREE, 1);
 }
 
 /* Decodes %XX in place, as libmicrohttpd would, except that %00 becomes
@@ -243,28 +372,74 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *s) {
   return (size_t)(w - s);
 }
 
-/* Binds host:port, or the next 20 ports if busy. */
-static struct MHD_Daemon *start(mt_vlive *l, const char *host, int port, int *got) {
-  struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *res;
-  int gai = getaddrinfo(host, "0", &hints, &res);
-  if (gai) {
-    fprintf(stderr, "memtrace view: cannot resolve %s: %s\n", host, gai_strerror(gai));
-    return NULL;
+/* The query's parameters as libmicrohttpd splits them: at each '&', an
+ * empty last one left out. */
+static unsigned count_params(const char *q) {
+  unsigned n = 0;
+  while (*q) {
+    n++;
+    const char *amp = strchr(q, '&');
+    if (!amp) break;
+    q = amp + 1;
   }
-  struct sockaddr_storage sa;
-  memcpy(&sa, res->ai_addr, res->ai_addrlen);
-  int v6 = res->ai_family == AF_INET6;
-  freeaddrinfo(res);
+  return n;
+}
+
+/* Called with the raw request target once the request line is in, before
+ * libmicrohttpd splits the query: its record for each parameter (64 bytes,
+ * even for an empty one) comes from the connection's memory, and
+ * libmicrohttpd 0.9.75 fills that memory with a long query and then can
+ * send no answer at all. A target past the limits is answered 400 or 414
+ * (handle) without its query, which is cut here, in libmicrohttpd's
+ * buffer, right after the '?' it found: it then parses an empty query. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
+  (void)cls;
+  (void)c;
+  size_t target = strlen(uri);
+  char *q = strchr(uri, '?');
+  unsigned params = q ? count_params(q + 1) : 0;
+  if (q && (target > MAX_TARGET || params > MAX_ARGS)) q[1] = 0;
+  request *rq = calloc(1, sizeof *rq);
+  if (rq) {
+    rq->target = target;
+    rq->params = params;
+  }
+  return rq;
+}
+
+static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
+                    enum MHD_RequestTerminationCode toe) {
+  server *sv = cls;
+  (void)toe;
+  free(*con_cls);
+  *con_cls = NULL;
+  mt_vconns_request_done(&sv->conns, c);
+}
+
+/* Binds the address sa (port set here) on port, or on the next 20 if
+ * busy. */
+static struct MHD_Daemon *start(server *sv, struct sockaddr_storage *sa, const char *host,
+                                int port, int *got) {
+  int v6 = sa->ss_family == AF_INET6;
   for (int p = port; p <= port + 20 && p <= 65535; p++) {
-    if (v6) ((struct sockaddr_in6 *)&sa)->sin6_port = htons((uint16_t)p);
-    else ((struct sockaddr_in *)&sa)->sin_port = htons((uint16_t)p);
+    if (v6) ((struct sockaddr_in6 *)sa)->sin6_port = htons((uint16_t)p);
+    else ((struct sockaddr_in *)sa)->sin_port = htons((uint16_t)p);
+    snprintf(sv->cookie, sizeof sv->cookie, "memtrace_token_%d", p);
+    snprintf(sv->set_cookie, sizeof sv->set_cookie, "%s=%s; Path=/; HttpOnly; SameSite=Strict",
+             sv->cookie, sv->token);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
                      MHD_USE_POLL | (v6 ? MHD_USE_IPv6 : 0);
-    struct MHD_Daemon *d =
-        mt_mhd.start_daemon(flags, (uint16_t)p, NULL, NULL, handle, l, MHD_OPTION_SOCK_ADDR, &sa,
-                         MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 60u,
-                         MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
-                         MHD_OPTION_END);
+    /* on loopback the clients share one address: a limit per address
+     * would be the total limit */
+    unsigned per_address = mt_vaccess_loopback((struct sockaddr *)sa) ? 0 : MAX_PER_ADDRESS;
+    struct MHD_Daemon *d = mt_mhd.start_daemon(
+        flags, (uint16_t)p, NULL, NULL, handle, sv, MHD_OPTION_SOCK_ADDR, sa,
+        MHD_OPTION_CONNECTION_LIMIT, MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        per_address, MHD_OPTION_CONNECTION_TIMEOUT, IDLE_SECONDS,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONN_MEMORY, MHD_OPTION_URI_LOG_CALLBACK, on_uri,
+        sv, MHD_OPTION_NOTIFY_COMPLETED, on_done, sv, MHD_OPTION_NOTIFY_CONNECTION,
+        mt_vconns_notify, &sv->conns, MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+        MHD_OPTION_END);
     if (d) {
       *got = p;
       return d;
@@ -275,17 +450,57 @@ static struct MHD_Daemon *start(mt_vlive *l, const char *host, int port, int *go
   return NULL;
 }
 
+/* host's address in sa; 0, or -1 after saying why. */
+static int resolve(const char *host, struct sockaddr_storage *sa) {
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *res;
+  int gai = getaddrinfo(host, "0", &hints, &res);
+  if (gai) {
+    fprintf(stderr, "memtrace view: cannot resolve %s: %s\n", host, gai_strerror(gai));
+    return -1;
+  }
+  memset(sa, 0, sizeof *sa);
+  memcpy(sa, res->ai_addr, res->ai_addrlen);
+  freeaddrinfo(res);
+  return 0;
+}
+
+/* Beyond loopback the server needs a token, unless --no-token. 0, or -1
+ * after saying why. */
+static int set_access(server *sv, const struct sockaddr_storage *sa, const char *host,
+                      int no_token) {
+  if (mt_vaccess_loopback((const struct sockaddr *)sa)) return 0;
+  if (no_token) {
+    fprintf(stderr,
+            "memtrace view: WARNING: --no-token: %s is not a loopback address, and anyone who "
+            "can reach it\n"
+            "memtrace view: WARNING: can read this trace (its functions, files, sizes) and "
+            "make this server work\n",
+            host);
+    return 0;
+  }
+  char err[200];
+  if (mt_vaccess_new_token(sv->token, err, sizeof err)) {
+    fprintf(stderr, "memtrace view: %s\n", err);
+    return -1;
+  }
+  sv->need_token = 1;
+  return 0;
+}
+
 int mt_viewer_serve(const mt_viewer_opts *o) {
   static mt_vlive l = {.lock = PTHREAD_MUTEX_INITIALIZER,
                        .changed = PTHREAD_COND_INITIALIZER,
                        .state = "loading",
                        .listen_fd = -1};
+  static server sv = {.live = &l};
   const char *host = o->host ? o->host : "127.0.0.1";
   char why[600];
   if (mt_mhd_load(why, sizeof why)) { /* before any work: nothing to undo */
     fprintf(stderr, "memtrace view: %s\n", why);
     return 1;
   }
+  struct sockaddr_storage sa;
+  if (resolve(host, &sa) || set_access(&sv, &sa, host, o->no_token)) return 1;
   /* Signals are taken by sigwait below, in this thread only. */
   sigset_t set;
   sigemptyset(&set);
@@ -325,14 +540,19 @@ int mt_viewer_serve(const mt_viewer_opts *o) {
     return 1;
   }
   int port = 0;
-  struct MHD_Daemon *d = start(&l, host, o->port, &port);
+  struct MHD_Daemon *d = NULL;
+  if (mt_vconns_start(&sv.conns, HEAD_SECONDS, LINGER_SECONDS))
+    fprintf(stderr, "memtrace view: cannot start a thread\n");
+  else d = start(&sv, &sa, host, o->port, &port);
   if (!d) {
+    mt_vconns_stop(&sv.conns);
     mt_vlive_stop(&l);
     if (tmp) unlink(tmp);
     return 1;
   }
   char url[400];
-  snprintf(url, sizeof url, strchr(host, ':') ? "http://[%s]:%d/" : "http://%s:%d/", host, port);
+  snprintf(url, sizeof url, strchr(host, ':') ? "http://[%s]:%d/%s%s" : "http://%s:%d/%s%s", host,
+           port, sv.need_token ? "?token=" : "", sv.need_token ? sv.token : "");
   printf("memtrace view: serving %s at %s\n", o->listen ? l.listen_shown : path, url);
   fflush(stdout);
   if (o->open) {
@@ -347,6 +567,7 @@ int mt_viewer_serve(const mt_viewer_opts *o) {
   int sig;
   sigwait(&set, &sig);
   mt_mhd.stop_daemon(d);
+  mt_vconns_stop(&sv.conns);
   mt_vlive_stop(&l);
   if (tmp) unlink(tmp);
   return l.failed ? 1 : 0;

@@ -5,9 +5,10 @@
 
 typedef struct mt_viewer_opts {
   const char *trace;  /* the trace (view, --follow), or NULL with listen */
-  const char *host;   /* default 127.0.0.1 */
+  const char *host;   /* default 127.0.0.1; beyond loopback a token is needed */
   int port;           /* default 8080; the next 20 are tried if busy */
   int open;           /* run xdg-open on the URL */
+  int no_token;       /* beyond loopback, serve anyone (with a warning) */
   int follow;         /* the trace is still being written */
   const char *listen; /* [HOST:]PORT to receive a program's stream on */
   const char *output; /* with listen: where the stream goes */

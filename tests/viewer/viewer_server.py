@@ -1,6 +1,8 @@
-"""What the viewer's API tests share: failures gathered by check(), and a
-`memtrace view` server on a free port (api_test.py, cli_vs_api.py)."""
+"""What the viewer's API tests share: failures gathered by check(), a
+`memtrace view` server on a free port, and requests sent as raw bytes on a
+socket (api_test.py, cli_vs_api.py, http_test.py, http_fuzz.py)."""
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -30,7 +32,8 @@ def free_port():
 
 class Server:
     """`memtrace view ARGS...` on a free port, from the URL line it prints
-    until stop()."""
+    until stop(). `url` has no path; `token` is the one the URL carries
+    (bound beyond loopback), or None; `port` the port it serves on."""
 
     def __init__(self, memtrace, *args):
         self.p = subprocess.Popen([memtrace, "view", "--port", str(free_port()), *args],
@@ -39,11 +42,15 @@ class Server:
         if "serving" not in line:
             err = self.p.stderr.read() if self.p.poll() is not None else ""
             raise SystemExit(f"FAIL: memtrace view {args}: no URL line ({line!r}) {err}")
-        self.url = line.split(" at ")[1].strip().rstrip("/")
+        self.shown = line.split(" at ")[1].strip()
+        base, _, query = self.shown.partition("?")
+        self.token = query[len("token="):] if query.startswith("token=") else None
+        self.url = base.rstrip("/")
+        self.port = int(self.url.rsplit(":", 1)[1])
 
-    def get(self, path, method="GET", timeout=60):
+    def get(self, path, method="GET", timeout=60, headers=None):
         """(status, headers, body bytes)"""
-        req = urllib.request.Request(self.url + path, method=method)
+        req = urllib.request.Request(self.url + path, method=method, headers=headers or {})
         try:
             with urllib.request.urlopen(req, timeout=timeout) as r:
                 return r.status, r.headers, r.read()
@@ -55,7 +62,11 @@ class Server:
         st, h, body = self.get(path)
         check(st == status, f"{path}: status {st}, want {status}: {body[:200]!r}")
         check(h.get("Content-Type", "").startswith("application/json"), f"{path}: content type")
-        return json.loads(body)
+        try:
+            return json.loads(body)
+        except ValueError:
+            check(False, f"{path}: not JSON: {body[:200]!r}")
+            return {}
 
     def wait_ready(self, timeout=60):
         """/api/status until it says ready (the trace loads in the background)."""
@@ -74,3 +85,59 @@ class Server:
             self.p.kill()
             rc = "hung"
         check(rc == 0, f"memtrace view exit status on SIGINT: {rc}")
+
+
+def raw(port, data, timeout=20, host="127.0.0.1", source=None):
+    """Sends data (bytes) on a new connection, closes the sending side and
+    reads until the server closes: the bytes it sent, or None if it did not
+    close within timeout. A reset counts as a close."""
+    s = socket.create_connection((host, port), timeout=timeout,
+                                 source_address=(source, 0) if source else None)
+    got = b""
+    try:
+        try:
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass  # closed while sending: what was answered is read below
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return got
+            got += chunk
+    except socket.timeout:
+        return None
+    except ConnectionResetError:
+        return got
+    finally:
+        s.close()
+
+
+def parse_head(head):
+    """A response's status line and header fields (bytes, without the blank
+    line): (status, {lowercase name: value}), or None if malformed."""
+    lines = head.split(b"\r\n")
+    m = re.fullmatch(rb"HTTP/1\.[01] ([1-5][0-9][0-9]) [\x20-\x7e]*", lines[0])
+    if not m:
+        return None
+    headers = {}
+    for line in lines[1:]:
+        name, colon, value = line.partition(b":")
+        if not colon or not re.fullmatch(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+", name):
+            return None
+        headers[name.decode().lower()] = value.strip().decode("latin-1")
+    return int(m.group(1)), headers
+
+
+def parse_response(data):
+    """The first response in data: (status, {lowercase name: value}, body,
+    the rest); None if it does not start with a well-formed status line and
+    header, or its body is short of its Content-Length."""
+    head, sep, rest = data.partition(b"\r\n\r\n")
+    r = parse_head(head) if sep else None
+    if r is None:
+        return None
+    n = int(r[1].get("content-length", "0"))
+    if len(rest) < n:
+        return None
+    return r[0], r[1], rest[:n], rest[n:]

@@ -6,17 +6,26 @@
 #include "viewer/viewer.h"
 
 static const char usage[] =
-    "usage: memtrace view [--port N] [--host ADDR] [--open] TRACE\n"
-    "       memtrace view --follow [--port N] [--host ADDR] [--open] TRACE\n"
-    "       memtrace view --listen [HOST:]PORT [-o FILE] [--port N] [--host ADDR] [--open]\n"
+    "usage: memtrace view [--port N] [--host ADDR [--no-token]] [--open] TRACE\n"
+    "       memtrace view --follow [--port N] [--host ADDR [--no-token]] [--open] TRACE\n"
+    "       memtrace view --listen [HOST:]PORT [-o FILE] [--port N] [--host ADDR [--no-token]]\n"
+    "                     [--open]\n"
     "\n"
     "Loads the trace once and serves a web page to explore it (flame graph,\n"
     "live heap over time, hot functions, paths, sites, leaks, histograms, with\n"
     "filters) and its JSON API. Binds 127.0.0.1:8080 unless told otherwise; a\n"
     "busy port moves to the next of 20. Stop with Ctrl-C.\n"
     "\n"
+    "Bound to an address other than loopback, the server answers only requests\n"
+    "that carry its access token: a random one, in the URL it prints\n"
+    "(http://HOST:PORT/?token=...). The page, opened with it, keeps it in a\n"
+    "cookie.\n"
+    "\n"
     "  --port N          port to serve on (8080)\n"
-    "  --host ADDR       address to bind (127.0.0.1; 0.0.0.0 exposes the trace)\n"
+    "  --host ADDR       address to bind (127.0.0.1; 0.0.0.0 exposes the trace\n"
+    "                    to whoever has the token)\n"
+    "  --no-token        beyond loopback, serve anyone who can connect, with no\n"
+    "                    token (warns: anyone can then read the trace)\n"
     "  --open            open the page with xdg-open\n"
     "  --follow          the trace is still being written: reload as it grows\n"
     "  --listen [H:]P    receive a traced program's stream (MEMTRACE=tcp:H:P)\n"
@@ -27,6 +36,7 @@ static int run(int argc, char **argv) {
   size_t port = 8080;
   const mt_option options[] = {{"--port", NULL, MT_OPT_COUNT, &port, NULL, 0, 0, 65535},
                                {"--host", NULL, MT_OPT_TEXT, &o.host, NULL, 0, 0, 0},
+                               {"--no-token", NULL, MT_OPT_FLAG, &o.no_token, NULL, 1, 0, 0},
                                {"--open", NULL, MT_OPT_FLAG, &o.open, NULL, 1, 0, 0},
                                {"--follow", NULL, MT_OPT_FLAG, &o.follow, NULL, 1, 0, 0},
                                {"--listen", NULL, MT_OPT_TEXT, &o.listen, NULL, 0, 0, 0},

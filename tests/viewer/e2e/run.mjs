@@ -96,7 +96,8 @@ function freePort() {
 }
 
 const children = new Set();
-/* Start `memtrace view ARGS`; resolve with {proc, url} once it prints its URL line. */
+/* Start `memtrace view ARGS`; resolve with {proc, url, token} once it prints its URL
+ * line (token: the access token the URL carries, or null). */
 function startView(viewArgs, label) {
   return new Promise((resolve, reject) => {
     const proc = spawn(args.memtrace, ['view', ...viewArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -105,8 +106,8 @@ function startView(viewArgs, label) {
     const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(label + ': no "serving … at URL" line within ' + TIMEOUT / 1000 + ' s; stdout: ' + out + ' stderr: ' + err)); }, TIMEOUT);
     proc.stdout.on('data', d => {
       out += d;
-      const m = out.match(/memtrace view: serving .* at (http:\/\/[^\s/]+)\/\s*$/m);
-      if (m) { clearTimeout(timer); resolve({ proc, url: m[1], stderr: () => err }); }
+      const m = out.match(/memtrace view: serving .* at (http:\/\/[^\s/]+)\/(?:\?token=([0-9a-f]+))?\s*$/m);
+      if (m) { clearTimeout(timer); resolve({ proc, url: m[1], token: m[2] || null, stderr: () => err }); }
     });
     proc.stderr.on('data', d => { err += d; });
     proc.on('exit', (code, sig) => { children.delete(proc); clearTimeout(timer); reject(new Error(label + ': memtrace view exited (' + (code ?? sig) + ') before serving; stderr: ' + err.trim())); });
@@ -562,6 +563,41 @@ async function testLive() {
   }
 }
 
+/* Bound beyond loopback: the page opened from the printed URL works (its token set a
+ * cookie that its own requests carry); without the token, 403. */
+async function testToken(name) {
+  console.log('token');
+  const srv = await startView(['--host', '0.0.0.0', '--port', String(await freePort()),
+                               path.join(args.traces, name + '.ctf')], 'token');
+  try {
+    check(srv.token && srv.token.length >= 32, 'token: the URL carries a token', srv.url);
+    const base = srv.url.replace('0.0.0.0', '127.0.0.1');
+    const port = base.split(':').pop();
+    const bare = await fetch(base + '/api/status');
+    check(bare.status === 403, 'token: /api/status without the token is 403', String(bare.status));
+    const page = await newPage('token', u => u.startsWith(base + '/') || u.startsWith('data:'));
+    const r = await page.goto(base + '/?token=' + srv.token);
+    check(r && r.status() === 200, 'token: the page with its token loads', String(r && r.status()));
+    await waitText(page, '#status', 't === "ready"', 'token: #status is ready (the API answers the page)');
+    await page.waitForSelector('#flame .frame', { timeout: TIMEOUT }).catch(() => check(false, 'token: the flame graph appears'));
+    const c = (await page.context().cookies()).find(k => k.name === 'memtrace_token_' + port);
+    check(c && c.value === srv.token && c.httpOnly && c.sameSite === 'Strict',
+          'token: the cookie is set, HttpOnly and SameSite=Strict', JSON.stringify(c));
+    await page.goto(base + '/');
+    await waitText(page, '#status', 't === "ready"', 'token: reloaded without the token in the URL, the cookie serves');
+    await snap(page, path.join(args.out, 'token.png'));
+    await finishPage(page);
+    const other = await newPage('token (another browser)', u => u.startsWith(base + '/'));
+    const r2 = await other.goto(base + '/');
+    check(r2 && r2.status() === 403, 'token: another browser without the token gets 403', String(r2 && r2.status()));
+    await other.context().close();
+  } catch (e) {
+    check(false, 'token: test ran to the end', e.stack || String(e));
+  } finally {
+    await stopProc(srv.proc);
+  }
+}
+
 /* ------------------------------------------------------------------ main */
 
 const only = process.env.MT_E2E_ONLY ? process.env.MT_E2E_ONLY.split(',') : null;
@@ -577,6 +613,7 @@ try {
   if (want('report')) await testReport('ocamlopt');
   if (want('corrupt')) await testCorrupt();
   if (want('live')) await testLive();
+  if (want('token')) await testToken('ocamlopt');
 } catch (e) {
   failures.push('driver: ' + (e.stack || e));
   console.log('  FAIL driver: ' + (e.stack || e));
