@@ -20,6 +20,7 @@
 #include "conns.h"
 #include "live.h"
 #include "mhd_load.h"
+#include "base/private_file.h"
 #include "base/tcp_listen.h"
 #include "viewer.h"
 
@@ -517,15 +518,17 @@ int mt_viewer_serve(const mt_viewer_opts *o) {
     if (lfd < 0) fprintf(stderr, "memtrace view: --listen %s: %s\n", o->listen, err);
     if (lfd < 0) return 1;
     int fd;
-    if (o->output) {
+    char ferr[600] = "";
+    if (o->output) { /* a trace: private, never through a link (private_file.h) */
       path = o->output;
-      fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      fd = mt_open_private(path, O_TRUNC, ferr, sizeof ferr);
     } else {
       fd = mkstemp(tmpl);
       path = tmp = tmpl;
     }
     if (fd < 0) {
-      fprintf(stderr, "memtrace view: %s: cannot create: %s\n", path, strerror(errno));
+      if (errno == ELOOP) fprintf(stderr, "memtrace view: %s\n", ferr);
+      else fprintf(stderr, "memtrace view: %s: cannot create: %s\n", path, strerror(errno));
       return 1;
     }
     close(fd);
