@@ -443,11 +443,17 @@ static struct MHD_Daemon *start(server *sv, struct sockaddr_storage *sa, const c
         MHD_OPTION_END);
     if (d) {
       *got = p;
+      if (p != port)
+        fprintf(stderr, "memtrace view: port %d is taken (another process listens there): "
+                        "serving on %d\n",
+                port, p);
       return d;
     }
     if (port == 0) break;
   }
-  fprintf(stderr, "memtrace view: cannot listen on %s ports %d to %d\n", host, port, port + 20);
+  fprintf(stderr, "memtrace view: cannot listen on %s ports %d to %d (other processes listen "
+                  "there: choose another port with --port, or 0 for any free one)\n",
+          host, port, port + 20);
   return NULL;
 }
 
@@ -536,6 +542,17 @@ int mt_viewer_serve(const mt_viewer_opts *o) {
             l.listen_shown, l.listen_shown);
   }
   const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  /* A trace that cannot be read is said before anything is served (the
+   * load itself runs while the server answers). */
+  if (!o->listen && !o->follow) {
+    mt_reader *r;
+    if (mt_reader_open(&r, path) != MT_OK) {
+      fprintf(stderr, "memtrace view: %s\n", mt_reader_error(r));
+      mt_reader_close(r);
+      return 1;
+    }
+    mt_reader_close(r);
+  }
   if (o->listen || o->follow) {
     if (mt_vlive_start(&l, path, o->listen ? "(live)" : name, lfd)) return 1;
   } else if (mt_vlive_load_bg(&l, path, name)) {

@@ -97,7 +97,18 @@ busy=$!
 for _ in $(seq 50); do [ -s "$tmp/port" ] && break; sleep 0.1; done
 expect busy-port 1 "cannot listen on 127.0.0.1:[0-9]+: Address already in use \(another process listens there: choose another port, or 0 for any free one\)" -- \
   "$memtrace" listen "127.0.0.1:$(cat "$tmp/port")" -o "$tmp/busy.ctf"
+# memtrace view on a busy port says it, and where it serves instead
+timeout 5 "$memtrace" view --port "$(cat "$tmp/port")" "$t" > "$tmp/view.out" 2> "$tmp/view.err"
+grep -Eq "port $(cat "$tmp/port") is taken \(another process listens there\): serving on [0-9]+" "$tmp/view.err" &&
+  grep -q "serving .* at http://127.0.0.1:" "$tmp/view.out" && passed=$((passed + 1)) ||
+  { echo "FAIL view-busy-port: $(cat "$tmp/view.err" "$tmp/view.out")" >&2; failed=$((failed + 1)); }
 kill $busy 2> /dev/null
+# memtrace view on a trace it cannot read says so before serving anything
+expect view-missing 1 "memtrace view: /nonexistent/t.ctf: cannot open: No such file or directory" -- \
+  "$memtrace" view --port 0 /nonexistent/t.ctf
+grep -q serving "$tmp/out" && { echo "FAIL view-missing: served: $(cat "$tmp/out")" >&2; failed=$((failed + 1)); }
+printf 'not a trace' > "$tmp/bad.ctf"
+expect view-corrupt 1 "corrupt trace at byte 0" -- "$memtrace" view --port 0 "$tmp/bad.ctf"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
