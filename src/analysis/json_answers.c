@@ -130,6 +130,9 @@ void mt_json_info(mt_json *j, const mt_analysis *a) {
   mt_json_uint(j, a->nobj);
   mt_json_key(j, "warning");
   mt_json_str(j, mt_analysis_warning(a));
+  /* an OCaml trace's minor and major heaps; false for a native program's */
+  mt_json_key(j, "runtime_heaps");
+  mt_json_bool(j, mt_analysis_has_runtime_heap(a));
   mt_json_key(j, "version");
   char v[64];
   snprintf(v, sizeof v, "memtrace-c %s", mt_version());

@@ -744,6 +744,22 @@ def test_listen():
     check(os.path.getsize(out) > 0, "-o keeps the trace")
 
 
+def test_native():
+    """A native program's trace (every block external): /api/info says it
+    has no runtime heaps, which the page reads to speak of freed objects and
+    to offer no source filter."""
+    path = os.path.join(TMP, "native.ctf")
+    env = dict(os.environ, LD_PRELOAD=PRELOAD, MEMTRACE=path, MEMTRACE_RATE="1e-3")
+    subprocess.run([LIVE_PROG, "0.2"], env=env, stdout=subprocess.DEVNULL, check=True)
+    srv = Server(path)
+    try:
+        info = srv.json("/api/info")
+        check(info["runtime_heaps"] is False and info["sampled_objects"] > 0,
+              f"a native trace has no runtime heaps: {info.get('runtime_heaps')}")
+    finally:
+        srv.stop()
+
+
 def test_golden():
     for t in ("ocamlopt.ctf", "workload-1e-3.ctf", "workload-1e-4.ctf"):
         p = os.path.join(TRACES, t)
@@ -752,6 +768,7 @@ def test_golden():
         srv = Server(p)
         try:
             info = srv.json("/api/info")
+            check(info["runtime_heaps"] is True, f"{t}: an OCaml trace has runtime heaps")
             fl = srv.json("/api/flame?min=0")
             check(fl["callees"]["bytes"]["value"] == info["total"]["bytes"]["value"], f"{t}: flame total")
             # the flame's top-level functions against memtrace's folded stacks

@@ -365,9 +365,20 @@
     return withDate ? d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) + ' ' + t : t;
   }
 
+  /* A native program's trace (every block external) in its own words:
+   * freed, no runtime heaps to filter on, no promotion. */
+  function nativeWords() {
+    const native = !!(state.info && state.info.runtime_heaps === false);
+    document.body.classList.toggle('native', native);
+    $('#leaks-title').textContent = native ? 'Never freed' : 'Never collected';
+    return native;
+  }
+  const neverWord = () => document.body.classList.contains('native') ? 'never freed' : 'never collected';
+
   function renderInfo() {
     const i = state.info, box = $('#info');
     if (!i) return;
+    nativeWords();
     $('#trace-name').textContent = i.trace || '';
     document.title = 'memtrace · ' + (basename(i.trace) || basename(i.executable) || 'trace');
     const total = i.total || {}, peak = i.peak || {};
@@ -1083,7 +1094,7 @@
     all.forEach((b, i) => {
       const v = val(b[key]), x = m.l + i * bw;
       const isExtra = extra && i === all.length - 1;
-      const label = isExtra ? 'never collected' : fmtRange(b.lo) + ' – ' + fmtRange(b.hi);
+      const label = isExtra ? neverWord() : fmtRange(b.lo) + ' – ' + fmtRange(b.hi);
       const tip = label + '\n' + intervalText(b.objects, fmtObjects) + '\n' + intervalText(b.bytes, fmtBytes);
       p.push('<rect class="bar' + (isExtra ? ' end' : '') + '" x="' + (x + 1) + '" width="' + Math.max(1, bw - 2) + '" y="' + Y(v) + '" height="' + Math.max(0, H - m.b - Y(v)) + '" data-tip="' + esc(tip) + '"/>');
       if (i % every === 0 || isExtra) p.push('<text class="tick" x="' + (x + bw / 2) + '" y="' + (H - m.b + 13) + '" text-anchor="middle">' + esc(isExtra ? 'never' : fmtRange(b.lo)) + '</text>');
@@ -1105,16 +1116,19 @@
    * each row with its share of them. */
   function renderStats(d) {
     const g = d.all || {};
-    const words = w => w == null ? '–' : sig3(+w) + ' words';
+    /* sizes in words for OCaml, in bytes for a native program */
+    const native = document.body.classList.contains('native');
+    const wordBytes = ((state.info && state.info.word_size) || 64) / 8;
+    const words = w => w == null ? '–' : native ? fmtBytes(+w * wordBytes) : sig3(+w) + ' words';
     const sz = (g.size_words && g.size_words.estimated) || {};
     const smp = (g.size_words && g.size_words.sampled) || {};
-    $('#stats-head').replaceChildren(
+    $('#stats-head').replaceChildren(...[
       kv('objects', estSpan(g.objects, fmtObjects, fmtInt(g.sampled_objects) + ' sampled objects')),
       kv('bytes', estSpan(g.bytes, fmtBytes, fmtInt(g.samples) + ' samples')),
       kv('mean size', el('span', {'data-tip': 'estimated over every allocation (weights 1/P)\nstandard deviation ' + words(sz.stddev) + '\nover the sampled objects: mean ' + words(smp.mean) + ', standard deviation ' + words(smp.stddev)}, words(sz.mean))),
-      kv('largest sampled', sz.max == null ? '–' : fmtInt(sz.max) + ' words'),
-      kv('promoted', g.promotion && g.promotion.rate != null ? fmtPct(g.promotion.rate) + ' of minor' : '–', g.promotion && g.promotion.rate_bytes != null ? fmtPct(g.promotion.rate_bytes) + ' of the minor bytes' : null),
-      kv('time span', fmtSeconds(g.from_s) + ' – ' + fmtSeconds(g.to_s)));
+      kv('largest sampled', sz.max == null ? '–' : native ? fmtBytes(sz.max * wordBytes) : fmtInt(sz.max) + ' words'),
+      native ? null : kv('promoted', g.promotion && g.promotion.rate != null ? fmtPct(g.promotion.rate) + ' of minor' : '–', g.promotion && g.promotion.rate_bytes != null ? fmtPct(g.promotion.rate_bytes) + ' of the minor bytes' : null),
+      kv('time span', fmtSeconds(g.from_s) + ' – ' + fmtSeconds(g.to_s))].filter(Boolean));
     const cols = first => [
       {label: first, cls: 'lab', render: r => r.label},
       {label: 'objects', num: true, sort: r => val(r.objects), render: r => estSpan(r.objects, fmtCount, fmtInt(r.sampled_objects) + ' sampled objects')},
@@ -1127,9 +1141,9 @@
     renderTable($('#stats-sizes'), cols('size (words)'), rows(g.size_histogram, r => r.bin)
       .concat(g.over_256_words ? [Object.assign({label: 'over 256 (257 and up)'}, g.over_256_words)] : []));
     renderTable($('#stats-lifetimes'), cols('lifetime'), rows(g.lifetime_histogram, r => r.bin)
-      .concat(g.never_collected ? [Object.assign({label: 'never collected'}, g.never_collected)] : []));
+      .concat(g.never_collected ? [Object.assign({label: neverWord()}, g.never_collected)] : []));
     const src = g.sources || {};
-    renderTable($('#stats-sources'), cols('source'), ['minor', 'major', 'external'].filter(k => src[k]).map(k => Object.assign({label: k}, src[k])));
+    renderTable($('#stats-sources'), cols('source'), native ? [] : ['minor', 'major', 'external'].filter(k => src[k]).map(k => Object.assign({label: k}, src[k])));
   }
 
   /* ================================================================ views and refresh */

@@ -214,6 +214,9 @@ async function testTrace(name, full) {
     check(info && infoText.includes(path.basename(info.executable || '')), name + ': #info shows the executable', infoText.slice(0, 120));
     check(info && infoText.includes(String(info.pid)), name + ': #info shows the pid');
     check(/1 sample per [\d,]+ bytes/.test(infoText), name + ': #info shows the sample rate as "1 sample per N bytes"');
+    /* an OCaml trace keeps OCaml's words: the source filter, objects "collected" */
+    check(await page.locator('fieldset.sources').isVisible(), name + ': the source filter is offered');
+    check((await text(page, '#leaks-title')) === 'Never collected', name + ': leaks are "Never collected"');
 
     /* flame graph: the outermost frames of the golden folded file and of /api/flame */
     await page.waitForSelector('#flame .frame', { timeout: TIMEOUT });
@@ -547,6 +550,10 @@ async function testLive() {
     const num = t => { const m = t.match(/estimate ([\d.]+) (B|KiB|MiB|GiB)/); return m ? +m[1] * { B: 1, KiB: 1024, MiB: 1048576, GiB: 1073741824 }[m[2]] : NaN; };
     const tip2 = await bytesOf();
     check(num(tip2) > num(tip1), 'live: #summary-bytes grows without a reload (' + first + ' -> ' + second + ')');
+    /* a native program's trace in its words: freed, no runtime heaps to filter on */
+    check(await page.evaluate(() => document.body.classList.contains('native')), 'live: a native trace is told as one');
+    check(await page.locator('fieldset.sources').isHidden(), 'live: no source filter for a native program');
+    check((await text(page, '#leaks-title')) === 'Never freed', 'live: leaks are "Never freed"', await text(page, '#leaks-title'));
     const dur = await text(page, '#live-duration');
     check(/s\b/.test(dur), 'live: the header shows the trace duration', dur);
     await snap(page, path.join(args.out, 'live.png'));
