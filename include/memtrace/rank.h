@@ -135,13 +135,14 @@ MT_API int mt_rank(const mt_analysis *a, const mt_filter *f, const mt_rank_spec 
 MT_API void mt_ranking_free(mt_ranking *r);
 
 /* Leaks: the objects never collected (still live at the end of the trace)
- * among those f keeps, grouped by stack, oldest allocation first. "Never
+ * among those f keeps, grouped by stack, in `order`: most bytes first (the
+ * tools' default), most objects, or oldest allocation first. "Never
  * collected" is f's `collected` condition (a window of collection times
  * contradicts it: MT_ERR_INVALID), and its `live` condition "at the end" is
  * implied (so --live-at-peak asks which of them were already allocated at
  * the peak). */
-MT_API int mt_leaks(const mt_analysis *a, const mt_filter *f, size_t limit, size_t depth,
-                    mt_ranking **out);
+MT_API int mt_leaks(const mt_analysis *a, const mt_filter *f, mt_rank_order order, size_t limit,
+                    size_t depth, mt_ranking **out);
 /* The filter mt_leaks applies for f. */
 MT_API void mt_leaks_filter(const mt_filter *f, mt_filter *out);
 

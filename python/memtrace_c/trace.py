@@ -161,15 +161,17 @@ class Trace:
             cols += ["stack", "frames_total", "backtrace"]
         return self._ranking(d, cols)
 
-    def leaks(self, n=20, depth=0, **filters):
-        """Objects never collected, grouped by stack, oldest allocation first,
-        as `memtrace leaks`.
+    def leaks(self, n=20, depth=0, sort="bytes", **filters):
+        """Objects never freed (collected), grouped by stack, most bytes first
+        (sort="objects": most objects; "oldest": oldest allocation), as
+        `memtrace leaks`.
 
         Columns: function, file, line, code (the stack's allocation site),
         bytes, objects (with _lo, _hi), samples, sampled_objects,
         oldest_alloc, newest_alloc, age (seconds from the oldest allocation
         to the trace's end), stack, frames_total, backtrace."""
-        d = self._core.leaks(_count("n", n), _count("depth", depth), _filters.spec(filters))
+        order = _choice("sort", sort, {"bytes": 0, "objects": 1, "oldest": 2})
+        d = self._core.leaks(order, _count("n", n), _count("depth", depth), _filters.spec(filters))
         cols = ["function", "file", "line", "code"]
         cols += list(_estimates(d, "bytes")) + list(_estimates(d, "objects"))
         cols += ["samples", "sampled_objects", "oldest_alloc", "newest_alloc", "age",

@@ -153,10 +153,11 @@ PyObject *mt_py_top(mt_py_trace *self, PyObject *args) {
 
 PyObject *mt_py_leaks(mt_py_trace *self, PyObject *args) {
   Py_ssize_t limit, depth;
+  int order;
   PyObject *spec;
-  if (!PyArg_ParseTuple(args, "nnO", &limit, &depth, &spec)) return NULL;
-  if (limit < 0 || depth < 0) {
-    PyErr_SetString(PyExc_ValueError, "leaks: limit and depth are counts");
+  if (!PyArg_ParseTuple(args, "innO", &order, &limit, &depth, &spec)) return NULL;
+  if (limit < 0 || depth < 0 || order < MT_ORDER_BYTES || order > MT_ORDER_OLDEST) {
+    PyErr_SetString(PyExc_ValueError, "leaks: bad order, limit or depth");
     return NULL;
   }
   mt_filter f;
@@ -164,7 +165,7 @@ PyObject *mt_py_leaks(mt_py_trace *self, PyObject *args) {
   mt_ranking *r;
   int rc;
   Py_BEGIN_ALLOW_THREADS
-  rc = mt_leaks(self->a, &f, (size_t)limit, (size_t)depth, &r);
+  rc = mt_leaks(self->a, &f, (mt_rank_order)order, (size_t)limit, (size_t)depth, &r);
   Py_END_ALLOW_THREADS
   if (rc == MT_ERR_INVALID) {
     PyErr_SetString(PyExc_ValueError,

@@ -195,7 +195,7 @@ static PyMethodDef trace_methods[] = {
     {"top", (PyCFunction)mt_py_top, METH_VARARGS,
      "top(by, order, limit, depth, filter) -> dict of columns and totals."},
     {"leaks", (PyCFunction)mt_py_leaks, METH_VARARGS,
-     "leaks(limit, depth, filter) -> dict of columns and totals."},
+     "leaks(order, limit, depth, filter) -> dict of columns and totals."},
     {"stats", (PyCFunction)mt_py_stats, METH_VARARGS,
      "stats(nchunks, filter) -> the statistics document (JSON text)."},
     {"backtrace", (PyCFunction)mt_py_backtrace, METH_VARARGS,

@@ -347,12 +347,12 @@ void mt_leaks_filter(const mt_filter *f, mt_filter *out) {
   out->collected = MT_COLLECTED_NEVER;
 }
 
-int mt_leaks(const mt_analysis *a, const mt_filter *f, size_t limit, size_t depth,
-             mt_ranking **out) {
+int mt_leaks(const mt_analysis *a, const mt_filter *f, mt_rank_order order, size_t limit,
+             size_t depth, mt_ranking **out) {
   *out = NULL;
   if (f->collected == MT_COLLECTED_IN) return MT_ERR_INVALID;
   mt_filter lf;
   mt_leaks_filter(f, &lf);
-  mt_rank_spec spec = {MT_BY_STACK, MT_ORDER_OLDEST, limit, depth};
+  mt_rank_spec spec = {MT_BY_STACK, order, limit, depth};
   return rank(a, &lf, &spec, stack_budget(), out);
 }

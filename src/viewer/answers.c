@@ -86,7 +86,7 @@ int mt_vanswer_sites(const mt_vsnap *s, const mt_vquery *q, mt_json *j) {
 
 int mt_vanswer_leaks(const mt_vsnap *s, const mt_vquery *q, mt_json *j) {
   mt_ranking *r;
-  int rc = mt_leaks(s->a, &q->f, (size_t)q->n, 0, &r);
+  int rc = mt_leaks(s->a, &q->f, MT_ORDER_BYTES, (size_t)q->n, 0, &r);
   if (rc == MT_ERR_INVALID) return -3;
   if (rc != MT_OK) return -1;
   mt_json_obj(j);

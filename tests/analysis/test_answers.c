@@ -182,7 +182,7 @@ static void test_leaks(void **state) {
   mt_analysis *a = known_trace();
   mt_filter f = all();
   mt_ranking *r;
-  assert_int_equal(mt_leaks(a, &f, 0, 0, &r), MT_OK);
+  assert_int_equal(mt_leaks(a, &f, MT_ORDER_OLDEST, 0, 0, &r), MT_OK);
   /* never collected: B (10), C (20), A#2 (30), E (45), P (70): oldest first */
   assert_int_equal(r->groups, 5);
   assert_int_equal(r->total.samples, 20 + 30 + 5 + 1 + 8);
@@ -194,7 +194,7 @@ static void test_leaks(void **state) {
   /* at the peak (t=45: 10+20+30+5+40+1 = 106 live, before A's free): of
    * the leaks, those already allocated then (B, C, A#2, E) */
   f.live = MT_LIVE_AT_PEAK;
-  assert_int_equal(mt_leaks(a, &f, 0, 0, &r), MT_OK);
+  assert_int_equal(mt_leaks(a, &f, MT_ORDER_OLDEST, 0, 0, &r), MT_OK);
   assert_int_equal(r->groups, 4);
   mt_filter lf;
   mt_leaks_filter(&f, &lf);
@@ -599,16 +599,16 @@ static void test_rank_ways_agree(void **state) {
       mt_ranking *one, *passes, *indexed;
       mt_rank_spec s = {MT_BY_STACK, (mt_rank_order)order, 30, 0};
       if (order == MT_ORDER_OLDEST) {
-        assert_int_equal(mt_leaks(a, &f, 30, 0, &one), MT_OK);
+        assert_int_equal(mt_leaks(a, &f, (mt_rank_order)order, 30, 0, &one), MT_OK);
       } else {
         assert_int_equal(mt_rank(a, &f, &s, &one), MT_OK);
       }
       setenv("MEMTRACE_STACK_RANK_BUDGET", "1", 1); /* the smallest tables: passes */
-      if (order == MT_ORDER_OLDEST) assert_int_equal(mt_leaks(a, &f, 30, 0, &passes), MT_OK);
+      if (order == MT_ORDER_OLDEST) assert_int_equal(mt_leaks(a, &f, (mt_rank_order)order, 30, 0, &passes), MT_OK);
       else assert_int_equal(mt_rank(a, &f, &s, &passes), MT_OK);
       unsetenv("MEMTRACE_STACK_RANK_BUDGET");
       assert_int_equal(mt_analysis_index_stacks(a), MT_OK);
-      if (order == MT_ORDER_OLDEST) assert_int_equal(mt_leaks(a, &f, 30, 0, &indexed), MT_OK);
+      if (order == MT_ORDER_OLDEST) assert_int_equal(mt_leaks(a, &f, (mt_rank_order)order, 30, 0, &indexed), MT_OK);
       else assert_int_equal(mt_rank(a, &f, &s, &indexed), MT_OK);
       assert_true(same_rows(one, passes));
       assert_true(same_rows(one, indexed));

@@ -129,6 +129,10 @@ def test_leaks(case):
             assert (r["oldest_alloc"], r["newest_alloc"]) == (j["oldest_alloc_s"],
                                                             j["newest_alloc_s"])
             assert r["age"] == j["age_s"]
+    for sort in ("objects", "oldest"):
+        df = t.leaks(n=0, sort=sort)
+        doc = cli_json(path, "leaks", "-n", "0", "--depth", "0", "--sort", sort)
+        check_rows(df, doc, "stacks", "stack")
 
 
 def test_stats(case):

@@ -16,6 +16,7 @@ import csv
 import io
 import itertools
 import json
+import re
 import os
 import subprocess
 import sys
@@ -410,8 +411,12 @@ def check_leaks(path, truth, args=(), flt=None):
         check(abs(s["oldest_alloc_s"] - w["oldest"] / 1e6) < 1e-9, f"{what}: {k}: oldest")
         check(abs(s["newest_alloc_s"] - w["newest"] / 1e6) < 1e-9, f"{what}: {k}: newest")
         check(abs(s["age_s"] - (truth.duration - w["oldest"]) / 1e6) < 1e-9, f"{what}: {k}: age")
-    order = [(s["oldest_alloc_s"], -s["bytes"]["value"]) for s in j["stacks"]]
-    check(order == sorted(order), f"{what}: not oldest first")
+    sizes = [s["bytes"]["value"] for s in j["stacks"]]
+    check(sizes == sorted(sizes, reverse=True), f"{what}: not most bytes first")
+    old = run_json("leaks", path, "-n", "0", "--depth", "0", "--sort", "oldest", *args)
+    order = [(s["oldest_alloc_s"], -s["bytes"]["value"]) for s in old["stacks"]]
+    check(order == sorted(order) and len(old["stacks"]) == len(j["stacks"]),
+          f"{what} --sort oldest: not oldest first")
     check(j["total"]["bytes"]["value"] == sum(w["bytes"] for w in want.values()), f"{what}: total")
     return j
 
@@ -422,11 +427,12 @@ def test_leaks_exact():
     check(len(j["stacks"]) >= 5, "leaks: several stacks")
     out = run("leaks", path)
     check("never collected (still live at the end of the trace" in out, "leaks header")
-    check("before the end" in out and "Leaky.keep (leaky.ml:30)" in out, "leaks table")
+    check("most bytes first" in out and re.search(r"allocated at [0-9.]+ s", out) and
+          "before the end" in out and "Leaky.keep (leaky.ml:30)" in out, "leaks table")
     # --live-at-end (what leaks means anyway) changes nothing
     check(run("leaks", path, "--live-at-end") == out, "leaks --live-at-end")
     # depth and count limits
-    out = run("leaks", path, "-n", "1", "--depth", "1")
+    out = run("leaks", path, "-n", "1", "--depth", "1", "--sort", "oldest")
     check(out.count("\n#") == 1 and "more frames" in out, "leaks -n 1 --depth 1")
 
 

@@ -206,12 +206,12 @@ def test_endpoints():
         byfn = srv.json("/api/sites?n=10000&by=function")
         byln = srv.json("/api/sites?n=10000")
         check(byfn["sites_total"] < byln["sites_total"], "fewer functions than lines")
-        # leaks: oldest first, their age to the end
+        # leaks: most bytes first, their age to the end
         lk = srv.json("/api/leaks?n=10000")
         check(lk["filter"] == {"collected": "never"} and lk["filter_text"] == "never collected",
               f"leaks filter {lk['filter']}")
-        old = [x["oldest_alloc_s"] for x in lk["stacks"]]
-        check(lk["stacks"] and old == sorted(old), "leaks oldest first")
+        sizes = [x["bytes"]["value"] for x in lk["stacks"]]
+        check(lk["stacks"] and sizes == sorted(sizes, reverse=True), "leaks most bytes first")
         check(lk["end_s"] == info["duration"], "leaks end")
         check(all(abs(x["age_s"] - (lk["end_s"] - x["oldest_alloc_s"])) < 1e-9 and
                   x["oldest_alloc_s"] <= x["newest_alloc_s"] for x in lk["stacks"]), "leaks ages")

@@ -1,5 +1,5 @@
-/* memtrace leaks: the objects a trace never saw collected, grouped by
- * allocation stack, longest-lived first: mt_leaks, rendered as text or
+/* memtrace leaks: the objects a trace never saw freed (collected), grouped
+ * by allocation stack, most bytes first: mt_leaks, rendered as text or
  * JSON. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,11 +14,11 @@
 static const char usage[] =
     "usage: memtrace leaks [OPTIONS] TRACE\n"
     "\n"
-    "Lists the objects TRACE never saw collected, grouped by allocation stack,\n"
-    "with their estimated bytes and count (95% intervals), longest-lived first:\n"
-    "groups are ordered by their oldest allocation (then bytes, then stack).\n"
+    "Lists the objects TRACE never saw freed (collected, in a garbage-collected\n"
+    "program), grouped by allocation stack, with their estimated bytes and\n"
+    "count (95% intervals), most bytes first.\n"
     "\n"
-    "Never collected means still live at the end of the trace. In a garbage-\n"
+    "Never freed means still live at the end of the trace. In a garbage-\n"
     "collected program most such objects are simply alive at exit (globals,\n"
     "caches, the data the program was working on), not leaks; a leak shows as\n"
     "a group that is old, large, and keeps growing across runs or with time\n"
@@ -27,12 +27,16 @@ static const char usage[] =
     "Options:\n"
     "  -n N                   show the first N groups (default 20; 0: all)\n"
     "  --depth N              frames shown per stack (default 10; 0: all)\n"
+    "  --sort bytes|objects|oldest\n"
+    "                         most estimated bytes first (default), most\n"
+    "                         objects, or oldest allocation first (then bytes)\n"
     "  --format table|json    output format (default table)\n"
     "\n" MT_FILTER_OPTIONS_HELP
     "(--live-at-end, --never-collected are implied; --collected is refused.)\n"
     "\n"
-    "Each group shows its age, the time from its oldest allocation to the end\n"
-    "of the trace ('allocated 12.3 s before the end'), and its stack, innermost\n"
+    "Each group shows when its objects were allocated, in seconds from the\n"
+    "trace's start as the viewer shows them ('allocated at 1.2 s to 4.5 s'),\n"
+    "with the oldest one's age at the end of the trace, and its stack, innermost\n"
     "frame (the allocation point) first, as 'function (file:line)'; '#hex' is\n"
     "a code the trace has no location for. Stacks whose frames print the same\n"
     "are one group.\n";
@@ -73,25 +77,30 @@ static void text(mt_out *o, const char *path, const mt_ranking *r, const mt_filt
                 mt_human_plural(r->groups));
   if (r->groups == 0) mt_out_str(o, "No object matching the filter was left uncollected.\n");
   else
-    mt_out_printf(o, "Showing %zu of %zu stacks, oldest allocation first; stacks "
-                     "innermost frame first.\n",
-                  r->nrows, r->groups);
+    mt_out_printf(o, "Showing %zu of %zu stacks, %s first; stacks innermost frame first.\n",
+                  r->nrows, r->groups,
+                  r->order == MT_ORDER_OLDEST    ? "oldest allocation"
+                  : r->order == MT_ORDER_OBJECTS ? "most objects"
+                                                 : "most bytes");
   mt_str line = {0};
   for (size_t i = 0; i < r->nrows; i++) {
     const mt_rank_row *row = &r->rows[i];
     const mt_estimate *eb = &row->bytes, *eo = &row->objects;
-    mt_out_printf(o, "\n#%zu  %s %s in %s objects %s (%" PRIu64 " sample%s)\n", i + 1,
+    mt_out_printf(o, "\n#%zu  %s %s in %s object%s %s (%" PRIu64 " sample%s)\n", i + 1,
                   mt_human_bytes(b1, sizeof b1, eb->value),
                   mt_human_interval_note(b2, sizeof b2, eb->value, eb->lo, eb->hi, 1),
                   mt_human_count(b3, sizeof b3, eo->value),
+                  mt_human_plural((unsigned long long)(eo->value + 0.5)),
                   mt_human_interval_note(b4, sizeof b4, eo->value, eo->lo, eo->hi, 0),
                   row->tally.samples, mt_human_plural(row->tally.samples));
-    mt_out_printf(o, "    allocated %s before the end",
-                  mt_human_duration(b1, sizeof b1, (double)(end - row->oldest)));
+    /* times as the viewer's columns give them: oldest, newest, age */
     if (row->newest != row->oldest)
-      mt_out_printf(o, " (the newest %s before)",
-                    mt_human_duration(b1, sizeof b1, (double)(end - row->newest)));
-    mt_out_char(o, '\n');
+      mt_out_printf(o, "    allocated at %.3f s to %.3f s; the oldest %s before the end\n",
+                    (double)row->oldest / 1e6, (double)row->newest / 1e6,
+                    mt_human_duration(b1, sizeof b1, (double)(end - row->oldest)));
+    else
+      mt_out_printf(o, "    allocated at %.3f s, %s before the end\n", (double)row->oldest / 1e6,
+                    mt_human_duration(b1, sizeof b1, (double)(end - row->oldest)));
     if (row->frames_total == 0) mt_out_str(o, "      (no backtrace)\n");
     for (size_t k = 0; k < row->nframes; k++) frame_line(o, &line, &row->frames[k]);
     size_t more = row->frames_total - row->nframes;
@@ -102,7 +111,7 @@ static void text(mt_out *o, const char *path, const mt_ranking *r, const mt_filt
 
 static int run(int argc, char **argv) {
   const mt_command *cmd = &mt_cmd_leaks;
-  int format = FORMAT_TABLE;
+  int format = FORMAT_TABLE, sort = 0;
   size_t limit = 20, depth = 10;
   const char *path;
   mt_filter f;
@@ -111,6 +120,7 @@ static int run(int argc, char **argv) {
       {"--format", NULL, MT_OPT_CHOICE, &format, "table|json", 0, 0, 0},
       {"-n", NULL, MT_OPT_COUNT, &limit, NULL, 0, 0, 0},
       {"--depth", NULL, MT_OPT_COUNT, &depth, NULL, 0, 0, 0},
+      {"--sort", NULL, MT_OPT_CHOICE, &sort, "bytes|objects|oldest", 0, 0, 0},
       {NULL, NULL, 0, NULL, NULL, 0, 0, 0}};
   mt_cli_spec spec = {options, &f, &path, 1, 1, "TRACE", 0, 0, NULL};
   mt_cli_parse(cmd, argc, argv, &spec);
@@ -119,7 +129,8 @@ static int run(int argc, char **argv) {
 
   mt_analysis *a = mt_cli_load(path);
   mt_ranking *r;
-  if (mt_leaks(a, &f, limit, depth, &r) != MT_OK) mt_cli_nomem(cmd);
+  static const mt_rank_order orders[] = {MT_ORDER_BYTES, MT_ORDER_OBJECTS, MT_ORDER_OLDEST};
+  if (mt_leaks(a, &f, orders[sort], limit, depth, &r) != MT_OK) mt_cli_nomem(cmd);
   if (format == FORMAT_JSON) {
     mt_json j;
     mt_cli_json_begin(&j, cmd, path, a);
@@ -138,4 +149,4 @@ static int run(int argc, char **argv) {
 }
 
 const mt_command mt_cmd_leaks = {
-    "leaks", "objects never collected, by allocation stack, longest-lived first", usage, run};
+    "leaks", "objects never freed (collected), by allocation stack, most bytes first", usage, run};

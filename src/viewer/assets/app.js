@@ -1065,9 +1065,9 @@
     shownNote('#leaks-count', d.shown, d.stacks_total, ['stack', 'stacks'], filtered && d.filter_text ? 'filter: ' + d.filter_text : null);
     renderTable($('#leaks'), [
       {label: 'stack (innermost first)', render: r => framesList(r.frames || [], r.frames_total)},
-      {label: 'bytes', num: true, sort: r => val(r.bytes), render: r => estSpan(r.bytes, fmtBytes, fmtInt(r.samples) + ' samples')},
+      {label: 'bytes', num: true, sort: r => val(r.bytes), render: r => estSpan(r.bytes, fmtBytes, fmtInt(r.samples) + ' samples'), def: true},
       {label: 'objects', num: true, sort: r => val(r.objects), render: r => estSpan(r.objects, fmtCount, fmtInt(r.sampled_objects) + ' sampled objects')},
-      {label: 'oldest', num: true, sort: r => -r.oldest_alloc_s, render: r => el('span', {title: 'allocated ' + fmtSeconds(r.age_s) + ' before the end'}, fmtSeconds(r.oldest_alloc_s)), def: true},
+      {label: 'oldest', num: true, sort: r => -r.oldest_alloc_s, render: r => el('span', {title: 'allocated ' + fmtSeconds(r.age_s) + ' before the end'}, fmtSeconds(r.oldest_alloc_s))},
       {label: 'newest', num: true, sort: r => +r.newest_alloc_s, render: r => fmtSeconds(r.newest_alloc_s)},
       {label: 'age', num: true, sort: r => +r.age_s, render: r => fmtSeconds(r.age_s)},
     ], d.stacks || [], 'no object of the filter stays alive to the end');
