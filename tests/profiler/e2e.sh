@@ -1016,6 +1016,14 @@ run)
   MEMTRACE_SEED=2 "$memtrace" run -o short.ctf -- "$bin/prog_slow" 0 > /dev/null 2> err.txt
   grep -q "no allocation of .*prog_slow was sampled: at rate 1e-05 a sample falls about every 781 KiB allocated; for a short run, try --rate 1e-3" err.txt &&
     ok || bad "empty run's hint: $(cat err.txt)"
+  # a wrapper script (a version manager's shim) that runs helpers, then
+  # becomes the program: said plainly, the helpers counted by program
+  printf '#!/bin/sh\nfor i in 1 2 3 4 5 6; do ls / > /dev/null; done\nexec "%s" 0\n' "$bin/prog_slow" > wrapper.sh
+  chmod +x wrapper.sh
+  "$memtrace" run --rate 1 -o 'w.%p.ctf' -- ./wrapper.sh > /dev/null 2> err.txt
+  grep -q "wrapper.sh ran as prog_slow (it replaced itself by exec" err.txt &&
+    grep -q "6 other processes of the run wrote traces: .* and 1 more (ls x6)" err.txt && ok ||
+    bad "a wrapper's report: $(cat err.txt)"
   # one sampled allocation is one
   MEMTRACE_SEED=1 "$memtrace" run -o one.ctf -- "$bin/prog_slow" 0 > /dev/null 2> err.txt
   grep -q " in 1 sampled allocation; top sites" err.txt && ok || bad "one allocation: $(cat err.txt)"

@@ -410,7 +410,8 @@ static int trace(const settings *s, const char *pattern, char **envp, size_t own
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
     return 127; /* command not found (sh fallback) */
   mt_cli_run_report(notes_fd, pattern, pid,
-                    (unsigned long long)end.tv_sec * 1000000 + (unsigned long long)end.tv_nsec / 1000);
+                    (unsigned long long)end.tv_sec * 1000000 + (unsigned long long)end.tv_nsec / 1000,
+                    argv[0]);
   /* The program's own failure comes first; then the limits decide. */
   if (mt_cli_limits_any(&s->limits) && WIFEXITED(status) && WEXITSTATUS(status) == 0)
     return check_run(s, pattern, pid);

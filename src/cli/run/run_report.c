@@ -306,10 +306,41 @@ static void read_notes(int fd, pid_t main_pid, notes *out) {
 /* Says which other processes of the run wrote traces (their files found
  * by `pattern`), and how many ran untraced. The largest of those traces
  * into largest (n bytes; "" if none), its executable's name into exe. */
+/* The programs the run's other processes ran, each once with its count:
+ * "bash x18, readlink". */
+enum { PROGRAMS = 6 };
+typedef struct programs {
+  char name[PROGRAMS][64];
+  size_t count[PROGRAMS], n, others;
+} programs;
+
+static void programs_add(programs *p, const char *exe) {
+  for (size_t i = 0; i < p->n; i++)
+    if (strcmp(p->name[i], exe) == 0) {
+      p->count[i]++;
+      return;
+    }
+  if (p->n == PROGRAMS) {
+    p->others++;
+    return;
+  }
+  snprintf(p->name[p->n], sizeof p->name[p->n], "%s", exe[0] ? exe : "?");
+  p->count[p->n++] = 1;
+}
+
+static void programs_print(const programs *p) {
+  for (size_t i = 0; i < p->n; i++) {
+    fprintf(stderr, "%s%s", i ? ", " : "", p->name[i]);
+    if (p->count[i] > 1) fprintf(stderr, " x%zu", p->count[i]);
+  }
+  if (p->others) fprintf(stderr, ", %zu others", p->others);
+}
+
 static void report_children(const notes *nt, const char *pattern, char *largest, size_t n,
                             char *largest_exe, size_t exe_n) {
   enum { NAMED = 5 };
   char names[NAMED][PATH_MAX + 80];
+  programs progs = {0};
   size_t traces = 0, untraced = nt->untold;
   off_t most = 0;
   largest[0] = 0;
@@ -329,6 +360,7 @@ static void report_children(const notes *nt, const char *pattern, char *largest,
         trace_owner(path, exe, sizeof exe) != (uint64_t)pid)
       continue;
     if (traces < NAMED) snprintf(names[traces], sizeof names[traces], "%s (%s)", path, exe);
+    programs_add(&progs, exe);
     if (ts.st_size > most) {
       most = ts.st_size;
       snprintf(largest, n, "%s", path);
@@ -341,7 +373,12 @@ static void report_children(const notes *nt, const char *pattern, char *largest,
             traces == 1 ? "" : "es", traces == 1 ? "its trace" : "traces");
     for (size_t i = 0; i < traces && i < NAMED; i++)
       fprintf(stderr, "%s %s", i ? "," : "", names[i]);
-    if (traces > NAMED) fprintf(stderr, " and %zu more", traces - NAMED);
+    if (traces > NAMED) {
+      /* past the names, what ran: "bash x13, readlink x5" */
+      fprintf(stderr, " and %zu more (", traces - NAMED);
+      programs_print(&progs);
+      fputc(')', stderr);
+    }
     fputc('\n', stderr);
   }
   if (untraced)
@@ -386,7 +423,7 @@ static void name_frames(const char *path) {
 /* The report: where the trace went, the run's other processes, the top
  * sites. */
 static void say_where(const notes *nt, const char *pattern, pid_t pid,
-                      unsigned long long end_us) {
+                      unsigned long long end_us, const char *command) {
   if (mt__trace_dest_is_socket(pattern)) { /* no file to read; if not tracing, the tracer said why */
     int served = strncmp(pattern, "listen:", 7) == 0;
     if (nt->started)
@@ -410,6 +447,14 @@ static void say_where(const notes *nt, const char *pattern, pid_t pid,
     return;
   }
   fprintf(stderr, "memtrace: trace written to %s (%lld bytes)\n", path, (long long)st.st_size);
+  /* A wrapper that became the program by exec (a version manager's shim,
+   * a launcher script): the trace is the program's, said plainly. */
+  char became[64];
+  trace_owner(path, became, sizeof became);
+  if (command && became[0] && strcmp(became, base_name(command)) != 0)
+    fprintf(stderr, "memtrace: %s ran as %s (it replaced itself by exec, as a wrapper script or "
+                    "a version manager's shim does): the trace is %s's\n",
+            base_name(command), became, became);
   char largest[PATH_MAX], exe[64];
   report_children(nt, pattern, largest, sizeof largest, exe, sizeof exe);
   /* A wrapper (time, a shell running the program as a child, make) that
@@ -422,10 +467,11 @@ static void say_where(const notes *nt, const char *pattern, pid_t pid,
   }
 }
 
-void mt_cli_run_report(int notes_fd, const char *pattern, pid_t pid, unsigned long long end_us) {
+void mt_cli_run_report(int notes_fd, const char *pattern, pid_t pid, unsigned long long end_us,
+                       const char *command) {
   notes nt;
   read_notes(notes_fd, pid, &nt);
-  say_where(&nt, pattern, pid, end_us);
+  say_where(&nt, pattern, pid, end_us, command);
   free(nt.kids);
   free(nt.stops);
 }
