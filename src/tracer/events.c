@@ -500,7 +500,10 @@ typedef struct locked_job {
 
 static void locked_run(void *j) { ((locked_job *)j)->fn(j); }
 
+/* A job that writes: never from a vfork child (mt__tr_here), whose
+ * samples and frees are left out of the borrowed process's trace. */
 static void run_locked(locked_job *j) {
+  if (__builtin_expect(!mt__tr_here(), 0)) return;
   if (__builtin_expect(mt__stack_short(), 0)) mt__on_big_stack(locked_run, j);
   else j->fn(j);
 }
@@ -644,7 +647,7 @@ void *mt__tr_on_alloc(void *ctx, const mt_alloc_info *info) {
  * writer's pending codes are described, now that they surely are loaded.
  * Not from inside the profiler (busy), which may hold the lock. */
 void mt__tr_before_dlclose(void) {
-  if (!mt__tls.busy && mt__tr_active()) {
+  if (!mt__tls.busy && mt__tr_active() && mt__tr_here()) {
     mt__tls.busy++;
     int cancel = mt__tr_lock();
     if (mt__tr_active() && mt__tr_writer() && write_queued_events() != 0)

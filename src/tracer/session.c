@@ -118,6 +118,10 @@ void mt__tr_unlock(int cancel) {
   cancel_restore(cancel);
 }
 
+int mt__tr_here(void) {
+  return __atomic_load_n(&tr.tracing_pid, __ATOMIC_RELAXED) == (uint64_t)getpid();
+}
+
 int mt__tr_tracing(uint64_t *pid, int *per_process) {
   *pid = __atomic_load_n(&tr.tracing_pid, __ATOMIC_RELAXED);
   *per_process = tr.dest.per_process;

@@ -41,6 +41,12 @@ static inline uint32_t mt__tr_session_id(void) {
 /* Under the lock. */
 static inline mt__symbols *mt__tr_symbols(void) { return mt__tr_session->syms; }
 
+/* Whether the calling process is the one tracing. Not in a vfork child:
+ * it runs in the tracing process's memory, on its thread, until it execs
+ * (dash starts its commands so), and anything it wrote would stop the
+ * session of the process it borrows (the writer sees another pid). */
+int mt__tr_here(void);
+
 /* The session's lock, which serializes the writer and everything above it,
  * taken with the calling thread's cancellation held off: the writing of
  * the trace, the opening of files, the naming of codes (libdw reads files)
