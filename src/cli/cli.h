@@ -94,6 +94,9 @@ mt_analysis *mt_cli_load(const char *path);
 
 /* The filter in words (mt_filter_describe), in a string to free. */
 char *mt_cli_filter_text(const mt_filter *f);
+/* The same in a native program's words when `native` (every object
+ * external: "never freed", "freed in", not "collected"). */
+char *mt_cli_filter_words(const mt_filter *f, int native);
 
 /* ---- JSON output ----------------------------------------------------------------- */
 

@@ -2,6 +2,7 @@
  * naming the file on failure, and a command's JSON document. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -49,6 +50,23 @@ char *mt_cli_filter_text(const mt_filter *f) {
     exit(1);
   }
   mt_filter_describe(f, text, n + 1);
+  return text;
+}
+
+char *mt_cli_filter_words(const mt_filter *f, int native) {
+  char *text = mt_cli_filter_text(f);
+  if (!native) return text;
+  /* "collected" -> "freed", in place (shorter) */
+  char *w = text;
+  for (const char *r = text; *r;) {
+    if (strncmp(r, "collected", 9) == 0) {
+      memcpy(w, "freed", 5);
+      w += 5, r += 9;
+    } else {
+      *w++ = *r++;
+    }
+  }
+  *w = 0;
   return text;
 }
 

@@ -317,7 +317,10 @@ def case_stats_native():
     if doc and ocaml:
         check(sorted(doc["all"]) == sorted(ocaml["all"]), "native JSON keys: %r" % sorted(doc["all"]))
     out = run(["leaks", trace]).stdout.decode()
-    check(out.startswith("Objects of %s never freed" % trace), "native leaks: %s" % out[:200])
+    check(out.startswith("Objects of %s never freed" % trace) and "filter: never freed" in out and
+          "collected" not in out, "native leaks: %s" % out[:300])
+    out = run(["top", "--collected", "0..0.5", trace]).stdout.decode()
+    check("filter: freed in [0 s, 0.5 s)" in out, "native top's filter: %s" % out[:300])
     # an OCaml trace keeps OCaml's words
     check(run(["leaks", gen("random")[0]]).stdout.decode().split("\n")[0].find("never collected") > 0,
           "OCaml leaks header")

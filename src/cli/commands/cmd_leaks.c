@@ -60,7 +60,7 @@ static void text(mt_out *o, const char *path, const mt_ranking *r, const mt_filt
   char b1[64], b2[96], b3[64], b4[96];
   mt_filter lf;
   mt_leaks_filter(f, &lf);
-  char *ftext = mt_cli_filter_text(&lf);
+  char *ftext = mt_cli_filter_words(&lf, native);
   uint64_t end = r->duration;
   const mt_estimate *tb = &r->total_bytes, *to = &r->total_objects;
   mt_out_printf(o, "Objects of %s never %s (still live at the end of the trace, "

@@ -77,8 +77,10 @@ static const char *site_text(mt_str *b, const mt_site *s, int with_line) {
 
 static double pct(double part, double whole) { return whole > 0 ? 100 * part / whole : 0; }
 
-static void table(mt_out *o, const char *path, const mt_ranking *r, const mt_filter *f) {
-  char b1[64], b2[96], b3[64], b4[96], *ftext = mt_cli_filter_text(f);
+/* native: a native program's trace, told in its words ("freed"). */
+static void table(mt_out *o, const char *path, const mt_ranking *r, const mt_filter *f,
+                  int native) {
+  char b1[64], b2[96], b3[64], b4[96], *ftext = mt_cli_filter_words(f, native);
   int by_objects = r->order == MT_ORDER_OBJECTS;
   const mt_estimate *tb = &r->total_bytes, *to = &r->total_objects;
   mt_out_printf(o, "Top allocation sites of %s by estimated %s, grouped by %s\n", path,
@@ -203,7 +205,7 @@ static int run(int argc, char **argv) {
     mt_out out;
     mt_out_init(&out, STDOUT_FILENO);
     if (format == FORMAT_CSV) csv(&out, r);
-    else table(&out, path, r, &f);
+    else table(&out, path, r, &f, !mt_analysis_has_runtime_heap(a));
     mt_out_flush(&out);
     mt_out_free(&out);
   }
