@@ -1389,7 +1389,7 @@ debuginfod)
   port=$(free_port)
   debuginfod -p "$port" -d db.sqlite -F src > server.log 2>&1 &
   export DEBUGINFOD_URLS=http://127.0.0.1:$port DEBUGINFOD_CACHE_PATH=$tmp/cache
-  for _ in $(seq 100); do debuginfod-find debuginfo "$id" > /dev/null 2>&1 && break; sleep 0.1; done
+  for _ in $(seq 300); do debuginfod-find debuginfo "$id" > /dev/null 2>&1 && break; sleep 0.1; done
   rm -rf "$tmp/cache"
   "$memtrace" run --rate 1 -o named.ctf -- ./stripped > /dev/null 2> err.txt
   grep -q "named [1-9][0-9]* codes of named.ctf" err.txt &&
