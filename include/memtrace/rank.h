@@ -104,6 +104,7 @@ typedef struct mt_rank_row {
   size_t nframes, frames_total;
   uint32_t backtrace;
   const mt_site_callers *callers; /* after mt_rank_callers; else NULL      */
+  uint32_t trace;          /* mt_rank_traces by process: the trace's index   */
 } mt_rank_row;
 
 typedef struct mt_ranking {
@@ -117,6 +118,7 @@ typedef struct mt_ranking {
   mt_estimate total_bytes, total_objects, trace_bytes, trace_objects;
   mt_sampling sampling;
   uint64_t duration;       /* the trace's, us                                 */
+  int by_process;          /* mt_rank_traces by process: rows' `trace` apply */
   struct mt__rank_store *store; /* the rows' frames and callers              */
 } mt_ranking;
 
@@ -133,6 +135,19 @@ typedef struct mt_rank_spec {
 MT_API int mt_rank(const mt_analysis *a, const mt_filter *f, const mt_rank_spec *spec,
                    mt_ranking **out);
 MT_API void mt_ranking_free(mt_ranking *r);
+
+/* Several traces ranked as one (a process tree, the runs of a fleet): the
+ * sites of each trace's objects passing f, matched by function name and
+ * file (and line, by line) as mt_diff matches them, never by code values,
+ * which differ between processes; their tallies added, so that estimates
+ * and intervals are those of the traces' objects together. With
+ * by_process, a site of each trace is a group of its own (its `trace` the
+ * index in as[]). The traces must share their sample rate and word size
+ * (MT_ERR_INVALID otherwise, as for a ranking by stack); strings point into
+ * the analyses, which must outlive the ranking. Times (oldest, newest,
+ * duration) are each trace's own, since its start. */
+MT_API int mt_rank_traces(const mt_analysis *const *as, size_t n, const mt_filter *f,
+                          const mt_rank_spec *spec, int by_process, mt_ranking **out);
 
 /* Leaks: the objects never collected (still live at the end of the trace)
  * among those f keeps, grouped by stack, in `order`: most bytes first (the

@@ -228,6 +228,10 @@ void mt_json_ranking(mt_json *j, const mt_ranking *r, const mt_filter *f) {
     mt_json_obj(j);
     mt_json_key(j, "rank");
     mt_json_uint(j, i + 1);
+    if (r->by_process) { /* the index of its trace among the ranked ones */
+      mt_json_key(j, "trace_index");
+      mt_json_uint(j, row->trace);
+    }
     mt_json_key(j, "site");
     size_t need = strlen(row->site.function) + strlen(row->site.file) + 40;
     char *text = need <= sizeof site ? site : malloc(need);

@@ -15,6 +15,7 @@ set(MT_ANALYSIS_SOURCES
   src/analysis/profile.c
   src/analysis/rank.c
   src/analysis/rank_stacks.c
+  src/analysis/rank_traces.c
   src/analysis/select.c
   src/analysis/stats.c
   src/analysis/tables.c

@@ -92,6 +92,12 @@ void mt_cli_finish(mt_reader *r, int rc);
  * prints the analysis' warning (truncated trace...) on stderr. */
 mt_analysis *mt_cli_load(const char *path);
 
+/* The traces named by the arguments: a file as it is, a directory as the
+ * .ctf files in it (sorted). Returns how many, with their paths in *out
+ * (each and the array to free); exits 1 when an argument names nothing
+ * readable or a directory holds no trace. */
+size_t mt_cli_traces(const mt_command *cmd, const char *const *args, size_t n, char ***out);
+
 /* The filter in words (mt_filter_describe), in a string to free. */
 char *mt_cli_filter_text(const mt_filter *f);
 /* The same in a native program's words when `native` (every object

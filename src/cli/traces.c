@@ -1,8 +1,11 @@
 /* Traces for the subcommands: opening and loading them with a message
  * naming the file on failure, and a command's JSON document. */
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -40,6 +43,45 @@ mt_analysis *mt_cli_load(const char *path) {
   const char *w = mt_analysis_warning(a);
   if (w) fprintf(stderr, "memtrace: warning: %s\n", w);
   return a;
+}
+
+static int by_name(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+size_t mt_cli_traces(const mt_command *cmd, const char *const *args, size_t n, char ***out) {
+  char **list = NULL;
+  size_t count = 0, cap = 0;
+  for (size_t i = 0; i < n; i++) {
+    struct stat st;
+    if (stat(args[i], &st) != 0) {
+      fprintf(stderr, "memtrace %s: %s: %s\n", cmd->name, args[i], strerror(errno));
+      exit(1);
+    }
+    size_t before = count;
+    DIR *d = S_ISDIR(st.st_mode) ? opendir(args[i]) : NULL;
+    for (struct dirent *e; d && (e = readdir(d));) {
+      size_t len = strlen(e->d_name);
+      if (len < 5 || strcmp(e->d_name + len - 4, ".ctf") != 0) continue;
+      if (count == cap) list = mt_cli_xrealloc(cmd, list, (cap = cap ? 2 * cap : 16) * sizeof *list);
+      list[count] = mt_cli_xrealloc(cmd, NULL, strlen(args[i]) + len + 2);
+      sprintf(list[count++], "%s/%s", args[i], e->d_name);
+    }
+    if (d) {
+      closedir(d);
+      if (count == before) {
+        fprintf(stderr, "memtrace %s: %s: no trace (*.ctf) in this directory\n", cmd->name, args[i]);
+        exit(1);
+      }
+      qsort(list + before, count - before, sizeof *list, by_name);
+      continue;
+    }
+    if (count == cap) list = mt_cli_xrealloc(cmd, list, (cap = cap ? 2 * cap : 16) * sizeof *list);
+    list[count] = mt_cli_xrealloc(cmd, NULL, strlen(args[i]) + 1);
+    strcpy(list[count++], args[i]);
+  }
+  *out = list;
+  return count;
 }
 
 char *mt_cli_filter_text(const mt_filter *f) {

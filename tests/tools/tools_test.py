@@ -599,7 +599,6 @@ def test_errors():
         expect(1, "not-a-trace.ctf", cmd, text)
         expect(2, "unknown option '--bogus'", cmd, "--bogus", t)
         expect(2, "missing TRACE", cmd)
-        expect(2, "unexpected argument", cmd, t, t)
         expect(2, "-n wants a count", cmd, "-n", "x", t)
         expect(2, "--depth wants a count", cmd, "--depth", "-1", t)
         expect(2, "--size: 'abc' is not a range: write MIN..MAX", cmd, "--size", "abc", t)
@@ -611,6 +610,7 @@ def test_errors():
     expect(2, "--sort takes bytes or objects", "top", "--sort", "size", t)
     expect(2, "--format takes table or json, not 'csv'", "leaks", "--format", "csv", t)
     expect(2, "--collected contradicts", "leaks", "--collected", "1..2", t)
+    expect(2, "unexpected argument", "leaks", t, t)  # several traces: top only
     expect(2, "missing BASE and NEW traces", "diff", t)
     expect(2, "unexpected argument", "diff", t, t, t)
     expect(2, "--by takes function or line, not 'stack'", "diff", "--by", "stack", t, t)

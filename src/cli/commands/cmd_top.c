@@ -12,10 +12,14 @@
 #include "table.h"
 
 static const char usage[] =
-    "usage: memtrace top [OPTIONS] TRACE\n"
+    "usage: memtrace top [OPTIONS] TRACE...\n"
     "\n"
     "Ranks TRACE's allocation sites by the bytes (or objects) they allocated,\n"
     "estimated from the samples, each with its 95% confidence interval.\n"
+    "Several traces (files, or directories of .ctf files: the traces of a\n"
+    "process tree, `memtrace run -o 'x.%p.ctf'`) rank as one: sites matched\n"
+    "by function and file (and line), their figures added; they must share\n"
+    "their sample rate. --by stack takes one trace.\n"
     "A site is the innermost source location of an allocation's stack\n"
     "(skipping up to 2 frames the trace has no location for).\n"
     "\n"
@@ -27,6 +31,8 @@ static const char usage[] =
     "  -n N                   show the first N sites (default 20; 0: all)\n"
     "  --depth N              with --by stack: frames shown per stack\n"
     "                         (default 10; 0: all)\n"
+    "  --by-process           with several traces: a site of each process is a\n"
+    "                         row of its own, named by executable and pid\n"
     "  --format table|csv|json\n"
     "                         output format (default table)\n"
     "\n" MT_FILTER_OPTIONS_HELP
@@ -78,8 +84,24 @@ static const char *site_text(mt_str *b, const mt_site *s, int with_line) {
 static double pct(double part, double whole) { return whole > 0 ? 100 * part / whole : 0; }
 
 /* native: a native program's trace, told in its words ("freed"). */
+/* The traces ranked: their analyses and paths (one, or several). */
+typedef struct traces {
+  mt_analysis **as;
+  char **paths;
+  size_t n;
+} traces;
+
+/* "[exe pid] " before a site of a ranking by process. */
+static const char *process_text(char *buf, size_t n, const traces *t, const mt_rank_row *row) {
+  const mt_trace_info *i = mt_analysis_info(t->as[row->trace]);
+  const char *exe = i->executable_name ? strrchr(i->executable_name, '/') : NULL;
+  snprintf(buf, n, "[%s %llu] ", exe ? exe + 1 : i->executable_name ? i->executable_name : "?",
+           (unsigned long long)i->pid);
+  return buf;
+}
+
 static void table(mt_out *o, const char *path, const mt_ranking *r, const mt_filter *f,
-                  int native) {
+                  int native, const traces *t) {
   char b1[64], b2[96], b3[64], b4[96], *ftext = mt_cli_filter_words(f, native);
   int by_objects = r->order == MT_ORDER_OBJECTS;
   const mt_estimate *tb = &r->total_bytes, *to = &r->total_objects;
@@ -100,7 +122,7 @@ static void table(mt_out *o, const char *path, const mt_ranking *r, const mt_fil
                   mt_human_bytes(b2, sizeof b2, r->trace_bytes.value),
                   mt_human_percent(b3, sizeof b3, to->value, r->trace_objects.value));
   else
-    mt_out_str(o, " (the whole trace)\n");
+    mt_out_str(o, t->n > 1 ? " (every object of the traces)\n" : " (the whole trace)\n");
   if (r->groups == 0) {
     mt_out_str(o, "No allocations match the filter.\n");
     return;
@@ -129,7 +151,17 @@ static void table(mt_out *o, const char *path, const mt_ranking *r, const mt_fil
         samples,
         r->by == MT_BY_STACK ? stack_text(&site, row, "\n")
                              : site_text(&site, &row->site, r->by == MT_BY_LINE)};
+    char proc[128], *with = NULL;
+    if (r->by_process) { /* the process first */
+      with = malloc(strlen(cells[7]) + sizeof proc);
+      if (with) {
+        process_text(proc, sizeof proc, t, row);
+        sprintf(with, "%s%s", proc, cells[7]);
+        cells[7] = with;
+      }
+    }
     mt_table_row(&tab, cells);
+    free(with);
   }
   mt_table_print(&tab, o, "");
   mt_table_free(&tab);
@@ -175,11 +207,49 @@ static void csv(mt_out *o, const mt_ranking *r) {
   mt_str_free(&stack);
 }
 
+enum { MAX_ARGS = 4096 };
+
+/* The traces the arguments name, loaded; exits on one that cannot be. */
+static void load_traces(const mt_command *cmd, const char *const *args, size_t n, traces *t) {
+  t->n = mt_cli_traces(cmd, args, n, &t->paths);
+  t->as = mt_cli_xrealloc(cmd, NULL, t->n * sizeof *t->as);
+  for (size_t i = 0; i < t->n; i++) t->as[i] = mt_cli_load(t->paths[i]);
+}
+
+static void free_traces(traces *t) {
+  for (size_t i = 0; i < t->n; i++) {
+    mt_analysis_free(t->as[i]);
+    free(t->paths[i]);
+  }
+  free(t->as);
+  free(t->paths);
+}
+
+/* Several traces' JSON: the document, then the traces it ranks. */
+static void json_traces(mt_json *j, const traces *t) {
+  mt_json_key(j, "traces");
+  mt_json_arr(j);
+  for (size_t i = 0; i < t->n; i++) {
+    const mt_trace_info *info = mt_analysis_info(t->as[i]);
+    mt_json_obj(j);
+    mt_json_key(j, "trace");
+    mt_json_str(j, t->paths[i]);
+    mt_json_key(j, "executable");
+    mt_json_str(j, info->executable_name);
+    mt_json_key(j, "pid");
+    mt_json_uint(j, info->pid);
+    mt_json_key(j, "host");
+    mt_json_str(j, info->host_name);
+    mt_json_end_obj(j);
+  }
+  mt_json_end_arr(j);
+}
+
 static int run(int argc, char **argv) {
   const mt_command *cmd = &mt_cmd_top;
-  int by = MT_BY_FUNCTION, sort = 0, format = FORMAT_TABLE;
+  int by = MT_BY_FUNCTION, sort = 0, format = FORMAT_TABLE, by_process = 0;
   size_t limit = 20, depth = 10;
-  const char *path;
+  static const char *args[MAX_ARGS];
   mt_filter f;
   mt_filter_init(&f);
   const mt_option options[] = {
@@ -188,29 +258,45 @@ static int run(int argc, char **argv) {
       {"--format", NULL, MT_OPT_CHOICE, &format, "table|csv|json", 0, 0, 0},
       {"-n", NULL, MT_OPT_COUNT, &limit, NULL, 0, 0, 0},
       {"--depth", NULL, MT_OPT_COUNT, &depth, NULL, 0, 0, 0},
+      {"--by-process", NULL, MT_OPT_FLAG, &by_process, NULL, 1, 0, 0},
       {NULL, NULL, 0, NULL, NULL, 0, 0, 0}};
-  mt_cli_spec spec = {options, &f, &path, 1, 1, "TRACE", 0, 0, NULL};
-  mt_cli_parse(cmd, argc, argv, &spec);
+  mt_cli_spec spec = {options, &f, args, 1, MAX_ARGS, "TRACE", 0, 0, NULL};
+  size_t nargs = mt_cli_parse(cmd, argc, argv, &spec);
 
-  mt_analysis *a = mt_cli_load(path);
+  traces t;
+  load_traces(cmd, args, nargs, &t);
+  if (by == MT_BY_STACK && (t.n > 1 || by_process))
+    mt_cli_usage_error(cmd, "--by stack ranks one trace (%zu given)", t.n);
   mt_rank_spec rs = {by, sort ? MT_ORDER_OBJECTS : MT_ORDER_BYTES, limit, depth};
   mt_ranking *r;
-  if (mt_rank(a, &f, &rs, &r) != MT_OK) mt_cli_nomem(cmd);
+  int rc = mt_rank_traces((const mt_analysis *const *)t.as, t.n, &f, &rs, by_process, &r);
+  if (rc == MT_ERR_INVALID) {
+    fprintf(stderr, "memtrace top: the traces have different sample rates or word sizes: "
+                    "rank them apart\n");
+    return 1;
+  }
+  if (rc != MT_OK) mt_cli_nomem(cmd);
+  char many[128];
+  snprintf(many, sizeof many, "%zu traces (%s ...)", t.n, t.paths[0]);
+  const char *what = t.n == 1 ? t.paths[0] : many;
   if (format == FORMAT_JSON) {
     mt_json j;
-    mt_cli_json_begin(&j, cmd, path, a);
+    mt_cli_json_begin(&j, cmd, t.n == 1 ? t.paths[0] : NULL, t.n == 1 ? t.as[0] : NULL);
+    if (t.n > 1 || by_process) json_traces(&j, &t);
     mt_json_ranking(&j, r, &f);
     mt_cli_json_end(&j, cmd);
   } else {
     mt_out out;
     mt_out_init(&out, STDOUT_FILENO);
+    int native = 1;
+    for (size_t i = 0; i < t.n; i++) native &= !mt_analysis_has_runtime_heap(t.as[i]);
     if (format == FORMAT_CSV) csv(&out, r);
-    else table(&out, path, r, &f, !mt_analysis_has_runtime_heap(a));
+    else table(&out, what, r, &f, native, &t);
     mt_out_flush(&out);
     mt_out_free(&out);
   }
   mt_ranking_free(r);
-  mt_analysis_free(a);
+  free_traces(&t);
   return 0;
 }
 

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""memtrace top on several traces (a process tree, a fleet): the sites of
+each matched by name and their figures added, exactly at rate 1; a
+directory as its .ctf files; --by-process; what cannot be ranked together.
+
+usage: multi_test.py MEMTRACE MT_TOOLS_SYNTH
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+MEMTRACE, SYNTH = sys.argv[1:3]
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL: " + what, file=sys.stderr)
+
+
+def top(*args, status=0):
+    p = subprocess.run([MEMTRACE, "top", "-n", "0", "--format", "json", *args],
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == status, f"top {args}: exit {p.returncode}, want {status}: {p.stderr}")
+    return json.loads(p.stdout) if p.returncode == 0 else p.stderr
+
+
+def key(s):
+    return (s.get("function"), s.get("file"), s.get("line"), "code" in s)
+
+
+def by_site(doc):
+    out = {}
+    for s in doc["sites"]:
+        k = key(s)
+        v = out.setdefault(k, [0, 0, 0, 0])
+        v[0] += s["bytes"]["value"]
+        v[1] += s["objects"]["value"]
+        v[2] += s["samples"]
+        v[3] += s["sampled_objects"]
+    return out
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="mt_multi_")
+    try:
+        paths = []
+        for seed in (3, 4, 5):
+            p = os.path.join(tmp, f"t{seed}.ctf")
+            subprocess.run([SYNTH, p, p + ".json", "--rate", "1", "--seed", str(seed)], check=True)
+            paths.append(p)
+        for by in ("function", "line"):
+            each = [by_site(top("--by", by, p)) for p in paths]
+            both = top("--by", by, *paths)
+            want = {}
+            for e in each:
+                for k, v in e.items():
+                    w = want.setdefault(k, [0, 0, 0, 0])
+                    for i in range(4):
+                        w[i] += v[i]
+            got = by_site(both)
+            check(set(got) == set(want), f"by {by}: the sites of the traces together")
+            for k in set(got) & set(want):
+                check(got[k] == want[k], f"by {by}: {k}: {got[k]} != {want[k]} (the sum of each)")
+            singles = [top("--by", by, p)["total"] for p in paths]
+            check(both["total"]["samples"] == sum(t["samples"] for t in singles) and
+                  both["total"]["bytes"]["value"] == sum(t["bytes"]["value"] for t in singles),
+                  f"by {by}: the total is the sum of the traces'")
+            check([t["trace"] for t in both["traces"]] == paths, f"by {by}: the traces listed")
+        # a directory is its traces
+        d = os.path.join(tmp, "dir")
+        os.mkdir(d)
+        for p in paths:
+            shutil.copy(p, d)
+        check(by_site(top(d)) == by_site(top(*sorted(os.path.join(d, os.path.basename(p))
+                                                    for p in paths))), "a directory")
+        # by process: each trace's sites apart, named by their trace
+        bp = top("--by-process", *paths)
+        for i, p in enumerate(paths):
+            mine = {key(s): (s["bytes"]["value"], s["samples"]) for s in bp["sites"]
+                    if s["trace_index"] == i}
+            own = {k: (v[0], v[2]) for k, v in by_site(top(p)).items()}
+            check(mine == own, f"--by-process: trace {i}'s rows are its own ranking")
+        # what cannot be ranked together
+        other = os.path.join(tmp, "r.ctf")
+        subprocess.run([SYNTH, other, other + ".json", "--rate", "1e-2", "--seed", "6"], check=True)
+        err = top(paths[0], other, status=1)
+        check("different sample rates" in err, f"different rates: {err}")
+        err = top("--by", "stack", *paths[:2], status=2)
+        check("--by stack ranks one trace" in err, f"by stack: {err}")
+        empty = os.path.join(tmp, "empty")
+        os.mkdir(empty)
+        err = top(empty, status=1)
+        check("no trace" in err, f"an empty directory: {err}")
+    finally:
+        shutil.rmtree(tmp)
+    print(f"{len(failures)} failures")
+    return 1 if failures else 0
+
+
+sys.exit(main())
