@@ -5,20 +5,15 @@
 
 #include "memtrace/rank.h"
 
-typedef struct entry {
-  mt_rank_row row;
-  uint32_t trace;
-} entry;
-
 static int cmp_str(const char *a, const char *b) { return strcmp(a ? a : "", b ? b : ""); }
 
 /* The site's identity: kind, name, file, line (code values never: they
  * differ between processes; every site without a location is one group,
  * as mt_diff pools them), and the trace when by process. */
 static int cmp_site(const void *x, const void *y, void *by_process) {
-  const entry *a = x, *b = y;
+  const mt_rank_row *a = x, *b = y;
   if (*(int *)by_process && a->trace != b->trace) return a->trace < b->trace ? -1 : 1;
-  const mt_site *s = &a->row.site, *t = &b->row.site;
+  const mt_site *s = &a->site, *t = &b->site;
   if (s->kind != t->kind) return s->kind < t->kind ? -1 : 1;
   if (s->kind == MT_SITE_CODE && *(int *)by_process && s->code != t->code) /* one process's */
     return s->code < t->code ? -1 : 1;
@@ -57,7 +52,7 @@ int mt_rank_traces(const mt_analysis *const *as, size_t n, const mt_filter *f,
     if (!same_sampling(&s, &t)) return MT_ERR_INVALID;
   }
   mt_ranking *r = calloc(1, sizeof *r);
-  entry *all = NULL;
+  mt_rank_row *all = NULL; /* every trace's rows, merged below into r->rows */
   size_t nall = 0;
   if (!r) return MT_ERR_NOMEM;
   r->by = spec->by;
@@ -68,7 +63,7 @@ int mt_rank_traces(const mt_analysis *const *as, size_t n, const mt_filter *f,
   for (size_t k = 0; k < n; k++) {
     mt_ranking *one;
     int rc = mt_rank(as[k], f, &every, &one);
-    entry *grown = rc == MT_OK ? realloc(all, (nall + one->nrows + 1) * sizeof *all) : NULL;
+    mt_rank_row *grown = rc == MT_OK ? realloc(all, (nall + one->nrows + 1) * sizeof *all) : NULL;
     if (!grown) {
       if (rc == MT_OK) mt_ranking_free(one);
       free(all);
@@ -76,12 +71,10 @@ int mt_rank_traces(const mt_analysis *const *as, size_t n, const mt_filter *f,
       return rc == MT_OK ? MT_ERR_NOMEM : rc;
     }
     all = grown;
-    for (size_t i = 0; i < one->nrows; i++) {
-      all[nall] = (entry){one->rows[i], (uint32_t)k};
-      all[nall].row.frames = NULL, all[nall].row.nframes = all[nall].row.frames_total = 0;
-      all[nall].row.callers = NULL;
-      all[nall].row.trace = (uint32_t)k;
-      nall++;
+    for (size_t i = 0; i < one->nrows; i++, nall++) {
+      all[nall] = one->rows[i];
+      all[nall].callers = NULL; /* the store goes with `one` */
+      all[nall].trace = (uint32_t)k;
     }
     mt_tally_add(&r->total, &one->total);
     mt_tally_add(&r->trace_total, &one->trace_total);
@@ -97,10 +90,10 @@ int mt_rank_traces(const mt_analysis *const *as, size_t n, const mt_filter *f,
     return MT_ERR_NOMEM;
   }
   for (size_t i = 0; i < nall;) {
-    mt_rank_row row = all[i].row;
+    mt_rank_row row = all[i];
     size_t j = i + 1;
     for (; j < nall && cmp_site(&all[i], &all[j], &by_process) == 0; j++) {
-      const mt_rank_row *o = &all[j].row;
+      const mt_rank_row *o = &all[j];
       mt_tally_add(&row.tally, &o->tally);
       if (o->oldest < row.oldest) row.oldest = o->oldest;
       if (o->newest > row.newest) row.newest = o->newest;

@@ -162,12 +162,8 @@ static void check_peak(FILE *out, const mt_analysis *a, const mt_filter *f,
 
 static void check_leaked(FILE *out, const mt_analysis *a, const mt_filter *f,
                          const mt_cli_limits *l, tally_of_verdicts *t) {
-  /* the stacks that leak most, not the oldest (leaks' own order) */
-  mt_filter lf;
-  mt_leaks_filter(f, &lf);
-  mt_rank_spec spec = {MT_BY_STACK, MT_ORDER_BYTES, 5, 2};
   mt_ranking *r;
-  if (lf.collected != MT_COLLECTED_NEVER || mt_rank(a, &lf, &spec, &r) != MT_OK) {
+  if (mt_leaks(a, f, MT_ORDER_BYTES, 5, 2, &r) != MT_OK) {
     fprintf(out, "  %-10s cannot be checked with a window of collection times\n", "leaked");
     return;
   }

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/containers.h"
+#include "anonymous.h"
 #include "base/dlbind.h"
 
 static struct {
@@ -189,11 +189,7 @@ static module *module_for(mt_cli_symbolizer *s, const char *path) {
  * "MODULE+0xOFFSET" (a code in no symbol), with the module's path as its
  * file; *offset receives OFFSET. */
 static int anonymous(const mt_location *l, uint64_t *offset) {
-  const char *plus = l->defname ? strstr(l->defname, "+0x") : NULL;
-  if (!plus || !l->filename || l->filename[0] != '/') return 0;
-  char *end;
-  *offset = strtoull(plus + 3, &end, 16);
-  return *end == 0 && end > plus + 3;
+  return l->filename && l->filename[0] == '/' && mt_cli_anonymous_name(l->defname, offset);
 }
 
 static mt_location *new_loc(mt_cli_symbolizer *s) {

@@ -139,19 +139,23 @@ static const char *pow2_text(char *buf, size_t n, double v) {
   return buf;
 }
 
+/* "Sizes, by estimated bytes (1.2 GiB +-2%)", or by allocations. */
+static void sizes_heading(mt_out *o, int by_bytes, mt_estimate t) {
+  char b1[48], b2[48];
+  fmt_pm(b2, sizeof b2, t);
+  mt_out_printf(o, "\nSizes, by estimated %s (%s%s%s)\n", by_bytes ? "bytes" : "allocations",
+                by_bytes ? mt_human_bytes(b1, sizeof b1, t.value)
+                         : mt_human_count(b1, sizeof b1, t.value),
+                b2[0] ? " " : "", b2);
+}
+
 /* The size histograms of an OCaml trace: its four bins in words, and the
  * share allocated directly on the major heap. */
 static void sizes_in_words(mt_out *o, const ctx *c, const mt_stats_group *g, row *rows) {
   const mt_sampling *sp = &c->s->sampling;
   mt_estimate eo = mt_sampling_objects(sp, &g->all), eb = mt_sampling_bytes(sp, &g->all);
-  char b1[48], b2[48];
   for (int by_bytes = 0; by_bytes < 2; by_bytes++) {
-    mt_estimate t = by_bytes ? eb : eo;
-    fmt_pm(b2, sizeof b2, t);
-    mt_out_printf(o, "\nSizes, by estimated %s (%s%s%s)\n", by_bytes ? "bytes" : "allocations",
-                  by_bytes ? mt_human_bytes(b1, sizeof b1, t.value)
-                           : mt_human_count(b1, sizeof b1, t.value),
-                  b2[0] ? " " : "", b2);
+    sizes_heading(o, by_bytes, by_bytes ? eb : eo);
     for (int b = 0; b < NSIZE; b++) {
       mt_estimate e = by_bytes ? mt_sampling_bytes(sp, &g->size[b])
                                : mt_sampling_objects(sp, &g->size[b]);
@@ -184,14 +188,9 @@ static void sizes_in_bytes(mt_out *o, const ctx *c, const mt_stats_group *g) {
   if (first < 0) return;
   row rows[MT_STATS_SIZE_LOG2_BINS];
   mt_estimate eo = mt_sampling_objects(sp, &g->all), eb = mt_sampling_bytes(sp, &g->all);
-  char b1[48], b2[48], lo[16], hi[16];
+  char lo[16], hi[16];
   for (int by_bytes = 0; by_bytes < 2; by_bytes++) {
-    mt_estimate t = by_bytes ? eb : eo;
-    fmt_pm(b2, sizeof b2, t);
-    mt_out_printf(o, "\nSizes, by estimated %s (%s%s%s)\n", by_bytes ? "bytes" : "allocations",
-                  by_bytes ? mt_human_bytes(b1, sizeof b1, t.value)
-                           : mt_human_count(b1, sizeof b1, t.value),
-                  b2[0] ? " " : "", b2);
+    sizes_heading(o, by_bytes, by_bytes ? eb : eo);
     int n = 0;
     for (int b = first; b <= last; b++, n++) {
       double blo, bhi;

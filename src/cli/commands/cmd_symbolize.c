@@ -46,7 +46,7 @@ static int run(int argc, char **argv) {
                                {NULL, NULL, 0, NULL, NULL, 0, 0, 0}};
   mt_cli_spec spec = {options, NULL, &in, 1, 1, "TRACE", 0, 0, NULL};
   mt_cli_parse(cmd, argc, argv, &spec);
-  setenv("DEBUGINFOD_TIMEOUT", getenv("DEBUGINFOD_TIMEOUT") ? getenv("DEBUGINFOD_TIMEOUT") : "10", 1);
+  setenv("DEBUGINFOD_TIMEOUT", "10", 0); /* unless the user set one */
   char err[512], tmp[4096];
   mt_cli_symbolizer *s;
   if (mt_cli_symbolizer_new(&s, err, sizeof err) != 0) {

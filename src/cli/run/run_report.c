@@ -4,16 +4,17 @@
  * heap's peak. */
 #include "run_report.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <errno.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "anonymous.h"
 #include "base/human.h"
 #include "cli.h"
 #include "format/trace_file.h"
@@ -97,7 +98,7 @@ typedef struct stop {
  * the rates that would see a short run. */
 static void no_samples_hint(const mt_analysis *a) {
   mt_sampling s = mt_analysis_sampling(a);
-  char every[32];
+  char every[32], every_at_1e3[32];
   if (!(s.rate > 0 && s.rate < 1)) {
     fputc('\n', stderr);
     return;
@@ -106,20 +107,15 @@ static void no_samples_hint(const mt_analysis *a) {
           ": at rate %g a sample falls about every %s allocated; for a short run, try "
           "--rate 1e-3 (every %s) or --rate 1 (every allocation)\n",
           s.rate, mt_human_bytes(every, sizeof every, s.word_bytes / s.rate),
-          mt_human_bytes(every + 16, 16, s.word_bytes / 1e-3));
+          mt_human_bytes(every_at_1e3, sizeof every_at_1e3, s.word_bytes / 1e-3));
 }
 
 /* A site the symbolizer could only name "module+0xOFFSET": its program or
  * library has no symbols. Said once, with where names come from. */
-static int unnamed(const char *function) {
-  const char *plus = function ? strstr(function, "+0x") : NULL;
-  return plus && plus[3] && strspn(plus + 3, "0123456789abcdef") == strlen(plus + 3);
-}
-
 static void names_hint(const mt_ranking *r) {
   for (size_t i = 0; i < r->nrows; i++) {
     const mt_site *s = &r->rows[i].site;
-    if (s->kind == MT_SITE_CODE || (s->kind == MT_SITE_LOCATION && unnamed(s->function))) {
+    if (s->kind == MT_SITE_CODE || (s->kind == MT_SITE_LOCATION && mt_cli_anonymous_name(s->function, NULL))) {
       fprintf(stderr,
               "memtrace: sites named like %s have no symbols: install the program's and "
               "libraries' debug symbols (Debian: their -dbgsym packages), and add --debuginfo "
@@ -395,7 +391,7 @@ static int has_anonymous_frames(const char *path) {
   if (mt_analysis_load(&a, path, NULL, NULL) == MT_OK)
     for (uint32_t f = 0; f < mt_analysis_function_count(a) && !found; f++) {
       const char *file = mt_analysis_function_file(a, f);
-      found = file && file[0] == '/' && unnamed(mt_analysis_function_name(a, f));
+      found = file && file[0] == '/' && mt_cli_anonymous_name(mt_analysis_function_name(a, f), NULL);
     }
   mt_analysis_free(a);
   return found;
