@@ -14,6 +14,7 @@ struct mt_vconn {
   int fd;
   double deadline; /* of the head being received; 0 while a request is answered */
   int cut;         /* shut down: waiting for libmicrohttpd to close it */
+  void *request;   /* the record of the request in progress (owned) */
 };
 
 static double now_s(void) {
@@ -186,6 +187,7 @@ void mt_vconns_notify(void *cls, struct MHD_Connection *c, void **socket_context
     if (e->next) e->next->prev = e->prev;
     if (!e->cut && !w->stop) linger(w, e->fd);
     pthread_mutex_unlock(&w->lock);
+    free(e->request);
     free(e);
     *socket_context = NULL;
   }
@@ -196,7 +198,18 @@ void mt_vconns_head_done(mt_vconns *w, struct MHD_Connection *c) {
   if (e) set_deadline(w, e, 0);
 }
 
+int mt_vconns_hold_request(struct MHD_Connection *c, void *request) {
+  mt_vconn *e = entry(c);
+  if (!e) return -1;
+  free(e->request);
+  e->request = request;
+  return 0;
+}
+
 void mt_vconns_request_done(mt_vconns *w, struct MHD_Connection *c) {
   mt_vconn *e = entry(c);
-  if (e) set_deadline(w, e, now_s() + w->head_seconds);
+  if (!e) return;
+  free(e->request);
+  e->request = NULL;
+  set_deadline(w, e, now_s() + w->head_seconds);
 }

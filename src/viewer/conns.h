@@ -51,7 +51,14 @@ void mt_vconns_notify(void *w, struct MHD_Connection *c, void **socket_context,
 /* The head of c's request is complete (its handler runs): no deadline
  * until the request ends. */
 void mt_vconns_head_done(mt_vconns *w, struct MHD_Connection *c);
-/* c's request ended: the deadline of the next head starts now. */
+/* request (from malloc) is the record of c's request in progress, owned by
+ * c's entry from now on: freed when the request ends or the connection
+ * closes, whichever comes first (libmicrohttpd does not report the end of
+ * a request whose head never completed), or when the next one is held.
+ * 0, or -1 if c is untracked (request is then still the caller's). */
+int mt_vconns_hold_request(struct MHD_Connection *c, void *request);
+/* c's request ended: its record is freed, and the deadline of the next
+ * head starts now. */
 void mt_vconns_request_done(mt_vconns *w, struct MHD_Connection *c);
 
 #endif

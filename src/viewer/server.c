@@ -53,7 +53,8 @@ typedef struct server {
   char set_cookie[160]; /* the header that sets it */
 } server;
 
-/* One request: from its request line (on_uri) to its end (on_done). */
+/* One request: from its request line (on_uri) to its end (on_done, or the
+ * connection's close); held by the connection's entry (conns.h). */
 typedef struct request {
   size_t target;   /* bytes of the request target, undecoded */
   unsigned params; /* query parameters */
@@ -395,15 +396,17 @@ static unsigned count_params(const char *q) {
  * buffer, right after the '?' it found: it then parses an empty query. */
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
   (void)cls;
-  (void)c;
   size_t target = strlen(uri);
   char *q = strchr(uri, '?');
   unsigned params = q ? count_params(q + 1) : 0;
   if (q && (target > MAX_TARGET || params > MAX_ARGS)) q[1] = 0;
   request *rq = calloc(1, sizeof *rq);
-  if (rq) {
-    rq->target = target;
-    rq->params = params;
+  if (!rq) return NULL;
+  rq->target = target;
+  rq->params = params;
+  if (mt_vconns_hold_request(c, rq) < 0) {
+    free(rq);
+    return NULL;
   }
   return rq;
 }
@@ -412,8 +415,7 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
                     enum MHD_RequestTerminationCode toe) {
   server *sv = cls;
   (void)toe;
-  free(*con_cls);
-  *con_cls = NULL;
+  *con_cls = NULL; /* the record is freed with the request's end below */
   mt_vconns_request_done(&sv->conns, c);
 }
 

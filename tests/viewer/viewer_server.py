@@ -84,7 +84,10 @@ class Server:
         except subprocess.TimeoutExpired:
             self.p.kill()
             rc = "hung"
-        check(rc == 0, f"memtrace view exit status on SIGINT: {rc}")
+        err = ""
+        if rc != 0 and rc != "hung":
+            err = self.p.stderr.read()[-2000:]
+        check(rc == 0, f"memtrace view exit status on SIGINT: {rc}: {err}")
 
 
 def raw(port, data, timeout=20, host="127.0.0.1", source=None):
