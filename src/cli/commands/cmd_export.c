@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "memtrace/profile.h"
+#include "gzip_out.h"
 #include "pprof.h"
 
 static const char usage[] =
@@ -55,8 +56,6 @@ typedef struct exporter {
   const mt_analysis *a;
   pprof *p;
   uint8_t *code_used; /* per code: some sample goes through it */
-  uint64_t *locs;     /* one sample's location ids */
-  size_t locs_cap;
   int empty_used;     /* a sample has no backtrace */
   int64_t label_key, label_str[3];
 } exporter;
@@ -70,18 +69,11 @@ static uint64_t empty_loc(const mt_analysis *a) { return mt_analysis_code_count(
 static int on_sample(void *ctx, const uint32_t *codes, size_t n, int source,
                      const int64_t values[MT_PROFILE_VALUES]) {
   exporter *e = ctx;
-  if (n + 1 > e->locs_cap) {
-    e->locs_cap = (n + 1) * 2;
-    e->locs = mt_cli_xrealloc(&mt_cmd_export, e->locs, e->locs_cap * sizeof *e->locs);
-  }
-  size_t k = 0;
-  /* pprof's order: the leaf first */
-  for (size_t i = n; i-- > 0;) {
-    e->locs[k++] = code_loc(codes[i]);
-    e->code_used[codes[i]] = 1;
-  }
-  if (k == 0) {
-    e->locs[k++] = empty_loc(e->a);
+  for (size_t i = 0; i < n; i++) e->code_used[codes[i]] = 1;
+  uint32_t empty = (uint32_t)mt_analysis_code_count(e->a);
+  if (n == 0) { /* the stand-in location: empty_loc, as a code past the last */
+    codes = &empty;
+    n = 1;
     e->empty_used = 1;
   }
   pprof_label label = {0, 0, 0, 0};
@@ -93,7 +85,7 @@ static int on_sample(void *ctx, const uint32_t *codes, size_t n, int source,
     label.key = e->label_key;
     label.str = e->label_str[source];
   }
-  pprof_sample(e->p, e->locs, k, values, MT_PROFILE_VALUES, &label, source >= 0);
+  pprof_sample(e->p, codes, n, code_loc(0), values, MT_PROFILE_VALUES, &label, source >= 0);
   return 0;
 }
 
@@ -292,7 +284,7 @@ static int run(int argc, char **argv) {
   mt_analysis *a = mt_cli_load(path);
   const mt_trace_info *info = mt_analysis_info(a);
   char why[512];
-  if (pprof_load_zlib(why, sizeof why) != 0) {
+  if (gz_load(why, sizeof why) != 0) {
     fprintf(stderr, "memtrace export: %s\n", why);
     return 1;
   }
@@ -302,10 +294,10 @@ static int run(int argc, char **argv) {
   if (!e.code_used) mt_cli_nomem(cmd);
   output out;
   out_open(&out, outpath);
-  /* zlib's fastest level: on a trace of millions of distinct stacks
-   * compressing is most of the export's time, and the default level saves
-   * little of the file for much more time (docs/benchmarks.md, "Smaller
-   * figures behind choices in the code") */
+  /* the compressor's fastest level: on a trace of millions of distinct
+   * stacks compressing is much of the export's time, and the default level
+   * saves little of the file for much more time (docs/benchmarks.md, "The
+   * pprof export's compressor") */
   e.p = pprof_open(out.fd, 1);
   if (!e.p) out_close(&out, ENOMEM);
   mt_profile_info pi;
@@ -320,7 +312,6 @@ static int run(int argc, char **argv) {
   pprof_free(e.p);
   out_close(&out, err);
   free(e.code_used);
-  free(e.locs);
   mt_analysis_free(a);
   return 0;
 }

@@ -1,7 +1,7 @@
-/* pprof profiles: protobuf encoding by hand, streamed through zlib. */
+/* pprof profiles: protobuf encoding by hand, streamed through gzip. */
 #include "pprof.h"
 
-#include "base/dlbind.h"
+#include "gzip_out.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -9,45 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
-
-/* ---- zlib, opened by the first profile ----
- *
- * Not linked: only this export needs it, and every other command would pay
- * to load it, `memtrace run` among them, whose CPU the profiler's overhead
- * budget counts (docs/benchmarks.md, "Loading libraries"; see also
- * mhd_load.c). */
-
-#define ZLIB_SONAME "libz.so.1"
-
-static struct {
-  int (*deflate_init2_)(z_streamp, int, int, int, int, int, const char *, int);
-  int (*deflate)(z_streamp, int);
-  int (*deflate_end)(z_streamp);
-} zl;
-static pthread_once_t zl_once = PTHREAD_ONCE_INIT;
-static char zl_failure[512]; /* empty once loaded */
-
-static void zl_load(void) {
-  const mt_dl_fn fns[] = {{"deflateInit2_", &zl.deflate_init2_},
-                          {"deflate", &zl.deflate},
-                          {"deflateEnd", &zl.deflate_end}};
-  mt_dl_bind(ZLIB_SONAME, fns, sizeof fns / sizeof *fns,
-             "pprof profiles are gzip-compressed with zlib: install it (Debian/Ubuntu: apt-get "
-             "install zlib1g)",
-             "not a zlib", zl_failure, sizeof zl_failure);
-}
-
-static int zl_ready(void) {
-  pthread_once(&zl_once, zl_load);
-  return !zl_failure[0];
-}
-
-int pprof_load_zlib(char *err, size_t n) {
-  if (zl_ready()) return 0;
-  snprintf(err, n, "%s", zl_failure);
-  return -1;
-}
 
 /* ---- protobuf ---- */
 
@@ -83,6 +44,16 @@ static inline int pb_reserve(pb_buf *b, size_t more) {
 
 /* Writes a varint at q (room for 10 bytes); returns the end. */
 static inline uint8_t *put_varint(uint8_t *q, uint64_t v) {
+  /* one and two bytes without a loop: most location ids and keys */
+  if (v < 0x80) {
+    *q = (uint8_t)v;
+    return q + 1;
+  }
+  if (v < 0x4000) {
+    q[0] = (uint8_t)(v | 0x80);
+    q[1] = (uint8_t)(v >> 7);
+    return q + 2;
+  }
   while (v >= 0x80) {
     *q++ = (uint8_t)(v | 0x80);
     v >>= 7;
@@ -124,12 +95,8 @@ void pb_bytes(pb_buf *b, uint32_t field, const void *data, size_t n) {
 }
 
 static size_t varint_size(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    n++;
-  }
-  return n;
+  /* 7 bits a byte: (significant bits + 6) / 7, and 1 byte for 0 */
+  return (size_t)(64 - __builtin_clzll(v | 1) + 6) / 7;
 }
 
 /* The bytes of a packed field of n varints: its payload's length in *len. */
@@ -158,18 +125,21 @@ void pb_packed(pb_buf *b, uint32_t field, const uint64_t *v, size_t n) {
 
 /* ---- the profile ---- */
 
-/* Uncompressed bytes gathered before they are handed to zlib: large enough
- * that deflate is called rarely, small enough not to matter. */
+/* Uncompressed bytes gathered before they are handed to the compressor:
+ * large enough that it is called rarely, small enough not to matter. */
 #define FLUSH_AT (256 * 1024)
 
 struct pprof {
-  int fd, err;
-  z_stream z;
-  int z_live;
+  int err;
+  gz_out *gz;
   pb_buf body;      /* top-level fields not yet compressed         */
   pb_buf sub, sub2; /* scratch for a sub-message and its children  */
-  uint64_t encoded, written;
-  uint8_t out[64 * 1024];
+  /* The labels of the last sample and their encoding: samples mostly
+   * repeat the previous one's labels. */
+  pprof_label last_labels[4];
+  size_t last_nlabels; /* SIZE_MAX: none encoded */
+  pb_buf label_bytes;
+  uint64_t encoded;
 
   /* String table: the bytes of every string (NUL-terminated) in `chars`,
    * each string's offset in `offs`, and an open-addressing hash of
@@ -189,52 +159,12 @@ static void fail(pprof *p, int err) {
   if (!p->err) p->err = err;
 }
 
-static int write_all(pprof *p, const uint8_t *buf, size_t n) {
-  while (n) {
-    ssize_t w = write(p->fd, buf, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      fail(p, errno);
-      return -1;
-    }
-    buf += w;
-    n -= (size_t)w;
-    p->written += (uint64_t)w;
-  }
-  return 0;
-}
-
-/* Runs `len` bytes through deflate (with `flush`), writing what comes out. */
-static void deflate_bytes(pprof *p, const uint8_t *data, size_t len, int flush) {
-  if (p->err) return;
-  p->z.next_in = (Bytef *)data;
-  p->z.avail_in = (uInt)len; /* callers pass at most FLUSH_AT-ish chunks */
-  for (;;) {
-    p->z.next_out = p->out;
-    p->z.avail_out = sizeof p->out;
-    int rc = zl.deflate(&p->z, flush);
-    if (rc == Z_STREAM_ERROR) {
-      fail(p, EIO);
-      return;
-    }
-    if (write_all(p, p->out, sizeof p->out - p->z.avail_out)) return;
-    if (flush == Z_FINISH ? rc == Z_STREAM_END : p->z.avail_out != 0) return;
-  }
-}
-
-static void flush_body(pprof *p, int finish) {
+static void flush_body(pprof *p) {
   if (p->body.failed) fail(p, ENOMEM);
   if (p->err) return;
   p->encoded += p->body.len;
-  /* avail_in is a uInt: hand over huge bodies (one enormous sample) in
-   * pieces so the count cannot be truncated. */
-  size_t off = 0;
-  const size_t piece = 1u << 30;
-  while (p->body.len - off > piece) {
-    deflate_bytes(p, p->body.p + off, piece, Z_NO_FLUSH);
-    off += piece;
-  }
-  deflate_bytes(p, p->body.p + off, p->body.len - off, finish ? Z_FINISH : Z_NO_FLUSH);
+  gz_write(p->gz, p->body.p, p->body.len);
+  fail(p, gz_error(p->gz));
   p->body.len = 0;
 }
 
@@ -244,22 +174,15 @@ static void emit_sub(pprof *p, uint32_t field) {
   if (p->err) return;
   pb_bytes(&p->body, field, p->sub.p, p->sub.len);
   p->sub.len = 0;
-  if (p->body.len >= FLUSH_AT) flush_body(p, 0);
+  if (p->body.len >= FLUSH_AT) flush_body(p);
 }
 
 pprof *pprof_open(int fd, int level) {
-  if (!zl_ready()) return NULL;
   pprof *p = calloc(1, sizeof *p);
   if (!p) return NULL;
-  p->fd = fd;
-  /* windowBits 15 + 16: a gzip header and trailer rather than zlib's. */
-  if (zl.deflate_init2_(&p->z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
-                        (int)sizeof(z_stream)) != Z_OK) {
-    free(p);
-    return NULL;
-  }
-  p->z_live = 1;
-  if (pprof_string(p, "") != 0 || p->err) {
+  p->last_nlabels = SIZE_MAX;
+  p->gz = gz_open(fd, level);
+  if (!p->gz || pprof_string(p, "") != 0 || p->err) {
     pprof_free(p);
     return NULL;
   }
@@ -268,10 +191,11 @@ pprof *pprof_open(int fd, int level) {
 
 void pprof_free(pprof *p) {
   if (!p) return;
-  if (p->z_live) zl.deflate_end(&p->z);
+  gz_free(p->gz);
   pb_free(&p->body);
   pb_free(&p->sub);
   pb_free(&p->sub2);
+  pb_free(&p->label_bytes);
   free(p->chars);
   free(p->offs);
   free(p->slots);
@@ -353,43 +277,69 @@ void pprof_period_type(pprof *p, const char *type, const char *unit) {
   value_type(p, 11, type, unit);
 }
 
-/* Samples are most of a profile: each is sized first and written straight
- * into the body, without a scratch copy. */
-void pprof_sample(pprof *p, const uint64_t *location_ids, size_t nlocs, const int64_t *values,
-                  size_t nvalues, const pprof_label *labels, size_t nlabels) {
-  if (p->err) return;
-  /* int64 values are encoded as the varint of their two's complement. */
-  uint64_t small[16], *v = nvalues <= 16 ? small : malloc(nvalues * sizeof *v);
-  if (!v) {
-    fail(p, ENOMEM);
-    return;
-  }
-  for (size_t i = 0; i < nvalues; i++) v[i] = (uint64_t)values[i];
+/* The encoded labels of a sample, in p->label_bytes: those of the previous
+ * sample when they are the same. */
+static pb_buf *sample_labels(pprof *p, const pprof_label *labels, size_t nlabels) {
+  pb_buf *lb = &p->label_bytes;
+  if (nlabels == p->last_nlabels &&
+      (nlabels == 0 || memcmp(labels, p->last_labels, nlabels * sizeof *labels) == 0))
+    return lb;
+  lb->len = 0;
   for (size_t i = 0; i < nlabels; i++) {
     pb_int(&p->sub2, 1, labels[i].key);
     pb_int(&p->sub2, 2, labels[i].str);
     pb_int(&p->sub2, 3, labels[i].num);
     pb_int(&p->sub2, 4, labels[i].num_unit);
-    pb_bytes(&p->sub, 3, p->sub2.p, p->sub2.len);
+    pb_bytes(lb, 3, p->sub2.p, p->sub2.len);
     p->sub2.len = 0;
   }
-  size_t loc_len, val_len;
-  size_t size = packed_size(1, location_ids, nlocs, &loc_len) +
-                packed_size(2, v, nvalues, &val_len) + p->sub.len;
-  pb_buf *b = &p->body;
-  if (!p->sub.failed && !p->sub2.failed &&
-      pb_reserve(b, size + 2 * varint_size(size) + 1) == 0) {
-    uint8_t *q = put_varint(b->p + b->len, 2u << 3 | WIRE_LEN);
-    q = put_varint(q, size);
-    q = put_packed(q, 1, location_ids, nlocs, loc_len);
-    q = put_packed(q, 2, v, nvalues, val_len);
-    if (p->sub.len) memcpy(q, p->sub.p, p->sub.len);
-    b->len = (size_t)(q + p->sub.len - b->p);
+  p->last_nlabels = SIZE_MAX;
+  if (nlabels <= sizeof p->last_labels / sizeof *p->last_labels && !lb->failed) {
+    if (nlabels) memcpy(p->last_labels, labels, nlabels * sizeof *labels);
+    p->last_nlabels = nlabels;
   }
-  p->sub.len = 0;
-  if (v != small) free(v);
-  if (b->failed || p->sub.failed || p->sub2.failed) fail(p, ENOMEM);
-  else if (b->len >= FLUSH_AT) flush_body(p, 0);
+  return lb;
+}
+
+/* Samples are most of a profile: each is written in one pass straight into
+ * the body. The location ids go first at a fixed distance from the start,
+ * leaving room for the two length prefixes before them (5 bytes each: a
+ * sample is under 4 GiB), and are moved back once their length is known. */
+void pprof_sample(pprof *p, const uint32_t *stack, size_t n, uint64_t id_base,
+                  const int64_t *values, size_t nvalues, const pprof_label *labels,
+                  size_t nlabels) {
+  if (p->err) return;
+  pb_buf *lb = sample_labels(p, labels, nlabels);
+  pb_buf *b = &p->body;
+  enum { IDS_AT = 1 + 5 + 1 + 5 };
+  if (lb->failed || p->sub2.failed ||
+      pb_reserve(b, IDS_AT + 10 * n + 1 + 5 + 10 * nvalues + lb->len)) {
+    fail(p, ENOMEM);
+    return;
+  }
+  uint8_t *start = b->p + b->len, *q = start + IDS_AT;
+  for (size_t i = n; i-- > 0;) q = put_varint(q, stack[i] + id_base); /* leaf first */
+  size_t ids_len = (size_t)(q - start - IDS_AT), val_len = 0;
+  for (size_t i = 0; i < nvalues; i++) val_len += varint_size((uint64_t)values[i]);
+  size_t size = (n ? 1 + varint_size(ids_len) + ids_len : 0) +
+                (nvalues ? 1 + varint_size(val_len) + val_len : 0) + lb->len;
+  q = put_varint(start, 2u << 3 | WIRE_LEN);
+  q = put_varint(q, size);
+  if (n) {
+    q = put_varint(q, 1u << 3 | WIRE_LEN);
+    q = put_varint(q, ids_len);
+    memmove(q, start + IDS_AT, ids_len);
+    q += ids_len;
+  }
+  if (nvalues) {
+    /* int64 values are the varints of their two's complement */
+    q = put_varint(q, 2u << 3 | WIRE_LEN);
+    q = put_varint(q, val_len);
+    for (size_t i = 0; i < nvalues; i++) q = put_varint(q, (uint64_t)values[i]);
+  }
+  if (lb->len) memcpy(q, lb->p, lb->len);
+  b->len = (size_t)(q + lb->len - b->p);
+  if (b->len >= FLUSH_AT) flush_body(p);
 }
 
 void pprof_mapping_add(pprof *p, const pprof_mapping *m) {
@@ -457,13 +407,14 @@ int pprof_finish(pprof *p) {
   for (size_t i = 0; i < p->nstr && !p->err; i++) {
     const char *s = p->chars + p->offs[i];
     pb_bytes(&p->body, 6, s, strlen(s));
-    if (p->body.len >= FLUSH_AT) flush_body(p, 0);
+    if (p->body.len >= FLUSH_AT) flush_body(p);
   }
-  flush_body(p, 1);
+  flush_body(p);
+  if (!p->err) fail(p, gz_finish(p->gz));
   return p->err;
 }
 
 void pprof_sizes(const pprof *p, uint64_t *compressed, uint64_t *encoded) {
-  if (compressed) *compressed = p->written;
+  if (compressed) *compressed = gz_written(p->gz);
   if (encoded) *encoded = p->encoded;
 }

@@ -4,8 +4,9 @@
  * The protobuf encoding is written here (varints, length-delimited
  * sub-messages, packed repeated scalars) so the command needs no protobuf
  * library. The profile is streamed: each repeated field is appended as it is
- * given and the encoded bytes go through zlib to the file descriptor in
- * chunks, so memory stays bounded by the string table, not by the profile.
+ * given and the encoded bytes go through gzip (gzip_out.h) to the file
+ * descriptor in chunks, so memory stays bounded by the string table, not by
+ * the profile.
  * Protobuf lets a message's fields come in any order; the string table,
  * which grows as other fields name strings, is written last, by
  * pprof_finish.
@@ -58,12 +59,9 @@ typedef struct pprof_mapping {
   int has_functions, has_filenames, has_line_numbers, has_inline_frames;
 } pprof_mapping;
 
-/* Opens zlib (libz.so.1), once; pprof_open needs it. 0, or -1 with why in
- * err (n bytes). */
-int pprof_load_zlib(char *err, size_t n);
-/* Starts a profile written, gzip-compressed at zlib `level` (-1 for the
- * default), to `fd` (not closed). NULL when out of memory, or when zlib
- * cannot be loaded (pprof_load_zlib says why). */
+/* Starts a profile written, gzip-compressed at `level` (1 the fastest;
+ * gzip_out.h), to `fd` (not closed). NULL when out of memory, or when no
+ * compressor can be loaded (gz_load says why). */
 pprof *pprof_open(int fd, int level);
 /* Releases the writer (after pprof_finish, or to abandon the profile). */
 void pprof_free(pprof *p);
@@ -75,10 +73,12 @@ int64_t pprof_string(pprof *p, const char *s);
 /* Profile fields, in any order (repeated ones append). */
 void pprof_sample_type(pprof *p, const char *type, const char *unit);
 void pprof_period_type(pprof *p, const char *type, const char *unit);
-/* One sample: its locations leaf first, one value per sample type. */
-void pprof_sample(pprof *p, const uint64_t *location_ids, size_t nlocs,
-                  const int64_t *values, size_t nvalues,
-                  const pprof_label *labels, size_t nlabels);
+/* One sample: its stack, the outermost frame first, as numbers whose
+ * location ids are number + id_base (written leaf first, as profile.proto
+ * wants; a sample of n = 0 has no location); one value per sample type. */
+void pprof_sample(pprof *p, const uint32_t *stack, size_t n, uint64_t id_base,
+                  const int64_t *values, size_t nvalues, const pprof_label *labels,
+                  size_t nlabels);
 void pprof_mapping_add(pprof *p, const pprof_mapping *m);
 /* One location; `lines` innermost (inlined) function first, the caller
  * they were inlined into last, as profile.proto specifies. */
