@@ -352,6 +352,13 @@ static uint64_t cur_off(const domain *d) {
   return d->cur->data_off + (uint64_t)(d->rd.p - d->cur->data);
 }
 
+/* The file offset of `at`, a place in d's current packet: events note
+ * where they start as a pointer and turn it into an offset only to report
+ * an error. */
+static uint64_t off_at(const domain *d, const uint8_t *at) {
+  return d->cur->data_off + (uint64_t)(at - d->cur->data);
+}
+
 /* Makes d->cur a packet with an event left, finishing exhausted packets.
  * Returns 1 when d has an event ready, 0 when it needs more packets, or a
  * negative status. */
@@ -496,7 +503,7 @@ static int read_location(mt_reader *r, domain *d, uint64_t off) {
 
 static int read_alloc(mt_reader *r, domain *d, unsigned code, mt_event *ev) {
   mt__rd *c = &d->rd;
-  uint64_t off = cur_off(d);
+  const uint8_t *at = d->rd.p;
   int64_t length, nsamples, common;
   size_t nencoded;
   mt_source source = MT_SOURCE_MINOR;
@@ -515,20 +522,20 @@ static int read_alloc(mt_reader *r, domain *d, unsigned code, mt_event *ev) {
     common = mt__getvint(c);
     nencoded = mt__get16(c);
   }
-  if (c->bad) return fail(r, MT_ERR_CORRUPT, off, "allocation event cut short");
+  if (c->bad) return fail(r, MT_ERR_CORRUPT, off_at(d, at), "allocation event cut short");
   if (length < 0 || nsamples < 0 || common < 0)
-    return fail(r, MT_ERR_CORRUPT, off,
+    return fail(r, MT_ERR_CORRUPT, off_at(d, at),
                 "allocation with a negative field (length %lld, samples %lld, "
                 "common prefix %lld)",
                 (long long)length, (long long)nsamples, (long long)common);
   if (d->alloc_id >= d->cur->alloc_end)
-    return fail(r, MT_ERR_CORRUPT, off,
+    return fail(r, MT_ERR_CORRUPT, off_at(d, at),
                 "more allocations than the packet header's object id range");
   int rc = mt__bt_decode(&d->bt, c, nencoded, (uint64_t)common);
   if (rc == MT__BT_TRUNCATED)
     return fail(r, MT_ERR_CORRUPT, cur_off(d), "backtrace cut short");
   if (rc == MT__BT_TOO_LONG)
-    return fail(r, MT_ERR_CORRUPT, off, "backtrace longer than %u frames",
+    return fail(r, MT_ERR_CORRUPT, off_at(d, at), "backtrace longer than %u frames",
                 MT__BT_MAX_FRAMES);
   if (rc == MT__BT_NOMEM) return nomem(r);
   ev->kind = MT_EVENT_ALLOC;
@@ -544,13 +551,13 @@ static int read_alloc(mt_reader *r, domain *d, unsigned code, mt_event *ev) {
 
 /* Promote and collect name an object relative to the last allocation. */
 static int read_relative_id(mt_reader *r, domain *d, int may_be_later, mt_event *ev) {
-  uint64_t off = cur_off(d);
+  const uint8_t *at = d->rd.p;
   int64_t delta = mt__getvint(&d->rd);
-  if (d->rd.bad) return fail(r, MT_ERR_CORRUPT, off, "event cut short");
+  if (d->rd.bad) return fail(r, MT_ERR_CORRUPT, off_at(d, at), "event cut short");
   uint64_t last = d->alloc_id; /* id of the last allocation, plus one */
   if (delta >= 0) {
     if ((uint64_t)delta >= last)
-      return fail(r, MT_ERR_CORRUPT, off,
+      return fail(r, MT_ERR_CORRUPT, off_at(d, at),
                   "object id delta %lld names an object before the first",
                   (long long)delta);
     ev->obj_id = last - 1 - (uint64_t)delta;
@@ -558,7 +565,7 @@ static int read_relative_id(mt_reader *r, domain *d, int may_be_later, mt_event 
     /* Only collections may name a later id: an object of another domain
      * (memtrace's reader allows this for domain termination). */
     if (!may_be_later || delta == INT64_MIN || (uint64_t)(-delta) > UINT64_MAX - last)
-      return fail(r, MT_ERR_CORRUPT, off, "negative object id delta %lld",
+      return fail(r, MT_ERR_CORRUPT, off_at(d, at), "negative object id delta %lld",
                   (long long)delta);
     ev->obj_id = last + (uint64_t)(-delta) - 1; /* -delta >= 1: no underflow */
   }
@@ -566,17 +573,17 @@ static int read_relative_id(mt_reader *r, domain *d, int may_be_later, mt_event 
 }
 
 static int read_event(mt_reader *r, domain *d, mt_event *ev) {
-  uint64_t off = cur_off(d);
+  const uint8_t *at = d->rd.p;
   uint32_t hdr = mt__get32(&d->rd);
-  if (d->rd.bad) return fail(r, MT_ERR_CORRUPT, off, "event header cut short");
+  if (d->rd.bad) return fail(r, MT_ERR_CORRUPT, off_at(d, at), "event header cut short");
   uint64_t t = event_time(d->cur, hdr);
   if (t < d->cur->time_begin || t > d->cur->time_end)
-    return fail(r, MT_ERR_CORRUPT, off,
+    return fail(r, MT_ERR_CORRUPT, off_at(d, at),
                 "event time %llu us lies outside its packet (%llu to %llu)",
                 (unsigned long long)t, (unsigned long long)d->cur->time_begin,
                 (unsigned long long)d->cur->time_end);
   if (t < d->last_time)
-    return fail(r, MT_ERR_CORRUPT, off,
+    return fail(r, MT_ERR_CORRUPT, off_at(d, at),
                 "event time %llu us is before the previous event (%llu us)",
                 (unsigned long long)t, (unsigned long long)d->last_time);
   d->last_time = t;
@@ -589,9 +596,9 @@ static int read_event(mt_reader *r, domain *d, mt_event *ev) {
   ev->source = MT_SOURCE_MINOR;
   switch (code) {
   case MT__EV_TRACE_INFO:
-    return fail(r, MT_ERR_CORRUPT, off, "a second trace_info event");
+    return fail(r, MT_ERR_CORRUPT, off_at(d, at), "a second trace_info event");
   case MT__EV_LOCATION: {
-    int rc = read_location(r, d, off);
+    int rc = read_location(r, d, off_at(d, at));
     return rc < 0 ? rc : 1; /* 1: not an event for the caller */
   }
   case MT__EV_ALLOC:
@@ -605,7 +612,7 @@ static int read_event(mt_reader *r, domain *d, mt_event *ev) {
   default:
     if (code > MT__EV_SHORT_ALLOC_BASE && code <= MT__EV_SHORT_ALLOC_BASE + 16)
       return read_alloc(r, d, code, ev);
-    return fail(r, MT_ERR_CORRUPT, off, "unknown event code %u", code);
+    return fail(r, MT_ERR_CORRUPT, off_at(d, at), "unknown event code %u", code);
   }
 }
 
