@@ -98,6 +98,31 @@ mt_analysis *mt_cli_load(const char *path);
  * readable or a directory holds no trace. */
 size_t mt_cli_traces(const mt_command *cmd, const char *const *args, size_t n, char ***out);
 
+/* The most trace arguments a command takes (a directory counts as one). */
+enum { MT_CLI_MAX_TRACES = 4096 };
+
+/* Several traces loaded for one answer (a process tree, a fleet). */
+typedef struct mt_cli_trace_set {
+  mt_analysis **as;
+  char **paths;
+  size_t n;
+} mt_cli_trace_set;
+
+/* Loads the traces the arguments name (mt_cli_traces) into t, on as many
+ * threads as there are cores (at most one a trace); exits 1 naming the
+ * first, in the arguments' order, that cannot be loaded. Warnings are
+ * printed in that order too. */
+void mt_cli_load_set(const mt_command *cmd, const char *const *args, size_t n,
+                     mt_cli_trace_set *t);
+void mt_cli_free_set(mt_cli_trace_set *t);
+/* "[exe pid] " (the executable's base name) for trace k, in buf (n bytes). */
+const char *mt_cli_process_text(char *buf, size_t n, const mt_cli_trace_set *t, size_t k);
+/* "traces": [{trace, executable, pid, host}...], in a command's JSON. */
+void mt_cli_json_set(mt_json *j, const mt_cli_trace_set *t);
+/* 0 when every trace of the set has the same sample rate and word size;
+ * -1 otherwise. */
+int mt_cli_set_same_sampling(const mt_cli_trace_set *t);
+
 /* The filter in words (mt_filter_describe), in a string to free. */
 char *mt_cli_filter_text(const mt_filter *f);
 /* The same in a native program's words when `native` (every object

@@ -2,6 +2,7 @@
  * naming the file on failure, and a command's JSON document. */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,8 @@ size_t mt_cli_traces(const mt_command *cmd, const char *const *args, size_t n, c
   for (size_t i = 0; i < n; i++) {
     struct stat st;
     if (stat(args[i], &st) != 0) {
-      fprintf(stderr, "memtrace %s: %s: %s\n", cmd->name, args[i], strerror(errno));
+      fprintf(stderr, "memtrace %s: %s: cannot open: %s\n", cmd->name, args[i],
+              strerror(errno));
       exit(1);
     }
     size_t before = count;
@@ -82,6 +84,101 @@ size_t mt_cli_traces(const mt_command *cmd, const char *const *args, size_t n, c
   }
   *out = list;
   return count;
+}
+
+/* ---- a set of traces, loaded in parallel ---- */
+
+typedef struct loading {
+  mt_cli_trace_set *t;
+  int *rc;
+  size_t next; /* the next trace to take, under lock */
+  pthread_mutex_t lock;
+} loading;
+
+static void *load_worker(void *arg) {
+  loading *l = arg;
+  for (;;) {
+    pthread_mutex_lock(&l->lock);
+    size_t i = l->next++;
+    pthread_mutex_unlock(&l->lock);
+    if (i >= l->t->n) return NULL;
+    l->rc[i] = mt_analysis_load(&l->t->as[i], l->t->paths[i], NULL, NULL);
+  }
+}
+
+void mt_cli_load_set(const mt_command *cmd, const char *const *args, size_t n,
+                     mt_cli_trace_set *t) {
+  t->n = mt_cli_traces(cmd, args, n, &t->paths);
+  t->as = mt_cli_xrealloc(cmd, NULL, t->n * sizeof *t->as);
+  int *rc = mt_cli_xrealloc(cmd, NULL, t->n * sizeof *rc);
+  loading l = {t, rc, 0, PTHREAD_MUTEX_INITIALIZER};
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t nthreads = cores > 1 ? (size_t)cores : 1;
+  if (nthreads > t->n) nthreads = t->n;
+  if (nthreads > 16) nthreads = 16;
+  pthread_t threads[16];
+  size_t started = 0;
+  /* this thread is one of the workers; a thread that cannot start leaves
+   * its share to the others */
+  while (started + 1 < nthreads &&
+         pthread_create(&threads[started], NULL, load_worker, &l) == 0)
+    started++;
+  load_worker(&l);
+  for (size_t i = 0; i < started; i++) pthread_join(threads[i], NULL);
+  for (size_t i = 0; i < t->n; i++) {
+    if (rc[i] != MT_OK) {
+      fprintf(stderr, "memtrace: %s\n", mt_analysis_error(t->as[i]));
+      exit(1);
+    }
+    const char *w = mt_analysis_warning(t->as[i]);
+    if (w) fprintf(stderr, "memtrace: warning: %s\n", w);
+  }
+  free(rc);
+}
+
+void mt_cli_free_set(mt_cli_trace_set *t) {
+  for (size_t i = 0; i < t->n; i++) {
+    mt_analysis_free(t->as[i]);
+    free(t->paths[i]);
+  }
+  free(t->as);
+  free(t->paths);
+}
+
+const char *mt_cli_process_text(char *buf, size_t n, const mt_cli_trace_set *t, size_t k) {
+  const mt_trace_info *i = mt_analysis_info(t->as[k]);
+  const char *exe = i->executable_name ? strrchr(i->executable_name, '/') : NULL;
+  snprintf(buf, n, "[%s %llu] ", exe ? exe + 1 : i->executable_name ? i->executable_name : "?",
+           (unsigned long long)i->pid);
+  return buf;
+}
+
+void mt_cli_json_set(mt_json *j, const mt_cli_trace_set *t) {
+  mt_json_key(j, "traces");
+  mt_json_arr(j);
+  for (size_t i = 0; i < t->n; i++) {
+    const mt_trace_info *info = mt_analysis_info(t->as[i]);
+    mt_json_obj(j);
+    mt_json_key(j, "trace");
+    mt_json_str(j, t->paths[i]);
+    mt_json_key(j, "executable");
+    mt_json_str(j, info->executable_name);
+    mt_json_key(j, "pid");
+    mt_json_uint(j, info->pid);
+    mt_json_key(j, "host");
+    mt_json_str(j, info->host_name);
+    mt_json_end_obj(j);
+  }
+  mt_json_end_arr(j);
+}
+
+int mt_cli_set_same_sampling(const mt_cli_trace_set *t) {
+  mt_sampling s = mt_analysis_sampling(t->as[0]);
+  for (size_t k = 1; k < t->n; k++) {
+    mt_sampling o = mt_analysis_sampling(t->as[k]);
+    if (o.rate != s.rate || o.word_bytes != s.word_bytes) return -1;
+  }
+  return 0;
 }
 
 char *mt_cli_filter_text(const mt_filter *f) {

@@ -318,7 +318,6 @@ errors() {
   expect format-no-value 2 "--format needs a value" -- "$memtrace" export "$t" -o "$o" --format
   expect o-no-value 2 "-o needs a value" -- "$memtrace" export "$t" -o
   expect bad-option 2 "unknown option '--bogus'" -- "$memtrace" export --bogus "$t" -o "$o"
-  expect extra-arg 2 "unexpected argument" -- "$memtrace" export "$t" "$t" -o "$o"
   expect bad-filter 2 "--source: 'heap' is not a source \\(minor, major or external\\)" -- \
     "$memtrace" export --source heap "$t" -o "$o"
   cp "$t" "$tmp/self.ctf"
@@ -332,6 +331,9 @@ errors() {
   expect no-file 1 "/nonexistent/trace.ctf: cannot open" -- \
     "$memtrace" export /nonexistent/trace.ctf -o "$o"
   no_output no-file "$o"
+  expect second-no-file 1 "/nonexistent/second.ctf: cannot open" -- \
+    "$memtrace" export "$t" /nonexistent/second.ctf -o "$o"
+  no_output second-no-file "$o"
   printf 'this is not a trace at all, just text\n' > "$tmp/text.ctf"
   expect not-a-trace 1 "text.ctf: corrupt trace at byte 0" -- \
     "$memtrace" export "$tmp/text.ctf" -o "$o"

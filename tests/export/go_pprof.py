@@ -3,7 +3,10 @@
 pprof`, Debian's golang-go; 77 without it): the profile's totals, and each
 function's flat bytes and allocations, equal `memtrace top --by function`'s
 for the same trace, exactly at rate 1, within the export's rounding (half a
-unit per sample) when sampled.
+unit per sample) when sampled. And the fleet path: the profiles of several
+traces merged by pprof (`go tool pprof -proto A B C`) give the same tables,
+for every sample type, as `memtrace export A B C` (traces of two programs
+and two rates).
 
 Functions are compared where pprof and memtrace name the same place: pprof
 credits an allocation to the innermost location of its stack, memtrace's
@@ -77,6 +80,38 @@ def compare(trace, tmp, env, exact):
         check(best == max(ours, key=ours.get), "%s %s: heaviest %s vs %s" % (trace, index, best, max(ours, key=ours.get)))
 
 
+def top_table(profile, index, env):
+    """`go tool pprof -top` of every node, from its table's heading on."""
+    out = subprocess.run(["go", "tool", "pprof", "-top", "-nodefraction=0", "-nodecount=0",
+                          "-sample_index=" + index, profile],
+                         capture_output=True, text=True, env=env, timeout=300, check=True).stdout
+    lines = out.splitlines()
+    start = next((i for i, l in enumerate(lines) if l.lstrip().startswith("flat")), len(lines))
+    return lines[start:]
+
+
+def merged(traces, tmp, env):
+    """pprof's merge of one profile a trace against memtrace's export of all."""
+    singles = []
+    for i, trace in enumerate(traces):
+        singles.append(os.path.join(tmp, "single-%d.pb.gz" % i))
+        subprocess.run([MEMTRACE, "export", trace, "-o", singles[-1]], check=True)
+    ours = os.path.join(tmp, "together.pb.gz")
+    subprocess.run([MEMTRACE, "export", *traces, "-o", ours], check=True)
+    theirs = os.path.join(tmp, "pprof-merged.pb.gz")
+    with open(theirs, "wb") as f:
+        subprocess.run(["go", "tool", "pprof", "-proto", *singles], stdout=f,
+                       stderr=subprocess.DEVNULL, env=env, timeout=300, check=True)
+    for index in ("alloc_objects", "alloc_space", "inuse_objects", "inuse_space"):
+        a, b = top_table(theirs, index, env), top_table(ours, index, env)
+        check(len(a) > 3, "merge %s: pprof's table has %d lines" % (index, len(a)))
+        check(a == b, "merge %s: pprof's merge and memtrace's export differ:\n%s\n--\n%s"
+              % (index, "\n".join(a[:8]), "\n".join(b[:8])))
+    tags = subprocess.run(["go", "tool", "pprof", "-tags", ours], capture_output=True, text=True,
+                          env=env, timeout=300, check=True).stdout
+    check("pid:" in tags and "executable:" in tags, "the traces' labels: " + tags[:300])
+
+
 def main():
     if not shutil.which("go"):
         print("SKIP: no go (Debian: golang-go)")
@@ -91,6 +126,8 @@ def main():
         ocaml = os.path.join(TRACES, "workload-1e-4.ctf")
         if os.path.exists(ocaml):
             compare(ocaml, tmp, env, False)
+        fleet = [os.path.join(tmp, "synth-1.ctf"), os.path.join(tmp, "synth-1e-2.ctf")]
+        merged(fleet + ([ocaml] if os.path.exists(ocaml) else []), tmp, env)
     print("%d failures" % len(failures))
     return 1 if failures else 0
 

@@ -18,7 +18,7 @@
 #include "pprof.h"
 
 static const char usage[] =
-    "usage: memtrace export [--format pprof] [OPTIONS] TRACE -o FILE\n"
+    "usage: memtrace export [--format pprof] [OPTIONS] TRACE... -o FILE\n"
     "\n"
     "Writes the trace as a gzip-compressed pprof heap profile (FILE.pb.gz),\n"
     "readable by `pprof` and by profiling services that accept pprof. Each\n"
@@ -39,6 +39,12 @@ static const char usage[] =
     "\"(no backtrace)\". Comments give the executable, host, pid, sample rate\n"
     "and snapshot.\n"
     "\n"
+    "Several traces (files, or directories of .ctf files: a process tree, a\n"
+    "fleet) make one profile, as pprof's own merge of their profiles would:\n"
+    "each trace's samples carry its estimates (each at its own rate) and the\n"
+    "labels pid and executable; each trace has its own mapping, and the\n"
+    "period is the largest of theirs.\n"
+    "\n"
     "Options:\n"
     "  --format FORMAT        pprof (the only format, and the default)\n"
     "  -o, --output FILE      where to write; '-' for standard output. The file\n"
@@ -52,19 +58,28 @@ static const char usage[] =
 
 static const char *const source_names[] = {"minor", "major", "external"};
 
+/* The export of one or several traces into one profile. Each trace has
+ * its own ranges of location and function ids (its codes and functions
+ * numbered from its base, then its stand-in for an empty backtrace), and
+ * its own mapping, which names its executable. */
 typedef struct exporter {
-  const mt_analysis *a;
   pprof *p;
-  uint8_t *code_used; /* per code: some sample goes through it */
-  int empty_used;     /* a sample has no backtrace */
+  const mt_analysis *a; /* the trace being written */
+  uint8_t *code_used;   /* per code of a: some sample goes through it */
+  int empty_used;       /* a sample of a has no backtrace */
+  uint64_t loc_base, fn_base, mapping;
   int64_t label_key, label_str[3];
+  pprof_label process[2]; /* the trace's pid and executable, or none */
+  size_t nprocess;
 } exporter;
 
-/* Location id of a code (code ids follow first appearance in the trace,
- * so the outer frames every stack shares get the shortest varints), and of
- * the stand-in for an empty backtrace. */
-static uint64_t code_loc(uint32_t code) { return (uint64_t)code + 1; }
-static uint64_t empty_loc(const mt_analysis *a) { return mt_analysis_code_count(a) + 1; }
+/* Location id of a code of the current trace (code ids follow first
+ * appearance in the trace, so the outer frames every stack shares get the
+ * shortest varints), and of its stand-in for an empty backtrace. */
+static uint64_t code_loc(const exporter *e, uint32_t code) { return e->loc_base + code + 1; }
+static uint64_t empty_loc(const exporter *e) {
+  return e->loc_base + mt_analysis_code_count(e->a) + 1;
+}
 
 static int on_sample(void *ctx, const uint32_t *codes, size_t n, int source,
                      const int64_t values[MT_PROFILE_VALUES]) {
@@ -76,21 +91,23 @@ static int on_sample(void *ctx, const uint32_t *codes, size_t n, int source,
     n = 1;
     e->empty_used = 1;
   }
-  pprof_label label = {0, 0, 0, 0};
+  pprof_label labels[3];
+  size_t nl = 0;
   if (source >= 0) {
     /* interned at the first sample of a source, so a source with none adds
      * no string */
     if (!e->label_key) e->label_key = pprof_string(e->p, "source");
     if (!e->label_str[source]) e->label_str[source] = pprof_string(e->p, source_names[source]);
-    label.key = e->label_key;
-    label.str = e->label_str[source];
+    labels[nl++] = (pprof_label){e->label_key, e->label_str[source], 0, 0};
   }
-  pprof_sample(e->p, codes, n, code_loc(0), values, MT_PROFILE_VALUES, &label, source >= 0);
+  for (size_t i = 0; i < e->nprocess; i++) labels[nl++] = e->process[i];
+  pprof_sample(e->p, codes, n, code_loc(e, 0), values, MT_PROFILE_VALUES, labels, nl);
   return 0;
 }
 
-/* Locations and functions for every code (and function) some sample uses. */
-static void emit_locations(exporter *e, const char *exe) {
+/* Locations and functions for every code (and function) the current
+ * trace's samples use, and its mapping. */
+static void emit_locations(exporter *e) {
   const mt_analysis *a = e->a;
   size_t ncodes = mt_analysis_code_count(a), nfn = mt_analysis_function_count(a);
   uint8_t *fn_used = calloc(nfn + 1, 1);
@@ -100,7 +117,8 @@ static void emit_locations(exporter *e, const char *exe) {
   /* One mapping standing for the program: it names the executable, and its
    * has_* flags tell pprof the locations are already symbolized, so it does
    * not go looking for the binary. It covers every address. */
-  pprof_mapping m = {1, 0, UINT64_MAX, 0, pprof_string(e->p, exe), 0, 1, 1, 1, 1};
+  pprof_mapping m = {e->mapping, 0, UINT64_MAX, 0,
+                     pprof_string(e->p, mt_analysis_info(a)->executable_name), 0, 1, 1, 1, 1};
   pprof_mapping_add(e->p, &m);
   for (size_t c = 0; c < ncodes; c++) {
     if (!e->code_used[c]) continue;
@@ -117,22 +135,23 @@ static void emit_locations(exporter *e, const char *exe) {
       fn_used[f->function] = 1;
       /* memtrace's start_char counts from 0; pprof's columns from 1, with 0
        * meaning unknown. */
-      lines[i] = (pprof_line){(uint64_t)f->function + 1, f->line, (int64_t)f->start_char + 1};
+      lines[i] = (pprof_line){e->fn_base + f->function + 1, f->line, (int64_t)f->start_char + 1};
     }
     /* A code the trace never described keeps its address alone: pprof
      * shows it as such, as memtrace shows it as $CODE. */
-    pprof_location(e->p, code_loc((uint32_t)c), 1, mt_analysis_code_value(a, (uint32_t)c),
-                   lines, nf);
+    pprof_location(e->p, code_loc(e, (uint32_t)c), e->mapping,
+                   mt_analysis_code_value(a, (uint32_t)c), lines, nf);
   }
   if (e->empty_used) {
-    pprof_line l = {nfn + 1, 0, 0};
-    pprof_location(e->p, empty_loc(a), 1, 0, &l, 1);
-    pprof_function(e->p, nfn + 1, "(no backtrace)", "(no backtrace)", "", 0);
+    pprof_line l = {e->fn_base + nfn + 1, 0, 0};
+    pprof_location(e->p, empty_loc(e), e->mapping, 0, &l, 1);
+    pprof_function(e->p, e->fn_base + nfn + 1, "(no backtrace)", "(no backtrace)", "", 0);
   }
   for (size_t f = 0; f < nfn; f++) {
     if (!fn_used[f]) continue;
     const char *name = mt_analysis_function_name(a, (uint32_t)f);
-    pprof_function(e->p, f + 1, name, name, mt_analysis_function_file(a, (uint32_t)f), 0);
+    pprof_function(e->p, e->fn_base + f + 1, name, name,
+                   mt_analysis_function_file(a, (uint32_t)f), 0);
   }
   free(fn_used);
   free(lines);
@@ -221,46 +240,109 @@ static void out_close(output *o, int err) {
   free(o->tmp);
 }
 
-static void comments(pprof *p, const char *path, const mt_trace_info *info,
-                     const mt_profile_info *pi) {
-  char buf[512];
-  snprintf(buf, sizeof buf, "memtrace trace %s, exported by memtrace-c %s", path, mt_version());
-  pprof_comment(p, buf);
-  snprintf(buf, sizeof buf, "executable: %s", info->executable_name);
-  pprof_comment(p, buf);
-  snprintf(buf, sizeof buf, "host: %s", info->host_name);
-  pprof_comment(p, buf);
-  snprintf(buf, sizeof buf, "pid: %" PRIu64, info->pid);
-  pprof_comment(p, buf);
-  snprintf(buf, sizeof buf, "sample rate: %g per word (one sample per %.0f bytes)",
-           info->sample_rate, pi->period);
-  pprof_comment(p, buf);
-  if (pi->snapshot_kind == MT_LIVE_AT_PEAK)
-    snprintf(buf, sizeof buf, "inuse: alive at the live heap's peak, %.6f s",
-             (double)pi->snapshot / 1e6);
+static const char *inuse_text(char *buf, size_t n, const mt_profile_info *pi, int many) {
+  if (pi->snapshot_kind == MT_LIVE_AT_PEAK && many)
+    snprintf(buf, n, "inuse: alive at each trace's live heap's peak");
+  else if (pi->snapshot_kind == MT_LIVE_AT_PEAK)
+    snprintf(buf, n, "inuse: alive at the live heap's peak, %.6f s", (double)pi->snapshot / 1e6);
   else if (pi->snapshot_kind == MT_LIVE_AT)
-    snprintf(buf, sizeof buf, "inuse: alive at %.6f s", (double)pi->snapshot / 1e6);
+    snprintf(buf, n, "inuse: alive at %.6f s%s", (double)pi->snapshot / 1e6,
+             many ? " into each trace" : "");
+  else if (many)
+    snprintf(buf, n, "inuse: never collected (alive at each trace's end)");
   else
-    snprintf(buf, sizeof buf, "inuse: never collected (alive at the trace's end, %.6f s)",
+    snprintf(buf, n, "inuse: never collected (alive at the trace's end, %.6f s)",
              (double)pi->snapshot / 1e6);
-  pprof_comment(p, buf);
+  return buf;
 }
 
-static void header(pprof *p, const mt_trace_info *info, const mt_profile_info *pi) {
+/* Comments: the trace (its executable, host, pid, rate), or each trace of
+ * several on a line of its own; then the snapshot. */
+static void comments(pprof *p, const mt_cli_trace_set *t, const mt_profile_info *pi) {
+  char buf[1024];
+  if (t->n == 1) {
+    const mt_trace_info *info = mt_analysis_info(t->as[0]);
+    snprintf(buf, sizeof buf, "memtrace trace %s, exported by memtrace-c %s", t->paths[0],
+             mt_version());
+    pprof_comment(p, buf);
+    snprintf(buf, sizeof buf, "executable: %s", info->executable_name);
+    pprof_comment(p, buf);
+    snprintf(buf, sizeof buf, "host: %s", info->host_name);
+    pprof_comment(p, buf);
+    snprintf(buf, sizeof buf, "pid: %" PRIu64, info->pid);
+    pprof_comment(p, buf);
+    snprintf(buf, sizeof buf, "sample rate: %g per word (one sample per %.0f bytes)",
+             info->sample_rate, pi->period);
+    pprof_comment(p, buf);
+  } else {
+    snprintf(buf, sizeof buf, "memtrace traces (%zu), exported by memtrace-c %s", t->n,
+             mt_version());
+    pprof_comment(p, buf);
+    for (size_t k = 0; k < t->n; k++) {
+      const mt_trace_info *info = mt_analysis_info(t->as[k]);
+      snprintf(buf, sizeof buf,
+               "trace %s: executable %s, host %s, pid %" PRIu64 ", sample rate %g per word",
+               t->paths[k], info->executable_name, info->host_name, info->pid,
+               info->sample_rate);
+      pprof_comment(p, buf);
+    }
+  }
+  pprof_comment(p, inuse_text(buf, sizeof buf, pi, t->n > 1));
+}
+
+/* The profile's time span over every trace: from the earliest start to
+ * the latest snapshot (wall clock); the period the largest of theirs, as
+ * pprof's own merge takes it. */
+typedef struct span {
+  uint64_t start, end; /* microseconds since the epoch */
+  double period;
+} span;
+
+static void header(pprof *p, const span *sp) {
   pprof_sample_type(p, "alloc_objects", "count");
   pprof_sample_type(p, "alloc_space", "bytes");
   pprof_sample_type(p, "inuse_objects", "count");
   pprof_sample_type(p, "inuse_space", "bytes");
   pprof_scalar(p, PPROF_DEFAULT_SAMPLE_TYPE, pprof_string(p, "alloc_space"));
   pprof_period_type(p, "space", "bytes");
-  pprof_scalar(p, PPROF_PERIOD, (int64_t)llround(pi->period));
-  pprof_scalar(p, PPROF_TIME_NANOS, (int64_t)(info->start_time * 1000));
-  pprof_scalar(p, PPROF_DURATION_NANOS, (int64_t)(pi->covered * 1000));
+  pprof_scalar(p, PPROF_PERIOD, (int64_t)llround(sp->period));
+  pprof_scalar(p, PPROF_TIME_NANOS, (int64_t)(sp->start * 1000));
+  pprof_scalar(p, PPROF_DURATION_NANOS, (int64_t)((sp->end - sp->start) * 1000));
+}
+
+/* Trace k's samples, locations and functions; widens the span. */
+static int export_trace(exporter *e, const mt_cli_trace_set *t, size_t k, const mt_filter *f,
+                        int merge, mt_profile_info *pi, span *sp) {
+  const mt_analysis *a = t->as[k];
+  const mt_trace_info *info = mt_analysis_info(a);
+  e->a = a;
+  e->empty_used = 0;
+  e->mapping = k + 1;
+  e->code_used = calloc(mt_analysis_code_count(a) + 1, 1);
+  if (!e->code_used) return MT_ERR_NOMEM;
+  if (t->n > 1) {
+    e->process[0] = (pprof_label){pprof_string(e->p, "pid"), 0, (int64_t)info->pid, 0};
+    e->process[1] = (pprof_label){pprof_string(e->p, "executable"),
+                                  pprof_string(e->p, info->executable_name), 0, 0};
+    e->nprocess = 2;
+  }
+  int rc = mt_profile(a, f, merge, pi, on_sample, e);
+  if (rc == MT_OK) emit_locations(e);
+  free(e->code_used);
+  e->code_used = NULL;
+  e->loc_base += mt_analysis_code_count(a) + 1;
+  e->fn_base += mt_analysis_function_count(a) + 1;
+  uint64_t start = info->start_time, end = start + pi->covered;
+  if (k == 0 || start < sp->start) sp->start = start;
+  if (k == 0 || end > sp->end) sp->end = end;
+  if (pi->period > sp->period) sp->period = pi->period;
+  return rc;
 }
 
 static int run(int argc, char **argv) {
   const mt_command *cmd = &mt_cmd_export;
-  const char *path, *outpath = NULL;
+  static const char *args[MT_CLI_MAX_TRACES];
+  const char *outpath = NULL;
   int format = 0, merge = 0;
   mt_filter f;
   mt_filter_init(&f);
@@ -269,31 +351,29 @@ static int run(int argc, char **argv) {
       {"-o", "--output", MT_OPT_TEXT, &outpath, NULL, 0, 0, 0},
       {"--merge-sources", NULL, MT_OPT_FLAG, &merge, NULL, 1, 0, 0},
       {NULL, NULL, 0, NULL, NULL, 0, 0, 0}};
-  mt_cli_spec spec = {options, &f, &path, 1, 1, "TRACE", 0, 0, NULL};
-  mt_cli_parse(cmd, argc, argv, &spec);
+  mt_cli_spec spec = {options, &f, args, 1, MT_CLI_MAX_TRACES, "TRACE", 0, 0, NULL};
+  size_t nargs = mt_cli_parse(cmd, argc, argv, &spec);
   if (!outpath) mt_cli_usage_error(cmd, "missing -o FILE");
   if (strcmp(outpath, "-") == 0 && isatty(STDOUT_FILENO))
     mt_cli_usage_error(cmd, "not writing a gzip'd profile to a terminal; use -o FILE");
   struct stat sin, sout;
-  if (stat(path, &sin) == 0 && stat(outpath, &sout) == 0 && sin.st_dev == sout.st_dev &&
-      sin.st_ino == sout.st_ino)
-    mt_cli_usage_error(cmd, "the output '%s' is the trace itself", outpath);
+  for (size_t i = 0; i < nargs; i++)
+    if (stat(args[i], &sin) == 0 && stat(outpath, &sout) == 0 && sin.st_dev == sout.st_dev &&
+        sin.st_ino == sout.st_ino)
+      mt_cli_usage_error(cmd, "the output '%s' is the trace itself", outpath);
 
   /* The input is read whole before the output is created: a bad trace
    * leaves no file behind. */
-  mt_analysis *a = mt_cli_load(path);
-  const mt_trace_info *info = mt_analysis_info(a);
+  mt_cli_trace_set t;
+  mt_cli_load_set(cmd, args, nargs, &t);
   char why[512];
   if (gz_load(why, sizeof why) != 0) {
     fprintf(stderr, "memtrace export: %s\n", why);
     return 1;
   }
-  exporter e = {0};
-  e.a = a;
-  e.code_used = calloc(mt_analysis_code_count(a) + 1, 1);
-  if (!e.code_used) mt_cli_nomem(cmd);
   output out;
   out_open(&out, outpath);
+  exporter e = {0};
   /* the compressor's fastest level: on a trace of millions of distinct
    * stacks compressing is much of the export's time, and the default level
    * saves little of the file for much more time (docs/benchmarks.md, "The
@@ -301,18 +381,19 @@ static int run(int argc, char **argv) {
   e.p = pprof_open(out.fd, 1);
   if (!e.p) out_close(&out, ENOMEM);
   mt_profile_info pi;
-  if (mt_profile(a, &f, merge, &pi, on_sample, &e) != MT_OK) {
-    pprof_free(e.p);
-    out_close(&out, ENOMEM);
+  span sp = {0, 0, 0};
+  for (size_t k = 0; k < t.n; k++) {
+    if (export_trace(&e, &t, k, &f, merge, &pi, &sp) != MT_OK) {
+      pprof_free(e.p);
+      out_close(&out, ENOMEM);
+    }
   }
-  header(e.p, info, &pi);
-  emit_locations(&e, info->executable_name);
-  comments(e.p, path, info, &pi);
+  header(e.p, &sp);
+  comments(e.p, &t, &pi);
   int err = pprof_finish(e.p);
   pprof_free(e.p);
   out_close(&out, err);
-  free(e.code_used);
-  mt_analysis_free(a);
+  mt_cli_free_set(&t);
   return 0;
 }
 

@@ -84,24 +84,9 @@ static const char *site_text(mt_str *b, const mt_site *s, int with_line) {
 static double pct(double part, double whole) { return whole > 0 ? 100 * part / whole : 0; }
 
 /* native: a native program's trace, told in its words ("freed"). */
-/* The traces ranked: their analyses and paths (one, or several). */
-typedef struct traces {
-  mt_analysis **as;
-  char **paths;
-  size_t n;
-} traces;
-
-/* "[exe pid] " before a site of a ranking by process. */
-static const char *process_text(char *buf, size_t n, const traces *t, const mt_rank_row *row) {
-  const mt_trace_info *i = mt_analysis_info(t->as[row->trace]);
-  const char *exe = i->executable_name ? strrchr(i->executable_name, '/') : NULL;
-  snprintf(buf, n, "[%s %llu] ", exe ? exe + 1 : i->executable_name ? i->executable_name : "?",
-           (unsigned long long)i->pid);
-  return buf;
-}
 
 static void table(mt_out *o, const char *path, const mt_ranking *r, const mt_filter *f,
-                  int native, const traces *t) {
+                  int native, const mt_cli_trace_set *t) {
   char b1[64], b2[96], b3[64], b4[96], *ftext = mt_cli_filter_words(f, native);
   int by_objects = r->order == MT_ORDER_OBJECTS;
   const mt_estimate *tb = &r->total_bytes, *to = &r->total_objects;
@@ -155,7 +140,7 @@ static void table(mt_out *o, const char *path, const mt_ranking *r, const mt_fil
     if (r->by_process) { /* the process first */
       with = malloc(strlen(cells[7]) + sizeof proc);
       if (with) {
-        process_text(proc, sizeof proc, t, row);
+        mt_cli_process_text(proc, sizeof proc, t, row->trace);
         sprintf(with, "%s%s", proc, cells[7]);
         cells[7] = with;
       }
@@ -207,49 +192,11 @@ static void csv(mt_out *o, const mt_ranking *r) {
   mt_str_free(&stack);
 }
 
-enum { MAX_ARGS = 4096 };
-
-/* The traces the arguments name, loaded; exits on one that cannot be. */
-static void load_traces(const mt_command *cmd, const char *const *args, size_t n, traces *t) {
-  t->n = mt_cli_traces(cmd, args, n, &t->paths);
-  t->as = mt_cli_xrealloc(cmd, NULL, t->n * sizeof *t->as);
-  for (size_t i = 0; i < t->n; i++) t->as[i] = mt_cli_load(t->paths[i]);
-}
-
-static void free_traces(traces *t) {
-  for (size_t i = 0; i < t->n; i++) {
-    mt_analysis_free(t->as[i]);
-    free(t->paths[i]);
-  }
-  free(t->as);
-  free(t->paths);
-}
-
-/* Several traces' JSON: the document, then the traces it ranks. */
-static void json_traces(mt_json *j, const traces *t) {
-  mt_json_key(j, "traces");
-  mt_json_arr(j);
-  for (size_t i = 0; i < t->n; i++) {
-    const mt_trace_info *info = mt_analysis_info(t->as[i]);
-    mt_json_obj(j);
-    mt_json_key(j, "trace");
-    mt_json_str(j, t->paths[i]);
-    mt_json_key(j, "executable");
-    mt_json_str(j, info->executable_name);
-    mt_json_key(j, "pid");
-    mt_json_uint(j, info->pid);
-    mt_json_key(j, "host");
-    mt_json_str(j, info->host_name);
-    mt_json_end_obj(j);
-  }
-  mt_json_end_arr(j);
-}
-
 static int run(int argc, char **argv) {
   const mt_command *cmd = &mt_cmd_top;
   int by = MT_BY_FUNCTION, sort = 0, format = FORMAT_TABLE, by_process = 0;
   size_t limit = 20, depth = 10;
-  static const char *args[MAX_ARGS];
+  static const char *args[MT_CLI_MAX_TRACES];
   mt_filter f;
   mt_filter_init(&f);
   const mt_option options[] = {
@@ -260,11 +207,11 @@ static int run(int argc, char **argv) {
       {"--depth", NULL, MT_OPT_COUNT, &depth, NULL, 0, 0, 0},
       {"--by-process", NULL, MT_OPT_FLAG, &by_process, NULL, 1, 0, 0},
       {NULL, NULL, 0, NULL, NULL, 0, 0, 0}};
-  mt_cli_spec spec = {options, &f, args, 1, MAX_ARGS, "TRACE", 0, 0, NULL};
+  mt_cli_spec spec = {options, &f, args, 1, MT_CLI_MAX_TRACES, "TRACE", 0, 0, NULL};
   size_t nargs = mt_cli_parse(cmd, argc, argv, &spec);
 
-  traces t;
-  load_traces(cmd, args, nargs, &t);
+  mt_cli_trace_set t;
+  mt_cli_load_set(cmd, args, nargs, &t);
   if (by == MT_BY_STACK && (t.n > 1 || by_process))
     mt_cli_usage_error(cmd, "--by stack ranks one trace (%zu given)", t.n);
   mt_rank_spec rs = {by, sort ? MT_ORDER_OBJECTS : MT_ORDER_BYTES, limit, depth};
@@ -282,7 +229,7 @@ static int run(int argc, char **argv) {
   if (format == FORMAT_JSON) {
     mt_json j;
     mt_cli_json_begin(&j, cmd, t.n == 1 ? t.paths[0] : NULL, t.n == 1 ? t.as[0] : NULL);
-    if (t.n > 1 || by_process) json_traces(&j, &t);
+    if (t.n > 1 || by_process) mt_cli_json_set(&j, &t);
     mt_json_ranking(&j, r, &f);
     mt_cli_json_end(&j, cmd);
   } else {
@@ -296,7 +243,7 @@ static int run(int argc, char **argv) {
     mt_out_free(&out);
   }
   mt_ranking_free(r);
-  free_traces(&t);
+  mt_cli_free_set(&t);
   return 0;
 }
 
