@@ -119,6 +119,7 @@ typedef struct mt_ranking {
   mt_sampling sampling;
   uint64_t duration;       /* the trace's, us                                 */
   int by_process;          /* mt_rank_traces by process: rows' `trace` apply */
+  size_t ntraces;          /* traces ranked together: 0 or 1 for one        */
   struct mt__rank_store *store; /* the rows' frames and callers              */
 } mt_ranking;
 
@@ -158,6 +159,17 @@ MT_API int mt_rank_traces(const mt_analysis *const *as, size_t n, const mt_filte
  * the peak). */
 MT_API int mt_leaks(const mt_analysis *a, const mt_filter *f, mt_rank_order order, size_t limit,
                     size_t depth, mt_ranking **out);
+/* Leaks of several traces as one (a process tree, a fleet): each trace's
+ * groups (mt_leaks) merged where their stacks print the same (functions,
+ * files and lines; code values only for frames without a location), their
+ * tallies added. With by_process, each trace's groups stay apart (rows'
+ * `trace` is the index in as[]). The traces must share their sample rate
+ * and word size (MT_ERR_INVALID otherwise, or when n is 0); rows' times
+ * are each trace's own, since its start, and `backtrace` is one of the
+ * group's in its trace. One trace without by_process is mt_leaks. */
+MT_API int mt_leaks_traces(const mt_analysis *const *as, size_t n, const mt_filter *f,
+                           mt_rank_order order, size_t limit, size_t depth, int by_process,
+                           mt_ranking **out);
 /* The filter mt_leaks applies for f. */
 MT_API void mt_leaks_filter(const mt_filter *f, mt_filter *out);
 

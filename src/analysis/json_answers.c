@@ -289,6 +289,10 @@ void mt_json_leaks(mt_json *j, const mt_ranking *r, const mt_filter *f) {
     mt_json_obj(j);
     mt_json_key(j, "rank");
     mt_json_uint(j, i + 1);
+    if (r->by_process) { /* the index of its trace among the ranked ones */
+      mt_json_key(j, "trace_index");
+      mt_json_uint(j, row->trace);
+    }
     key_estimate(j, "bytes", row->bytes);
     key_estimate(j, "objects", row->objects);
     mt_json_key(j, "samples");
@@ -297,7 +301,8 @@ void mt_json_leaks(mt_json *j, const mt_ranking *r, const mt_filter *f) {
     mt_json_uint(j, row->tally.objects);
     key_seconds(j, "oldest_alloc_s", row->oldest);
     key_seconds(j, "newest_alloc_s", row->newest);
-    key_seconds(j, "age_s", r->duration - row->oldest);
+    /* several traces: times are each trace's own, and an age has no one end */
+    if (r->ntraces <= 1) key_seconds(j, "age_s", r->duration - row->oldest);
     frames_members(j, row);
     mt_json_end_obj(j);
   }

@@ -58,6 +58,7 @@ int mt_rank_traces(const mt_analysis *const *as, size_t n, const mt_filter *f,
   r->by = spec->by;
   r->order = spec->order;
   r->by_process = by_process;
+  r->ntraces = n;
   r->sampling = s;
   mt_rank_spec every = {spec->by, spec->order, 0, 0};
   for (size_t k = 0; k < n; k++) {

@@ -11,6 +11,7 @@ set(MT_ANALYSIS_SOURCES
   src/analysis/flame.c
   src/analysis/frames.c
   src/analysis/json_answers.c
+  src/analysis/leaks_traces.c
   src/analysis/load.c
   src/analysis/profile.c
   src/analysis/rank.c

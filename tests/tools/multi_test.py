@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""memtrace top on several traces (a process tree, a fleet): the sites of
-each matched by name and their figures added, exactly at rate 1; a
-directory as its .ctf files; --by-process; what cannot be ranked together.
+"""memtrace top and leaks on several traces (a process tree, a fleet): the
+sites (stacks) of each matched by name and their figures added, exactly at
+rate 1; a directory as its .ctf files; --by-process; what cannot be ranked
+together.
 
 usage: multi_test.py MEMTRACE MT_TOOLS_SYNTH
 """
@@ -27,6 +28,56 @@ def top(*args, status=0):
                        capture_output=True, text=True, timeout=120)
     check(p.returncode == status, f"top {args}: exit {p.returncode}, want {status}: {p.stderr}")
     return json.loads(p.stdout) if p.returncode == 0 else p.stderr
+
+
+def leaks(*args, status=0):
+    p = subprocess.run([MEMTRACE, "leaks", "-n", "0", "--depth", "0", "--format", "json", *args],
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == status, f"leaks {args}: exit {p.returncode}, want {status}: {p.stderr}")
+    return json.loads(p.stdout) if p.returncode == 0 else p.stderr
+
+
+def stack_key(st):
+    return tuple((f.get("function"), f.get("file"), f.get("line"), f.get("code"))
+                 for f in st["frames"])
+
+
+def by_stack(doc):
+    out = {}
+    for st in doc["stacks"]:
+        v = out.setdefault(stack_key(st), [0, 0, 0])
+        v[0] += st["bytes"]["value"]
+        v[1] += st["objects"]["value"]
+        v[2] += st["samples"]
+    return out
+
+
+def check_leaks(paths):
+    """Leaks of the traces together: each stack's figures the sum of its
+    figures in each trace; --by-process keeps each trace's own."""
+    want = {}
+    for p in paths:
+        for k, v in by_stack(leaks(p)).items():
+            w = want.setdefault(k, [0, 0, 0])
+            for i in range(3):
+                w[i] += v[i]
+    both = leaks(*paths)
+    got = by_stack(both)
+    check(len(got) > 3 and got == want, "leaks: the stacks of the traces together are the sums")
+    check(len(got) == len(both["stacks"]), "leaks: a stack printed the same is one group")
+    check([t["trace"] for t in both["traces"]] == paths, "leaks: the traces listed")
+    check(all("age_s" not in st for st in both["stacks"]), "leaks: no age across traces")
+    bp = leaks("--by-process", *paths)
+    for i, p in enumerate(paths):
+        mine = {}
+        for st in bp["stacks"]:
+            if st["trace_index"] == i:
+                mine[stack_key(st)] = [st["bytes"]["value"], st["objects"]["value"],
+                                       st["samples"]]
+        check(mine == by_stack(leaks(p)), f"leaks --by-process: trace {i}'s stacks are its own")
+    shown = leaks("-n", "2", *paths)
+    check(len(shown["stacks"]) == 2 and shown["stacks_total"] == len(got),
+          "leaks -n 2: two shown of all")
 
 
 def key(s):
@@ -71,6 +122,7 @@ def main():
                   both["total"]["bytes"]["value"] == sum(t["bytes"]["value"] for t in singles),
                   f"by {by}: the total is the sum of the traces'")
             check([t["trace"] for t in both["traces"]] == paths, f"by {by}: the traces listed")
+        check_leaks(paths)
         # a directory is its traces
         d = os.path.join(tmp, "dir")
         os.mkdir(d)
@@ -90,6 +142,8 @@ def main():
         subprocess.run([SYNTH, other, other + ".json", "--rate", "1e-2", "--seed", "6"], check=True)
         err = top(paths[0], other, status=1)
         check("different sample rates" in err, f"different rates: {err}")
+        err = leaks(paths[0], other, status=1)
+        check("different sample rates" in err, f"leaks, different rates: {err}")
         err = top("--by", "stack", *paths[:2], status=2)
         check("--by stack ranks one trace" in err, f"by stack: {err}")
         empty = os.path.join(tmp, "empty")

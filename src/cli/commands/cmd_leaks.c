@@ -12,7 +12,7 @@
 #include "table.h"
 
 static const char usage[] =
-    "usage: memtrace leaks [OPTIONS] TRACE\n"
+    "usage: memtrace leaks [OPTIONS] TRACE...\n"
     "\n"
     "Lists the objects TRACE never saw freed (collected, in a garbage-collected\n"
     "program), grouped by allocation stack, with their estimated bytes and\n"
@@ -31,6 +31,8 @@ static const char usage[] =
     "                         most estimated bytes first (default), most\n"
     "                         objects, or oldest allocation first (then bytes)\n"
     "  --format table|json    output format (default table)\n"
+    "  --by-process           several traces: keep each trace's stacks apart,\n"
+    "                         labelled [executable pid]\n"
     "\n" MT_FILTER_OPTIONS_HELP
     "(--live-at-end, --never-collected are implied; --collected is refused.)\n"
     "\n"
@@ -39,7 +41,12 @@ static const char usage[] =
     "with the oldest one's age at the end of the trace, and its stack, innermost\n"
     "frame (the allocation point) first, as 'function (file:line)'; '#hex' is\n"
     "a code the trace has no location for. Stacks whose frames print the same\n"
-    "are one group.\n";
+    "are one group.\n"
+    "\n"
+    "Several traces (files, or directories of .ctf files: a process tree, a\n"
+    "fleet) are read as one, on every core: the stacks that print the same are\n"
+    "one group across them, their estimates added; times are since each\n"
+    "trace's start. They must share their sample rate.\n";
 
 enum { FORMAT_TABLE, FORMAT_JSON };
 
@@ -56,16 +63,23 @@ static void frame_line(mt_out *o, mt_str *line, const mt_stack_frame *f) {
 }
 
 /* native: a native program's trace (every block external) says "freed". */
-static void text(mt_out *o, const char *path, const mt_ranking *r, const mt_filter *f, int native) {
+static void text(mt_out *o, const char *path, const mt_ranking *r, const mt_filter *f, int native,
+                 const mt_cli_trace_set *t) {
   char b1[64], b2[96], b3[64], b4[96];
   mt_filter lf;
   mt_leaks_filter(f, &lf);
   char *ftext = mt_cli_filter_words(&lf, native);
   uint64_t end = r->duration;
   const mt_estimate *tb = &r->total_bytes, *to = &r->total_objects;
-  mt_out_printf(o, "Objects of %s never %s (still live at the end of the trace, "
-                   "%s after its start)\n",
-                path, native ? "freed" : "collected", mt_human_duration(b1, sizeof b1, (double)end));
+  int many = r->ntraces > 1;
+  if (many)
+    mt_out_printf(o, "Objects of %s never %s (still live at the end of their traces)\n", path,
+                  native ? "freed" : "collected");
+  else
+    mt_out_printf(o, "Objects of %s never %s (still live at the end of the trace, "
+                     "%s after its start)\n",
+                  path, native ? "freed" : "collected",
+                  mt_human_duration(b1, sizeof b1, (double)end));
   mt_out_printf(o, "Sample rate: %g; filter: %s\n", r->sampling.rate, ftext);
   free(ftext);
   mt_out_printf(o, "Total: %s %s in %s objects %s from %" PRIu64 " sample%s, %zu stack%s\n",
@@ -86,7 +100,9 @@ static void text(mt_out *o, const char *path, const mt_ranking *r, const mt_filt
   for (size_t i = 0; i < r->nrows; i++) {
     const mt_rank_row *row = &r->rows[i];
     const mt_estimate *eb = &row->bytes, *eo = &row->objects;
-    mt_out_printf(o, "\n#%zu  %s %s in %s object%s %s (%" PRIu64 " sample%s)\n", i + 1,
+    char proc[160] = "";
+    if (r->by_process) mt_cli_process_text(proc, sizeof proc, t, row->trace);
+    mt_out_printf(o, "\n#%zu  %s%s %s in %s object%s %s (%" PRIu64 " sample%s)\n", i + 1, proc,
                   mt_human_bytes(b1, sizeof b1, eb->value),
                   mt_human_interval_note(b2, sizeof b2, eb->value, eb->lo, eb->hi, 1),
                   mt_human_count(b3, sizeof b3, eo->value),
@@ -94,7 +110,14 @@ static void text(mt_out *o, const char *path, const mt_ranking *r, const mt_filt
                   mt_human_interval_note(b4, sizeof b4, eo->value, eo->lo, eo->hi, 0),
                   row->tally.samples, mt_human_plural(row->tally.samples));
     /* times as the viewer's columns give them: oldest, newest, age */
-    if (row->newest != row->oldest)
+    if (many && row->newest != row->oldest)
+      mt_out_printf(o, "    allocated at %.3f s to %.3f s into %s trace%s\n",
+                    (double)row->oldest / 1e6, (double)row->newest / 1e6,
+                    r->by_process ? "its" : "their", r->by_process ? "" : "s");
+    else if (many)
+      mt_out_printf(o, "    allocated at %.3f s into %s trace%s\n", (double)row->oldest / 1e6,
+                    r->by_process ? "its" : "their", r->by_process ? "" : "s");
+    else if (row->newest != row->oldest)
       mt_out_printf(o, "    allocated at %.3f s to %.3f s; the oldest %s before the end\n",
                     (double)row->oldest / 1e6, (double)row->newest / 1e6,
                     mt_human_duration(b1, sizeof b1, (double)(end - row->oldest)));
@@ -111,9 +134,9 @@ static void text(mt_out *o, const char *path, const mt_ranking *r, const mt_filt
 
 static int run(int argc, char **argv) {
   const mt_command *cmd = &mt_cmd_leaks;
-  int format = FORMAT_TABLE, sort = 0;
+  int format = FORMAT_TABLE, sort = 0, by_process = 0;
   size_t limit = 20, depth = 10;
-  const char *path;
+  static const char *args[MT_CLI_MAX_TRACES];
   mt_filter f;
   mt_filter_init(&f);
   const mt_option options[] = {
@@ -121,30 +144,45 @@ static int run(int argc, char **argv) {
       {"-n", NULL, MT_OPT_COUNT, &limit, NULL, 0, 0, 0},
       {"--depth", NULL, MT_OPT_COUNT, &depth, NULL, 0, 0, 0},
       {"--sort", NULL, MT_OPT_CHOICE, &sort, "bytes|objects|oldest", 0, 0, 0},
+      {"--by-process", NULL, MT_OPT_FLAG, &by_process, NULL, 1, 0, 0},
       {NULL, NULL, 0, NULL, NULL, 0, 0, 0}};
-  mt_cli_spec spec = {options, &f, &path, 1, 1, "TRACE", 0, 0, NULL};
-  mt_cli_parse(cmd, argc, argv, &spec);
+  mt_cli_spec spec = {options, &f, args, 1, MT_CLI_MAX_TRACES, "TRACE", 0, 0, NULL};
+  size_t nargs = mt_cli_parse(cmd, argc, argv, &spec);
   if (f.collected == MT_COLLECTED_IN)
     mt_cli_usage_error(cmd, "--collected contradicts leaks (objects never collected)");
 
-  mt_analysis *a = mt_cli_load(path);
+  mt_cli_trace_set t;
+  mt_cli_load_set(cmd, args, nargs, &t);
   mt_ranking *r;
   static const mt_rank_order orders[] = {MT_ORDER_BYTES, MT_ORDER_OBJECTS, MT_ORDER_OLDEST};
-  if (mt_leaks(a, &f, orders[sort], limit, depth, &r) != MT_OK) mt_cli_nomem(cmd);
+  int rc = mt_leaks_traces((const mt_analysis *const *)t.as, t.n, &f, orders[sort], limit,
+                           depth, by_process, &r);
+  if (rc == MT_ERR_INVALID && t.n > 1) {
+    fprintf(stderr, "memtrace leaks: the traces have different sample rates or word sizes: "
+                    "list their leaks apart\n");
+    return 1;
+  }
+  if (rc != MT_OK) mt_cli_nomem(cmd);
+  char many[128];
+  snprintf(many, sizeof many, "%zu traces (%s ...)", t.n, t.paths[0]);
+  const char *what = t.n == 1 ? t.paths[0] : many;
+  int native = 1;
+  for (size_t i = 0; i < t.n; i++) native &= !mt_analysis_has_runtime_heap(t.as[i]);
   if (format == FORMAT_JSON) {
     mt_json j;
-    mt_cli_json_begin(&j, cmd, path, a);
+    mt_cli_json_begin(&j, cmd, t.n == 1 ? t.paths[0] : NULL, t.n == 1 ? t.as[0] : NULL);
+    if (t.n > 1 || by_process) mt_cli_json_set(&j, &t);
     mt_json_leaks(&j, r, &f);
     mt_cli_json_end(&j, cmd);
   } else {
     mt_out out;
     mt_out_init(&out, STDOUT_FILENO);
-    text(&out, path, r, &f, !mt_analysis_has_runtime_heap(a));
+    text(&out, what, r, &f, native, &t);
     mt_out_flush(&out);
     mt_out_free(&out);
   }
   mt_ranking_free(r);
-  mt_analysis_free(a);
+  mt_cli_free_set(&t);
   return 0;
 }
 
