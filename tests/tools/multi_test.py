@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""memtrace top and leaks on several traces (a process tree, a fleet): the
+"""memtrace top, leaks and flamegraph on several traces (a process tree, a fleet): the
 sites (stacks) of each matched by name and their figures added, exactly at
 rate 1; a directory as its .ctf files; --by-process; what cannot be ranked
 together.
@@ -80,6 +80,33 @@ def check_leaks(paths):
           "leaks -n 2: two shown of all")
 
 
+def folded(*args):
+    p = subprocess.run([MEMTRACE, "flamegraph", *args], capture_output=True, text=True,
+                       timeout=120)
+    check(p.returncode == 0, f"flamegraph {args}: exit {p.returncode}: {p.stderr}")
+    lines = [l.rsplit(" ", 1) for l in p.stdout.splitlines()]
+    return [(stack, int(w)) for stack, w in lines]
+
+
+def check_flamegraph(paths):
+    """A stack's weight across traces is the sum of its weights; the lines
+    in the order of one trace's output (name by name)."""
+    for opts in ([], ["--weight", "bytes"], ["--weight", "objects", "--inverted"]):
+        want = {}
+        for p in paths:
+            for stack, w in folded(*opts, p):
+                want[stack] = want.get(stack, 0) + w
+        got = folded(*opts, *paths)
+        check(dict(got) == want and len(got) == len(want) and len(got) > 3,
+              f"flamegraph {opts}: the traces' stacks summed")
+        names = [stack.split(";") for stack, _ in got]
+        check(names == sorted(names, key=lambda n: [x.encode() for x in n]),
+              f"flamegraph {opts}: stacks in order, name by name")
+    one = folded(paths[0])
+    check(folded(paths[0], paths[0]) == [(s, 2 * w) for s, w in one],
+          "flamegraph: a trace twice is its own output, doubled")
+
+
 def key(s):
     return (s.get("function"), s.get("file"), s.get("line"), "code" in s)
 
@@ -123,6 +150,7 @@ def main():
                   f"by {by}: the total is the sum of the traces'")
             check([t["trace"] for t in both["traces"]] == paths, f"by {by}: the traces listed")
         check_leaks(paths)
+        check_flamegraph(paths)
         # a directory is its traces
         d = os.path.join(tmp, "dir")
         os.mkdir(d)

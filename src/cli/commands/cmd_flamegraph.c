@@ -29,7 +29,7 @@
 #include "progress.h"
 
 static const char usage[] =
-    "usage: memtrace flamegraph TRACE\n"
+    "usage: memtrace flamegraph [OPTIONS] TRACE...\n"
     "\n"
     "Prints TRACE's allocations as folded stacks, one line per distinct stack:\n"
     "  OUTERMOST;...;ALLOCATING_FUNCTION SAMPLES\n"
@@ -38,6 +38,11 @@ static const char usage[] =
     "come in byte order of their names.\n"
     "\n"
     "The output is that of memtrace's `flamegraph` tool, byte for byte.\n"
+    "\n"
+    "Several traces (files, or directories of .ctf files: a process tree, a\n"
+    "fleet) make one graph: a stack's weight is the sum of its weights in\n"
+    "each trace (samples count as they are; bytes and objects are estimates,\n"
+    "each trace's at its own rate).\n"
     "\n"
     "Options of memtrace-c (each makes the tool load the trace for queries):\n"
     "  --weight W        samples (memtrace's, the default), bytes (estimated\n"
@@ -50,6 +55,19 @@ static const char usage[] =
 enum { W_SAMPLES, W_BYTES, W_OBJECTS };
 
 /* ---- output ---- */
+
+/* Where folded lines go: printed as they come (one trace), or gathered
+ * and summed (several). */
+typedef struct sink {
+  void (*line)(struct sink *k, const char *text, size_t len, uint64_t weight);
+  mt_out *out;
+  /* several traces: each distinct stack's text, interned, and its weight */
+  mt__strtab texts;
+  mt__u64map index; /* interned text -> number + 1 */
+  const char **text;
+  uint64_t *weight;
+  size_t n, cap, wcap;
+} sink;
 
 typedef struct folded {
   const mt_calltree *t;
@@ -69,7 +87,7 @@ static int by_name(const void *x, const void *y) {
 
 static void *xrealloc(void *p, size_t n) { return mt_cli_xrealloc(&mt_cmd_flamegraph, p, n); }
 
-static void print_tree(const folded *fo, mt_out *o) {
+static void print_tree(const folded *fo, sink *o) {
   const mt_calltree *t = fo->t;
   size_t n = mt_calltree_size(t);
   /* children of each node, sorted by name, in one array */
@@ -114,12 +132,7 @@ static void print_tree(const folded *fo, mt_out *o) {
       memcpy(text + at, name, len);
       text_end[d] = at + len;
     }
-    if (fo->weight[v] > 0 && d >= 2) {
-      mt_out_write(o, text, text_end[d]);
-      mt_out_char(o, ' ');
-      mt_out_u64(o, fo->weight[v], 0, ' ');
-      mt_out_char(o, '\n');
-    }
+    if (fo->weight[v] > 0 && d >= 2) o->line(o, text, text_end[d], fo->weight[v]);
     for (uint32_t k = first[v + 1]; k-- > first[v];) stack[sp++] = kids[k];
   }
   free(stack);
@@ -131,13 +144,59 @@ static void print_tree(const folded *fo, mt_out *o) {
 }
 
 static void print(const mt_calltree *t, const uint64_t *weight,
-                  const char *(*name)(const void *, uint32_t), const void *ctx) {
+                  const char *(*name)(const void *, uint32_t), const void *ctx, sink *o) {
   folded fo = {t, weight, name, ctx};
-  mt_out out;
-  mt_out_init(&out, STDOUT_FILENO);
-  print_tree(&fo, &out);
-  mt_out_flush(&out);
-  mt_out_free(&out);
+  print_tree(&fo, o);
+}
+
+static void write_line(sink *k, const char *text, size_t len, uint64_t weight) {
+  mt_out_write(k->out, text, len);
+  mt_out_char(k->out, ' ');
+  mt_out_u64(k->out, weight, 0, ' ');
+  mt_out_char(k->out, '\n');
+}
+
+static void add_line(sink *k, const char *text, size_t len, uint64_t weight) {
+  const char *p = mt__strtab_intern(&k->texts, text, len);
+  if (!p) mt_cli_nomem(&mt_cmd_flamegraph);
+  uint32_t *ix = mt__u64map_get(&k->index, (uint64_t)(uintptr_t)p);
+  if (ix) {
+    k->weight[*ix - 1] += weight;
+    return;
+  }
+  size_t cap = k->cap;
+  if (mt__reserve((void **)&k->text, k->n, &cap, sizeof *k->text) ||
+      mt__reserve((void **)&k->weight, k->n, &k->wcap, sizeof *k->weight) ||
+      mt__u64map_put(&k->index, (uint64_t)(uintptr_t)p, (uint32_t)k->n))
+    mt_cli_nomem(&mt_cmd_flamegraph);
+  k->cap = cap;
+  k->text[k->n] = p;
+  k->weight[k->n++] = weight;
+}
+
+/* The order of one trace's output: name by name in byte order, a stack
+ * before the stacks it is a prefix of. */
+static int by_names(const void *x, const void *y, void *texts) {
+  const char *a = ((const char **)texts)[*(const uint32_t *)x];
+  const char *b = ((const char **)texts)[*(const uint32_t *)y];
+  for (;; a++, b++) {
+    int ea = *a == ';' || !*a, eb = *b == ';' || !*b;
+    if (ea || eb) {
+      if (ea && eb && *a && *b) continue; /* both names end: the next ones */
+      if (ea && eb) return *a ? 1 : *b ? -1 : 0;
+      return ea ? -1 : 1; /* a name before the names it is a prefix of */
+    }
+    if (*a != *b) return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+  }
+}
+
+static void print_gathered(sink *k) {
+  uint32_t *order = mt_cli_xrealloc(&mt_cmd_flamegraph, NULL, (k->n + 1) * sizeof *order);
+  for (size_t i = 0; i < k->n; i++) order[i] = (uint32_t)i;
+  qsort_r(order, k->n, sizeof *order, by_names, k->text);
+  for (size_t i = 0; i < k->n; i++)
+    write_line(k, k->text[order[i]], strlen(k->text[order[i]]), k->weight[order[i]]);
+  free(order);
 }
 
 /* ---- from an analysis ---- */
@@ -146,7 +205,8 @@ static const char *function_name(const void *a, uint32_t fn) {
   return mt_analysis_function_name(a, fn);
 }
 
-static int run_filtered(const char *path, const mt_filter *f, int weight, int inverted) {
+static void run_filtered(const char *path, const mt_filter *f, int weight, int inverted,
+                         sink *o) {
   mt_analysis *a = mt_cli_load(path);
   mt_calltree *t;
   if (mt_calltree_build(a, f, MT_TREE_FIRST_OCCURRENCE | MT_TREE_BY_NAME, inverted, &t) != MT_OK)
@@ -161,12 +221,11 @@ static int run_filtered(const char *path, const mt_filter *f, int weight, int in
                                    : mt_estimate_objects(a, &tallies[v]).value;
     w[v] = (uint64_t)(x + 0.5);
   }
-  print(t, w, function_name, a);
+  print(t, w, function_name, a, o);
   free(tallies);
   free(w);
   mt_calltree_free(t);
   mt_analysis_free(a);
-  return 0;
 }
 
 /* ---- from the stream: memtrace's own tool ---- */
@@ -238,7 +297,7 @@ static uint64_t *zero_to(uint64_t *w, size_t *len, size_t *cap, size_t need) {
   return w;
 }
 
-static int run_stream(const char *path) {
+static void run_stream(const char *path, sink *o) {
   mt_reader *r = mt_cli_open(path);
   names s = {0};
   s.r = r;
@@ -289,7 +348,7 @@ static int run_stream(const char *path) {
   mt_progress_end(&progress);
   mt_cli_finish(r, rc);
   w = zero_to(w, &w_len, &w_cap, mt_calltree_size(t));
-  print(t, w, stream_name, &s);
+  print(t, w, stream_name, &s, o);
   free(w);
   free(prev);
   free(mark);
@@ -302,11 +361,10 @@ static int run_stream(const char *path) {
   mt__strtab_free(&s.strings);
   mt_calltree_free(t);
   mt_reader_close(r);
-  return 0;
 }
 
 static int run(int argc, char **argv) {
-  const char *path;
+  static const char *args[MT_CLI_MAX_TRACES];
   int weight = -1, inverted = 0;
   mt_filter f, none;
   mt_filter_init(&f);
@@ -315,11 +373,31 @@ static int run(int argc, char **argv) {
       {"--weight", NULL, MT_OPT_CHOICE, &weight, "samples|bytes|objects", 0, 0, 0},
       {"--inverted", NULL, MT_OPT_FLAG, &inverted, NULL, 1, 0, 0},
       {NULL, NULL, 0, NULL, NULL, 0, 0, 0}};
-  mt_cli_spec spec = {options, &f, &path, 1, 1, "TRACE", 0, 0, NULL};
-  mt_cli_parse(&mt_cmd_flamegraph, argc, argv, &spec);
+  mt_cli_spec spec = {options, &f, args, 1, MT_CLI_MAX_TRACES, "TRACE", 0, 0, NULL};
+  size_t nargs = mt_cli_parse(&mt_cmd_flamegraph, argc, argv, &spec);
+  char **paths;
+  size_t n = mt_cli_traces(&mt_cmd_flamegraph, args, nargs, &paths);
   int ours = weight >= 0 || inverted || memcmp(&f, &none, sizeof f) != 0;
-  if (ours) return run_filtered(path, &f, weight < 0 ? W_SAMPLES : weight, inverted);
-  return run_stream(path);
+  mt_out out;
+  mt_out_init(&out, STDOUT_FILENO);
+  sink k;
+  memset(&k, 0, sizeof k);
+  k.out = &out;
+  k.line = n == 1 ? write_line : add_line;
+  for (size_t i = 0; i < n; i++) {
+    if (ours) run_filtered(paths[i], &f, weight < 0 ? W_SAMPLES : weight, inverted, &k);
+    else run_stream(paths[i], &k);
+    free(paths[i]);
+  }
+  free(paths);
+  if (n > 1) print_gathered(&k);
+  mt_out_flush(&out);
+  mt_out_free(&out);
+  free(k.text);
+  free(k.weight);
+  mt__u64map_free(&k.index);
+  mt__strtab_free(&k.texts);
+  return 0;
 }
 
 const mt_command mt_cmd_flamegraph = {
