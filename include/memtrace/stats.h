@@ -108,9 +108,13 @@ typedef struct mt_timeline {
   double *min, *max;    /* every object: least and most within the bin     */
   double *filtered;     /* the objects passing the filter, at the bin's end */
   int filter_selects_all; /* then filtered equals live                     */
-  mt_sampling sampling;
+  mt_sampling sampling;   /* several traces: the first one's              */
   uint64_t duration;    /* us                                              */
-  uint64_t peak_time;   /* us; the exact peak of live samples, first time  */
+  uint64_t start;       /* us since the epoch: where time 0 is             */
+  size_t ntraces;       /* 1, or the traces added (mt_timeline_traces)     */
+  /* One trace: the exact peak of live samples, first reached at peak_time
+   * (us). Several: the highest bin end, its bytes with no interval. */
+  uint64_t peak_time;
   mt_estimate peak_bytes;
 } mt_timeline;
 
@@ -119,6 +123,17 @@ typedef struct mt_timeline {
  * (nbins 0), or MT_ERR_NOMEM. Free with mt_timeline_free. */
 MT_API int mt_timeline_compute(const mt_analysis *a, const mt_filter *f, size_t nbins,
                                mt_timeline **out);
+/* Several traces' live heaps added on one clock, the wall clock: bins
+ * cover from the earliest trace's start to the latest one's end, each
+ * trace counted from its own start (mt_trace_info.start_time); a trace
+ * holds nothing outside its span (its objects never collected go at its
+ * end: a process holds nothing once it has exited), and bytes are each
+ * trace's at its own rate. The least and most within a bin are the sums of
+ * each trace's, so they bound the truth. One trace is
+ * mt_timeline_compute. MT_OK, MT_ERR_INVALID (nbins or n 0), or
+ * MT_ERR_NOMEM. */
+MT_API int mt_timeline_traces(const mt_analysis *const *as, size_t n, const mt_filter *f,
+                              size_t nbins, mt_timeline **out);
 MT_API void mt_timeline_free(mt_timeline *t);
 
 #ifdef __cplusplus

@@ -625,7 +625,15 @@ void mt_json_timeline(mt_json *j, const mt_timeline *t, const mt_filter *f) {
   mt_json_obj(j);
   key_seconds(j, "time", t->peak_time);
   key_estimate(j, "bytes", t->peak_bytes);
+  if (t->ntraces > 1) { /* the highest bin end, not an exact peak */
+    mt_json_key(j, "exact");
+    mt_json_bool(j, 0);
+  }
   mt_json_end_obj(j);
+  if (t->ntraces > 1) {
+    mt_json_key(j, "start_us");
+    mt_json_uint(j, t->start);
+  }
 }
 
 /* ---- call trees ------------------------------------------------------------------ */

@@ -37,13 +37,21 @@ size_t mt_analysis_live_envelope(const mt_analysis *a, mt_live_point *out, size_
 /* The live samples of the objects passing q at the end of each of nbins
  * bins of width `width` from 0: bin j ends at (j + 1) x width, and an
  * object counts at a bin's end when it was allocated at or before it and
- * not yet collected. */
+ * not yet collected. A trace among several sits at `off` on the common
+ * clock, and its objects never collected go at its end (`gone`, the first
+ * instant past it, on that clock); alone, they stay to the last bin. */
 typedef struct series {
   const mt_analysis *a;
-  double width;
+  double width, off, gone; /* gone < 0: never */
   size_t nbins;
   double *diff; /* nbins + 1 */
 } series;
+
+/* The first bin whose end is at or after time x (on the common clock). */
+static size_t bin_at(const series *s, double t) {
+  double x = (t + s->off) / s->width;
+  return x <= 1 ? 0 : (size_t)ceil(x) - 1;
+}
 
 static int series_visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
   (void)codes;
@@ -51,27 +59,26 @@ static int series_visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
   series *s = ctx;
   const mt_analysis *a = s->a;
   double ns = (double)mt__obj_samples(a, i);
-  double x = (double)mt__obj_alloc_time(a, i) / s->width;
-  size_t j0 = x <= 1 ? 0 : (size_t)ceil(x) - 1;
+  size_t j0 = bin_at(s, (double)mt__obj_alloc_time(a, i));
   if (j0 >= s->nbins) return 0;
   size_t j1 = s->nbins;
-  if (a->free_t[i] != MT__T_NEVER) {
-    /* alive at a bin's end b iff freed after b: the first end >= the free
-     * time is past it */
-    double e = (double)mt__obj_free_time(a, i) / s->width;
-    j1 = e <= 1 ? 0 : (size_t)ceil(e) - 1;
-    if (j1 > s->nbins) j1 = s->nbins;
-  }
+  /* alive at a bin's end b iff freed after b: the first end >= the free
+   * time is past it */
+  if (a->free_t[i] != MT__T_NEVER) j1 = bin_at(s, (double)mt__obj_free_time(a, i));
+  else if (s->gone >= 0) j1 = bin_at(s, s->gone - s->off);
+  if (j1 > s->nbins) j1 = s->nbins;
   if (j1 <= j0) return 0;
   s->diff[j0] += ns;
   s->diff[j1] -= ns;
   return 0;
 }
 
-static int live_series(const mt_analysis *a, const mt_filter *f, double width, size_t nbins,
+static int live_series(const mt_analysis *a, const mt_filter *f, const series *shape,
                        double *out) {
   mt__query q;
-  series s = {a, width, nbins, calloc(nbins + 1, sizeof(double))};
+  series s = *shape;
+  s.a = a;
+  s.diff = calloc(s.nbins + 1, sizeof(double));
   if (!s.diff || mt__query_init(&q, a, f) != MT_OK) {
     free(s.diff);
     return MT_ERR_NOMEM;
@@ -79,7 +86,7 @@ static int live_series(const mt_analysis *a, const mt_filter *f, double width, s
   mt__scan(&q, 0, a->nobj, series_visit, &s);
   mt__query_free(&q);
   double run = 0;
-  for (size_t j = 0; j < nbins; j++) out[j] = run += s.diff[j];
+  for (size_t j = 0; j < s.nbins; j++) out[j] = run += s.diff[j];
   free(s.diff);
   return MT_OK;
 }
@@ -107,36 +114,53 @@ void mt_timeline_free(mt_timeline *t) {
   free(t);
 }
 
-int mt_timeline_compute(const mt_analysis *a, const mt_filter *f, size_t nbins,
-                        mt_timeline **out) {
-  *out = NULL;
-  if (nbins == 0) return MT_ERR_INVALID;
+static mt_timeline *timeline_new(size_t nbins) {
   mt_timeline *t = calloc(1, sizeof *t);
-  mt_live_point *pts = malloc(MT__ENVELOPE_BINS * sizeof *pts);
-  if (!t || !pts) goto nomem;
+  if (!t) return NULL;
   t->nbins = nbins;
-  t->end = malloc(nbins * sizeof *t->end);
-  t->live = malloc(nbins * sizeof *t->live);
-  t->min = malloc(nbins * sizeof *t->min);
-  t->max = malloc(nbins * sizeof *t->max);
-  t->filtered = malloc(nbins * sizeof *t->filtered);
-  if (!t->end || !t->live || !t->min || !t->max || !t->filtered) goto nomem;
-  uint64_t to = a->duration ? a->duration : 1; /* a trace of one instant still gets bins */
-  double width = (double)to / (double)nbins, scale = a->word_bytes / a->info.sample_rate;
+  t->end = calloc(nbins, sizeof *t->end);
+  t->live = calloc(nbins, sizeof *t->live);
+  t->min = calloc(nbins, sizeof *t->min);
+  t->max = calloc(nbins, sizeof *t->max);
+  t->filtered = calloc(nbins, sizeof *t->filtered);
+  if (!t->end || !t->live || !t->min || !t->max || !t->filtered) {
+    mt_timeline_free(t);
+    return NULL;
+  }
+  return t;
+}
+
+/* Adds trace a's bins (bytes) to t's, on the grid `shape` gives: live and
+ * filtered at each bin's end, least and most within each bin. Where a bin
+ * reaches past the trace's span (several traces), the trace holds nothing
+ * there, and its least is 0. */
+static int add_trace(mt_timeline *t, const mt_analysis *a, const mt_filter *f,
+                     const series *shape, mt_live_point *pts) {
+  size_t nbins = t->nbins;
+  double *live = malloc(nbins * sizeof *live), *filt = malloc(nbins * sizeof *filt);
   mt_filter none;
   mt_filter_init(&none);
-  t->filter_selects_all = mt_filter_selects_all(f);
-  if (live_series(a, &none, width, nbins, t->live) != MT_OK) goto nomem;
-  if (t->filter_selects_all) memcpy(t->filtered, t->live, nbins * sizeof *t->live);
-  else if (live_series(a, f, width, nbins, t->filtered) != MT_OK) goto nomem;
+  int rc = live && filt ? live_series(a, &none, shape, live) : MT_ERR_NOMEM;
+  if (rc == MT_OK && t->filter_selects_all) memcpy(filt, live, nbins * sizeof *live);
+  else if (rc == MT_OK) rc = live_series(a, f, shape, filt);
+  if (rc != MT_OK) {
+    free(live);
+    free(filt);
+    return rc;
+  }
+  double scale = a->word_bytes / a->info.sample_rate, width = shape->width;
+  double span_from = shape->off, span_to = shape->gone >= 0 ? shape->gone : INFINITY;
   size_t np = mt_analysis_live_envelope(a, pts, MT__ENVELOPE_BINS);
   for (size_t j = 0; j < nbins; j++) {
     double end = (double)(j + 1) * width, start = (double)j * width;
-    double lo = t->live[j], hi = t->live[j];
-    if (np > 0) {
-      /* Event times in the bin are the integers in (start, end]; the first
-       * bin also holds time 0. */
-      double first = j == 0 ? 0 : floor(start) + 1, last = floor(end);
+    double lo = live[j], hi = live[j];
+    /* Event times in the bin are the integers in (start, end]; the first
+     * bin also holds time 0. In the trace's own time: */
+    double first = (j == 0 ? 0 : floor(start) + 1) - shape->off, last = floor(end) - shape->off;
+    if (start < span_from || end >= span_to) lo = 0;
+    if (first < 0) first = 0;
+    int outside = shape->gone >= 0 && (last < 0 || first > (double)a->duration);
+    if (np > 0 && !outside) {
       if (first > last) first = last;
       size_t k0 = env_bin(pts, np, first), k1 = env_bin(pts, np, last);
       for (size_t k = k0; k <= k1; k++) {
@@ -145,17 +169,75 @@ int mt_timeline_compute(const mt_analysis *a, const mt_filter *f, size_t nbins,
       }
     }
     t->end[j] = end;
-    t->live[j] *= scale;
-    t->filtered[j] *= scale;
-    t->min[j] = lo * scale;
-    t->max[j] = hi * scale;
+    t->live[j] += live[j] * scale;
+    t->filtered[j] += filt[j] * scale;
+    t->min[j] += lo * scale;
+    t->max[j] += hi * scale;
   }
+  free(live);
+  free(filt);
+  return MT_OK;
+}
+
+int mt_timeline_compute(const mt_analysis *a, const mt_filter *f, size_t nbins,
+                        mt_timeline **out) {
+  *out = NULL;
+  if (nbins == 0) return MT_ERR_INVALID;
+  mt_timeline *t = timeline_new(nbins);
+  mt_live_point *pts = malloc(MT__ENVELOPE_BINS * sizeof *pts);
+  if (!t || !pts) goto nomem;
+  uint64_t to = a->duration ? a->duration : 1; /* a trace of one instant still gets bins */
+  series shape = {NULL, (double)to / (double)nbins, 0, -1, nbins, NULL};
+  t->filter_selects_all = mt_filter_selects_all(f);
+  if (add_trace(t, a, f, &shape, pts) != MT_OK) goto nomem;
   t->sampling = mt_analysis_sampling(a);
   t->duration = a->duration;
+  t->start = a->info.start_time;
+  t->ntraces = 1;
   t->peak_time = a->peak_time;
   mt_tally peak = {0};
   peak.samples = a->peak_samples;
   t->peak_bytes = mt_estimate_bytes(a, &peak);
+  free(pts);
+  *out = t;
+  return MT_OK;
+nomem:
+  free(pts);
+  mt_timeline_free(t);
+  return MT_ERR_NOMEM;
+}
+
+int mt_timeline_traces(const mt_analysis *const *as, size_t n, const mt_filter *f,
+                       size_t nbins, mt_timeline **out) {
+  *out = NULL;
+  if (nbins == 0 || n == 0) return MT_ERR_INVALID;
+  if (n == 1) return mt_timeline_compute(as[0], f, nbins, out);
+  uint64_t from = UINT64_MAX, to = 0;
+  for (size_t k = 0; k < n; k++) {
+    const mt_analysis *a = as[k];
+    if (a->info.start_time < from) from = a->info.start_time;
+    if (a->info.start_time + a->duration > to) to = a->info.start_time + a->duration;
+  }
+  mt_timeline *t = timeline_new(nbins);
+  mt_live_point *pts = malloc(MT__ENVELOPE_BINS * sizeof *pts);
+  if (!t || !pts) goto nomem;
+  double width = (double)(to > from ? to - from : 1) / (double)nbins;
+  t->filter_selects_all = mt_filter_selects_all(f);
+  for (size_t k = 0; k < n; k++) {
+    double off = (double)(as[k]->info.start_time - from);
+    series shape = {NULL, width, off, off + (double)as[k]->duration + 1, nbins, NULL};
+    if (add_trace(t, as[k], f, &shape, pts) != MT_OK) goto nomem;
+  }
+  /* the highest bin end: no exact peak without merging every event */
+  size_t best = 0;
+  for (size_t j = 1; j < nbins; j++)
+    if (t->live[j] > t->live[best]) best = j;
+  t->sampling = mt_analysis_sampling(as[0]);
+  t->duration = to - from;
+  t->start = from;
+  t->ntraces = n;
+  t->peak_time = (uint64_t)llround(t->end[best]);
+  t->peak_bytes = (mt_estimate){t->live[best], t->live[best], t->live[best]};
   free(pts);
   *out = t;
   return MT_OK;

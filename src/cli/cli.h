@@ -117,7 +117,8 @@ void mt_cli_load_set(const mt_command *cmd, const char *const *args, size_t n,
 void mt_cli_free_set(mt_cli_trace_set *t);
 /* "[exe pid] " (the executable's base name) for trace k, in buf (n bytes). */
 const char *mt_cli_process_text(char *buf, size_t n, const mt_cli_trace_set *t, size_t k);
-/* "traces": [{trace, executable, pid, host}...], in a command's JSON. */
+/* "traces": [{trace, executable, pid, host, start_us}...], in a command's
+ * JSON. */
 void mt_cli_json_set(mt_json *j, const mt_cli_trace_set *t);
 /* 0 when every trace of the set has the same sample rate and word size;
  * -1 otherwise. */

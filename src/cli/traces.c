@@ -167,6 +167,8 @@ void mt_cli_json_set(mt_json *j, const mt_cli_trace_set *t) {
     mt_json_uint(j, info->pid);
     mt_json_key(j, "host");
     mt_json_str(j, info->host_name);
+    mt_json_key(j, "start_us");
+    mt_json_uint(j, info->start_time);
     mt_json_end_obj(j);
   }
   mt_json_end_arr(j);

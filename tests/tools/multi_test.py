@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""memtrace top, leaks and flamegraph on several traces (a process tree, a fleet): the
+"""memtrace top, leaks, flamegraph and timeline on several traces (a process tree, a fleet): the
 sites (stacks) of each matched by name and their figures added, exactly at
 rate 1; a directory as its .ctf files; --by-process; what cannot be ranked
 together.
@@ -7,6 +7,7 @@ together.
 usage: multi_test.py MEMTRACE MT_TOOLS_SYNTH
 """
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -107,6 +108,83 @@ def check_flamegraph(paths):
           "flamegraph: a trace twice is its own output, doubled")
 
 
+def timeline(*args):
+    p = subprocess.run([MEMTRACE, "timeline", "--format", "json", *args], capture_output=True,
+                       text=True, timeout=120)
+    check(p.returncode == 0, f"timeline {args}: exit {p.returncode}: {p.stderr}")
+    return json.loads(p.stdout)
+
+
+def check_timeline(paths):
+    """A trace twice is its own live heap doubled; several are lined up by
+    their starts, each holding nothing past its end."""
+    one = timeline("--bins", "50", paths[0])
+    two = timeline("--bins", "50", paths[0], paths[0])
+    for k in ("min", "max", "end"):
+        check(all(abs(b - 2 * a) <= 1 for a, b in zip(one["all"][k], two["all"][k])) and
+              len(two["all"][k]) == 50, f"timeline: a trace twice, {k} doubled")
+    check(two["peak"]["exact"] is False and "exact" not in one["peak"],
+          "timeline: the peak of several is not exact")
+    many = timeline("--bins", "64", *paths)
+    starts = [t["start_us"] for t in many["traces"]]
+    singles = [timeline("--bins", "64", p) for p in paths]
+    ends = [s + round(single["to"] * 1e6) for s, single in zip(starts, singles)]
+    check(many["start_us"] == min(starts), "timeline: time 0 is the earliest start")
+    check(abs(many["to"] * 1e6 - (max(ends) - min(starts))) <= 1,
+          "timeline: to the latest end")
+    last = sum(single["all"]["end"][-1] for single, e in zip(singles, ends) if e == max(ends))
+    check(abs(many["all"]["end"][-1] - last) <= len(paths),
+          f"timeline: at the end, only the traces still running: {many['all']['end'][-1]} "
+          f"against {last}")
+
+
+def bin_at(t, width):
+    """The first bin whose end is at or after t: timeline.c's rule."""
+    x = t / width
+    return 0 if x <= 1 else math.ceil(x) - 1
+
+
+def check_aligned(tmp):
+    """Traces started at different wall-clock times, against the truth the
+    synthesizer wrote (rate 1: every word sampled): at each bin's end, the
+    bytes of every object allocated by then and not yet freed, each trace
+    holding nothing past its end."""
+    offsets = (0, 150000, 400000)
+    paths, truths = [], []
+    for i, off in enumerate(offsets):
+        p = os.path.join(tmp, f"shift{i}.ctf")
+        subprocess.run([SYNTH, p, p + ".json", "--rate", "1", "--seed", str(7 + i),
+                        "--start", str(off)], check=True)
+        paths.append(p)
+        with open(p + ".json") as f:
+            truths.append(json.load(f))
+    nbins = 97
+    got = timeline("--bins", str(nbins), *paths)
+    starts = [t["start_us"] - got["start_us"] for t in got["traces"]]
+    check(starts == list(offsets), f"timeline: the traces' starts {starts}")
+    span = max(off + t["duration_us"] for off, t in zip(offsets, truths))
+    width = span / nbins
+    want = [0.0] * (nbins + 1)
+    for off, t in zip(offsets, truths):
+        for site, words, length, nsamples, source, alloc, free in t["objects"]:
+            j0 = bin_at(alloc + off, width)
+            gone = free + off if free >= 0 else off + t["duration_us"] + 1
+            j1 = min(bin_at(gone, width), nbins)
+            if j0 < j1:
+                want[j0] += nsamples * 8
+                want[j1] -= nsamples * 8
+    live, run = [], 0.0
+    for j in range(nbins):
+        run += want[j]
+        live.append(run)
+    bad = [j for j in range(nbins) if abs(got["all"]["end"][j] - live[j]) > 0.5]
+    check(not bad, f"timeline: lined-up live bytes differ from the truth at bins {bad[:5]}: "
+          f"{[(got['all']['end'][j], live[j]) for j in bad[:3]]}")
+    check(all(lo <= e <= hi for lo, e, hi in zip(got["all"]["min"], got["all"]["end"],
+                                                  got["all"]["max"])),
+          "timeline: each bin's end within its least and most")
+
+
 def key(s):
     return (s.get("function"), s.get("file"), s.get("line"), "code" in s)
 
@@ -151,6 +229,8 @@ def main():
             check([t["trace"] for t in both["traces"]] == paths, f"by {by}: the traces listed")
         check_leaks(paths)
         check_flamegraph(paths)
+        check_timeline(paths)
+        check_aligned(tmp)
         # a directory is its traces
         d = os.path.join(tmp, "dir")
         os.mkdir(d)

@@ -3,7 +3,7 @@
  * and the truth beside it, for the tests of memtrace top, leaks and diff.
  *
  *   mt_tools_synth OUT.ctf TRUTH.json [--rate R] [--seed S] [--scale K]
- *                  [--double SITE] [--summary] [--version 2|3]
+ *                  [--double SITE] [--summary] [--version 2|3] [--start US]
  *
  * The simulated program has a dozen allocation sites (stacks) chosen to
  * exercise the site rules: two stacks sharing one site line, one function
@@ -215,7 +215,7 @@ static void frame_text(char *buf, size_t n, int f, unsigned line) {
 
 int main(int argc, char **argv) {
   if (argc < 3) die("usage: mt_tools_synth OUT.ctf TRUTH.json [--rate R] [--seed S] "
-                    "[--scale K] [--double SITE] [--summary] [--version 2|3]");
+                    "[--scale K] [--double SITE] [--summary] [--version 2|3] [--start US]");
   const char *out = argv[1], *truth = argv[2];
   memset(long_a, 'x', sizeof long_a - 1);
   memset(long_b, 'x', sizeof long_b - 1);
@@ -224,6 +224,7 @@ int main(int argc, char **argv) {
   double rate = 1, scale = 1;
   uint64_t seed = 1;
   int doubled = -1, summary = 0, version = 2;
+  uint64_t start = 1700000000000000ull; /* us since the epoch; --start US adds */
   for (int i = 3; i < argc; i++) {
     if (strcmp(argv[i], "--summary") == 0) summary = 1;
     else if (i + 1 >= argc) die("option without a value");
@@ -232,6 +233,7 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--scale") == 0) scale = atof(argv[++i]);
     else if (strcmp(argv[i], "--double") == 0) doubled = atoi(argv[++i]);
     else if (strcmp(argv[i], "--version") == 0) version = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--start") == 0) start += strtoull(argv[++i], NULL, 10);
     else die("unknown option");
   }
   if (!(rate > 0 && rate <= 1)) die("--rate must be in (0, 1]");
@@ -313,7 +315,6 @@ int main(int argc, char **argv) {
 
   int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) die(strerror(errno));
-  const uint64_t start = 1700000000000000ull;
   mt_trace_info info = {0};
   info.sample_rate = rate;
   info.word_size = 64;

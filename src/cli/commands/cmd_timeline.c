@@ -15,7 +15,7 @@
 #include "svg.h"
 
 static const char usage[] =
-    "usage: memtrace timeline [OPTIONS] [FILTERS] TRACE\n"
+    "usage: memtrace timeline [OPTIONS] [FILTERS] TRACE...\n"
     "\n"
     "The estimated live heap (bytes) over the trace: a chart with the peak\n"
     "marked, or a CSV table, or an SVG line chart. With filters, the live heap\n"
@@ -40,7 +40,12 @@ static const char usage[] =
     "\n"
     "Live bytes are live samples / rate x word size. The peak is exact: the\n"
     "most samples ever live at once, and when that was first reached. The\n"
-    "terminal width is $COLUMNS (default 80).\n";
+    "terminal width is $COLUMNS (default 80).\n"
+    "\n"
+    "Several traces (files, or directories of .ctf files: a process tree, a\n"
+    "fleet) are lined up by their wall-clock starts and their live heaps\n"
+    "added: time 0 is the earliest start, a trace holds nothing outside its\n"
+    "span, and the peak is the highest bin end.\n";
 
 static void *xcalloc(size_t n, size_t size) {
   void *p = calloc(n ? n : 1, size);
@@ -60,18 +65,23 @@ static void put_at(char *line, size_t cap, size_t at, const char *text) {
 
 static void terminal(mt_out *o, const char *path, const mt_timeline *s, int filtered, int height,
                      int ascii) {
+  int many = s->ntraces > 1;
   uint64_t ptime = s->peak_time;
   double peak = s->peak_bytes.value;
   uint64_t dur = s->duration;
   char b1[48], b2[48], b3[48];
 
   mt_out_printf(o, "memtrace timeline: %s\n", path);
-  mt_out_printf(o, "  live bytes (live samples / rate x %g B) over %s,\n",
-                s->sampling.word_bytes, mt_human_duration(b2, sizeof b2, (double)dur));
+  if (many)
+    mt_out_printf(o, "  live bytes of %zu traces lined up by their starts, over %s,\n",
+                  s->ntraces, mt_human_duration(b2, sizeof b2, (double)dur));
+  else
+    mt_out_printf(o, "  live bytes (live samples / rate x %g B) over %s,\n",
+                  s->sampling.word_bytes, mt_human_duration(b2, sizeof b2, (double)dur));
   mt_out_printf(o, "  %zu bins of %s\n", s->nbins,
                 mt_human_duration(b1, sizeof b1, (double)(dur ? dur : 1) / (double)s->nbins));
-  mt_out_printf(o, "  peak %s at %.6f s (exact)\n", mt_human_bytes(b1, sizeof b1, peak),
-                (double)ptime / 1e6);
+  mt_out_printf(o, "  peak %s at %.6f s (%s)\n", mt_human_bytes(b1, sizeof b1, peak),
+                (double)ptime / 1e6, many ? "at bin ends" : "exact");
   mt_out_printf(o, "  at the end: %s\n", mt_human_bytes(b2, sizeof b2, s->nbins ? s->live[s->nbins - 1] : 0));
   if (filtered) {
     size_t best = 0;
@@ -208,8 +218,12 @@ static void csv(mt_out *o, const mt_timeline *s, int filtered) {
 static void svg(const char *file, const char *path, const mt_timeline *s, int filtered,
                 const mt_filter *f) {
   char sub[600], mlabel[96], b1[48], fname[300];
-  snprintf(sub, sizeof sub, "%s: live samples / rate x %g B, rate %g; band: least and most "
-           "within each interval", path, s->sampling.word_bytes, s->sampling.rate);
+  if (s->ntraces > 1)
+    snprintf(sub, sizeof sub, "%s, lined up by their starts; band: least and most within each "
+             "interval", path);
+  else
+    snprintf(sub, sizeof sub, "%s: live samples / rate x %g B, rate %g; band: least and most "
+             "within each interval", path, s->sampling.word_bytes, s->sampling.rate);
   snprintf(mlabel, sizeof mlabel, "peak %s at %.3f s",
            mt_human_bytes(b1, sizeof b1, s->peak_bytes.value), (double)s->peak_time / 1e6);
   char *ftext = mt_cli_filter_text(f);
@@ -221,7 +235,8 @@ static void svg(const char *file, const char *path, const mt_timeline *s, int fi
       {"all objects", t, s->live, s->min, s->max, s->nbins},
       {fname, t, s->filtered, NULL, NULL, s->nbins},
   };
-  mt_svg_line_chart ch = {"Live heap over time", sub, "time since the trace start",
+  mt_svg_line_chart ch = {"Live heap over time", sub,
+                          s->ntraces > 1 ? "time since the earliest start" : "time since the trace start",
                           "estimated live bytes", MT_AXIS_SECONDS, MT_AXIS_BYTES, ser,
                           filtered ? 2 : 1, 1, (double)s->peak_time / 1e6,
                           s->peak_bytes.value, mlabel};
@@ -235,15 +250,17 @@ static void svg(const char *file, const char *path, const mt_timeline *s, int fi
 
 enum { FORMAT_TABLE, FORMAT_CSV, FORMAT_JSON };
 
-static mt_timeline *compute(const mt_analysis *a, const mt_filter *f, size_t nbins) {
+static mt_timeline *compute(const mt_cli_trace_set *ts, const mt_filter *f, size_t nbins) {
   mt_timeline *t;
-  if (mt_timeline_compute(a, f, nbins, &t) != MT_OK) mt_cli_nomem(&mt_cmd_timeline);
+  if (mt_timeline_traces((const mt_analysis *const *)ts->as, ts->n, f, nbins, &t) != MT_OK)
+    mt_cli_nomem(&mt_cmd_timeline);
   return t;
 }
 
 static int run(int argc, char **argv) {
   const mt_command *cmd = &mt_cmd_timeline;
-  const char *path, *svg_file = NULL;
+  static const char *args[MT_CLI_MAX_TRACES];
+  const char *svg_file = NULL;
   int as_csv = 0, ascii = 0, format = FORMAT_TABLE;
   size_t nbins = 0, height = 12;
   mt_filter f;
@@ -256,18 +273,23 @@ static int run(int argc, char **argv) {
       {"--bins", NULL, MT_OPT_COUNT, &nbins, NULL, 0, 1, 1000000},
       {"--height", NULL, MT_OPT_COUNT, &height, NULL, 0, 1, 200},
       {NULL, NULL, 0, NULL, NULL, 0, 0, 0}};
-  mt_cli_spec spec = {options, &f, &path, 1, 1, "TRACE", 0, 0, NULL};
-  mt_cli_parse(cmd, argc, argv, &spec);
+  mt_cli_spec spec = {options, &f, args, 1, MT_CLI_MAX_TRACES, "TRACE", 0, 0, NULL};
+  size_t nargs = mt_cli_parse(cmd, argc, argv, &spec);
   if (as_csv) format = FORMAT_CSV;
   int filtered = !mt_filter_selects_all(&f);
 
-  mt_analysis *a = mt_cli_load(path); /* the reader checks the rate is in (0, 1] */
+  mt_cli_trace_set ts; /* the reader checks each rate is in (0, 1] */
+  mt_cli_load_set(cmd, args, nargs, &ts);
+  char many[128];
+  snprintf(many, sizeof many, "%zu traces (%s ...)", ts.n, ts.paths[0]);
+  const char *path = ts.n == 1 ? ts.paths[0] : many;
   /* The terminal's width decides its default: one bin per column. */
   size_t cols = (size_t)(mt_term_columns() - LABEL_WIDTH - 2);
-  mt_timeline *t = compute(a, &f, nbins ? nbins : format == FORMAT_TABLE ? cols : 400);
+  mt_timeline *t = compute(&ts, &f, nbins ? nbins : format == FORMAT_TABLE ? cols : 400);
   if (format == FORMAT_JSON) {
     mt_json j;
-    mt_cli_json_begin(&j, cmd, path, a);
+    mt_cli_json_begin(&j, cmd, ts.n == 1 ? path : NULL, ts.n == 1 ? ts.as[0] : NULL);
+    if (ts.n > 1) mt_cli_json_set(&j, &ts);
     mt_json_timeline(&j, t, &f);
     mt_cli_json_end(&j, cmd);
   } else {
@@ -281,12 +303,12 @@ static int run(int argc, char **argv) {
   if (svg_file) {
     if (t->nbins != (nbins ? nbins : 400)) {
       mt_timeline_free(t);
-      t = compute(a, &f, nbins ? nbins : 400);
+      t = compute(&ts, &f, nbins ? nbins : 400);
     }
     svg(svg_file, path, t, filtered, &f);
   }
   mt_timeline_free(t);
-  mt_analysis_free(a);
+  mt_cli_free_set(&ts);
   return 0;
 }
 
