@@ -610,7 +610,7 @@ def test_errors():
     expect(2, "--sort takes bytes or objects", "top", "--sort", "size", t)
     expect(2, "--format takes table or json, not 'csv'", "leaks", "--format", "csv", t)
     expect(2, "--collected contradicts", "leaks", "--collected", "1..2", t)
-    expect(2, "unexpected argument", "leaks", t, t)  # several traces: top only
+    expect(2, "unknown option '--by'", "leaks", "--by", "function", t)
     expect(2, "missing BASE and NEW traces", "diff", t)
     expect(2, "unexpected argument", "diff", t, t, t)
     expect(2, "--by takes function or line, not 'stack'", "diff", "--by", "stack", t, t)
