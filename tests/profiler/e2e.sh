@@ -1159,10 +1159,17 @@ run)
   for f in $named; do [ -s "$f" ] || whole=0; done
   [ "$n" = 3 ] && [ "$(echo $named | wc -w)" = 2 ] && [ $whole = 1 ] && ok ||
     bad "the children's traces ($n files): $(cat err.txt)"
-  # the shell sampled nothing: the report is on the run's largest trace
+  # the shell sampled nothing: the report on the whole run ranks the three
+  # traces as one, and says how to read them together
   grep -q "memtrace: no allocation of .* was sampled" err.txt &&
-    grep -q "memtrace: the run's largest other trace, kids\.[0-9]*\.ctf (prog_slow):" err.txt &&
-    grep -q "slow_site" err.txt && ok || bad "report on the largest other trace: $(cat err.txt)"
+    grep -q "memtrace: the whole run, 3 processes, allocated .* top sites of them all:" err.txt &&
+    grep -q "slow_site" err.txt &&
+    grep -qF "memtrace: explore them together with: memtrace top 'kids.*.ctf'" err.txt && ok ||
+    bad "report on the whole run: $(cat err.txt)"
+  # its figures are those of memtrace top on the traces together
+  total=$("$memtrace" top --format json kids.*.ctf | sed -n 's/.*"sampled_objects": \([0-9]*\).*/\1/p' | head -1)
+  grep -q "allocated .* in $total sampled allocation" err.txt && ok ||
+    bad "the whole run's count ($total) against memtrace top's: $(cat err.txt)"
   PATH="/nonexistent:$bin:$PATH" "$memtrace" run -o kids.ctf -- \
     sh -c 'prog_slow 0.01; prog_slow 0.01; true' > /dev/null 2> err.txt
   grep -qx "memtrace: 2 other processes of the run ran untraced (with -o 'NAME.%p.ctf' each writes a trace of its own)" \

@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "format/trace_file.h"
 #include "memtrace/rank.h"
+#include "run_tree.h"
 
 /* The part of a path after its last '/' (the whole path if it has none,
  * or ends in one). */
@@ -299,9 +300,6 @@ static void read_notes(int fd, pid_t main_pid, notes *out) {
   if (out->kids) qsort(out->kids, out->nkids, sizeof *out->kids, by_pid);
 }
 
-/* Says which other processes of the run wrote traces (their files found
- * by `pattern`), and how many ran untraced. The largest of those traces
- * into largest (n bytes; "" if none), its executable's name into exe. */
 /* The programs the run's other processes ran, each once with its count:
  * "bash x18, readlink". */
 enum { PROGRAMS = 6 };
@@ -332,14 +330,36 @@ static void programs_print(const programs *p) {
   if (p->others) fprintf(stderr, ", %zu others", p->others);
 }
 
-static void report_children(const notes *nt, const char *pattern, char *largest, size_t n,
-                            char *largest_exe, size_t exe_n) {
+/* The paths of the run's traces (each to free). */
+typedef struct trace_list {
+  char **path;
+  size_t n;
+} trace_list;
+
+static void list_add(trace_list *l, const char *path) {
+  char **grown = realloc(l->path, (l->n + 1) * sizeof *grown);
+  char *copy = strdup(path);
+  if (!grown || !copy) { /* the whole run's report goes without it */
+    free(copy);
+    if (grown) l->path = grown;
+    return;
+  }
+  l->path = grown;
+  l->path[l->n++] = copy;
+}
+
+static void list_free(trace_list *l) {
+  for (size_t i = 0; i < l->n; i++) free(l->path[i]);
+  free(l->path);
+}
+
+/* Says which other processes of the run wrote traces (their files found
+ * by `pattern`, added to `traces`), and how many ran untraced. */
+static void report_children(const notes *nt, const char *pattern, trace_list *traces_out) {
   enum { NAMED = 5 };
   char names[NAMED][PATH_MAX + 80];
   programs progs = {0};
   size_t traces = 0, untraced = nt->untold;
-  off_t most = 0;
-  largest[0] = 0;
   for (size_t i = 0, next; i < nt->nkids; i = next) {
     long pid = nt->kids[i].pid;
     int traced = 0; /* told untraced by its parent, it may have traced itself */
@@ -357,11 +377,7 @@ static void report_children(const notes *nt, const char *pattern, char *largest,
       continue;
     if (traces < NAMED) snprintf(names[traces], sizeof names[traces], "%s (%s)", path, exe);
     programs_add(&progs, exe);
-    if (ts.st_size > most) {
-      most = ts.st_size;
-      snprintf(largest, n, "%s", path);
-      snprintf(largest_exe, exe_n, "%s", exe);
-    }
+    list_add(traces_out, path);
     traces++;
   }
   if (traces) {
@@ -451,16 +467,19 @@ static void say_where(const notes *nt, const char *pattern, pid_t pid,
     fprintf(stderr, "memtrace: %s ran as %s (it replaced itself by exec, as a wrapper script or "
                     "a version manager's shim does): the trace is %s's\n",
             base_name(command), became, became);
-  char largest[PATH_MAX], exe[64];
-  report_children(nt, pattern, largest, sizeof largest, exe, sizeof exe);
-  /* A wrapper (time, a shell running the program as a child, make) that
-   * allocated nothing sampled: the report on the run's largest trace,
-   * most likely the program meant. */
+  trace_list tree = {0};
+  report_children(nt, pattern, &tree);
   name_frames(path);
-  if (!report(path, 5, stopped(nt, pid), end_us) && largest[0]) {
-    fprintf(stderr, "memtrace: the run's largest other trace, %s (%s):\n", largest, exe);
-    report(largest, 5, stopped(nt, (long)trace_pid(largest)), end_us);
+  for (size_t i = 0; i < tree.n; i++) name_frames(tree.path[i]);
+  report(path, 5, stopped(nt, pid), end_us);
+  /* A process tree: every process's trace ranked as one, the answer for
+   * a wrapper (time, a shell running the program as a child, make) that
+   * allocated nothing itself as much as for a server and its workers. */
+  if (tree.n) {
+    list_add(&tree, path);
+    mt_cli_run_tree_report(tree.path, tree.n, pattern, 5);
   }
+  list_free(&tree);
 }
 
 void mt_cli_run_report(int notes_fd, const char *pattern, pid_t pid, unsigned long long end_us,
