@@ -222,6 +222,15 @@ typedef struct mt_sampling {
 MT_API mt_sampling mt_analysis_sampling(const mt_analysis *a);
 MT_API mt_estimate mt_sampling_bytes(const mt_sampling *s, const mt_tally *t);
 MT_API mt_estimate mt_sampling_objects(const mt_sampling *s, const mt_tally *t);
+/* The bytes of n tallies taken at different rates (several traces), t[k]
+ * at sampling s[k]: the sum of their estimates, with Fay and Feuer's gamma
+ * interval for a weighted sum of Poisson counts (each sample weighing its
+ * trace's bytes per sample), which is mt_sampling_bytes' Garwood interval
+ * when the rates are equal (docs/estimators.md). The objects of such
+ * tallies need nothing new: their Horvitz-Thompson weights are each
+ * object's own, so tallies added with mt_tally_add give the count and its
+ * interval (mt_sampling_objects). */
+MT_API mt_estimate mt_sampling_bytes_mixed(const mt_sampling *s, const mt_tally *t, size_t n);
 
 /* The tally of every object of the trace. */
 MT_API mt_tally mt_analysis_total(const mt_analysis *a);

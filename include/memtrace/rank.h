@@ -120,6 +120,9 @@ typedef struct mt_ranking {
   uint64_t duration;       /* the trace's, us                                 */
   int by_process;          /* mt_rank_traces by process: rows' `trace` apply */
   size_t ntraces;          /* traces ranked together: 0 or 1 for one        */
+  int mixed_rates;         /* their rates differ: `sampling` is the smallest
+                              rate's, and estimates are each trace's at its
+                              own rate, added (mt_sampling_bytes_mixed)     */
   struct mt__rank_store *store; /* the rows' frames and callers              */
 } mt_ranking;
 
@@ -143,10 +146,11 @@ MT_API void mt_ranking_free(mt_ranking *r);
  * which differ between processes; their tallies added, so that estimates
  * and intervals are those of the traces' objects together. With
  * by_process, a site of each trace is a group of its own (its `trace` the
- * index in as[]). The traces must share their sample rate and word size
- * (MT_ERR_INVALID otherwise, as for a ranking by stack); strings point into
- * the analyses, which must outlive the ranking. Times (oldest, newest,
- * duration) are each trace's own, since its start. */
+ * index in as[]). Traces of different rates add their estimates, each at
+ * its own rate (mixed_rates); a ranking by stack, or oldest first, is one
+ * trace's (MT_ERR_INVALID). Strings point into the analyses, which must
+ * outlive the ranking. Times (oldest, newest, duration) are each trace's
+ * own, since its start. */
 MT_API int mt_rank_traces(const mt_analysis *const *as, size_t n, const mt_filter *f,
                           const mt_rank_spec *spec, int by_process, mt_ranking **out);
 
@@ -163,10 +167,11 @@ MT_API int mt_leaks(const mt_analysis *a, const mt_filter *f, mt_rank_order orde
  * groups (mt_leaks) merged where their stacks print the same (functions,
  * files and lines; code values only for frames without a location), their
  * tallies added. With by_process, each trace's groups stay apart (rows'
- * `trace` is the index in as[]). The traces must share their sample rate
- * and word size (MT_ERR_INVALID otherwise, or when n is 0); rows' times
- * are each trace's own, since its start, and `backtrace` is one of the
- * group's in its trace. One trace without by_process is mt_leaks. */
+ * `trace` is the index in as[]). Traces of different rates add their
+ * estimates, each at its own rate (mixed_rates). MT_ERR_INVALID when n is
+ * 0; rows' times are each trace's own, since its start, and `backtrace` is
+ * one of the group's in its trace. One trace without by_process is
+ * mt_leaks. */
 MT_API int mt_leaks_traces(const mt_analysis *const *as, size_t n, const mt_filter *f,
                            mt_rank_order order, size_t limit, size_t depth, int by_process,
                            mt_ranking **out);

@@ -55,6 +55,42 @@ mt_estimate mt_sampling_bytes(const mt_sampling *s, const mt_tally *t) {
   return e;
 }
 
+/* Fay and Feuer's gamma interval for y, a weighted sum of Poisson counts
+ * with variance estimate v, the largest weight wm: Garwood's interval on
+ * the effective count y^2/v scaled by v/y, the upper end as if one more
+ * count of the largest weight had been seen. */
+static void gamma_interval(double y, double v, double wm, double *lo, double *hi) {
+  *lo = chi2_quantile(-z95, 2 * y * y / v) / 2 * (v / y);
+  double yu = y + wm, vu = v + wm * wm;
+  *hi = chi2_quantile(z95, 2 * yu * yu / vu) / 2 * (vu / yu);
+}
+
+mt_estimate mt_sampling_bytes_mixed(const mt_sampling *s, const mt_tally *t, size_t n) {
+  /* Each trace's samples weigh its bytes per sample: the sum is a weighted
+   * sum of (nearly) Poisson counts, the case of the objects' count below.
+   * With every rate equal this is Garwood's interval of
+   * mt_sampling_bytes, scaled. */
+  double exact = 0, y = 0, v = 0, wm = 0;
+  for (size_t k = 0; k < n; k++) {
+    double scale = s[k].word_bytes / s[k].rate, c = (double)t[k].samples;
+    if (s[k].rate >= 1) { /* everything sampled: known exactly */
+      exact += c * scale;
+      continue;
+    }
+    y += c * scale;
+    v += c * scale * scale;
+    if (scale > wm) wm = scale;
+  }
+  mt_estimate e = {exact + y, exact, exact};
+  if (wm == 0) return e; /* every trace sampled everything */
+  if (y > 0) gamma_interval(y, v, wm, &e.lo, &e.hi);
+  else e.lo = 0, e.hi = -log(0.025) * wm; /* nothing sampled: as Garwood's for 0 */
+  if (e.hi < y) e.hi = y;
+  e.lo += exact;
+  e.hi += exact;
+  return e;
+}
+
 mt_estimate mt_sampling_objects(const mt_sampling *s, const mt_tally *t) {
   /* The Horvitz-Thompson count is a weighted sum of (nearly) Poisson
    * counts; its interval is Fay and Feuer's gamma interval for such sums
@@ -73,9 +109,7 @@ mt_estimate mt_sampling_objects(const mt_sampling *s, const mt_tally *t) {
   }
   if (!(v > 0) || !(y > 0)) return e; /* every object certain to be sampled */
   double wm = t->w_max > 0 ? t->w_max : v / y;
-  e.lo = chi2_quantile(-z95, 2 * y * y / v) / 2 * (v / y);
-  double yu = y + wm, vu = v + wm * wm;
-  e.hi = chi2_quantile(z95, 2 * yu * yu / vu) / 2 * (vu / yu);
+  gamma_interval(y, v, wm, &e.lo, &e.hi);
   if (e.lo < (double)t->objects) e.lo = (double)t->objects; /* we saw these */
   if (e.hi < e.value) e.hi = e.value;
   return e;

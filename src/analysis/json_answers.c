@@ -43,6 +43,18 @@ static void tally_members(mt_json *j, const mt_sampling *s, const mt_tally *t) {
   mt_json_uint(j, t->objects);
 }
 
+/* The same with the estimates already made (several traces at different
+ * rates: their bytes are not one sampling's). */
+static void estimate_members(mt_json *j, mt_estimate bytes, mt_estimate objects,
+                             const mt_tally *t) {
+  key_estimate(j, "bytes", bytes);
+  key_estimate(j, "objects", objects);
+  mt_json_key(j, "samples");
+  mt_json_uint(j, t->samples);
+  mt_json_key(j, "sampled_objects");
+  mt_json_uint(j, t->objects);
+}
+
 static void key_seconds(mt_json *j, const char *key, uint64_t us) {
   mt_json_key(j, key);
   mt_json_num(j, (double)us / 1e6);
@@ -206,7 +218,7 @@ void mt_json_ranking(mt_json *j, const mt_ranking *r, const mt_filter *f) {
   filter_members(j, f);
   mt_json_key(j, "total");
   mt_json_obj(j);
-  tally_members(j, &r->sampling, &r->total);
+  estimate_members(j, r->total_bytes, r->total_objects, &r->total);
   mt_json_key(j, "bytes_percent_of_trace");
   mt_json_num(j, pct(r->total_bytes.value, r->trace_bytes.value));
   mt_json_key(j, "objects_percent_of_trace");
@@ -214,7 +226,7 @@ void mt_json_ranking(mt_json *j, const mt_ranking *r, const mt_filter *f) {
   mt_json_end_obj(j);
   mt_json_key(j, "trace_total");
   mt_json_obj(j);
-  tally_members(j, &r->sampling, &r->trace_total);
+  estimate_members(j, r->trace_bytes, r->trace_objects, &r->trace_total);
   mt_json_end_obj(j);
   mt_json_key(j, "sites_total");
   mt_json_uint(j, r->groups);
@@ -276,7 +288,7 @@ void mt_json_leaks(mt_json *j, const mt_ranking *r, const mt_filter *f) {
   filter_members(j, &lf);
   mt_json_key(j, "total");
   mt_json_obj(j);
-  tally_members(j, &r->sampling, &r->total);
+  estimate_members(j, r->total_bytes, r->total_objects, &r->total);
   mt_json_end_obj(j);
   mt_json_key(j, "stacks_total");
   mt_json_uint(j, r->groups);

@@ -5,6 +5,7 @@
 
 #include "memtrace/rank.h"
 #include "rank_store.h"
+#include "trace_rates.h"
 
 static int cmp_str(const char *a, const char *b) { return strcmp(a ? a : "", b ? b : ""); }
 
@@ -31,14 +32,15 @@ static int cmp_stack(const void *x, const void *y, void *by_process) {
   return 0;
 }
 
-/* The order mt_leaks gives: most bytes (samples, at one rate), most
- * objects, or oldest first; ties by bytes, then by stack, then trace. */
+/* The order mt_leaks gives: most bytes (estimated: at one rate, in the
+ * order of the samples), most objects, or oldest first; ties by bytes,
+ * then by stack, then trace. */
 static int cmp_order(const void *x, const void *y, void *order) {
   const mt_rank_row *a = x, *b = y;
   mt_rank_order o = *(mt_rank_order *)order;
   if (o == MT_ORDER_OLDEST && a->oldest != b->oldest) return a->oldest < b->oldest ? -1 : 1;
   if (o == MT_ORDER_OBJECTS && a->tally.ht != b->tally.ht) return a->tally.ht > b->tally.ht ? -1 : 1;
-  if (a->tally.samples != b->tally.samples) return a->tally.samples > b->tally.samples ? -1 : 1;
+  if (a->bytes.value != b->bytes.value) return a->bytes.value > b->bytes.value ? -1 : 1;
   int by_process = 1;
   return cmp_stack(a, b, &by_process);
 }
@@ -47,7 +49,7 @@ static int cmp_order(const void *x, const void *y, void *order) {
  * pointing into ones[k]). */
 static int gather(const mt_analysis *const *as, size_t n, const mt_filter *f,
                   mt_rank_order order, mt_ranking **ones, mt_ranking *r, mt_rank_row **all,
-                  size_t *nall) {
+                  size_t *nall, mt_tally *totals) {
   for (size_t k = 0; k < n; k++) {
     int rc = mt_leaks(as[k], f, order, 0, 0, &ones[k]);
     if (rc != MT_OK) return rc;
@@ -58,6 +60,8 @@ static int gather(const mt_analysis *const *as, size_t n, const mt_filter *f,
       grown[*nall] = ones[k]->rows[i];
       grown[(*nall)++].trace = (uint32_t)k;
     }
+    totals[k] = ones[k]->total;
+    totals[n + k] = ones[k]->trace_total;
     mt_tally_add(&r->total, &ones[k]->total);
     mt_tally_add(&r->trace_total, &ones[k]->trace_total);
     if (ones[k]->duration > r->duration) r->duration = ones[k]->duration;
@@ -95,55 +99,56 @@ int mt_leaks_traces(const mt_analysis *const *as, size_t n, const mt_filter *f,
   *out = NULL;
   if (n == 1 && !by_process) return mt_leaks(as[0], f, order, limit, depth, out);
   if (n == 0) return MT_ERR_INVALID;
-  mt_sampling s = mt_analysis_sampling(as[0]);
-  for (size_t k = 1; k < n; k++) {
-    mt_sampling t = mt_analysis_sampling(as[k]);
-    if (t.rate != s.rate || t.word_bytes != s.word_bytes) return MT_ERR_INVALID;
-  }
+  mt__trace_rates rates;
   mt_ranking *r = calloc(1, sizeof *r);
   mt_ranking **ones = calloc(n, sizeof *ones);
+  mt_tally *totals = calloc(2 * n, sizeof *totals);
   mt_rank_row *all = NULL;
   size_t nall = 0;
-  int rc = r && ones ? MT_OK : MT_ERR_NOMEM;
+  int rc = mt__trace_rates_init(&rates, as, n);
+  if (rc == MT_OK && (!r || !ones || !totals)) rc = MT_ERR_NOMEM;
   if (rc == MT_OK) {
     r->by = MT_BY_STACK;
     r->order = order;
     r->by_process = by_process;
     r->ntraces = n;
-    r->sampling = s;
-    rc = gather(as, n, f, order, ones, r, &all, &nall);
+    r->mixed_rates = rates.mixed;
+    r->sampling = rates.mixed ? rates.least : rates.of[0];
+    rc = gather(as, n, f, order, ones, r, &all, &nall, totals);
   }
   if (rc == MT_OK && !(r->rows = malloc((nall ? nall : 1) * sizeof *r->rows))) rc = MT_ERR_NOMEM;
   if (rc == MT_OK) {
     /* matching stacks side by side, then one row each */
     if (nall) qsort_r(all, nall, sizeof *all, cmp_stack, &by_process);
-    for (size_t i = 0, j; i < nall; i = j) {
+    for (size_t i = 0, j; i < nall && rc == MT_OK; i = j) {
       mt_rank_row row = all[i];
       for (j = i + 1; j < nall && cmp_stack(&all[i], &all[j], &by_process) == 0; j++) {
         mt_tally_add(&row.tally, &all[j].tally);
         if (all[j].oldest < row.oldest) row.oldest = all[j].oldest;
         if (all[j].newest > row.newest) row.newest = all[j].newest;
       }
-      row.bytes = mt_sampling_bytes(&s, &row.tally);
-      row.objects = mt_sampling_objects(&s, &row.tally);
       row.callers = NULL;
+      rc = mt__trace_rates_estimate(&rates, all + i, j - i, &row);
       r->rows[r->nrows++] = row;
     }
     r->groups = r->nrows;
     qsort_r(r->rows, r->nrows, sizeof *r->rows, cmp_order, &order);
-    rc = keep(r, limit, depth);
+    if (rc == MT_OK) rc = keep(r, limit, depth);
+  }
+  if (rc == MT_OK) {
+    mt__trace_rates_total(&rates, totals, &r->total, &r->total_bytes, &r->total_objects);
+    mt__trace_rates_total(&rates, totals + n, &r->trace_total, &r->trace_bytes,
+                          &r->trace_objects);
   }
   free(all);
   for (size_t k = 0; ones && k < n; k++) mt_ranking_free(ones[k]);
   free(ones);
+  free(totals);
+  mt__trace_rates_free(&rates);
   if (rc != MT_OK) {
     mt_ranking_free(r);
     return rc;
   }
-  r->total_bytes = mt_sampling_bytes(&s, &r->total);
-  r->total_objects = mt_sampling_objects(&s, &r->total);
-  r->trace_bytes = mt_sampling_bytes(&s, &r->trace_total);
-  r->trace_objects = mt_sampling_objects(&s, &r->trace_total);
   *out = r;
   return MT_OK;
 }

@@ -20,4 +20,5 @@ set(MT_ANALYSIS_SOURCES
   src/analysis/select.c
   src/analysis/stats.c
   src/analysis/tables.c
-  src/analysis/timeline.c)
+  src/analysis/timeline.c
+  src/analysis/trace_rates.c)

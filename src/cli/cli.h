@@ -120,9 +120,9 @@ const char *mt_cli_process_text(char *buf, size_t n, const mt_cli_trace_set *t, 
 /* "traces": [{trace, executable, pid, host, start_us}...], in a command's
  * JSON. */
 void mt_cli_json_set(mt_json *j, const mt_cli_trace_set *t);
-/* 0 when every trace of the set has the same sample rate and word size;
- * -1 otherwise. */
-int mt_cli_set_same_sampling(const mt_cli_trace_set *t);
+/* "Sample rate: R", or "Sample rates: LO to HI (...)" when they differ,
+ * in buf (n bytes). */
+const char *mt_cli_rates_text(char *buf, size_t n, const mt_cli_trace_set *t);
 
 /* The filter in words (mt_filter_describe), in a string to free. */
 char *mt_cli_filter_text(const mt_filter *f);

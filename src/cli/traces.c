@@ -174,14 +174,19 @@ void mt_cli_json_set(mt_json *j, const mt_cli_trace_set *t) {
   mt_json_end_arr(j);
 }
 
-int mt_cli_set_same_sampling(const mt_cli_trace_set *t) {
-  mt_sampling s = mt_analysis_sampling(t->as[0]);
-  for (size_t k = 1; k < t->n; k++) {
-    mt_sampling o = mt_analysis_sampling(t->as[k]);
-    if (o.rate != s.rate || o.word_bytes != s.word_bytes) return -1;
+const char *mt_cli_rates_text(char *buf, size_t n, const mt_cli_trace_set *t) {
+  double lo = 0, hi = 0;
+  for (size_t k = 0; k < t->n; k++) {
+    double r = mt_analysis_info(t->as[k])->sample_rate;
+    if (k == 0 || r < lo) lo = r;
+    if (k == 0 || r > hi) hi = r;
   }
-  return 0;
+  if (lo == hi) snprintf(buf, n, "Sample rate: %g", lo);
+  else snprintf(buf, n, "Sample rates: %g to %g (each trace's estimates at its own rate, added)",
+                lo, hi);
+  return buf;
 }
+
 
 char *mt_cli_filter_text(const mt_filter *f) {
   size_t n = mt_filter_describe(f, NULL, 0);

@@ -185,6 +185,63 @@ def check_aligned(tmp):
           "timeline: each bin's end within its least and most")
 
 
+def check_mixed(exact, sampled):
+    """Traces of different rates: each site's estimates are the sums of
+    each trace's, the exact trace's part certain."""
+    each = [top("--by", "line", p) for p in (exact, sampled)]
+    both = top("--by", "line", exact, sampled)
+    want = {}
+    for doc in each:
+        for row in doc["sites"]:
+            w = want.setdefault(key(row), [0.0, 0.0])
+            w[0] += row["bytes"]["value"]
+            w[1] += row["objects"]["value"]
+    got = {key(r): r for r in both["sites"]}
+    check(set(got) == set(want), "mixed rates: the sites of both")
+    for k in set(got) & set(want):
+        b, o = got[k]["bytes"], got[k]["objects"]
+        check(abs(b["value"] - want[k][0]) <= 1e-9 * want[k][0] + 1e-6 and
+              abs(o["value"] - want[k][1]) <= 1e-9 * want[k][1] + 1e-6,
+              f"mixed rates: {k}: {b['value']}, {o['value']} against the sums {want[k]}")
+        check(b["lo"] <= b["value"] <= b["hi"] and o["lo"] <= o["value"] <= o["hi"],
+              f"mixed rates: {k}: the intervals hold the estimates")
+    exact_total = each[0]["total"]["bytes"]["value"]
+    check(both["total"]["bytes"]["lo"] >= exact_total, "mixed rates: the exact trace's bytes are certain")
+    lk = leaks(exact, sampled)
+    check(abs(lk["total"]["bytes"]["value"] - sum(leaks(p)["total"]["bytes"]["value"]
+                                                 for p in (exact, sampled))) < 1e-3,
+          "mixed rates: leaks' total is the sum")
+    text = subprocess.run([MEMTRACE, "top", exact, sampled], capture_output=True, text=True).stdout
+    check("Sample rates: 0.01 to 1" in text, "mixed rates: the table says so: " + text[:200])
+
+
+def check_coverage(tmp):
+    """Pairs of traces at rates 1e-2 and 3e-3, against the synthesizer's
+    truth: each site's 95% bytes interval (a weighted Poisson sum) holds the
+    true bytes for about 95% of the sites."""
+    misses = checks = 0
+    for seed in range(20):
+        paths, truth = [], {}
+        for i, rate in enumerate(("1e-2", "3e-3")):
+            p = os.path.join(tmp, f"cov{i}.ctf")
+            subprocess.run([SYNTH, p, p + ".json", "--rate", rate, "--seed", str(100 + 2 * seed + i)],
+                           check=True, stdout=subprocess.DEVNULL)
+            with open(p + ".json") as f:
+                t = json.load(f)
+            for site, tot in zip(t["sites"], t["totals"]):
+                if "function" in site:
+                    k = (site["function"], site["file"], site["line"])
+                    truth[k] = truth.get(k, 0) + tot[0] * 8
+            paths.append(p)
+        for row in top("--by", "line", *paths)["sites"]:
+            k = (row.get("function"), row.get("file"), row.get("line"))
+            if k in truth:
+                checks += 1
+                misses += not (row["bytes"]["lo"] <= truth[k] <= row["bytes"]["hi"])
+    check(checks >= 150 and misses <= 0.12 * checks,
+          f"mixed rates: {misses} of {checks} intervals miss the truth (95% wanted)")
+
+
 def key(s):
     return (s.get("function"), s.get("file"), s.get("line"), "code" in s)
 
@@ -248,10 +305,8 @@ def main():
         # what cannot be ranked together
         other = os.path.join(tmp, "r.ctf")
         subprocess.run([SYNTH, other, other + ".json", "--rate", "1e-2", "--seed", "6"], check=True)
-        err = top(paths[0], other, status=1)
-        check("different sample rates" in err, f"different rates: {err}")
-        err = leaks(paths[0], other, status=1)
-        check("different sample rates" in err, f"leaks, different rates: {err}")
+        check_mixed(paths[0], other)
+        check_coverage(tmp)
         err = top("--by", "stack", *paths[:2], status=2)
         check("--by stack ranks one trace" in err, f"by stack: {err}")
         empty = os.path.join(tmp, "empty")

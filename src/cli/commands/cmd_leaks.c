@@ -45,8 +45,8 @@ static const char usage[] =
     "\n"
     "Several traces (files, or directories of .ctf files: a process tree, a\n"
     "fleet) are read as one, on every core: the stacks that print the same are\n"
-    "one group across them, their estimates added; times are since each\n"
-    "trace's start. They must share their sample rate.\n";
+    "one group across them, their estimates added (each trace's at its own\n"
+    "rate); times are since each trace's start.\n";
 
 enum { FORMAT_TABLE, FORMAT_JSON };
 
@@ -80,7 +80,8 @@ static void text(mt_out *o, const char *path, const mt_ranking *r, const mt_filt
                      "%s after its start)\n",
                   path, native ? "freed" : "collected",
                   mt_human_duration(b1, sizeof b1, (double)end));
-  mt_out_printf(o, "Sample rate: %g; filter: %s\n", r->sampling.rate, ftext);
+  char rates[160];
+  mt_out_printf(o, "%s; filter: %s\n", mt_cli_rates_text(rates, sizeof rates, t), ftext);
   free(ftext);
   mt_out_printf(o, "Total: %s %s in %s objects %s from %" PRIu64 " sample%s, %zu stack%s\n",
                 mt_human_bytes(b1, sizeof b1, tb->value),
@@ -157,11 +158,6 @@ static int run(int argc, char **argv) {
   static const mt_rank_order orders[] = {MT_ORDER_BYTES, MT_ORDER_OBJECTS, MT_ORDER_OLDEST};
   int rc = mt_leaks_traces((const mt_analysis *const *)t.as, t.n, &f, orders[sort], limit,
                            depth, by_process, &r);
-  if (rc == MT_ERR_INVALID && t.n > 1) {
-    fprintf(stderr, "memtrace leaks: the traces have different sample rates or word sizes: "
-                    "list their leaks apart\n");
-    return 1;
-  }
   if (rc != MT_OK) mt_cli_nomem(cmd);
   char many[128];
   snprintf(many, sizeof many, "%zu traces (%s ...)", t.n, t.paths[0]);

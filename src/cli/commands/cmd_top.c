@@ -18,8 +18,8 @@ static const char usage[] =
     "estimated from the samples, each with its 95% confidence interval.\n"
     "Several traces (files, or directories of .ctf files: the traces of a\n"
     "process tree, `memtrace run -o 'x.%p.ctf'`) rank as one: sites matched\n"
-    "by function and file (and line), their figures added; they must share\n"
-    "their sample rate. --by stack takes one trace.\n"
+    "by function and file (and line), their figures added (each trace's\n"
+    "estimates at its own rate). --by stack takes one trace.\n"
     "A site is the innermost source location of an allocation's stack\n"
     "(skipping up to 2 frames the trace has no location for).\n"
     "\n"
@@ -93,7 +93,8 @@ static void table(mt_out *o, const char *path, const mt_ranking *r, const mt_fil
   mt_out_printf(o, "Top allocation sites of %s by estimated %s, grouped by %s\n", path,
                 by_objects ? "objects" : "bytes",
                 r->by == MT_BY_LINE ? "line" : r->by == MT_BY_STACK ? "stack" : "function");
-  mt_out_printf(o, "Sample rate: %g; filter: %s\n", r->sampling.rate, ftext);
+  char rates[160];
+  mt_out_printf(o, "%s; filter: %s\n", mt_cli_rates_text(rates, sizeof rates, t), ftext);
   free(ftext);
   mt_out_printf(o, "Total: %s %s in %s objects %s from %" PRIu64 " sample%s",
                 mt_human_bytes(b1, sizeof b1, tb->value),
@@ -217,11 +218,6 @@ static int run(int argc, char **argv) {
   mt_rank_spec rs = {by, sort ? MT_ORDER_OBJECTS : MT_ORDER_BYTES, limit, depth};
   mt_ranking *r;
   int rc = mt_rank_traces((const mt_analysis *const *)t.as, t.n, &f, &rs, by_process, &r);
-  if (rc == MT_ERR_INVALID) {
-    fprintf(stderr, "memtrace top: the traces have different sample rates or word sizes: "
-                    "rank them apart\n");
-    return 1;
-  }
   if (rc != MT_OK) mt_cli_nomem(cmd);
   char many[128];
   snprintf(many, sizeof many, "%zu traces (%s ...)", t.n, t.paths[0]);
