@@ -223,14 +223,18 @@ typedef struct mt_diff {
   mt_tally total[2];
   mt_estimate total_bytes[2], total_objects[2];
   mt_sampling sampling[2];
+  size_t ntraces[2];  /* traces added to each side                          */
   int total_significant;
   struct mt__diff_store *store;
 } mt_diff;
 
 /* A diff by function or by line (MT_ERR_INVALID by stack). */
 MT_API int mt_diff_new(mt_group_by by, mt_diff **out);
-/* Adds a trace's sites passing f as side MT_DIFF_BASE or MT_DIFF_NEW
- * (names are copied: the analysis may be freed after). */
+/* Adds a trace's sites passing f to side MT_DIFF_BASE or MT_DIFF_NEW
+ * (names are copied: the analysis may be freed after). Several traces on
+ * one side (a process tree, a fleet) add their tallies, and must share
+ * that side's sample rate and word size (MT_ERR_INVALID otherwise); the
+ * two sides may differ. */
 MT_API int mt_diff_add(mt_diff *d, int side, const mt_analysis *a, const mt_filter *f);
 /* Computes the significance and orders the rows, once both sides are in. */
 MT_API int mt_diff_finish(mt_diff *d);

@@ -80,6 +80,10 @@ static mt_diff_row *row_for(mt_diff *d, const mt_site *s) {
 
 int mt_diff_add(mt_diff *d, int side, const mt_analysis *a, const mt_filter *f) {
   if (side != MT_DIFF_BASE && side != MT_DIFF_NEW) return MT_ERR_INVALID;
+  mt_sampling s = mt_analysis_sampling(a);
+  if (d->ntraces[side] &&
+      (s.rate != d->sampling[side].rate || s.word_bytes != d->sampling[side].word_bytes))
+    return MT_ERR_INVALID; /* one side, one rate: its tallies add */
   mt_rank_spec spec = {d->by, MT_ORDER_BYTES, 0, 0};
   mt_ranking *r;
   int rc = mt_rank(a, f, &spec, &r);
@@ -93,8 +97,9 @@ int mt_diff_add(mt_diff *d, int side, const mt_analysis *a, const mt_filter *f) 
     row->side[side].present = 1;
     mt_tally_add(&row->side[side].tally, &r->rows[i].tally);
   }
-  d->total[side] = r->total;
+  mt_tally_add(&d->total[side], &r->total);
   d->sampling[side] = r->sampling;
+  d->ntraces[side]++;
   mt_ranking_free(r);
   return MT_OK;
 }

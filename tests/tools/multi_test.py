@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""memtrace top, leaks, flamegraph and timeline on several traces (a process tree, a fleet): the
+"""memtrace top, leaks, flamegraph, timeline and diff on several traces (a process tree, a fleet): the
 sites (stacks) of each matched by name and their figures added, exactly at
 rate 1; a directory as its .ctf files; --by-process; what cannot be ranked
 together.
@@ -242,6 +242,37 @@ def check_coverage(tmp):
           f"mixed rates: {misses} of {checks} intervals miss the truth (95% wanted)")
 
 
+def check_diff(tmp, paths, other):
+    """A directory as a side of diff: its traces' figures added."""
+    base, new = os.path.join(tmp, "base"), os.path.join(tmp, "new")
+    os.mkdir(base)
+    os.mkdir(new)
+    for p in paths[:2]:
+        shutil.copy(p, base)
+    shutil.copy(paths[2], new)
+    p = subprocess.run([MEMTRACE, "diff", "-n", "0", "--format", "json", base, new],
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, f"diff of directories: exit {p.returncode}: {p.stderr}")
+    d = json.loads(p.stdout) if p.returncode == 0 else {"rows": [], "base": {}, "new": {}}
+    sides = [by_site(top(*paths[:2])), by_site(top(paths[2]))]
+    rows = d.get("rows", d.get("sites", []))
+    check(len(rows) > 3, f"diff of directories: {len(rows)} rows")
+    for row in rows:
+        if "function" not in row:
+            continue  # the pools of sites with no location are keyed apart
+        k = key(row)
+        for i, name in enumerate(("base", "new")):
+            want = sides[i].get(k, [0])[0]
+            check(row[name]["bytes"]["value"] == want,
+                  f"diff of directories: {k} {name}: {row[name]['bytes']['value']} != {want}")
+    check(d["base"]["bytes"]["value"] == top(*paths[:2])["total"]["bytes"]["value"],
+          "diff of directories: the base total is its traces'")
+    shutil.copy(other, base)
+    p = subprocess.run([MEMTRACE, "diff", base, new], capture_output=True, text=True)
+    check(p.returncode == 1 and "one side's traces must share their rate" in p.stderr,
+          f"diff: a side of two rates: {p.returncode} {p.stderr}")
+
+
 def key(s):
     return (s.get("function"), s.get("file"), s.get("line"), "code" in s)
 
@@ -306,6 +337,7 @@ def main():
         other = os.path.join(tmp, "r.ctf")
         subprocess.run([SYNTH, other, other + ".json", "--rate", "1e-2", "--seed", "6"], check=True)
         check_mixed(paths[0], other)
+        check_diff(tmp, paths, other)
         check_coverage(tmp)
         err = top("--by", "stack", *paths[:2], status=2)
         check("--by stack ranks one trace" in err, f"by stack: {err}")

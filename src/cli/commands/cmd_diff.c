@@ -31,6 +31,10 @@ static const char usage[] =
     "be clearly sampled to count as new or gone. Significant changes come\n"
     "first, then by the size of the change in bytes, then by site name.\n"
     "\n"
+    "BASE or NEW may be a directory: its .ctf files (a process tree's, from\n"
+    "memtrace run -o 'DIR/x.%p.ctf', or a fleet's) are one side, their\n"
+    "figures added; one side's traces must share their sample rate.\n"
+    "\n"
     "Options:\n"
     "  --by function|line     match sites by function (default) or line\n"
     "  -n N                   show the first N sites (default 20; 0: all)\n"
@@ -172,9 +176,24 @@ static int run(int argc, char **argv) {
   mt_diff *d;
   if (mt_diff_new(by, &d) != MT_OK) mt_cli_nomem(cmd);
   for (int k = 0; k < 2; k++) {
-    mt_analysis *a = mt_cli_load(paths[k]);
-    if (mt_diff_add(d, k, a, &f) != MT_OK) mt_cli_nomem(cmd);
-    mt_analysis_free(a);
+    /* a side is a trace, or a directory of them (a process tree's): each
+     * loaded, added and freed in turn */
+    char **side;
+    size_t n = mt_cli_traces(cmd, &paths[k], 1, &side);
+    for (size_t i = 0; i < n; i++) {
+      mt_analysis *a = mt_cli_load(side[i]);
+      int rc = mt_diff_add(d, k, a, &f);
+      if (rc == MT_ERR_INVALID) {
+        fprintf(stderr, "memtrace diff: %s: its sample rate (%g) is not that of the other "
+                        "traces of %s (%g): one side's traces must share their rate\n",
+                side[i], mt_analysis_info(a)->sample_rate, paths[k], d->sampling[k].rate);
+        return 1;
+      }
+      if (rc != MT_OK) mt_cli_nomem(cmd);
+      mt_analysis_free(a);
+      free(side[i]);
+    }
+    free(side);
   }
   mt_diff_finish(d);
   size_t shown = limit && limit < d->nrows ? limit : d->nrows;
