@@ -85,6 +85,13 @@ typedef struct mt_stats {
  * MT_ERR_NOMEM. Free with mt_stats_free. */
 MT_API int mt_stats_compute(const mt_analysis *a, const mt_filter *f, size_t nchunks,
                             mt_stats **out);
+/* The statistics of several traces as one (a process tree, a fleet):
+ * each trace's objects passing f, their tallies added and their moments
+ * merged (no chunks; times, from and to, are each trace's own). The traces
+ * must share their sample rate and word size (MT_ERR_INVALID otherwise,
+ * or when n is 0). MT_OK or MT_ERR_NOMEM. Free with mt_stats_free. */
+MT_API int mt_stats_traces(const mt_analysis *const *as, size_t n, const mt_filter *f,
+                           mt_stats **out);
 MT_API void mt_stats_free(mt_stats *s);
 
 /* Bin k's bounds in words (max UINT64_MAX for the last, open, bin). */

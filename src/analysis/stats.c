@@ -197,3 +197,64 @@ int mt_stats_compute(const mt_analysis *a, const mt_filter *f, size_t nchunks, m
   *out = s;
   return MT_OK;
 }
+
+/* ---- several traces ---- */
+
+/* Chan's pairwise merge of weighted moments. */
+static void moments_merge(mt_moments *m, const mt_moments *o) {
+  if (o->n <= 0) return;
+  if (m->n <= 0) {
+    *m = *o;
+    return;
+  }
+  double n = m->n + o->n, d = o->mean - m->mean;
+  m->mean += d * (o->n / n);
+  m->m2 += o->m2 + d * d * (m->n * o->n / n);
+  m->n = n;
+  if (o->max > m->max) m->max = o->max;
+}
+
+static void group_merge(mt_stats_group *g, const mt_stats_group *o) {
+  mt_tally_add(&g->all, &o->all);
+  for (int k = 0; k < MT_STATS_SIZE_BINS; k++) mt_tally_add(&g->size[k], &o->size[k]);
+  for (int k = 0; k < MT_STATS_LIFE_BINS; k++) mt_tally_add(&g->life[k], &o->life[k]);
+  mt_tally_add(&g->never, &o->never);
+  for (int k = 0; k < 3; k++) mt_tally_add(&g->source[k], &o->source[k]);
+  mt_tally_add(&g->promoted, &o->promoted);
+  moments_merge(&g->sampled, &o->sampled);
+  moments_merge(&g->population, &o->population);
+  if (o->from < g->from) g->from = o->from;
+  if (o->to > g->to) g->to = o->to;
+}
+
+int mt_stats_traces(const mt_analysis *const *as, size_t n, const mt_filter *f,
+                    mt_stats **out) {
+  *out = NULL;
+  if (n == 0) return MT_ERR_INVALID;
+  mt_sampling s0 = mt_analysis_sampling(as[0]);
+  for (size_t k = 1; k < n; k++) {
+    mt_sampling s = mt_analysis_sampling(as[k]);
+    if (s.rate != s0.rate || s.word_bytes != s0.word_bytes) return MT_ERR_INVALID;
+  }
+  mt_stats *all;
+  int rc = mt_stats_compute(as[0], f, 1, &all);
+  for (size_t k = 1; k < n && rc == MT_OK; k++) {
+    mt_stats *one;
+    rc = mt_stats_compute(as[k], f, 1, &one);
+    if (rc != MT_OK) break;
+    group_merge(&all->all, &one->all);
+    for (int b = 0; b < MT_STATS_SIZE_LOG2_BINS; b++)
+      mt_tally_add(&all->size_log2[b], &one->size_log2[b]);
+    for (int b = 0; b < MT_STATS_LIFE_FINE_BINS; b++)
+      mt_tally_add(&all->life_fine[b], &one->life_fine[b]);
+    if (one->duration > all->duration) all->duration = one->duration;
+    if (one->nlife > all->nlife) all->nlife = one->nlife;
+    mt_stats_free(one);
+  }
+  if (rc != MT_OK) {
+    mt_stats_free(all);
+    return rc;
+  }
+  *out = all;
+  return MT_OK;
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""memtrace top, leaks, flamegraph, timeline and diff on several traces (a process tree, a fleet): the
+"""memtrace top, leaks, flamegraph, timeline, stats and diff on several traces (a process tree, a fleet): the
 sites (stacks) of each matched by name and their figures added, exactly at
 rate 1; a directory as its .ctf files; --by-process; what cannot be ranked
 together.
@@ -273,6 +273,42 @@ def check_diff(tmp, paths, other):
           f"diff: a side of two rates: {p.returncode} {p.stderr}")
 
 
+def stats(*args, status=0):
+    p = subprocess.run([MEMTRACE, "stats", "--format", "json", *args], capture_output=True,
+                       text=True, timeout=120)
+    check(p.returncode == status, f"stats {args}: exit {p.returncode}, want {status}: {p.stderr}")
+    return json.loads(p.stdout)["all"] if p.returncode == 0 else p.stderr
+
+
+def check_stats(paths, other):
+    """One population: counts add, the moments are those of the union."""
+    each = [stats(p) for p in paths]
+    both = stats(*paths)
+    for k in ("sampled_objects", "samples"):
+        check(both[k] == sum(e[k] for e in each), f"stats: {k} add")
+    for b in range(len(both["size_histogram"])):
+        check(both["size_histogram"][b]["samples"] ==
+              sum(e["size_histogram"][b]["samples"] for e in each), f"stats: size bin {b} adds")
+    for name in ("minor", "major", "external"):
+        check(both["sources"][name]["sampled_objects"] ==
+              sum(e["sources"][name]["sampled_objects"] for e in each), f"stats: {name} adds")
+    # the union's mean and variance from each trace's (exact at rate 1)
+    n = sum(e["size_words"]["sampled"]["count"] for e in each)
+    mean = sum(e["size_words"]["sampled"]["count"] * e["size_words"]["sampled"]["mean"]
+               for e in each) / n
+    m2 = sum(e["size_words"]["sampled"]["count"] * (e["size_words"]["sampled"]["variance"] +
+                                                  (e["size_words"]["sampled"]["mean"] - mean) ** 2)
+             for e in each)
+    got = both["size_words"]["sampled"]
+    check(abs(got["mean"] - mean) <= 1e-9 * mean and abs(got["variance"] - m2 / n) <= 1e-6 * m2 / n
+          and got["max"] == max(e["size_words"]["sampled"]["max"] for e in each),
+          f"stats: merged moments {got} against mean {mean}, variance {m2 / n}")
+    err = stats("--chunks", "4", *paths, status=2)
+    check("--chunks splits one trace" in err, f"stats --chunks on several: {err}")
+    err = stats(paths[0], other, status=1)
+    check("different sample rates" in err, f"stats, different rates: {err}")
+
+
 def key(s):
     return (s.get("function"), s.get("file"), s.get("line"), "code" in s)
 
@@ -338,6 +374,7 @@ def main():
         subprocess.run([SYNTH, other, other + ".json", "--rate", "1e-2", "--seed", "6"], check=True)
         check_mixed(paths[0], other)
         check_diff(tmp, paths, other)
+        check_stats(paths, other)
         check_coverage(tmp)
         err = top("--by", "stack", *paths[:2], status=2)
         check("--by stack ranks one trace" in err, f"by stack: {err}")

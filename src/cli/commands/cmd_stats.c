@@ -18,7 +18,7 @@
 #include "svg.h"
 
 static const char usage[] =
-    "usage: memtrace stats [OPTIONS] [FILTERS] TRACE\n"
+    "usage: memtrace stats [OPTIONS] [FILTERS] TRACE...\n"
     "\n"
     "Allocation statistics of the sampled objects passing the filters, as\n"
     "estimates for every allocation of the program they stand for:\n"
@@ -34,6 +34,10 @@ static const char usage[] =
     "  - minor, major and external allocations, and the promotion rate (the\n"
     "    share of minor allocations that survived into the major heap);\n"
     "  - with --chunks N, the same for N equal spans of allocation time.\n"
+    "\n"
+    "Several traces (files, or directories of .ctf files: a process tree, a\n"
+    "fleet) are one population: their tallies added and their moments merged.\n"
+    "They must share their sample rate; --chunks splits one trace.\n"
     "\n"
     "Options:\n"
     "  --chunks N     also split by allocation time into N chunks (default 1:\n"
@@ -473,7 +477,8 @@ static int filter_args(int argc, char **argv, char **out) {
 
 static int run(int argc, char **argv) {
   const mt_command *cmd = &mt_cmd_stats;
-  const char *path, *svg_dir = NULL;
+  static const char *args[MT_CLI_MAX_TRACES];
+  const char *svg_dir = NULL;
   int as_json = 0, ascii = 0, format = 0;
   size_t nchunks = 1;
   mt_filter f;
@@ -485,15 +490,29 @@ static int run(int argc, char **argv) {
       {"--svg", NULL, MT_OPT_TEXT, &svg_dir, NULL, 0, 0, 0},
       {"--chunks", NULL, MT_OPT_COUNT, &nchunks, NULL, 0, 1, 100000},
       {NULL, NULL, 0, NULL, NULL, 0, 0, 0}};
-  mt_cli_spec spec = {options, &f, &path, 1, 1, "TRACE", 0, 0, NULL};
-  mt_cli_parse(cmd, argc, argv, &spec);
+  mt_cli_spec spec = {options, &f, args, 1, MT_CLI_MAX_TRACES, "TRACE", 0, 0, NULL};
+  size_t nargs = mt_cli_parse(cmd, argc, argv, &spec);
 
-  mt_analysis *a = mt_cli_load(path);
+  mt_cli_trace_set t;
+  mt_cli_load_set(cmd, args, nargs, &t);
+  if (t.n > 1 && nchunks > 1)
+    mt_cli_usage_error(cmd, "--chunks splits one trace's time (%zu traces given)", t.n);
+  char many[128];
+  snprintf(many, sizeof many, "%zu traces (%s ...)", t.n, t.paths[0]);
+  const char *path = t.n == 1 ? t.paths[0] : many;
   mt_stats *s;
-  if (mt_stats_compute(a, &f, nchunks, &s) != MT_OK) mt_cli_nomem(cmd);
+  int rc = t.n == 1 ? mt_stats_compute(t.as[0], &f, nchunks, &s)
+                    : mt_stats_traces((const mt_analysis *const *)t.as, t.n, &f, &s);
+  if (rc == MT_ERR_INVALID) {
+    fprintf(stderr, "memtrace stats: the traces have different sample rates: their statistics "
+                    "are each at its own rate (run stats on each)\n");
+    return 1;
+  }
+  if (rc != MT_OK) mt_cli_nomem(cmd);
   char **filters = mt_cli_xrealloc(cmd, NULL, (size_t)argc * sizeof *filters);
   int nfilters = filter_args(argc, argv, filters);
-  int native = !mt_analysis_has_runtime_heap(a);
+  int native = 1;
+  for (size_t i = 0; i < t.n; i++) native &= !mt_analysis_has_runtime_heap(t.as[i]);
   ctx c = {s,       path,
            s->nlife, nfilters > 0,
            mt_term_columns(), ascii,
@@ -516,7 +535,7 @@ static int run(int argc, char **argv) {
   if (svg_dir) svgs(&c, svg_dir, &s->all, s->chunks);
   free(filters);
   mt_stats_free(s);
-  mt_analysis_free(a);
+  mt_cli_free_set(&t);
   return 0;
 }
 
