@@ -55,6 +55,17 @@ MT_API int mt_analysis_load(mt_analysis **out, const char *path,
  * reader is consumed to its end but not closed. */
 MT_API int mt_analysis_load_reader(mt_analysis **out, mt_reader *r,
                                    mt_progress_fn progress, void *progress_ctx);
+/* Loads several traces as one (a process tree, a fleet; mt_reader_open_many
+ * merges them by wall-clock time): every answer then covers them all,
+ * times counted from the earliest start. They must share their sample
+ * rate and word size (MT_ERR_INVALID otherwise, the message naming two
+ * that differ). An object never collected stays so (leaks list it), but
+ * leaves the live heap when its trace ends: a process holds nothing once
+ * it has exited (the timeline, the live heap's peak and envelope, "live
+ * at" filters). Codes are those of mt_reader_open_many. One path is
+ * mt_analysis_load. Errors as mt_analysis_load's. */
+MT_API int mt_analysis_load_many(mt_analysis **out, const char *const *paths, size_t n,
+                                 mt_progress_fn progress, void *ctx);
 
 MT_API void mt_analysis_free(mt_analysis *a);
 MT_API const char *mt_analysis_error(const mt_analysis *a);

@@ -131,6 +131,33 @@ MT_API int mt_reader_open(mt_reader **out, const char *path);
  * of a trace. `name` names it in messages. The reader does not close `fd`. */
 MT_API int mt_reader_open_fd(mt_reader **out, int fd, const char *name);
 
+/* Opens the traces at paths[0..n) as one (a process tree, a fleet): their
+ * events merged by time (event times are since the epoch, so traces that
+ * started at different times line up), ties in the order of paths. The
+ * traces must share their sample rate and word size. In the merged trace:
+ * - object ids are new, in allocation order;
+ * - a code c of trace k reads ((k + 1) << 48) | c when c < 2^48 (a return
+ *   address, a location code), else (1 << 63) | a number; mt_reader_lookup
+ *   and mt_reader_has_code take those codes;
+ * - an event's domain is (k << 16) | its domain in trace k, so each event
+ *   says its trace, and common_prefix pairs allocations within one trace;
+ * - mt_reader_info gives the earliest start, the common sample rate and
+ *   word size, the executable and host when all traces agree (else a
+ *   list), and the first trace's pid.
+ * Errors name the trace they come from. One path is mt_reader_open; MT_OK,
+ * or a negative status (MT_ERR_INVALID for rates that differ) with the
+ * reader holding the message, as for mt_reader_open. */
+MT_API int mt_reader_open_many(mt_reader **out, const char *const *paths, size_t n);
+/* The traces a reader reads: 1, or n for mt_reader_open_many. */
+MT_API size_t mt_reader_trace_count(const mt_reader *r);
+/* The time (us since the epoch) of trace k's last event read so far: its
+ * end once the reader has returned 0. */
+MT_API uint64_t mt_reader_trace_end(const mt_reader *r, size_t k);
+/* The i-th trace of a merged reader to have been read to its end (its
+ * events all returned), in the order they ended; SIZE_MAX while fewer
+ * have ended, and always for a reader of one trace. */
+MT_API size_t mt_reader_trace_finished(const mt_reader *r, size_t i);
+
 /* Releases the reader (and closes the file mt_reader_open opened). NULL is
  * accepted. */
 MT_API void mt_reader_close(mt_reader *r);

@@ -85,13 +85,6 @@ typedef struct mt_stats {
  * MT_ERR_NOMEM. Free with mt_stats_free. */
 MT_API int mt_stats_compute(const mt_analysis *a, const mt_filter *f, size_t nchunks,
                             mt_stats **out);
-/* The statistics of several traces as one (a process tree, a fleet):
- * each trace's objects passing f, their tallies added and their moments
- * merged (no chunks; times, from and to, are each trace's own). The traces
- * must share their sample rate and word size (MT_ERR_INVALID otherwise,
- * or when n is 0). MT_OK or MT_ERR_NOMEM. Free with mt_stats_free. */
-MT_API int mt_stats_traces(const mt_analysis *const *as, size_t n, const mt_filter *f,
-                           mt_stats **out);
 MT_API void mt_stats_free(mt_stats *s);
 
 /* Bin k's bounds in words (max UINT64_MAX for the last, open, bin). */
@@ -118,9 +111,11 @@ typedef struct mt_timeline {
   mt_sampling sampling;   /* several traces: the first one's              */
   uint64_t duration;    /* us                                              */
   uint64_t start;       /* us since the epoch: where time 0 is             */
-  size_t ntraces;       /* 1, or the traces added (mt_timeline_traces)     */
-  /* One trace: the exact peak of live samples, first reached at peak_time
-   * (us). Several: the highest bin end, its bytes with no interval. */
+  size_t ntraces;       /* the traces it covers                            */
+  /* peak_exact: the exact peak of live samples, first reached at peak_time
+   * (us); else (mt_timeline_traces) the highest bin end, its bytes with no
+   * interval. */
+  int peak_exact;
   uint64_t peak_time;
   mt_estimate peak_bytes;
 } mt_timeline;
@@ -130,7 +125,9 @@ typedef struct mt_timeline {
  * (nbins 0), or MT_ERR_NOMEM. Free with mt_timeline_free. */
 MT_API int mt_timeline_compute(const mt_analysis *a, const mt_filter *f, size_t nbins,
                                mt_timeline **out);
-/* Several traces' live heaps added on one clock, the wall clock: bins
+/* Several traces' live heaps added on one clock, the wall clock, each at
+ * its own rate (traces of one rate are better read as one analysis,
+ * mt_analysis_load_many, whose timeline has an exact peak): bins
  * cover from the earliest trace's start to the latest one's end, each
  * trace counted from its own start (mt_trace_info.start_time); a trace
  * holds nothing outside its span (its objects never collected go at its

@@ -58,6 +58,11 @@ struct mt_analysis {
   uint32_t *alloc_t, *free_t;
   unsigned time_shift;
   uint16_t *nsamples; /* above 65535: in the side table */
+  /* several traces read as one (mt_analysis_load_many): each object's
+   * trace, and each trace's last event (us since the start); else NULL */
+  uint16_t *trace_of;
+  uint64_t *trace_end;
+  size_t ntraces;
   uint32_t *length;
   uint8_t *source;
   uint32_t *bt; /* backtrace id of each object */
@@ -119,6 +124,17 @@ static inline uint64_t mt__obj_alloc_time(const mt_analysis *a, size_t i) {
 }
 static inline uint64_t mt__obj_free_time(const mt_analysis *a, size_t i) {
   return a->free_t[i] == MT__T_NEVER ? MT_NEVER : (uint64_t)a->free_t[i] << a->time_shift;
+}
+
+/* When object i stops being live: its free time; never collected, the
+ * end of its trace (the microsecond after its last event) when several
+ * traces are read as one, a process holding nothing once it has exited
+ * (MT_NEVER for the trace that ends last, and for one trace). */
+static inline uint64_t mt__obj_gone_time(const mt_analysis *a, size_t i) {
+  if (a->free_t[i] != MT__T_NEVER) return (uint64_t)a->free_t[i] << a->time_shift;
+  if (!a->trace_of) return MT_NEVER;
+  uint64_t gone = a->trace_end[a->trace_of[i]] + 1;
+  return gone > a->duration ? MT_NEVER : gone;
 }
 
 static inline uint64_t mt__obj_length(const mt_analysis *a, size_t i) {

@@ -637,7 +637,7 @@ void mt_json_timeline(mt_json *j, const mt_timeline *t, const mt_filter *f) {
   mt_json_obj(j);
   key_seconds(j, "time", t->peak_time);
   key_estimate(j, "bytes", t->peak_bytes);
-  if (t->ntraces > 1) { /* the highest bin end, not an exact peak */
+  if (!t->peak_exact) { /* the highest bin end */
     mt_json_key(j, "exact");
     mt_json_bool(j, 0);
   }

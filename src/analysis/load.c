@@ -42,6 +42,11 @@ static int grow_objects(mt_analysis *a) {
   uint8_t *so = realloc(a->source, nc * sizeof *so);
   if (so) a->source = so;
   if (!at || !ft || !st || !ns || !ln || !so) return -1;
+  if (a->ntraces > 1) {
+    uint16_t *tr = realloc(a->trace_of, nc * sizeof *tr);
+    if (!tr) return -1;
+    a->trace_of = tr;
+  }
   a->obj_cap = nc;
   return 0;
 }
@@ -225,6 +230,10 @@ typedef struct pass {
   mt__u64map ids;
   uint64_t live;
   uint64_t unknown_ids, double_frees;
+  /* several traces read as one: each one's live samples, and the traces
+   * ended but not yet dropped from the live heap (finished[dropped..]) */
+  uint64_t *live_by;
+  size_t dropped;
 } pass;
 
 /* Appends an unsigned LEB128 number to the backtrace log. */
@@ -442,6 +451,10 @@ static int on_alloc(mt_analysis *a, pass *p, const mt_reader *r, const mt_event 
   a->length[i] = (uint32_t)ev->length;
   a->nsamples[i] = (uint16_t)ev->nsamples;
   a->source[i] = src;
+  if (a->trace_of) {
+    a->trace_of[i] = (uint16_t)(ev->domain >> 16);
+    p->live_by[a->trace_of[i]] += ev->nsamples;
+  }
   a->nobj++;
   uint64_t before = p->live;
   p->live += ev->nsamples;
@@ -477,7 +490,28 @@ static void on_collect(mt_analysis *a, pass *p, const mt_event *ev, uint64_t t) 
   a->free_t[i] = store_time(a, t);
   uint64_t ns = mt__obj_samples(a, i), before = p->live;
   p->live -= ns <= p->live ? ns : p->live;
+  if (a->trace_of) {
+    uint64_t *mine = &p->live_by[a->trace_of[i]];
+    *mine -= ns <= *mine ? ns : *mine;
+  }
   live_change(a, t, (double)before, (double)p->live);
+}
+
+/* Several traces read as one: a trace that has ended holds nothing from
+ * the microsecond after its last event (a process frees everything as it
+ * exits), so its live samples leave the live heap there, for the traces
+ * that ended before `now` (us since the start). */
+static void drop_ended(mt_analysis *a, pass *p, const mt_reader *r, uint64_t now) {
+  uint64_t start = a->info.start_time;
+  for (size_t k; (k = mt_reader_trace_finished(r, p->dropped)) != SIZE_MAX; p->dropped++) {
+    uint64_t end = mt_reader_trace_end(r, k) - start;
+    a->trace_end[k] = end;
+    if (end + 1 > now) return; /* not yet: at a later event */
+    uint64_t before = p->live;
+    p->live -= p->live_by[k] <= p->live ? p->live_by[k] : p->live;
+    p->live_by[k] = 0;
+    live_change(a, end + 1, (double)before, (double)p->live);
+  }
 }
 
 static void set_weights(mt_analysis *a) {
@@ -514,12 +548,23 @@ static int run_pass(mt_analysis *a, mt_reader *r, mt_progress_fn progress, void 
   set_weights(a);
   uint64_t start = a->info.start_time;
   pass p = {0};
+  size_t ntraces = mt_reader_trace_count(r);
+  if (ntraces > 1) {
+    a->ntraces = ntraces;
+    a->trace_end = calloc(ntraces, sizeof *a->trace_end);
+    p.live_by = calloc(ntraces, sizeof *p.live_by);
+    if (!a->trace_end || !p.live_by) {
+      free(p.live_by);
+      return nomem(a);
+    }
+  }
   mt_event ev;
   int rc;
   uint64_t n = 0;
   while ((rc = mt_reader_next(r, &ev)) > 0) {
     uint64_t t = ev.time - start;
     a->duration = t;
+    if (p.live_by) drop_ended(a, &p, r, t);
     int err = 0;
     if (ev.kind == MT_EVENT_ALLOC) err = on_alloc(a, &p, r, &ev, t);
     else if (ev.kind == MT_EVENT_PROMOTE) err = on_promote(a, &p, &ev, t);
@@ -544,6 +589,11 @@ static int run_pass(mt_analysis *a, mt_reader *r, mt_progress_fn progress, void 
   free(p.slots);
   free(p.bt_hash);
   mt__u64map_free(&p.ids);
+  if (p.live_by) { /* every trace's end, ended before the last event or not */
+    drop_ended(a, &p, r, a->duration);
+    for (size_t k = 0; k < a->ntraces; k++) a->trace_end[k] = mt_reader_trace_end(r, k) - start;
+  }
+  free(p.live_by);
   if (rc < 0) {
     if (a->status >= 0) {
       fail(a, rc, "%s", mt_reader_error(r));
@@ -575,6 +625,25 @@ int mt_analysis_load_reader(mt_analysis **out, mt_reader *r, mt_progress_fn prog
   return run_pass(a, r, progress, ctx);
 }
 
+int mt_analysis_load_many(mt_analysis **out, const char *const *paths, size_t n,
+                          mt_progress_fn progress, void *ctx) {
+  mt_reader *r;
+  int rc = mt_reader_open_many(&r, paths, n);
+  if (rc != MT_OK) {
+    mt_analysis *a = new_analysis();
+    *out = a;
+    if (a && r) {
+      fail(a, rc, "%s", mt_reader_error(r));
+      a->err_off = mt_reader_error_offset(r);
+    }
+    mt_reader_close(r);
+    return a ? rc : MT_ERR_NOMEM;
+  }
+  rc = mt_analysis_load_reader(out, r, progress, ctx);
+  mt_reader_close(r);
+  return rc;
+}
+
 int mt_analysis_load(mt_analysis **out, const char *path, mt_progress_fn progress,
                      void *ctx) {
   mt_reader *r;
@@ -599,7 +668,8 @@ void mt_analysis_free(mt_analysis *a) {
   void *arrays[] = {a->alloc_t,  a->free_t,    a->nsamples,    a->length,   a->bt,
                     a->bt_site,  a->bt_flat,   a->bt_off,      a->log,      a->code_described,
                     a->checkpoints, a->source, a->side_vals,   a->code_val, a->code_first,
-                    a->code_n,   a->frames,    a->fn_name,     a->fn_file,  a->bt_fp};
+                    a->code_n,   a->frames,    a->fn_name,     a->fn_file,  a->bt_fp,
+                    a->trace_of, a->trace_end};
   for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
   mt__u64map_free(&a->side);
   mt__u64map_free(&a->code_index);

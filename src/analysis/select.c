@@ -72,7 +72,8 @@ int mt__query_columns(const mt__query *q, size_t i) {
   uint64_t at = mt__obj_alloc_time(a, i), ft = mt__obj_free_time(a, i);
   if (at < f->alloc_from || at >= f->alloc_to) return 0;
   if (f->live == MT_LIVE_AT_END && ft != MT_NEVER) return 0;
-  if (f->live == MT_LIVE_AT && (at > f->live_at || ft <= f->live_at)) return 0;
+  if (f->live == MT_LIVE_AT && (at > f->live_at || mt__obj_gone_time(a, i) <= f->live_at))
+    return 0;
   if (f->collected == MT_COLLECTED_NEVER && ft != MT_NEVER) return 0;
   if (f->collected == MT_COLLECTED_IN &&
       (ft == MT_NEVER || ft < f->collect_from || ft >= f->collect_to))
@@ -82,7 +83,7 @@ int mt__query_columns(const mt__query *q, size_t i) {
     if (bytes < (double)f->size_min || bytes > (double)f->size_max) return 0;
   }
   if (f->lifetime_min || f->lifetime_max != UINT64_MAX) {
-    uint64_t life = (ft == MT_NEVER ? a->duration : ft) - at;
+    uint64_t gone = mt__obj_gone_time(a, i), life = (gone == MT_NEVER ? a->duration : gone) - at;
     if (life < f->lifetime_min || life > f->lifetime_max) return 0;
   }
   if (f->sources && !(f->sources & (1u << (a->source[i] & 3)))) return 0;

@@ -64,7 +64,8 @@ static int series_visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
   size_t j1 = s->nbins;
   /* alive at a bin's end b iff freed after b: the first end >= the free
    * time is past it */
-  if (a->free_t[i] != MT__T_NEVER) j1 = bin_at(s, (double)mt__obj_free_time(a, i));
+  uint64_t gone = mt__obj_gone_time(a, i);
+  if (gone != MT_NEVER) j1 = bin_at(s, (double)gone);
   else if (s->gone >= 0) j1 = bin_at(s, s->gone - s->off);
   if (j1 > s->nbins) j1 = s->nbins;
   if (j1 <= j0) return 0;
@@ -193,7 +194,8 @@ int mt_timeline_compute(const mt_analysis *a, const mt_filter *f, size_t nbins,
   t->sampling = mt_analysis_sampling(a);
   t->duration = a->duration;
   t->start = a->info.start_time;
-  t->ntraces = 1;
+  t->ntraces = a->ntraces ? a->ntraces : 1;
+  t->peak_exact = 1;
   t->peak_time = a->peak_time;
   mt_tally peak = {0};
   peak.samples = a->peak_samples;

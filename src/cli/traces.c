@@ -153,25 +153,63 @@ const char *mt_cli_process_text(char *buf, size_t n, const mt_cli_trace_set *t, 
   return buf;
 }
 
+static void json_trace(mt_json *j, const char *path, const mt_trace_info *info) {
+  mt_json_obj(j);
+  mt_json_key(j, "trace");
+  mt_json_str(j, path);
+  mt_json_key(j, "executable");
+  mt_json_str(j, info->executable_name);
+  mt_json_key(j, "pid");
+  mt_json_uint(j, info->pid);
+  mt_json_key(j, "host");
+  mt_json_str(j, info->host_name);
+  mt_json_key(j, "start_us");
+  mt_json_uint(j, info->start_time);
+  mt_json_end_obj(j);
+}
+
 void mt_cli_json_set(mt_json *j, const mt_cli_trace_set *t) {
   mt_json_key(j, "traces");
   mt_json_arr(j);
-  for (size_t i = 0; i < t->n; i++) {
-    const mt_trace_info *info = mt_analysis_info(t->as[i]);
-    mt_json_obj(j);
-    mt_json_key(j, "trace");
-    mt_json_str(j, t->paths[i]);
-    mt_json_key(j, "executable");
-    mt_json_str(j, info->executable_name);
-    mt_json_key(j, "pid");
-    mt_json_uint(j, info->pid);
-    mt_json_key(j, "host");
-    mt_json_str(j, info->host_name);
-    mt_json_key(j, "start_us");
-    mt_json_uint(j, info->start_time);
-    mt_json_end_obj(j);
+  for (size_t i = 0; i < t->n; i++) json_trace(j, t->paths[i], mt_analysis_info(t->as[i]));
+  mt_json_end_arr(j);
+}
+
+void mt_cli_json_traces(mt_json *j, const char *const *paths, size_t n) {
+  mt_json_key(j, "traces");
+  mt_json_arr(j);
+  for (size_t i = 0; i < n; i++) {
+    mt_reader *r = mt_cli_open(paths[i]);
+    json_trace(j, paths[i], mt_reader_info(r));
+    mt_reader_close(r);
   }
   mt_json_end_arr(j);
+}
+
+int mt_cli_same_rate(const mt_command *cmd, const char *const *paths, size_t n) {
+  (void)cmd;
+  double rate = 0, word = 0;
+  int same = 1;
+  for (size_t i = 0; i < n && same; i++) {
+    mt_reader *r = mt_cli_open(paths[i]);
+    const mt_trace_info *info = mt_reader_info(r);
+    if (i == 0) rate = info->sample_rate, word = info->word_size;
+    else same = info->sample_rate == rate && info->word_size == word;
+    mt_reader_close(r);
+  }
+  return same;
+}
+
+mt_analysis *mt_cli_load_many(const mt_command *cmd, const char *const *paths, size_t n) {
+  mt_analysis *a;
+  if (mt_analysis_load_many(&a, paths, n, NULL, NULL) != MT_OK) {
+    fprintf(stderr, "memtrace %s: %s\n", cmd->name, mt_analysis_error(a));
+    mt_analysis_free(a);
+    exit(1);
+  }
+  const char *w = mt_analysis_warning(a);
+  if (w) fprintf(stderr, "memtrace: warning: %s\n", w);
+  return a;
 }
 
 const char *mt_cli_rates_text(char *buf, size_t n, const mt_cli_trace_set *t) {

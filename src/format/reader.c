@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "btcodec.h"
+#include "reader_many.h"
 #include "format_internal.h"
 #include "loccodec.h"
 #include "base/containers.h"
@@ -92,6 +93,8 @@ struct mt_reader {
   int truncated;
   uint64_t truncated_off;
   uint64_t skipped_pid, skipped_pid_value;
+  uint64_t last_event; /* the time of the last event returned */
+  mt__many *many; /* several traces read as one: every call goes there */
 };
 
 /* ---- errors ---- */
@@ -617,6 +620,7 @@ static int read_event(mt_reader *r, domain *d, mt_event *ev) {
 }
 
 int mt_reader_next(mt_reader *r, mt_event *ev) {
+  if (r->many) return mt__many_next(r->many, ev);
   if (r->status < 0) return r->status;
   for (;;) {
     /* One domain with an event ready in its packet (nearly always, in a
@@ -635,7 +639,10 @@ int mt_reader_next(mt_reader *r, mt_event *ev) {
     }
     int rc = read_event(r, d, ev);
     if (rc < 0) return rc;
-    if (rc == 0) return 1;
+    if (rc == 0) {
+      r->last_event = ev->time;
+      return 1;
+    }
   }
 }
 
@@ -748,6 +755,7 @@ int mt_reader_open(mt_reader **out, const char *path) {
 
 void mt_reader_close(mt_reader *r) {
   if (!r) return;
+  mt__many_free(r->many);
   if (r->own_fd && r->fd >= 0) close(r->fd);
   for (size_t i = 0; i < r->ndoms; i++) {
     domain *d = r->doms[i];
@@ -780,9 +788,12 @@ void mt_reader_close(mt_reader *r) {
 
 /* ---- queries ---- */
 
-const mt_trace_info *mt_reader_info(const mt_reader *r) { return &r->info; }
+const mt_trace_info *mt_reader_info(const mt_reader *r) {
+  return r->many ? mt__many_info(r->many) : &r->info;
+}
 
 const mt_location *mt_reader_lookup(const mt_reader *r, uint64_t code, size_t *n) {
+  if (r->many) return mt__many_lookup(r->many, code, n);
   uint32_t *ix = mt__u64map_get(&r->loc_index, code);
   if (!ix) {
     *n = 0;
@@ -794,22 +805,63 @@ const mt_location *mt_reader_lookup(const mt_reader *r, uint64_t code, size_t *n
 }
 
 int mt_reader_has_code(const mt_reader *r, uint64_t code) {
+  if (r->many) return mt__many_has_code(r->many, code);
   return mt__u64map_get(&r->loc_index, code) != NULL;
 }
 
 void mt_reader_progress(const mt_reader *r, uint64_t *done, uint64_t *total) {
+  if (r->many) {
+    mt__many_progress(r->many, done, total);
+    return;
+  }
   if (done) *done = r->in_off + r->in_pos;
   if (total) *total = r->file_size;
 }
 
-const char *mt_reader_error(const mt_reader *r) { return r ? r->err : "out of memory"; }
+const char *mt_reader_error(const mt_reader *r) {
+  if (!r) return "out of memory";
+  return r->many ? mt__many_error(r->many) : r->err;
+}
 
-const char *mt_reader_warning(const mt_reader *r) { return r->warn_set ? r->warn : NULL; }
+const char *mt_reader_warning(const mt_reader *r) {
+  if (r->many) return mt__many_warning(r->many);
+  return r->warn_set ? r->warn : NULL;
+}
 
 uint64_t mt_reader_error_offset(const mt_reader *r) {
+  if (r->many) return mt__many_error_offset(r->many);
   return r->status < 0 ? r->err_off : MT_NO_OFFSET;
 }
 
 uint64_t mt_reader_truncated(const mt_reader *r) {
+  if (r->many) return mt__many_truncated(r->many);
   return r->truncated ? r->truncated_off : MT_NO_OFFSET;
+}
+
+int mt_reader_open_many(mt_reader **out, const char *const *paths, size_t n) {
+  if (n == 1) return mt_reader_open(out, paths[0]);
+  mt_reader *r = calloc(1, sizeof *r);
+  *out = r;
+  if (!r) return MT_ERR_NOMEM;
+  r->fd = -1;
+  if (n == 0) {
+    snprintf(r->err, sizeof r->err, "no trace to read");
+    r->err_off = MT_NO_OFFSET;
+    return r->status = MT_ERR_INVALID;
+  }
+  int rc = mt__many_open(&r->many, paths, n, r->err, sizeof r->err, &r->err_off);
+  if (rc != MT_OK) r->status = rc;
+  return rc;
+}
+
+size_t mt_reader_trace_finished(const mt_reader *r, size_t i) {
+  return r->many ? mt__many_finished(r->many, i) : SIZE_MAX;
+}
+
+size_t mt_reader_trace_count(const mt_reader *r) {
+  return r->many ? mt__many_count(r->many) : 1;
+}
+
+uint64_t mt_reader_trace_end(const mt_reader *r, size_t k) {
+  return r->many ? mt__many_end(r->many, k) : k == 0 ? r->last_event : 0;
 }

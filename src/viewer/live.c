@@ -59,7 +59,8 @@ static mt_vsnap *load(mt_vlive *l, const char *path, int tty, char *err, size_t 
   mt_analysis *a;
   double t0 = now_s();
   l->tty = tty;
-  int rc = mt_analysis_load(&a, path, progress, l);
+  int rc = l->npaths > 1 ? mt_analysis_load_many(&a, l->paths, l->npaths, progress, l)
+                         : mt_analysis_load(&a, path, progress, l);
   if (mt_vdebug()) fprintf(stderr, "memtrace view: [debug] load %.3f s\n", now_s() - t0);
   if (tty) fputs("\r\033[K", stderr);
   if (rc != MT_OK) {

@@ -16,6 +16,9 @@ typedef struct mt_vlive {
   char message[1024];
   int live;
   const char *path, *name;
+  /* several traces read as one (paths[0] is path), or npaths 1 */
+  const char *const *paths;
+  size_t npaths;
   /* loader thread */
   pthread_t thread;
   int running, stop;

@@ -54,12 +54,17 @@ static int answers(const mt_vsnap *s, mt_json *j) {
   return j->oom ? -1 : 0;
 }
 
-int mt_viewer_report(const char *trace, const char *out, const char *title) {
+int mt_viewer_report(const char *const *traces, size_t n, const char *out, const char *title) {
   static mt_vlive l = {.lock = PTHREAD_MUTEX_INITIALIZER,
                        .changed = PTHREAD_COND_INITIALIZER,
                        .state = "loading",
                        .listen_fd = -1};
-  const char *name = strrchr(trace, '/') ? strrchr(trace, '/') + 1 : trace;
+  const char *trace = traces[0];
+  char many[300];
+  snprintf(many, sizeof many, "%zu traces", n);
+  const char *name = n > 1 ? many : strrchr(trace, '/') ? strrchr(trace, '/') + 1 : trace;
+  l.paths = traces;
+  l.npaths = n;
   if (mt_vlive_load_once(&l, trace, name)) return 1;
   mt_vsnap *s = mt_vlive_get(&l);
   mt_json j;

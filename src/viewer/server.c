@@ -543,12 +543,16 @@ int mt_viewer_serve(const mt_viewer_opts *o) {
     fprintf(stderr, "memtrace view: waiting for a program on %s (MEMTRACE=tcp:%s)\n",
             l.listen_shown, l.listen_shown);
   }
-  const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  char many[64];
+  snprintf(many, sizeof many, "%zu traces", o->ntraces);
+  const char *name = o->ntraces > 1 ? many : strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  l.paths = o->traces;
+  l.npaths = o->traces ? o->ntraces : 1;
   /* A trace that cannot be read is said before anything is served (the
    * load itself runs while the server answers). */
   if (!o->listen && !o->follow) {
     mt_reader *r;
-    if (mt_reader_open(&r, path) != MT_OK) {
+    if (mt_reader_open_many(&r, l.npaths > 1 ? l.paths : &path, l.npaths) != MT_OK) {
       fprintf(stderr, "memtrace view: %s\n", mt_reader_error(r));
       mt_reader_close(r);
       return 1;

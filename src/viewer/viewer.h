@@ -5,6 +5,10 @@
 
 typedef struct mt_viewer_opts {
   const char *trace;  /* the trace (view, --follow), or NULL with listen */
+  /* several traces read as one (view): traces[0..ntraces), trace the
+   * first, or ntraces 1 */
+  const char *const *traces;
+  size_t ntraces;
   const char *host;   /* default 127.0.0.1; beyond loopback a token is needed */
   int port;           /* default 8080; the next 20 are tried if busy */
   int open;           /* run xdg-open on the URL */
@@ -17,8 +21,9 @@ typedef struct mt_viewer_opts {
 /* Serves until SIGINT/SIGTERM; returns the exit status. */
 int mt_viewer_serve(const mt_viewer_opts *o);
 
-/* Writes the self-contained HTML report; returns the exit status. */
-int mt_viewer_report(const char *trace, const char *out, const char *title);
+/* Writes the self-contained HTML report of traces[0..n) (several read as
+ * one); returns the exit status. */
+int mt_viewer_report(const char *const *traces, size_t n, const char *out, const char *title);
 
 /* The embedded assets (assets.c, generated at build time). */
 typedef struct mt_vasset {

@@ -757,7 +757,7 @@ def case_golden():
 def case_errors():
     t = os.path.join(TRACES, "ocamlopt.ctf")
     for cmd in ("stats", "timeline"):
-        several = [(["--chunks", "3", t, t], "--chunks splits one trace")] if cmd == "stats" else []
+        several = []  # both take several traces
         for args, pattern in ([([], "missing TRACE"), (["--bogus", t], "unknown option '--bogus'"),
                                (["--size", "9..1", t], "--size"), (["--svg"], "--svg needs")] +
                               several):

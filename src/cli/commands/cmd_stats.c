@@ -36,8 +36,8 @@ static const char usage[] =
     "  - with --chunks N, the same for N equal spans of allocation time.\n"
     "\n"
     "Several traces (files, or directories of .ctf files: a process tree, a\n"
-    "fleet) are one population: their tallies added and their moments merged.\n"
-    "They must share their sample rate; --chunks splits one trace.\n"
+    "fleet, of one sample rate) are read as one, lined up by their wall-clock\n"
+    "starts: one population, and --chunks splits their common span.\n"
     "\n"
     "Options:\n"
     "  --chunks N     also split by allocation time into N chunks (default 1:\n"
@@ -493,26 +493,23 @@ static int run(int argc, char **argv) {
   mt_cli_spec spec = {options, &f, args, 1, MT_CLI_MAX_TRACES, "TRACE", 0, 0, NULL};
   size_t nargs = mt_cli_parse(cmd, argc, argv, &spec);
 
-  mt_cli_trace_set t;
-  mt_cli_load_set(cmd, args, nargs, &t);
-  if (t.n > 1 && nchunks > 1)
-    mt_cli_usage_error(cmd, "--chunks splits one trace's time (%zu traces given)", t.n);
-  char many[128];
-  snprintf(many, sizeof many, "%zu traces (%s ...)", t.n, t.paths[0]);
-  const char *path = t.n == 1 ? t.paths[0] : many;
-  mt_stats *s;
-  int rc = t.n == 1 ? mt_stats_compute(t.as[0], &f, nchunks, &s)
-                    : mt_stats_traces((const mt_analysis *const *)t.as, t.n, &f, &s);
-  if (rc == MT_ERR_INVALID) {
+  /* several traces: one analysis of them all, as the viewer reads them */
+  char **paths;
+  size_t n = mt_cli_traces(cmd, args, nargs, &paths);
+  if (!mt_cli_same_rate(cmd, (const char *const *)paths, n)) {
     fprintf(stderr, "memtrace stats: the traces have different sample rates: their statistics "
                     "are each at its own rate (run stats on each)\n");
     return 1;
   }
-  if (rc != MT_OK) mt_cli_nomem(cmd);
+  mt_analysis *a = mt_cli_load_many(cmd, (const char *const *)paths, n);
+  char many[128];
+  snprintf(many, sizeof many, "%zu traces (%s ...)", n, paths[0]);
+  const char *path = n == 1 ? paths[0] : many;
+  mt_stats *s;
+  if (mt_stats_compute(a, &f, nchunks, &s) != MT_OK) mt_cli_nomem(cmd);
   char **filters = mt_cli_xrealloc(cmd, NULL, (size_t)argc * sizeof *filters);
   int nfilters = filter_args(argc, argv, filters);
-  int native = 1;
-  for (size_t i = 0; i < t.n; i++) native &= !mt_analysis_has_runtime_heap(t.as[i]);
+  int native = !mt_analysis_has_runtime_heap(a);
   ctx c = {s,       path,
            s->nlife, nfilters > 0,
            mt_term_columns(), ascii,
@@ -535,7 +532,9 @@ static int run(int argc, char **argv) {
   if (svg_dir) svgs(&c, svg_dir, &s->all, s->chunks);
   free(filters);
   mt_stats_free(s);
-  mt_cli_free_set(&t);
+  mt_analysis_free(a);
+  for (size_t i = 0; i < n; i++) free(paths[i]);
+  free(paths);
   return 0;
 }
 

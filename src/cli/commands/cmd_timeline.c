@@ -81,7 +81,7 @@ static void terminal(mt_out *o, const char *path, const mt_timeline *s, int filt
   mt_out_printf(o, "  %zu bins of %s\n", s->nbins,
                 mt_human_duration(b1, sizeof b1, (double)(dur ? dur : 1) / (double)s->nbins));
   mt_out_printf(o, "  peak %s at %.6f s (%s)\n", mt_human_bytes(b1, sizeof b1, peak),
-                (double)ptime / 1e6, many ? "at bin ends" : "exact");
+                (double)ptime / 1e6, s->peak_exact ? "exact" : "at bin ends");
   mt_out_printf(o, "  at the end: %s\n", mt_human_bytes(b2, sizeof b2, s->nbins ? s->live[s->nbins - 1] : 0));
   if (filtered) {
     size_t best = 0;
@@ -250,10 +250,19 @@ static void svg(const char *file, const char *path, const mt_timeline *s, int fi
 
 enum { FORMAT_TABLE, FORMAT_CSV, FORMAT_JSON };
 
-static mt_timeline *compute(const mt_cli_trace_set *ts, const mt_filter *f, size_t nbins) {
+/* The traces: one analysis of them all when they share their rate (the
+ * viewer's reading, with an exact peak), else each its own. */
+typedef struct traces {
+  mt_cli_trace_set set; /* several rates */
+  mt_analysis *one;     /* one rate */
+} traces;
+
+static mt_timeline *compute(const traces *ts, const mt_filter *f, size_t nbins) {
   mt_timeline *t;
-  if (mt_timeline_traces((const mt_analysis *const *)ts->as, ts->n, f, nbins, &t) != MT_OK)
-    mt_cli_nomem(&mt_cmd_timeline);
+  int rc = ts->one ? mt_timeline_compute(ts->one, f, nbins, &t)
+                   : mt_timeline_traces((const mt_analysis *const *)ts->set.as, ts->set.n, f,
+                                        nbins, &t);
+  if (rc != MT_OK) mt_cli_nomem(&mt_cmd_timeline);
   return t;
 }
 
@@ -278,18 +287,28 @@ static int run(int argc, char **argv) {
   if (as_csv) format = FORMAT_CSV;
   int filtered = !mt_filter_selects_all(&f);
 
-  mt_cli_trace_set ts; /* the reader checks each rate is in (0, 1] */
-  mt_cli_load_set(cmd, args, nargs, &ts);
+  traces ts = {{0}, NULL}; /* the reader checks each rate is in (0, 1] */
+  char **paths;
+  size_t n = mt_cli_traces(cmd, args, nargs, &paths);
+  if (mt_cli_same_rate(cmd, (const char *const *)paths, n)) {
+    ts.one = mt_cli_load_many(cmd, (const char *const *)paths, n);
+    ts.set.paths = paths;
+    ts.set.n = n;
+  } else {
+    for (size_t i = 0; i < n; i++) free(paths[i]);
+    free(paths);
+    mt_cli_load_set(cmd, args, nargs, &ts.set);
+  }
   char many[128];
-  snprintf(many, sizeof many, "%zu traces (%s ...)", ts.n, ts.paths[0]);
-  const char *path = ts.n == 1 ? ts.paths[0] : many;
+  snprintf(many, sizeof many, "%zu traces (%s ...)", n, ts.set.paths[0]);
+  const char *path = n == 1 ? ts.set.paths[0] : many;
   /* The terminal's width decides its default: one bin per column. */
   size_t cols = (size_t)(mt_term_columns() - LABEL_WIDTH - 2);
   mt_timeline *t = compute(&ts, &f, nbins ? nbins : format == FORMAT_TABLE ? cols : 400);
   if (format == FORMAT_JSON) {
     mt_json j;
-    mt_cli_json_begin(&j, cmd, ts.n == 1 ? path : NULL, ts.n == 1 ? ts.as[0] : NULL);
-    if (ts.n > 1) mt_cli_json_set(&j, &ts);
+    mt_cli_json_begin(&j, cmd, n == 1 ? path : NULL, n == 1 ? ts.one : NULL);
+    if (n > 1) mt_cli_json_traces(&j, (const char *const *)ts.set.paths, n);
     mt_json_timeline(&j, t, &f);
     mt_cli_json_end(&j, cmd);
   } else {
@@ -308,7 +327,13 @@ static int run(int argc, char **argv) {
     svg(svg_file, path, t, filtered, &f);
   }
   mt_timeline_free(t);
-  mt_cli_free_set(&ts);
+  if (ts.one) {
+    mt_analysis_free(ts.one);
+    for (size_t i = 0; i < n; i++) free(ts.set.paths[i]);
+    free(ts.set.paths);
+  } else {
+    mt_cli_free_set(&ts.set);
+  }
   return 0;
 }
 

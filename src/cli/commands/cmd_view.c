@@ -6,7 +6,7 @@
 #include "viewer/viewer.h"
 
 static const char usage[] =
-    "usage: memtrace view [--port N] [--host ADDR [--no-token]] [--open] TRACE\n"
+    "usage: memtrace view [--port N] [--host ADDR [--no-token]] [--open] TRACE...\n"
     "       memtrace view --follow [--port N] [--host ADDR [--no-token]] [--open] TRACE\n"
     "       memtrace view --listen [HOST:]PORT [-o FILE] [--port N] [--host ADDR [--no-token]]\n"
     "                     [--open]\n"
@@ -15,6 +15,10 @@ static const char usage[] =
     "live heap over time, hot functions, paths, sites, leaks, histograms, with\n"
     "filters) and its JSON API. Binds 127.0.0.1:8080 unless told otherwise; a\n"
     "busy port moves to the next of 20. Stop with Ctrl-C.\n"
+    "\n"
+    "Several traces (files, or directories of .ctf files: a process tree, a\n"
+    "fleet, of one sample rate) are read as one, lined up by their wall-clock\n"
+    "starts; a trace's objects leave the live heap when it ends.\n"
     "\n"
     "Bound to an address other than loopback, the server answers only requests\n"
     "that carry its access token: a random one, in the URL it prints\n"
@@ -42,14 +46,31 @@ static int run(int argc, char **argv) {
                                {"--listen", NULL, MT_OPT_TEXT, &o.listen, NULL, 0, 0, 0},
                                {"-o", "--output", MT_OPT_TEXT, &o.output, NULL, 0, 0, 0},
                                {NULL, NULL, 0, NULL, NULL, 0, 0, 0}};
-  mt_cli_spec spec = {options, NULL, &o.trace, 0, 1, "TRACE", 0, 0, NULL};
-  mt_cli_parse(&mt_cmd_view, argc, argv, &spec);
+  static const char *args[MT_CLI_MAX_TRACES];
+  mt_cli_spec spec = {options, NULL, args, 0, MT_CLI_MAX_TRACES, "TRACE", 0, 0, NULL};
+  size_t nargs = mt_cli_parse(&mt_cmd_view, argc, argv, &spec);
   o.port = (int)port;
-  if (o.listen && (o.trace || o.follow))
+  if (o.listen && (nargs || o.follow))
     mt_cli_usage_error(&mt_cmd_view, "--listen takes no TRACE (use -o FILE to keep it)");
-  if (!o.listen && !o.trace) mt_cli_usage_error(&mt_cmd_view, "missing TRACE");
+  if (!o.listen && !nargs) mt_cli_usage_error(&mt_cmd_view, "missing TRACE");
   if (o.output && !o.listen) mt_cli_usage_error(&mt_cmd_view, "-o goes with --listen");
-  return mt_viewer_serve(&o);
+  char **paths = NULL;
+  if (nargs) {
+    /* a trace being written (--follow) is one file; else files and
+     * directories of traces */
+    if (o.follow && nargs > 1) mt_cli_usage_error(&mt_cmd_view, "--follow takes one TRACE");
+    if (o.follow) {
+      o.trace = args[0];
+    } else {
+      o.ntraces = mt_cli_traces(&mt_cmd_view, args, nargs, &paths);
+      o.traces = (const char *const *)paths;
+      o.trace = paths[0];
+    }
+  }
+  int rc = mt_viewer_serve(&o);
+  for (size_t i = 0; i < o.ntraces; i++) free(paths[i]);
+  free(paths);
+  return rc;
 }
 
 const mt_command mt_cmd_view = {"view", "explore a trace in the browser (flame graph, filters)",

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""The viewer on several traces read as one (a process tree started at
+different times): its answers against the command line's on the same
+traces: totals, each named site, leaks, statistics and the live heap (read
+as one analysis by both: exactly the same); `memtrace report` of the
+traces; traces of two rates refused with a message naming them.
+
+usage: several_test.py MEMTRACE MT_TOOLS_SYNTH
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import viewer_server
+from viewer_server import check, failures
+
+MEMTRACE, SYNTH = sys.argv[1:3]
+
+
+def cli(*args):
+    p = subprocess.run([MEMTRACE, *args], capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, f"memtrace {args}: exit {p.returncode}: {p.stderr}")
+    return json.loads(p.stdout) if p.returncode == 0 else {}
+
+
+def close(a, b, path="$"):
+    """Equal JSON values, numbers within 1e-9 relative (sums in another
+    order); None, or where they differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            return f"{path}: keys {sorted(set(a) ^ set(b))}"
+        return next((d for k in a for d in [close(a[k], b[k], f"{path}.{k}")] if d), None)
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return f"{path}: lengths {len(a)} {len(b)}"
+        return next((d for i, (x, y) in enumerate(zip(a, b)) for d in [close(x, y, f"{path}[{i}]")]
+                     if d), None)
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return None if abs(a - b) <= 1e-9 * max(abs(a), abs(b)) else f"{path}: {a} {b}"
+    return None if a == b else f"{path}: {a!r:.60} {b!r:.60}"
+
+
+def named(rows):
+    """{(function, file, line): bytes} of the rows with a location."""
+    return {(r["function"], r["file"], r.get("line")): r["bytes"]["value"]
+            for r in rows if "function" in r}
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="mt_several_")
+    server = None
+    try:
+        paths = []
+        for i, start in enumerate((0, 120000, 300000)):
+            p = os.path.join(tmp, f"proc{i}.ctf")
+            subprocess.run([SYNTH, p, p + ".json", "--rate", "1e-2", "--seed", str(21 + i),
+                            "--start", str(start)], check=True)
+            paths.append(p)
+        server = viewer_server.Server(MEMTRACE, *paths)
+        server.wait_ready()
+        info = server.json("/api/info")
+        check(info["trace"] == "3 traces" and "3 traces read as one" in info["context"],
+              f"info names the traces: {info['trace']!r}, {info['context']!r}")
+        for by in ("function", "line"):
+            api = server.json(f"/api/sites?by={by}&n=10000")
+            top = cli("top", "--by", by, "-n", "0", "--format", "json", *paths)
+            d = close(api["total"]["bytes"], top["total"]["bytes"])
+            check(not d and api["total"]["samples"] == top["total"]["samples"],
+                  f"sites by {by}: the totals of the traces together: {d}")
+            a, t = named(api["sites"]), named(top["sites"])
+            d = close(a, t)
+            check(len(a) > 3 and not d, f"sites by {by}: each named site's bytes: {d}")
+        api = server.json("/api/leaks?n=10000")
+        lk = cli("leaks", "-n", "0", "--format", "json", *paths)
+        d = close(api["total"], lk["total"])
+        check(not d, f"leaks: the total of the traces together: {d}")
+        api = server.json("/api/stats")
+        st = cli("stats", "--format", "json", *paths)
+        check(api["all"] == st["all"], f"stats: one population: {close(api['all'], st['all'])}")
+        api = server.json("/api/timeline?bins=64")
+        tl = cli("timeline", "--bins", "64", "--format", "json", *paths)
+        for k in ("time", "all", "filtered", "peak"):
+            check(api[k] == tl[k], f"timeline: {k} as the command line's")
+        check("exact" not in api["peak"], "timeline: the exact peak")
+        server.stop()
+        server = None
+        # the report of the traces
+        html = os.path.join(tmp, "tree.html")
+        p = subprocess.run([MEMTRACE, "report", "-o", html, *paths], capture_output=True,
+                           text=True, timeout=120)
+        check(p.returncode == 0 and "3 traces read as one" in open(html).read(),
+              f"report of several: {p.returncode} {p.stderr}")
+        # two rates cannot be read as one
+        other = os.path.join(tmp, "other.ctf")
+        subprocess.run([SYNTH, other, other + ".json", "--rate", "1", "--seed", "5"], check=True)
+        p = subprocess.run([MEMTRACE, "view", "--port", str(viewer_server.free_port()),
+                            paths[0], other], capture_output=True, text=True, timeout=60)
+        check(p.returncode == 1 and "different sample rates" in p.stderr and
+              "other.ctf" in p.stderr, f"view of two rates: {p.returncode} {p.stderr}")
+    finally:
+        if server:
+            server.stop()
+        shutil.rmtree(tmp)
+    print(f"{len(failures)} failures")
+    return 1 if failures else 0
+
+
+sys.exit(main())
