@@ -52,7 +52,9 @@ class _Progress:
 
 
 def open(path, progress=False, allow_truncated=False):  # noqa: A001 (the module's verb)
-    """Loads the trace at `path` (str or path-like) into the analysis tables.
+    """Loads the trace at `path` (str or path-like) into the analysis tables;
+    a list of paths (a process tree, a fleet, of one sample rate) loads them
+    as one trace, lined up by their wall-clock starts (mt_analysis_load_many).
 
     progress: True shows the load's progress on standard error; a callable
     is called now and then with (bytes read, total bytes or 0). The load
@@ -66,7 +68,8 @@ def open(path, progress=False, allow_truncated=False):  # noqa: A001 (the module
     shown = _Progress(path) if progress is True else None
     callback = shown if shown else (progress or None)
     try:
-        core = _core.load(path, callback, bool(allow_truncated))
+        core = _core.load(list(path) if isinstance(path, (list, tuple)) else path, callback,
+                          bool(allow_truncated))
     finally:
         if shown:
             shown.finish()

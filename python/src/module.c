@@ -103,24 +103,74 @@ static PyObject *trace_error(PyObject *path, const char *message, uint64_t offse
   return NULL;
 }
 
+/* path: a str or path-like, or a list of them (several traces read as
+ * one); their file-system encodings in *fs (a new list), C strings in
+ * *names (to free), their count in *n. -1 with an exception set. */
+static int paths_of(PyObject *path, PyObject **fs, const char ***names, size_t *n) {
+  PyObject *list = PyList_Check(path) ? Py_NewRef(path) : PyList_New(1);
+  if (!list) return -1;
+  if (!PyList_Check(path)) PyList_SET_ITEM(list, 0, Py_NewRef(path));
+  *n = (size_t)PyList_GET_SIZE(list);
+  *fs = PyList_New((Py_ssize_t)*n);
+  *names = PyMem_Malloc((*n ? *n : 1) * sizeof **names);
+  if (!*fs || !*names || *n == 0) {
+    if (*n == 0) PyErr_SetString(PyExc_ValueError, "no trace to open");
+    else if (!*names) PyErr_NoMemory();
+    goto fail;
+  }
+  for (size_t i = 0; i < *n; i++) {
+    PyObject *b;
+    if (!PyUnicode_FSConverter(PyList_GET_ITEM(list, (Py_ssize_t)i), &b)) goto fail;
+    PyList_SET_ITEM(*fs, (Py_ssize_t)i, b);
+    (*names)[i] = PyBytes_AS_STRING(b);
+  }
+  Py_DECREF(list);
+  return 0;
+fail:
+  Py_DECREF(list);
+  Py_XDECREF(*fs);
+  PyMem_Free(*names);
+  *fs = NULL;
+  *names = NULL;
+  return -1;
+}
+
 static PyObject *load(PyObject *module, PyObject *args) {
   (void)module;
-  PyObject *path, *fspath;
+  PyObject *path, *fs;
+  const char **names;
+  size_t n;
   progress_ctx c = {Py_None, NULL, NULL, NULL};
   int allow_truncated;
-  if (!PyArg_ParseTuple(args, "O&Op", PyUnicode_FSDecoder, &path, &c.callback,
-                        &allow_truncated))
-    return NULL;
-  if (!PyUnicode_FSConverter(path, &fspath)) {
-    Py_DECREF(path);
+  PyObject *given;
+  if (!PyArg_ParseTuple(args, "OOp", &given, &c.callback, &allow_truncated)) return NULL;
+  if (paths_of(given, &fs, &names, &n)) return NULL;
+  /* what Trace.path and errors show: the path as a str, or a list of them */
+  if (PyList_Check(given)) {
+    path = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; path && i < n; i++) {
+      PyObject *one;
+      if (!PyUnicode_FSDecoder(PyList_GET_ITEM(given, (Py_ssize_t)i), &one)) {
+        Py_CLEAR(path);
+        break;
+      }
+      PyList_SET_ITEM(path, (Py_ssize_t)i, one);
+    }
+  } else if (!PyUnicode_FSDecoder(given, &path)) {
+    path = NULL;
+  }
+  if (!path) {
+    Py_DECREF(fs);
+    PyMem_Free(names);
     return NULL;
   }
   mt_analysis *a = NULL;
   int rc;
   Py_BEGIN_ALLOW_THREADS
-  rc = mt_analysis_load(&a, PyBytes_AS_STRING(fspath), on_progress, &c);
+  rc = mt_analysis_load_many(&a, names, n, on_progress, &c);
   Py_END_ALLOW_THREADS
-  Py_DECREF(fspath);
+  Py_DECREF(fs);
+  PyMem_Free(names);
   PyObject *result = NULL;
   if (c.type) {
     PyErr_Restore(c.type, c.value, c.tb);
@@ -215,7 +265,7 @@ PyTypeObject mt_py_trace_type = {
 
 static PyMethodDef module_methods[] = {
     {"load", load, METH_VARARGS,
-     "load(path, progress, allow_truncated) -> Trace; raises TraceError."},
+     "load(path or [paths], progress, allow_truncated) -> Trace; raises TraceError."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {

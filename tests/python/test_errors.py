@@ -1,7 +1,8 @@
 """Bad input raises Python exceptions that name what and where, never a
 crash: missing, unreadable, corrupt and truncated traces (TraceError with
 the path and the byte offset), bad filters and arguments (ValueError naming
-the keyword), and the reader's fuzz corpus replayed through every call."""
+the keyword), and the reader's fuzz corpus replayed through every call;
+several traces opened as one, and refused when their rates differ."""
 import glob
 import os
 import shutil
@@ -184,3 +185,29 @@ def exercise(t):
         for bt in set(objs["backtrace"][:20]):
             t.backtrace(bt)
     repr(t)
+
+
+def test_several_traces_read_as_one(tmp_path):
+    """A list of paths is one trace: as `memtrace stats` and `timeline`
+    read several traces of one rate; traces of two rates are refused,
+    naming them."""
+    import json as _json
+    import subprocess as _sp
+    from conftest import MEMTRACE, SYNTH
+    paths = []
+    for i, start in enumerate((0, 200000)):
+        p = str(tmp_path / f"proc{i}.ctf")
+        _sp.run([SYNTH, p, p + ".json", "--rate", "1e-2", "--seed", str(31 + i),
+                 "--start", str(start)], check=True)
+        paths.append(p)
+    t = mt.open(paths)
+    assert t.info["path"] == paths and t.info["context"] == "2 traces read as one"
+    cli = _json.loads(_sp.run([MEMTRACE, "stats", "--format", "json", *paths],
+                              capture_output=True, text=True, check=True).stdout)
+    assert t.info["sampled_objects"] == cli["all"]["sampled_objects"]
+    assert len(t.objects()) == cli["all"]["sampled_objects"]
+    other = str(tmp_path / "rate1.ctf")
+    _sp.run([SYNTH, other, other + ".json", "--rate", "1", "--seed", "5"], check=True)
+    with pytest.raises(mt.TraceError) as e:
+        mt.open([paths[0], other])
+    assert "different sample rates" in str(e.value) and "rate1.ctf" in str(e.value)
