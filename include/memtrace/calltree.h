@@ -120,6 +120,18 @@ typedef struct mt_flame_spec {
 MT_API int mt_flame_compute(const mt_calltree *t, const mt_analysis *a, const mt_filter *f,
                             const mt_flame_spec *spec, mt_flame **out);
 MT_API void mt_flame_free(mt_flame *g);
+/* A flame graph g of trace a beside the graph `base` of trace ab (the same
+ * spec, ideally with min 0, so that nothing is cut there): per node of g's
+ * callees (and callers), the total of the base's node reached by the same
+ * path of functions (matched by name and file: ids differ between traces),
+ * a zero tally where the base has none, in *callees and *callers (arrays
+ * of g->ncallees and g->ncallers to free; *callers NULL without callers).
+ * base NULL: all zero. MT_OK or MT_ERR_NOMEM. */
+MT_API int mt_flame_match(const mt_flame *g, const mt_analysis *a, const mt_flame *base,
+                          const mt_analysis *ab, mt_tally **callees, mt_tally **callers);
+/* The function of trace ab named as function `focus` of trace a: its id,
+ * -2 when ab has none, or focus itself when negative (no focus). */
+MT_API int64_t mt_flame_base_focus(const mt_analysis *a, int64_t focus, const mt_analysis *ab);
 
 /* ---- Hot functions --------------------------------------------------------- */
 

@@ -76,6 +76,7 @@ struct mt_timeline;
 struct mt_flame;
 struct mt_function_row;
 struct mt_estimate;
+struct mt_tally;
 
 /* A value: {"value", "lo", "hi"}. */
 MT_API void mt_json_estimate(mt_json *j, const struct mt_estimate *e);
@@ -104,6 +105,15 @@ MT_API void mt_json_histograms(mt_json *j, const struct mt_stats *s);
 MT_API void mt_json_timeline(mt_json *j, const struct mt_timeline *t, const struct mt_filter *f);
 /* A flame graph (the viewer's flame). */
 MT_API void mt_json_flame(mt_json *j, const struct mt_analysis *a, const struct mt_flame *g);
+/* The same beside a base trace (a differential flame graph): "base_total",
+ * and on each node "base" (its bytes and objects in the base: tallies from
+ * mt_flame_match) and "change": "grown" or "shrunk" when the 95% intervals
+ * of its bytes here and there do not overlap (memtrace diff's rule), else
+ * "same". base NULL: mt_json_flame. */
+MT_API void mt_json_flame_diff(mt_json *j, const struct mt_analysis *a, const struct mt_flame *g,
+                               const struct mt_analysis *base, const struct mt_tally *base_total,
+                               const struct mt_tally *base_callees,
+                               const struct mt_tally *base_callers);
 /* Hot functions (the viewer's functions); total: the filter's. */
 MT_API void mt_json_functions(mt_json *j, const struct mt_analysis *a,
                               const struct mt_function_row *rows, size_t n,

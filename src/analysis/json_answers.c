@@ -668,15 +668,32 @@ static void tally_object(mt_json *j, const mt_sampling *s, const mt_tally *t) {
   mt_json_end_obj(j);
 }
 
-/* A node's object up to its children's array, which stays open. */
-static void node_open(mt_json *j, const mt_sampling *s, const mt_flame_node *n) {
+/* The base trace of a differential flame graph: each node's tally there,
+ * at its sampling. */
+typedef struct flame_base {
+  const mt_sampling *s;
+  const mt_tally *t;
+} flame_base;
+
+/* A node's object up to its children's array, which stays open; with a
+ * base, the node's figures there and the change, by `diff`'s rule. */
+static void node_open(mt_json *j, const mt_sampling *s, const mt_flame_node *n,
+                      const flame_base *base, size_t i) {
   mt_json_obj(j);
   mt_json_key(j, "fn");
   mt_json_int(j, n->function == UINT32_MAX ? -1 : (int64_t)n->function);
-  key_estimate(j, "bytes", mt_sampling_bytes(s, &n->total));
+  mt_estimate bytes = mt_sampling_bytes(s, &n->total);
+  key_estimate(j, "bytes", bytes);
   key_estimate(j, "objects", mt_sampling_objects(s, &n->total));
   mt_json_key(j, "self");
   tally_object(j, s, &n->self);
+  if (base) {
+    mt_estimate was = mt_sampling_bytes(base->s, &base->t[i]);
+    mt_json_key(j, "base");
+    tally_object(j, base->s, &base->t[i]);
+    mt_json_key(j, "change");
+    mt_json_str(j, bytes.lo > was.hi ? "grown" : bytes.hi < was.lo ? "shrunk" : "same");
+  }
   mt_json_key(j, "children");
   mt_json_arr(j);
 }
@@ -684,12 +701,13 @@ static void node_open(mt_json *j, const mt_sampling *s, const mt_flame_node *n) 
 /* A tree, depth first, without recursion: a stack as deep as the trace's
  * (a recursion alternating two functions is not merged) would overflow a
  * request thread's stack. The way back up is the parent. */
-static void tree_json(mt_json *j, const mt_sampling *s, const mt_flame_node *nd) {
-  node_open(j, s, &nd[0]);
+static void tree_json(mt_json *j, const mt_sampling *s, const mt_flame_node *nd,
+                      const flame_base *base) {
+  node_open(j, s, &nd[0], base, 0);
   uint32_t v = 0, c = nd[0].first_child;
   for (;;) {
     if (c != UINT32_MAX) {
-      node_open(j, s, &nd[c]);
+      node_open(j, s, &nd[c], base, c);
       v = c;
       c = nd[c].first_child;
       continue;
@@ -702,22 +720,35 @@ static void tree_json(mt_json *j, const mt_sampling *s, const mt_flame_node *nd)
   }
 }
 
-void mt_json_flame(mt_json *j, const mt_analysis *a, const mt_flame *g) {
-  mt_sampling s = mt_analysis_sampling(a);
+void mt_json_flame_diff(mt_json *j, const mt_analysis *a, const mt_flame *g,
+                        const mt_analysis *base, const mt_tally *base_total,
+                        const mt_tally *base_callees, const mt_tally *base_callers) {
+  mt_sampling s = mt_analysis_sampling(a), sb = base ? mt_analysis_sampling(base) : s;
+  flame_base bc = {&sb, base_callees}, br = {&sb, base_callers};
   mt_json_key(j, "total");
   mt_json_obj(j);
   tally_members(j, &s, &g->total);
   mt_json_end_obj(j);
+  if (base) {
+    mt_json_key(j, "base_total");
+    mt_json_obj(j);
+    tally_members(j, &sb, base_total);
+    mt_json_end_obj(j);
+  }
   mt_json_key(j, "functions");
   mt_json_arr(j);
   for (size_t k = 0; k < g->nfunctions; k++)
     if (g->named[k]) function_ref(j, a, (uint32_t)k);
   mt_json_end_arr(j);
   mt_json_key(j, "callees");
-  tree_json(j, &s, g->callees);
+  tree_json(j, &s, g->callees, base ? &bc : NULL);
   mt_json_key(j, "callers");
-  if (g->callers) tree_json(j, &s, g->callers);
+  if (g->callers) tree_json(j, &s, g->callers, base && base_callers ? &br : NULL);
   else mt_json_null(j);
+}
+
+void mt_json_flame(mt_json *j, const mt_analysis *a, const mt_flame *g) {
+  mt_json_flame_diff(j, a, g, NULL, NULL, NULL, NULL);
 }
 
 void mt_json_functions(mt_json *j, const mt_analysis *a, const mt_function_row *rows,

@@ -29,8 +29,15 @@ enum {
   MT_OPT_COUNT,  /* a whole number into *(size_t *)dest, within [min, max]
                     (max 0: no bound)                                            */
   MT_OPT_TEXT,   /* any non-empty text: *(const char **)dest points into argv    */
-  MT_OPT_CHOICE  /* one of `choices` ("a|b|c"): its index into *(int *)dest      */
+  MT_OPT_CHOICE, /* one of `choices` ("a|b|c"): its index into *(int *)dest      */
+  MT_OPT_LIST    /* any non-empty text, repeatable: appended to *(mt_cli_list *)dest */
 };
+
+/* The values of a repeatable option (MT_OPT_LIST), pointing into argv. */
+typedef struct mt_cli_list {
+  const char *v[64];
+  size_t n;
+} mt_cli_list;
 
 typedef struct mt_option {
   const char *name;    /* "--by", "-n"                                          */

@@ -85,6 +85,13 @@ static void apply(const mt_command *cmd, const mt_option *o, const char *shown, 
   if (o->kind == MT_OPT_TEXT) {
     if (!*v) mt_cli_usage_error(cmd, "%s needs a value", shown);
     *(const char **)o->dest = v;
+  } else if (o->kind == MT_OPT_LIST) {
+    mt_cli_list *l = o->dest;
+    if (!*v) mt_cli_usage_error(cmd, "%s needs a value", shown);
+    if (l->n == sizeof l->v / sizeof *l->v)
+      mt_cli_usage_error(cmd, "%s given more than %zu times (name a directory of traces)", shown,
+                         sizeof l->v / sizeof *l->v);
+    l->v[l->n++] = v;
   } else if (o->kind == MT_OPT_CHOICE) {
     int k = choice_index(o->choices, v);
     if (k < 0) {

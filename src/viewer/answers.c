@@ -3,6 +3,7 @@
  * its JSON documents. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "answers.h"
 #include "memtrace/calltree.h"
@@ -18,6 +19,14 @@ int mt_vanswer_info(const mt_vsnap *s, int live, mt_json *j) {
   mt_json_uint(j, s->generation);
   mt_json_key(j, "live");
   mt_json_bool(j, live);
+  if (s->base) { /* the differential view: what the trace is compared with */
+    mt_json_key(j, "base");
+    mt_json_obj(j);
+    mt_json_key(j, "trace");
+    mt_json_str(j, s->base_name);
+    mt_json_info(j, s->base);
+    mt_json_end_obj(j);
+  }
   mt_json_end_obj(j);
   return j->oom ? -1 : 0;
 }
@@ -39,17 +48,57 @@ int mt_vanswer_timeline(const mt_vsnap *s, const mt_vquery *q, mt_json *j) {
   return 0;
 }
 
+/* The base's flame graph for the same question (no cut, so that every
+ * path of the answer is there), matched to g's nodes; its total. */
+static int base_flame(const mt_vsnap *s, const mt_vquery *q, const mt_flame *g, mt_tally *total,
+                      mt_tally **callees, mt_tally **callers) {
+  mt_flame_spec spec = {mt_flame_base_focus(s->a, q->focus, s->base), 0, q->by_objects};
+  mt_flame *b = NULL;
+  if (spec.focus != -2 && mt_flame_compute(s->base_tree, s->base, &q->f, &spec, &b) != MT_OK)
+    return -1;
+  memset(total, 0, sizeof *total);
+  if (b) *total = b->total; /* a focus the base lacks: nothing there */
+  int rc = mt_flame_match(g, s->a, b, s->base, callees, callers);
+  mt_flame_free(b);
+  return rc == MT_OK ? 0 : -1;
+}
+
 int mt_vanswer_flame(const mt_vsnap *s, const mt_vquery *q, mt_json *j) {
   mt_flame_spec spec = {q->focus, q->min, q->by_objects};
   mt_flame *g;
   int rc = mt_flame_compute(s->tree, s->a, &q->f, &spec, &g);
   if (rc == MT_ERR_INVALID) return -2;
   if (rc != MT_OK) return -1;
+  mt_tally base_total, *callees = NULL, *callers = NULL;
+  if (s->base && base_flame(s, q, g, &base_total, &callees, &callers)) {
+    mt_flame_free(g);
+    return -1;
+  }
   mt_json_obj(j);
-  mt_json_flame(j, s->a, g);
+  mt_json_flame_diff(j, s->a, g, s->base, &base_total, callees, callers);
   mt_json_end_obj(j);
+  free(callees);
+  free(callers);
   mt_flame_free(g);
   return 0;
+}
+
+/* The differential view's table of changes (memtrace diff): -4 without a
+ * base. */
+int mt_vanswer_diff(const mt_vsnap *s, const mt_vquery *q, mt_json *j) {
+  if (!s->base) return -4;
+  mt_diff *d;
+  if (mt_diff_new(q->by_line ? MT_BY_LINE : MT_BY_FUNCTION, &d) != MT_OK) return -1;
+  int rc = mt_diff_add(d, MT_DIFF_BASE, s->base, &q->f);
+  if (rc == MT_OK) rc = mt_diff_add(d, MT_DIFF_NEW, s->a, &q->f);
+  if (rc == MT_OK) rc = mt_diff_finish(d);
+  if (rc == MT_OK) {
+    mt_json_obj(j);
+    mt_json_diff(j, d, &q->f, (size_t)q->n, s->base_name, s->name);
+    mt_json_end_obj(j);
+  }
+  mt_diff_free(d);
+  return rc == MT_OK ? 0 : -1;
 }
 
 int mt_vanswer_functions(const mt_vsnap *s, const mt_vquery *q, mt_json *j) {
@@ -125,6 +174,7 @@ const mt_vendpoint mt_vendpoints[MT_VENDPOINTS] = {
     {"/api/leaks", MT_VP_FILTER | MT_VP_N, mt_vanswer_leaks, 0},
     {"/api/histograms", MT_VP_FILTER, mt_vanswer_histograms, 0},
     {"/api/stats", MT_VP_FILTER | MT_VP_CHUNKS, mt_vanswer_stats, 0},
+    {"/api/diff", MT_VP_FILTER | MT_VP_N | MT_VP_BY, mt_vanswer_diff, 0},
     {"/api/info", 0, NULL, 0},
     {"/api/status", 0, NULL, 0},
 };

@@ -23,6 +23,7 @@ int mt_vanswer_sites(const mt_vsnap *s, const mt_vquery *q, mt_json *j);
 int mt_vanswer_leaks(const mt_vsnap *s, const mt_vquery *q, mt_json *j);
 int mt_vanswer_histograms(const mt_vsnap *s, const mt_vquery *q, mt_json *j);
 int mt_vanswer_stats(const mt_vsnap *s, const mt_vquery *q, mt_json *j);
+int mt_vanswer_diff(const mt_vsnap *s, const mt_vquery *q, mt_json *j);
 
 /* The API's endpoints: the server's routing, and the fuzz targets and
  * tests that call the answers as the server does. The answering ones come
@@ -34,8 +35,8 @@ typedef struct mt_vendpoint {
   int (*answer)(const mt_vsnap *s, const mt_vquery *q, mt_json *j);
   int tree; /* needs the call tree */
 } mt_vendpoint;
-#define MT_VANSWERS 9
-#define MT_VENDPOINTS 11
+#define MT_VANSWERS 10
+#define MT_VENDPOINTS 12
 extern const mt_vendpoint mt_vendpoints[MT_VENDPOINTS];
 
 #endif

@@ -55,10 +55,35 @@ static void set_state(mt_vlive *l, const char *state, const char *msg) {
 
 /* One load into a new snapshot (its tree not built); NULL with *err set
  * on failure. */
+void mt_vlive_name(char *buf, size_t size, const char *const *paths, size_t n) {
+  if (n > 1) snprintf(buf, size, "%zu traces", n);
+  else if (n) snprintf(buf, size, "%s", strrchr(paths[0], '/') ? strrchr(paths[0], '/') + 1 : paths[0]);
+  else if (size) buf[0] = 0;
+}
+
+/* The base trace(s) of the differential view, once: 0, or -1 with *err. */
+static int load_base(mt_vlive *l, char *err, size_t n) {
+  if (!l->nbase || l->base) return 0;
+  mt_analysis *b;
+  if (mt_analysis_load_many(&b, l->base_paths, l->nbase, NULL, NULL) != MT_OK) {
+    snprintf(err, n, "--base: %s", b ? mt_analysis_error(b) : "out of memory");
+    mt_analysis_free(b);
+    return -1;
+  }
+  if (mt_calltree_build(b, NULL, MT_TREE_MERGE_ADJACENT, 0, &l->base_tree) != MT_OK) {
+    snprintf(err, n, "--base: out of memory");
+    mt_analysis_free(b);
+    return -1;
+  }
+  l->base = b;
+  return 0;
+}
+
 static mt_vsnap *load(mt_vlive *l, const char *path, int tty, char *err, size_t n) {
   mt_analysis *a;
   double t0 = now_s();
   l->tty = tty;
+  if (load_base(l, err, n)) return NULL;
   int rc = l->npaths > 1 ? mt_analysis_load_many(&a, l->paths, l->npaths, progress, l)
                          : mt_analysis_load(&a, path, progress, l);
   if (mt_vdebug()) fprintf(stderr, "memtrace view: [debug] load %.3f s\n", now_s() - t0);
@@ -73,6 +98,11 @@ static mt_vsnap *load(mt_vlive *l, const char *path, int tty, char *err, size_t 
   pthread_mutex_unlock(&l->lock);
   mt_vsnap *s = mt_vsnap_new(a, l->name, gen);
   if (!s) snprintf(err, n, "%s: out of memory", path);
+  if (s) {
+    s->base = l->base;
+    s->base_tree = l->base_tree;
+    s->base_name = l->base_name;
+  }
   return s;
 }
 
@@ -303,6 +333,10 @@ void mt_vlive_stop(mt_vlive *l) {
   l->running = 0;
   mt_vsnap_unref(l->snap);
   l->snap = NULL;
+  mt_calltree_free(l->base_tree);
+  mt_analysis_free(l->base);
+  l->base_tree = NULL;
+  l->base = NULL;
 }
 
 mt_vsnap *mt_vlive_get(mt_vlive *l) {

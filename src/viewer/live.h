@@ -19,6 +19,13 @@ typedef struct mt_vlive {
   /* several traces read as one (paths[0] is path), or npaths 1 */
   const char *const *paths;
   size_t npaths;
+  /* the differential view: the base trace(s), loaded with the first load
+   * and kept (nbase 0: none) */
+  const char *const *base_paths;
+  size_t nbase;
+  const char *base_name;
+  mt_analysis *base;
+  mt_calltree *base_tree;
   /* loader thread */
   pthread_t thread;
   int running, stop;
@@ -33,6 +40,9 @@ typedef struct mt_vlive {
   pthread_t main_thread; /* told (SIGTERM) when the load fails */
 } mt_vlive;
 
+/* The name the page shows for paths[0..n): a trace's file name, or "N
+ * traces"; "" for none. */
+void mt_vlive_name(char *buf, size_t size, const char *const *paths, size_t n);
 /* Loads `path` once (printing progress on a terminal). 0, or -1 after
  * printing the reader's message. */
 int mt_vlive_load_once(mt_vlive *l, const char *path, const char *name);

@@ -41,12 +41,13 @@ static int answers(const mt_vsnap *s, mt_json *j) {
   q.min = 0.0005;
   mt_json_obj(j);
   static const char *keys[] = {"info",  "summary", "timeline", "flame",      "functions",
-                               "paths", "sites",   "leaks",    "histograms", "stats"};
+                               "paths", "sites",   "leaks",    "histograms", "stats",
+                               "diff"};
   int (*fns[])(const mt_vsnap *, const mt_vquery *, mt_json *) = {
       NULL,          mt_vanswer_summary, mt_vanswer_timeline, mt_vanswer_flame,
       mt_vanswer_functions, mt_vanswer_paths, mt_vanswer_sites, mt_vanswer_leaks,
-      mt_vanswer_histograms, mt_vanswer_stats};
-  for (int k = 0; k < 10; k++) {
+      mt_vanswer_histograms, mt_vanswer_stats, mt_vanswer_diff};
+  for (int k = 0; k < (s->base ? 11 : 10); k++) {
     mt_json_key(j, keys[k]);
     if ((fns[k] ? fns[k](s, &q, j) : mt_vanswer_info(s, 0, j)) != 0) return -1;
   }
@@ -54,7 +55,8 @@ static int answers(const mt_vsnap *s, mt_json *j) {
   return j->oom ? -1 : 0;
 }
 
-int mt_viewer_report(const char *const *traces, size_t n, const char *out, const char *title) {
+int mt_viewer_report(const char *const *traces, size_t n, const char *const *base, size_t nbase,
+                     const char *out, const char *title) {
   static mt_vlive l = {.lock = PTHREAD_MUTEX_INITIALIZER,
                        .changed = PTHREAD_COND_INITIALIZER,
                        .state = "loading",
@@ -65,6 +67,11 @@ int mt_viewer_report(const char *const *traces, size_t n, const char *out, const
   const char *name = n > 1 ? many : strrchr(trace, '/') ? strrchr(trace, '/') + 1 : trace;
   l.paths = traces;
   l.npaths = n;
+  char base_name[300];
+  mt_vlive_name(base_name, sizeof base_name, base, nbase);
+  l.base_paths = base;
+  l.nbase = nbase;
+  l.base_name = base_name;
   if (mt_vlive_load_once(&l, trace, name)) return 1;
   mt_vsnap *s = mt_vlive_get(&l);
   mt_json j;

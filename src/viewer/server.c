@@ -333,17 +333,19 @@ static enum MHD_Result answer_api(server *sv, request *rq, struct MHD_Connection
     fprintf(stderr, "memtrace view: [debug] %s %s %.3f s\n", url,
             key ? key + strlen(e->path) : "", mt_vnow() - t0);
   free(key);
-  if (rc == -2 || rc == -3) {
+  if (rc == -2 || rc == -3 || rc == -4) {
     mt_json_free(&j);
     char msg[160];
     if (rc == -2)
       snprintf(msg, sizeof msg, "bad value for 'focus': '%lld' (no such function)",
                (long long)a->q.focus);
-    else
+    else if (rc == -3)
       snprintf(msg, sizeof msg, "bad value for 'collected': a window of collection times "
                                 "contradicts leaks (objects never collected)");
+    else
+      snprintf(msg, sizeof msg, "no base trace to compare with (memtrace view --base OLD NEW)");
     free(a);
-    return send_error(c, sv, rq, MHD_HTTP_BAD_REQUEST, msg);
+    return send_error(c, sv, rq, rc == -4 ? MHD_HTTP_NOT_FOUND : MHD_HTTP_BAD_REQUEST, msg);
   }
   free(a);
   if (rc == 0 && !text) text = mt_json_take(&j, &len);
@@ -548,10 +550,21 @@ int mt_viewer_serve(const mt_viewer_opts *o) {
   const char *name = o->ntraces > 1 ? many : strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
   l.paths = o->traces;
   l.npaths = o->traces ? o->ntraces : 1;
+  char base_name[300];
+  mt_vlive_name(base_name, sizeof base_name, o->base, o->nbase);
+  l.base_paths = o->base;
+  l.nbase = o->nbase;
+  l.base_name = base_name;
   /* A trace that cannot be read is said before anything is served (the
    * load itself runs while the server answers). */
   if (!o->listen && !o->follow) {
     mt_reader *r;
+    if (o->nbase && mt_reader_open_many(&r, o->base, o->nbase) != MT_OK) {
+      fprintf(stderr, "memtrace view: --base: %s\n", mt_reader_error(r));
+      mt_reader_close(r);
+      return 1;
+    }
+    if (o->nbase) mt_reader_close(r);
     if (mt_reader_open_many(&r, l.npaths > 1 ? l.paths : &path, l.npaths) != MT_OK) {
       fprintf(stderr, "memtrace view: %s\n", mt_reader_error(r));
       mt_reader_close(r);

@@ -27,6 +27,11 @@
 typedef struct mt_vsnap {
   mt_analysis *a;
   mt_calltree *tree; /* once built (mt_vsnap_wait) */
+  /* the differential view's base trace(s), or NULL: loaded once, owned by
+   * the loader (mt_vlive), shared by every snapshot */
+  const mt_analysis *base;
+  const mt_calltree *base_tree;
+  const char *base_name;
   int refs;          /* atomic */
   uint64_t generation;
   const char *name; /* the trace's name as shown */

@@ -9,6 +9,9 @@ typedef struct mt_viewer_opts {
    * first, or ntraces 1 */
   const char *const *traces;
   size_t ntraces;
+  /* the differential view: the base traces (read as one), or nbase 0 */
+  const char *const *base;
+  size_t nbase;
   const char *host;   /* default 127.0.0.1; beyond loopback a token is needed */
   int port;           /* default 8080; the next 20 are tried if busy */
   int open;           /* run xdg-open on the URL */
@@ -22,8 +25,10 @@ typedef struct mt_viewer_opts {
 int mt_viewer_serve(const mt_viewer_opts *o);
 
 /* Writes the self-contained HTML report of traces[0..n) (several read as
- * one); returns the exit status. */
-int mt_viewer_report(const char *const *traces, size_t n, const char *out, const char *title);
+ * one), compared with base[0..nbase) when nbase > 0 (the differential
+ * view); returns the exit status. */
+int mt_viewer_report(const char *const *traces, size_t n, const char *const *base, size_t nbase,
+                     const char *out, const char *title);
 
 /* The embedded assets (assets.c, generated at build time). */
 typedef struct mt_vasset {

@@ -57,6 +57,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mt_vsnap *s = mt_vsnap_new(a, "fuzz", 1); /* owns a from here */
   FUZZ_CHECK(s != NULL);
   FUZZ_CHECK(mt_vsnap_build(s) == 0);
+  /* the differential answers: the trace against itself */
+  s->base = s->a;
+  s->base_tree = s->tree;
+  s->base_name = "fuzz";
   mt_json j;
   mt_json_init(&j);
   check_answer(mt_vanswer_info(s, 0, &j), &j);

@@ -89,9 +89,7 @@ static int make_trace(int fd, int kind) {
   return rc == MT_OK && closed == MT_OK ? 0 : -1;
 }
 
-static mt_vsnap *snapshot(int kind) {
-  static mt_vsnap *s[3];
-  if (s[kind]) return s[kind];
+static mt_vsnap *load_snapshot(int kind) {
   int fd = memfd_create("fuzz-trace", 0);
   if (fd < 0 || make_trace(fd, kind) != 0) abort();
   char path[64];
@@ -99,8 +97,23 @@ static mt_vsnap *snapshot(int kind) {
   mt_analysis *a;
   if (mt_analysis_load(&a, path, NULL, NULL) != MT_OK) abort();
   close(fd);
-  s[kind] = mt_vsnap_new(a, "fuzz", 1);
-  if (!s[kind] || mt_vsnap_build(s[kind]) != 0) abort();
+  mt_vsnap *s = mt_vsnap_new(a, "fuzz", 1);
+  if (!s || mt_vsnap_build(s) != 0) abort();
+  return s;
+}
+
+/* The three traces, each compared with the next (the differential
+ * answers). */
+static mt_vsnap *snapshot(int kind) {
+  static mt_vsnap *s[3];
+  if (!s[0]) {
+    for (int k = 0; k < 3; k++) s[k] = load_snapshot(k);
+    for (int k = 0; k < 3; k++) {
+      s[k]->base = s[(k + 1) % 3]->a;
+      s[k]->base_tree = s[(k + 1) % 3]->tree;
+      s[k]->base_name = "fuzz-base";
+    }
+  }
   return s[kind];
 }
 

@@ -76,6 +76,10 @@ typedef struct job {
 static void *answer_all(void *arg) {
   job *jb = arg;
   jb->built = mt_vsnap_build(jb->s);
+  /* the differential answers too: the trace against itself */
+  jb->s->base = jb->s->a;
+  jb->s->base_tree = jb->s->tree;
+  jb->s->base_name = "deep";
   mt_vquery q;
   mt_vquery_init(&q);
   q.min = 0; /* every node of the flame graph */

@@ -7,6 +7,7 @@
 
 static const char usage[] =
     "usage: memtrace view [--port N] [--host ADDR [--no-token]] [--open] TRACE...\n"
+    "       memtrace view --base OLD [--base OLD2 ...] [OPTIONS] NEW...\n"
     "       memtrace view --follow [--port N] [--host ADDR [--no-token]] [--open] TRACE\n"
     "       memtrace view --listen [HOST:]PORT [-o FILE] [--port N] [--host ADDR [--no-token]]\n"
     "                     [--open]\n"
@@ -19,6 +20,12 @@ static const char usage[] =
     "Several traces (files, or directories of .ctf files: a process tree, a\n"
     "fleet, of one sample rate) are read as one, lined up by their wall-clock\n"
     "starts; a trace's objects leave the live heap when it ends.\n"
+    "\n"
+    "With --base, the differential view: the flame graph of NEW coloured by\n"
+    "change against OLD (red: grown, blue: shrunk, where the 95% intervals of\n"
+    "the bytes do not overlap, as memtrace diff decides), and a Changes view\n"
+    "listing the sites that changed; every filter applies to both sides.\n"
+    "OLD is a trace or a directory of traces; --base may be repeated.\n"
     "\n"
     "Bound to an address other than loopback, the server answers only requests\n"
     "that carry its access token: a random one, in the URL it prints\n"
@@ -37,6 +44,7 @@ static const char usage[] =
 
 static int run(int argc, char **argv) {
   mt_viewer_opts o = {0};
+  static mt_cli_list base;
   size_t port = 8080;
   const mt_option options[] = {{"--port", NULL, MT_OPT_COUNT, &port, NULL, 0, 0, 65535},
                                {"--host", NULL, MT_OPT_TEXT, &o.host, NULL, 0, 0, 0},
@@ -45,6 +53,7 @@ static int run(int argc, char **argv) {
                                {"--follow", NULL, MT_OPT_FLAG, &o.follow, NULL, 1, 0, 0},
                                {"--listen", NULL, MT_OPT_TEXT, &o.listen, NULL, 0, 0, 0},
                                {"-o", "--output", MT_OPT_TEXT, &o.output, NULL, 0, 0, 0},
+                               {"--base", NULL, MT_OPT_LIST, &base, NULL, 0, 0, 0},
                                {NULL, NULL, 0, NULL, NULL, 0, 0, 0}};
   static const char *args[MT_CLI_MAX_TRACES];
   mt_cli_spec spec = {options, NULL, args, 0, MT_CLI_MAX_TRACES, "TRACE", 0, 0, NULL};
@@ -67,9 +76,17 @@ static int run(int argc, char **argv) {
       o.trace = paths[0];
     }
   }
+  char **base_paths = NULL;
+  if (base.n) {
+    if (o.listen || o.follow) mt_cli_usage_error(&mt_cmd_view, "--base goes with TRACE... only");
+    o.nbase = mt_cli_traces(&mt_cmd_view, base.v, base.n, &base_paths);
+    o.base = (const char *const *)base_paths;
+  }
   int rc = mt_viewer_serve(&o);
   for (size_t i = 0; i < o.ntraces; i++) free(paths[i]);
   free(paths);
+  for (size_t i = 0; i < o.nbase; i++) free(base_paths[i]);
+  free(base_paths);
   return rc;
 }
 

@@ -138,6 +138,16 @@
     return c;
   }
 
+  /* The differential view's colours: red for grown, blue for shrunk (deeper as the
+   * change grows, up to doubling), grey where the intervals overlap. */
+  function changeColor(n) {
+    if (n.change === 'same') return 'hsl(0,0%,82%)';
+    const was = val(n.base.bytes), now = val(n.bytes);
+    const ratio = was > 0 && now > 0 ? Math.abs(Math.log2(now / was)) : 1;
+    const light = 80 - 30 * Math.min(1, ratio);
+    return n.change === 'grown' ? 'hsl(2,75%,' + light + '%)' : 'hsl(214,70%,' + light + '%)';
+  }
+
   /* "Nice" axis ticks: about n steps of 1, 2 or 5 times a power of `base` units. */
   function niceTicks(max, n) {
     if (!(max > 0)) return [0];
@@ -157,7 +167,7 @@
   /* ================================================================ state and URL */
 
   const FILTER_KEYS = ['alloc', 'live', 'collected', 'size', 'lifetime', 'source', 'inside', 'not_inside', 'hide'];
-  const VIEWS = ['flame', 'functions', 'paths', 'sites', 'leaks', 'histograms', 'stats'];
+  const VIEWS = ['flame', 'functions', 'paths', 'sites', 'leaks', 'histograms', 'stats', 'changes'];
 
   const state = {
     report: null,          /* the inlined data of `memtrace report`, or null with a server */
@@ -235,7 +245,7 @@
   const REPORT_KEYS = {
     '/api/info': 'info', '/api/summary': 'summary', '/api/timeline': 'timeline', '/api/flame': 'flame',
     '/api/functions': 'functions', '/api/paths': 'paths', '/api/sites': 'sites', '/api/leaks': 'leaks',
-    '/api/histograms': 'histograms', '/api/stats': 'stats',
+    '/api/histograms': 'histograms', '/api/stats': 'stats', '/api/diff': 'diff',
   };
 
   /* GET path?params (+ the filter when withFilter); resolves to the parsed JSON. */
@@ -379,7 +389,8 @@
     const i = state.info, box = $('#info');
     if (!i) return;
     nativeWords();
-    $('#trace-name').textContent = i.trace || '';
+    $('#trace-name').textContent = i.base ? i.trace + ' against ' + i.base.trace : (i.trace || '');
+    document.body.classList.toggle('diff', !!i.base);
     document.title = 'memtrace · ' + (basename(i.trace) || basename(i.executable) || 'trace');
     const total = i.total || {}, peak = i.peak || {};
     const share = state.summary ? state.summary.share : null;
@@ -398,6 +409,12 @@
       kv('peak live memory', estSpan(peak.bytes, fmtBytes, 'at ' + fmtSeconds(peak.time))),
       kv('filtered share', share == null ? '–' : fmtPct(share), 'share of all allocated bytes that passes the filter'),
     ];
+    if (i.base) {
+      /* the differential view: what this trace is compared with */
+      const bt = i.base.total || {};
+      kids.push(kv('compared with', i.base.trace || '–', 'the base trace of the differential view', true));
+      kids.push(kv('base allocated', estSpan(bt.bytes, fmtBytes, bt.samples != null ? fmtInt(bt.samples) + ' samples' : '')));
+    }
     if (i.runtime_params) kids.push(kv('runtime params', i.runtime_params, i.runtime_params, true));
     if (i.version) kids.push(kv('viewer', i.version));
     if (i.warning) kids.push(el('div', {class: 'warning'}, '⚠ ' + i.warning));
@@ -691,8 +708,11 @@
       if (FL.focused && r.tree === 'callees' && r.depth === 0) cls += ' focus';
       if (r.match) cls += ' match';
       if (r.vi === FL.sel) cls += ' sel';
+      const change = r.node.change; /* the differential view */
+      if (change) cls += ' ' + change;
       const label = w > 22 ? truncate(r.node.fn === -1 ? FL.rootLabel : r.name, Math.floor((w - 6) / charW)) : '';
-      html.push('<div class="' + cls + '" data-i="' + r.vi + '" data-name="' + esc(r.name) + '" style="left:' + r.px0.toFixed(1) + 'px;width:' + w.toFixed(1) + 'px;top:' + r.top + 'px;background:' + frameColor(r.name, r.file) + '">' + esc(label) + '</div>');
+      const bg = change ? changeColor(r.node) : frameColor(r.name, r.file);
+      html.push('<div class="' + cls + '" data-i="' + r.vi + '" data-name="' + esc(r.name) + '" style="left:' + r.px0.toFixed(1) + 'px;width:' + w.toFixed(1) + 'px;top:' + r.top + 'px;background:' + bg + '">' + esc(label) + '</div>');
     }
     for (const [y, t] of FL.labels) html.push('<div class="section-label" style="top:' + y + 'px">' + t + '</div>');
     layer.innerHTML = html.join('');
@@ -723,6 +743,13 @@
     const row = (k, e, fmt) => tb.append(el('tr', null, el('td', null, k), el('td', null, fmt(val(e))),
       el('td', {class: 'i'}, e && e.lo != null ? '95%: ' + fmt(e.lo) + ' – ' + fmt(e.hi) : '')));
     row('bytes', n.bytes, fmtBytes);
+    if (n.base) {
+      row('base bytes', n.base.bytes, fmtBytes);
+      const was = val(n.base.bytes), now = val(n.bytes);
+      tb.append(el('tr', null, el('td', null, 'change'),
+        el('td', null, (now >= was ? '+' : '−') + fmtBytes(Math.abs(now - was))),
+        el('td', {class: 'i'}, n.change === 'same' ? 'not significant' : n.change + ' (the 95% intervals do not overlap)')));
+    }
     row('objects', n.objects, fmtCount);
     if (n.self) { row('self bytes', n.self.bytes, fmtBytes); row('self objects', n.self.objects, fmtCount); }
     tb.append(el('tr', null, el('td', null, 'share'), el('td', null, fmtPct(weightOf(n) / rootW)), el('td', {class: 'i'}, r.tree === 'callers' && r.depth ? 'via this caller' : 'of the ' + (FL.data.callers ? 'focused function' : 'total'))));
@@ -1059,6 +1086,23 @@
     ], d.sites || []);
   }
 
+  /* The differential view's table: memtrace diff's answer, significant changes first. */
+  function renderChanges(d) {
+    shownNote('#changes-count', d.shown, d.sites_total, ['site', 'sites'],
+      d.significant != null ? d.significant + ' significant' : null);
+    const change = r => val(r.new.bytes) - val(r.base.bytes);
+    renderTable($('#changes'), [
+      {label: '', cls: 'sig', sort: r => r.significant ? 1 : 0, render: r => r.significant ? el('span', {class: 'sig ' + (change(r) > 0 ? 'grown' : 'shrunk'), title: 'the 95% intervals of the bytes do not overlap'}, change(r) > 0 ? '▲' : '▼') : ''},
+      {label: 'site', cls: 'name', sort: r => r.site || '', render: siteCell},
+      {label: 'location', cls: 'file', sort: r => (r.file || '') + ':' + String(r.line || 0).padStart(8, '0'), render: r => r.file ? r.file + (r.line ? ':' + r.line : '') : ''},
+      {label: 'change', num: true, sort: r => Math.abs(change(r)), render: r => (change(r) >= 0 ? '+' : '−') + fmtBytes(Math.abs(change(r))), def: true},
+      {label: 'base bytes', num: true, sort: r => val(r.base.bytes), render: r => estSpan(r.base.bytes, fmtBytes, '')},
+      {label: 'new bytes', num: true, sort: r => val(r.new.bytes), render: r => estSpan(r.new.bytes, fmtBytes, '')},
+      {label: 'base objects', num: true, sort: r => val(r.base.objects), render: r => estSpan(r.base.objects, fmtCount, '')},
+      {label: 'new objects', num: true, sort: r => val(r.new.objects), render: r => estSpan(r.new.objects, fmtCount, '')},
+    ], d.sites || [], 'no site to compare');
+  }
+
   function renderLeaks(d) {
     /* the leaks' own filter: the page's, with "never collected" for any collection condition */
     const filtered = Object.keys(state.filter).length > 0;
@@ -1173,6 +1217,7 @@
     leaks: () => api('/api/leaks', {n: 100}, true),
     histograms: () => api('/api/histograms', null, true),
     stats: () => api('/api/stats', null, true),
+    changes: () => api('/api/diff', {n: 200, by: state.sitesBy === 'function' ? 'function' : null}, true),
   };
 
   const VIEW_RENDER = {
@@ -1188,6 +1233,7 @@
     leaks: renderLeaks,
     histograms: d => { VIEW_RENDER.histograms.last = d; renderHistograms(d); },
     stats: renderStats,
+    changes: renderChanges,
   };
 
   let viewToken = 0;

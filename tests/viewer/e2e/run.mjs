@@ -490,6 +490,59 @@ async function testReport(name) {
   }
 }
 
+/* The differential view: a trace against one where site 0 (Bar.alloc, bar.ml:5)
+ * allocates twice as often (mt_tools_synth --double 0): in the report and the live
+ * page, its frames are coloured grown and the Changes view lists it first, marked. */
+async function testDiff() {
+  console.log('differential view');
+  if (!args.synth) { check(false, 'diff: run.mjs needs --synth'); return; }
+  const dir = path.resolve(args.out);
+  const oldT = path.join(dir, 'diff-old.ctf'), newT = path.join(dir, 'diff-new.ctf');
+  let r = await run(args.synth, [oldT, oldT + '.json', '--rate', '1e-2', '--seed', '41']);
+  r = r.code === 0 ? await run(args.synth, [newT, newT + '.json', '--rate', '1e-2', '--seed', '41', '--double', '0']) : r;
+  if (!check(r.code === 0, 'diff: the two traces are written', r.err)) return;
+  const out = path.join(dir, 'diff.html');
+  fs.rmSync(out, { force: true });
+  r = await run(args.memtrace, ['report', '--base', oldT, newT, '-o', out]);
+  if (!check(r.code === 0 && fs.existsSync(out), 'diff: memtrace report --base writes ' + out, 'exit ' + r.code + ' ' + r.err.trim())) return;
+  const grownFirst = async (page, where) => {
+    await page.waitForSelector('#flame .frame', { timeout: TIMEOUT });
+    const grown = await page.$$eval('#flame .frame.grown', es => es.map(e => e.dataset.name));
+    check(grown.includes('Bar.alloc'), where + ': Bar.alloc\'s frame is coloured grown', 'grown: ' + grown.join(', '));
+    await snap(page, path.join(args.out, where + '-flame.png'));
+    check(await page.locator('#view-tabs button[data-view="changes"]').isVisible(), where + ': the Changes tab shows');
+    await page.click('#view-tabs button[data-view="changes"]');
+    await page.waitForSelector('#changes tbody tr', { timeout: TIMEOUT });
+    const first = await page.$eval('#changes tbody tr', e => e.textContent);
+    check(/Bar\.alloc/.test(first) && /▲/.test(first), where + ': the Changes view lists Bar.alloc first, grown', first.slice(0, 160));
+    await snap(page, path.join(args.out, where + '-changes.png'));
+  };
+  const fileUrl = pathToFileURL(out).href;
+  const page = await newPage('diff-report', u => u === fileUrl || u.startsWith(fileUrl + '?') || u.startsWith(fileUrl + '#') || u.startsWith('data:'));
+  try {
+    await page.goto(fileUrl);
+    await waitText(page, '#trace-name', 't.includes("against")', 'diff report: the title names the base');
+    await grownFirst(page, 'diff-report');
+    await finishPage(page);
+  } catch (e) {
+    check(false, 'diff report: test ran to the end', e.stack || String(e));
+  }
+  const port = await freePort();
+  const srv = await startView(['--port', String(port), '--base', oldT, newT], 'diff');
+  try {
+    const d = (await getJSON(srv.url + '/api/diff')).body;
+    check(d.sites && d.sites[0].significant && /Bar\.alloc/.test(d.sites[0].site), 'diff: /api/diff puts Bar.alloc first, significant');
+    const page2 = await newPage('diff-view', u => u.startsWith(srv.url));
+    await page2.goto(srv.url + '/');
+    await grownFirst(page2, 'diff-view');
+    await finishPage(page2);
+  } catch (e) {
+    check(false, 'diff view: test ran to the end', e.stack || String(e));
+  } finally {
+    await stopProc(srv.proc);
+  }
+}
+
 async function testCorrupt() {
   console.log('corrupt trace');
   const bad = path.join(path.resolve(args.out), 'corrupt.ctf');
@@ -618,6 +671,7 @@ try {
   if (want('ocamlopt')) await testTrace('ocamlopt', true);
   if (want('workload')) await testTrace('workload-1e-4', false);
   if (want('report')) await testReport('ocamlopt');
+  if (want('diff')) await testDiff();
   if (want('corrupt')) await testCorrupt();
   if (want('live')) await testLive();
   if (want('token')) await testToken('ocamlopt');
