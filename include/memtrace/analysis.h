@@ -57,9 +57,10 @@ MT_API int mt_analysis_load_reader(mt_analysis **out, mt_reader *r,
                                    mt_progress_fn progress, void *progress_ctx);
 /* Loads several traces as one (a process tree, a fleet; mt_reader_open_many
  * merges them by wall-clock time): every answer then covers them all,
- * times counted from the earliest start. They must share their sample
- * rate and word size (MT_ERR_INVALID otherwise, the message naming two
- * that differ). An object never collected stays so (leaks list it), but
+ * times counted from the earliest start, at the lowest of their sample
+ * rates (mt_reader_open_many thins the others). They must share their
+ * word size (MT_ERR_INVALID otherwise, the message naming two that
+ * differ). An object never collected stays so (leaks list it), but
  * leaves the live heap when its trace ends: a process holds nothing once
  * it has exited (the timeline, the live heap's peak and envelope, "live
  * at" filters). Codes are those of mt_reader_open_many. One path is

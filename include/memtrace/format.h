@@ -134,19 +134,24 @@ MT_API int mt_reader_open_fd(mt_reader **out, int fd, const char *name);
 /* Opens the traces at paths[0..n) as one (a process tree, a fleet): their
  * events merged by time (event times are since the epoch, so traces that
  * started at different times line up), ties in the order of paths. The
- * traces must share their sample rate and word size. In the merged trace:
+ * traces must share their word size; traces of different sample rates are
+ * read at the lowest, each sample of a trace at rate r kept with
+ * probability lowest / r (memtrace subsample's thinning, with a fixed
+ * seed) and an allocation left with no sample dropped with its later
+ * events. In the merged trace:
  * - object ids are new, in allocation order;
  * - a code c of trace k reads ((k + 1) << 48) | c when c < 2^48 (a return
  *   address, a location code), else (1 << 63) | a number; mt_reader_lookup
  *   and mt_reader_has_code take those codes;
  * - an event's domain is (k << 16) | its domain in trace k, so each event
  *   says its trace, and common_prefix pairs allocations within one trace;
- * - mt_reader_info gives the earliest start, the common sample rate and
+ * - mt_reader_info gives the earliest start, the lowest sample rate, the
  *   word size, the executable and host when all traces agree (else a
- *   list), and the first trace's pid.
+ *   list), the first trace's pid, and a context saying how many traces
+ *   (and the rates thinned).
  * Errors name the trace they come from. One path is mt_reader_open; MT_OK,
- * or a negative status (MT_ERR_INVALID for rates that differ) with the
- * reader holding the message, as for mt_reader_open. */
+ * or a negative status (MT_ERR_INVALID for word sizes that differ) with
+ * the reader holding the message, as for mt_reader_open. */
 MT_API int mt_reader_open_many(mt_reader **out, const char *const *paths, size_t n);
 /* The traces a reader reads: 1, or n for mt_reader_open_many. */
 MT_API size_t mt_reader_trace_count(const mt_reader *r);

@@ -11,7 +11,11 @@
  *   trace and the code kept aside; lookups go to trace k's reader;
  * - an event's domain is k << 16 | its own domain, so that a consumer
  *   pairing an allocation with the previous one of its domain
- *   (common_prefix) pairs it within its trace. */
+ *   (common_prefix) pairs it within its trace.
+ * Traces of different rates are read at the lowest: each sample of a trace
+ * at rate r is kept with probability lowest / r (memtrace subsample's
+ * thinning, with a fixed seed), and an allocation left with no sample is
+ * dropped with its later events. */
 #include "reader_many.h"
 
 #include <stdio.h>
@@ -19,11 +23,13 @@
 #include <string.h>
 
 #include "base/containers.h"
+#include "base/rng.h"
 
 #define CODE_BITS 48
 #define CODE_MASK ((UINT64_C(1) << CODE_BITS) - 1)
 #define WIDE_CODE (UINT64_C(1) << 63)
 #define NO_ID UINT32_MAX
+#define DROPPED (UINT32_MAX - 1) /* thinned to no sample: its events go too */
 
 typedef struct sub {
   mt_reader *r;
@@ -31,6 +37,7 @@ typedef struct sub {
   mt_event ev; /* its next event, when ready */
   int ready;
   uint64_t end; /* time of its last event read */
+  double keep;  /* each sample's chance to stay: 1 at the lowest rate */
   uint64_t id_base;
   uint32_t *ids; /* its object id - id_base -> merged id */
   size_t nids, ids_cap;
@@ -43,8 +50,9 @@ struct mt__many {
   size_t *heap, nheap;
   size_t *finished, nfinished; /* traces read to their end, in that order */
   mt_trace_info info;
-  char exe[256], host[256], context[96];
+  char exe[256], host[256], context[160];
   uint64_t next_id;
+  mt__rng rng; /* thinning */
   uint64_t *bt;
   size_t bt_cap;
   uint32_t *wide_sub; /* codes past 48 bits: their trace and value */
@@ -141,23 +149,34 @@ static const char *common_text(mt__many *m, size_t field, char *out, size_t n,
 static int merge_info(mt__many *m) {
   const mt_trace_info *i0 = mt_reader_info(m->subs[0].r);
   m->info = *i0;
+  double lowest = i0->sample_rate, highest = i0->sample_rate;
   for (size_t k = 1; k < m->n; k++) {
     const mt_trace_info *i = mt_reader_info(m->subs[k].r);
-    if (i->sample_rate != i0->sample_rate || i->word_size != i0->word_size) {
+    if (i->word_size != i0->word_size) {
       snprintf(m->err, sizeof m->err,
-               "%s and %s have different sample rates or word sizes (%g and %g per word, %u "
-               "and %u bits): they cannot be read as one trace",
-               m->subs[0].path, m->subs[k].path, i0->sample_rate, i->sample_rate,
-               (unsigned)i0->word_size, (unsigned)i->word_size);
+               "%s and %s have different word sizes (%u and %u bits): they cannot be read as "
+               "one trace",
+               m->subs[0].path, m->subs[k].path, (unsigned)i0->word_size,
+               (unsigned)i->word_size);
       m->err_off = MT_NO_OFFSET;
       return MT_ERR_INVALID;
     }
+    if (i->sample_rate < lowest) lowest = i->sample_rate;
+    if (i->sample_rate > highest) highest = i->sample_rate;
     if (i->start_time < m->info.start_time) m->info.start_time = i->start_time;
     if (i->version > m->info.version) m->info.version = i->version;
   }
+  for (size_t k = 0; k < m->n; k++) m->subs[k].keep = lowest / mt_reader_info(m->subs[k].r)->sample_rate;
+  m->info.sample_rate = lowest;
+  mt__rng_seed(&m->rng, 0x6d656d7472616365ull);
   m->info.executable_name = common_text(m, 0, m->exe, sizeof m->exe, "programs");
   m->info.host_name = common_text(m, 1, m->host, sizeof m->host, "hosts");
-  snprintf(m->context, sizeof m->context, "%zu traces read as one", m->n);
+  if (lowest < highest)
+    snprintf(m->context, sizeof m->context,
+             "%zu traces read as one, at rate %g (those at up to %g thinned to it)", m->n,
+             lowest, highest);
+  else
+    snprintf(m->context, sizeof m->context, "%zu traces read as one", m->n);
   m->info.context = m->context;
   m->info.initial_domain = 0;
   return MT_OK;
@@ -238,11 +257,11 @@ static uint32_t id_of(const sub *s, uint64_t id) {
   return s->ids[id - s->id_base];
 }
 
-static int note_alloc(mt__many *m, sub *s, uint64_t id) {
+static int note_alloc(mt__many *m, sub *s, uint64_t id, uint32_t merged) {
   if (!s->nids) s->id_base = id;
   /* ids run on from the trace's first: a gap of more than 2^24 (a corrupt
    * trace) is not followed; its objects are then unknown to the merge */
-  if (id < s->id_base || id - s->id_base > s->nids + (1u << 24) || m->next_id >= NO_ID)
+  if (id < s->id_base || id - s->id_base > s->nids + (1u << 24) || m->next_id >= DROPPED)
     return 0;
   size_t at = (size_t)(id - s->id_base);
   if (at >= s->nids) {
@@ -250,19 +269,34 @@ static int note_alloc(mt__many *m, sub *s, uint64_t id) {
     for (size_t j = s->nids; j < at; j++) s->ids[j] = NO_ID;
     s->nids = at + 1;
   }
-  s->ids[at] = (uint32_t)m->next_id;
+  s->ids[at] = merged;
   return 0;
+}
+
+/* Samples kept of n, each with chance p (a binomial draw). */
+static uint64_t thin(mt__rng *g, uint64_t n, double p) {
+  uint64_t kept = 0, cut = (uint64_t)(p * 18446744073709551616.0);
+  for (uint64_t i = 0; i < n; i++) kept += mt__rng_next(g) < cut;
+  return kept;
 }
 
 int mt__many_next(mt__many *m, mt_event *ev) {
   if (m->status < 0) return m->status;
+again:
   if (m->nheap == 0) return 0;
   size_t k = heap_pop(m);
   sub *s = &m->subs[k];
   *ev = s->ev;
   ev->domain = (uint32_t)k << 16 | (s->ev.domain & 0xffff);
+  if (ev->kind == MT_EVENT_ALLOC && s->keep < 1 &&
+      (ev->nsamples = thin(&m->rng, s->ev.nsamples, s->keep)) == 0) {
+    /* thinned away: the allocation and its later events go */
+    if (note_alloc(m, s, s->ev.obj_id, DROPPED)) goto nomem;
+    if (refill(m, k) < 0) return m->status;
+    goto again;
+  }
   if (ev->kind == MT_EVENT_ALLOC) {
-    if (note_alloc(m, s, s->ev.obj_id)) goto nomem;
+    if (note_alloc(m, s, s->ev.obj_id, (uint32_t)m->next_id)) goto nomem;
     ev->obj_id = m->next_id++;
     if (ev->backtrace_len > m->bt_cap &&
         mt__grow((void **)&m->bt, &m->bt_cap, ev->backtrace_len, sizeof *m->bt, 64))
@@ -274,6 +308,10 @@ int mt__many_next(mt__many *m, mt_event *ev) {
     ev->backtrace = m->bt;
   } else {
     uint32_t id = id_of(s, s->ev.obj_id);
+    if (id == DROPPED) {
+      if (refill(m, k) < 0) return m->status;
+      goto again;
+    }
     ev->obj_id = id == NO_ID ? UINT64_MAX : id;
   }
   /* the slot is read again only now: the event's backtrace stayed valid */

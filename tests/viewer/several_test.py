@@ -3,7 +3,7 @@
 different times): its answers against the command line's on the same
 traces: totals, each named site, leaks, statistics and the live heap (read
 as one analysis by both: exactly the same); `memtrace report` of the
-traces; traces of two rates refused with a message naming them.
+traces; traces of two rates read at the lower one, the other thinned.
 
 usage: several_test.py MEMTRACE MT_TOOLS_SYNTH
 """
@@ -93,13 +93,23 @@ def main():
                            text=True, timeout=120)
         check(p.returncode == 0 and "3 traces read as one" in open(html).read(),
               f"report of several: {p.returncode} {p.stderr}")
-        # two rates cannot be read as one
+        # two rates: read at the lower, the other's samples thinned to it; as
+        # many sampled objects as the lower-rate trace's own, and some of the other's
         other = os.path.join(tmp, "other.ctf")
         subprocess.run([SYNTH, other, other + ".json", "--rate", "1", "--seed", "5"], check=True)
-        p = subprocess.run([MEMTRACE, "view", "--port", str(viewer_server.free_port()),
-                            paths[0], other], capture_output=True, text=True, timeout=60)
-        check(p.returncode == 1 and "different sample rates" in p.stderr and
-              "other.ctf" in p.stderr, f"view of two rates: {p.returncode} {p.stderr}")
+        server = viewer_server.Server(MEMTRACE, paths[0], other)
+        server.wait_ready()
+        info = server.json("/api/info")
+        check(info["sample_rate"] == 1e-2 and "thinned" in info["context"],
+              f"view of two rates: {info['sample_rate']} {info['context']!r}")
+        own = cli("stats", "--format", "json", paths[0])["all"]["sampled_objects"]
+        with open(other + ".json") as f:  # an object of w words stays with 1 - 0.99^w
+            kept = sum(1 - 0.99 ** o[1] for o in json.load(f)["objects"])
+        got = info["sampled_objects"] - own
+        check(abs(got - kept) < 0.1 * kept,
+              f"view of two rates: {got} objects of the rate-1 trace kept, ~{kept:.0f} expected")
+        server.stop()
+        server = None
     finally:
         if server:
             server.stop()

@@ -13,7 +13,8 @@ static const char usage[] =
     "live heap, hot functions, paths, sites, leaks, histograms; filters need\n"
     "memtrace view). FILE defaults to report.html; - writes to stdout.\n"
     "Several traces (files, or directories of .ctf files: a process tree, a\n"
-    "fleet, of one sample rate) are read as one, lined up by their starts.\n"
+    "fleet) are read as one, lined up by their starts, at the lowest of\n"
+    "their sample rates.\n"
     "With --base OLD (a trace or a directory; repeatable), the differential\n"
     "report: the flame graph coloured by change against OLD, and the changes\n"
     "(memtrace view --base).\n";

@@ -36,8 +36,9 @@ static const char usage[] =
     "  - with --chunks N, the same for N equal spans of allocation time.\n"
     "\n"
     "Several traces (files, or directories of .ctf files: a process tree, a\n"
-    "fleet, of one sample rate) are read as one, lined up by their wall-clock\n"
-    "starts: one population, and --chunks splits their common span.\n"
+    "fleet) are read as one, lined up by their wall-clock starts: one\n"
+    "population, and --chunks splits their common span. Traces of different\n"
+    "rates are read at the lowest (the others' samples thinned to it).\n"
     "\n"
     "Options:\n"
     "  --chunks N     also split by allocation time into N chunks (default 1:\n"
@@ -496,11 +497,6 @@ static int run(int argc, char **argv) {
   /* several traces: one analysis of them all, as the viewer reads them */
   char **paths;
   size_t n = mt_cli_traces(cmd, args, nargs, &paths);
-  if (!mt_cli_same_rate(cmd, (const char *const *)paths, n)) {
-    fprintf(stderr, "memtrace stats: the traces have different sample rates: their statistics "
-                    "are each at its own rate (run stats on each)\n");
-    return 1;
-  }
   mt_analysis *a = mt_cli_load_many(cmd, (const char *const *)paths, n);
   char many[128];
   snprintf(many, sizeof many, "%zu traces (%s ...)", n, paths[0]);
