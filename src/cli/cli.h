@@ -122,7 +122,8 @@ typedef struct mt_cli_trace_set {
 void mt_cli_load_set(const mt_command *cmd, const char *const *args, size_t n,
                      mt_cli_trace_set *t);
 void mt_cli_free_set(mt_cli_trace_set *t);
-/* "[exe pid] " (the executable's base name) for trace k, in buf (n bytes). */
+/* "[exe pid] " (the executable's base name) for trace k, in buf (n bytes);
+ * "[exe pid@host] " when the set's traces come from several hosts. */
 const char *mt_cli_process_text(char *buf, size_t n, const mt_cli_trace_set *t, size_t k);
 /* "traces": [{trace, executable, pid, host, start_us}...], in a command's
  * JSON: of a loaded set, or of the traces at paths (their headers read). */

@@ -148,8 +148,12 @@ void mt_cli_free_set(mt_cli_trace_set *t) {
 const char *mt_cli_process_text(char *buf, size_t n, const mt_cli_trace_set *t, size_t k) {
   const mt_trace_info *i = mt_analysis_info(t->as[k]);
   const char *exe = i->executable_name ? strrchr(i->executable_name, '/') : NULL;
-  snprintf(buf, n, "[%s %llu] ", exe ? exe + 1 : i->executable_name ? i->executable_name : "?",
-           (unsigned long long)i->pid);
+  /* a fleet: the host too, when the traces come from more than one */
+  int hosts = 0;
+  for (size_t j = 1; j < t->n && !hosts; j++)
+    hosts = strcmp(mt_analysis_info(t->as[j])->host_name, mt_analysis_info(t->as[0])->host_name);
+  snprintf(buf, n, "[%s %llu%s%s] ", exe ? exe + 1 : i->executable_name ? i->executable_name : "?",
+           (unsigned long long)i->pid, hosts ? "@" : "", hosts ? i->host_name : "");
   return buf;
 }
 
