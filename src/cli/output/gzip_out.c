@@ -30,7 +30,7 @@ static struct {
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static const char *chosen; /* "libdeflate", "zlib", or NULL: neither loads */
-static char failure[1024];
+static char failure[1280];
 
 static void load(void) {
   /* MEMTRACE_COMPRESSOR=zlib: zlib even where libdeflate is (its tests) */
