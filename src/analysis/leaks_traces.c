@@ -135,20 +135,8 @@ int mt_leaks_traces(const mt_analysis *const *as, size_t n, const mt_filter *f,
     qsort_r(r->rows, r->nrows, sizeof *r->rows, cmp_order, &order);
     if (rc == MT_OK) rc = keep(r, limit, depth);
   }
-  if (rc == MT_OK) {
-    mt__trace_rates_total(&rates, totals, &r->total, &r->total_bytes, &r->total_objects);
-    mt__trace_rates_total(&rates, totals + n, &r->trace_total, &r->trace_bytes,
-                          &r->trace_objects);
-  }
   free(all);
   for (size_t k = 0; ones && k < n; k++) mt_ranking_free(ones[k]);
   free(ones);
-  free(totals);
-  mt__trace_rates_free(&rates);
-  if (rc != MT_OK) {
-    mt_ranking_free(r);
-    return rc;
-  }
-  *out = r;
-  return MT_OK;
+  return mt__trace_rates_finish(&rates, rc, totals, r, out);
 }

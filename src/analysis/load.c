@@ -646,21 +646,7 @@ int mt_analysis_load_many(mt_analysis **out, const char *const *paths, size_t n,
 
 int mt_analysis_load(mt_analysis **out, const char *path, mt_progress_fn progress,
                      void *ctx) {
-  mt_reader *r;
-  int rc = mt_reader_open(&r, path);
-  if (rc != MT_OK) {
-    mt_analysis *a = new_analysis();
-    *out = a;
-    if (a) {
-      fail(a, rc, "%s", mt_reader_error(r));
-      a->err_off = mt_reader_error_offset(r);
-    }
-    mt_reader_close(r);
-    return a ? rc : MT_ERR_NOMEM;
-  }
-  rc = mt_analysis_load_reader(out, r, progress, ctx);
-  mt_reader_close(r);
-  return rc;
+  return mt_analysis_load_many(out, &path, 1, progress, ctx); /* one path: mt_reader_open */
 }
 
 void mt_analysis_free(mt_analysis *a) {

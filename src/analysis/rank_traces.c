@@ -119,17 +119,7 @@ int mt_rank_traces(const mt_analysis *const *as, size_t n, const mt_filter *f,
     mt_rank_order order = spec->order;
     qsort_r(r->rows, r->nrows, sizeof *r->rows, cmp_rank, &order);
     if (spec->limit && r->nrows > spec->limit) r->nrows = spec->limit;
-    mt__trace_rates_total(&rates, totals, &r->total, &r->total_bytes, &r->total_objects);
-    mt__trace_rates_total(&rates, totals + n, &r->trace_total, &r->trace_bytes,
-                          &r->trace_objects);
   }
   free(all);
-  free(totals);
-  mt__trace_rates_free(&rates);
-  if (rc != MT_OK) {
-    mt_ranking_free(r);
-    return rc;
-  }
-  *out = r;
-  return MT_OK;
+  return mt__trace_rates_finish(&rates, rc, totals, r, out);
 }

@@ -180,6 +180,14 @@ static int add_trace(mt_timeline *t, const mt_analysis *a, const mt_filter *f,
   return MT_OK;
 }
 
+/* The scratch freed, and t handed out (rc MT_OK) or freed. */
+static int finish(mt_timeline *t, mt_live_point *pts, int rc, mt_timeline **out) {
+  free(pts);
+  if (rc == MT_OK) *out = t;
+  else mt_timeline_free(t);
+  return rc;
+}
+
 int mt_timeline_compute(const mt_analysis *a, const mt_filter *f, size_t nbins,
                         mt_timeline **out) {
   *out = NULL;
@@ -200,13 +208,9 @@ int mt_timeline_compute(const mt_analysis *a, const mt_filter *f, size_t nbins,
   mt_tally peak = {0};
   peak.samples = a->peak_samples;
   t->peak_bytes = mt_estimate_bytes(a, &peak);
-  free(pts);
-  *out = t;
-  return MT_OK;
+  return finish(t, pts, MT_OK, out);
 nomem:
-  free(pts);
-  mt_timeline_free(t);
-  return MT_ERR_NOMEM;
+  return finish(t, pts, MT_ERR_NOMEM, out);
 }
 
 int mt_timeline_traces(const mt_analysis *const *as, size_t n, const mt_filter *f,
@@ -240,11 +244,7 @@ int mt_timeline_traces(const mt_analysis *const *as, size_t n, const mt_filter *
   t->ntraces = n;
   t->peak_time = (uint64_t)llround(t->end[best]);
   t->peak_bytes = (mt_estimate){t->live[best], t->live[best], t->live[best]};
-  free(pts);
-  *out = t;
-  return MT_OK;
+  return finish(t, pts, MT_OK, out);
 nomem:
-  free(pts);
-  mt_timeline_free(t);
-  return MT_ERR_NOMEM;
+  return finish(t, pts, MT_ERR_NOMEM, out);
 }

@@ -53,3 +53,21 @@ void mt__trace_rates_total(const mt__trace_rates *r, const mt_tally *t, const mt
   *bytes = r->mixed ? mt_sampling_bytes_mixed(r->of, t, r->n) : mt_sampling_bytes(&r->of[0], sum);
   *objects = mt_sampling_objects(r->mixed ? &r->least : &r->of[0], sum);
 }
+
+int mt__trace_rates_finish(mt__trace_rates *r, int rc, mt_tally *totals, mt_ranking *ranking,
+                           mt_ranking **out) {
+  if (rc == MT_OK) {
+    mt__trace_rates_total(r, totals, &ranking->total, &ranking->total_bytes,
+                          &ranking->total_objects);
+    mt__trace_rates_total(r, totals + r->n, &ranking->trace_total, &ranking->trace_bytes,
+                          &ranking->trace_objects);
+  }
+  free(totals);
+  mt__trace_rates_free(r);
+  if (rc != MT_OK) {
+    mt_ranking_free(ranking);
+    return rc;
+  }
+  *out = ranking;
+  return MT_OK;
+}

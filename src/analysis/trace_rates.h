@@ -28,4 +28,11 @@ int mt__trace_rates_estimate(mt__trace_rates *r, const mt_rank_row *rows, size_t
 void mt__trace_rates_total(const mt__trace_rates *r, const mt_tally *t, const mt_tally *sum,
                            mt_estimate *bytes, mt_estimate *objects);
 
+/* Ends a ranking of several traces: its totals' estimates from each
+ * trace's (totals[0..n) the rows' objects, totals[n..2n) every object),
+ * then the scratch freed; on failure (rc) the ranking freed too. Returns
+ * rc, with *out the ranking on MT_OK. */
+int mt__trace_rates_finish(mt__trace_rates *r, int rc, mt_tally *totals, mt_ranking *ranking,
+                           mt_ranking **out);
+
 #endif
