@@ -118,6 +118,9 @@ typedef struct mt_timeline {
   int peak_exact;
   uint64_t peak_time;
   mt_estimate peak_bytes;
+  /* the process's resident memory at each bin's end (mt_timeline_add_rss),
+   * bytes: RssAnon, RssFile, and their sum with RssShmem; NULL without */
+  double *rss_anon, *rss_file, *rss_total;
 } mt_timeline;
 
 /* nbins equal bins covering [0, the trace's duration] (a trace of one
@@ -139,6 +142,26 @@ MT_API int mt_timeline_compute(const mt_analysis *a, const mt_filter *f, size_t 
 MT_API int mt_timeline_traces(const mt_analysis *const *as, size_t n, const mt_filter *f,
                               size_t nbins, mt_timeline **out);
 MT_API void mt_timeline_free(mt_timeline *t);
+
+/* ---- Resident memory beside a trace --------------------------------------- */
+
+/* What `memtrace run` records beside a trace file, TRACE.rss (docs/format.md,
+ * "Resident memory beside the trace"): every ~50 ms, the resident memory of
+ * the program and its descendants, summed per sample. */
+typedef struct mt_rss {
+  size_t n;
+  uint64_t *time;            /* us since the epoch, increasing          */
+  double *anon, *file, *shmem; /* bytes: RssAnon, RssFile, RssShmem      */
+} mt_rss;
+
+/* Reads trace_path.rss. MT_OK with *out (free it with mt_rss_free),
+ * MT_ERR_INVALID when there is none (or it holds no sample), MT_ERR_IO
+ * when it cannot be read, MT_ERR_NOMEM. A line cut short ends it. */
+MT_API int mt_rss_load(const char *trace_path, mt_rss **out);
+MT_API void mt_rss_free(mt_rss *r);
+/* Sets t's resident series: at each bin's end, the last sample at or
+ * before it (0 before the first). MT_OK or MT_ERR_NOMEM. */
+MT_API int mt_timeline_add_rss(mt_timeline *t, const mt_rss *r);
 
 #ifdef __cplusplus
 }

@@ -646,6 +646,19 @@ void mt_json_timeline(mt_json *j, const mt_timeline *t, const mt_filter *f) {
     mt_json_key(j, "start_us");
     mt_json_uint(j, t->start);
   }
+  if (t->rss_total) { /* recorded beside the trace by memtrace run */
+    const double *rss[3] = {t->rss_anon, t->rss_file, t->rss_total};
+    static const char *const names[3] = {"anon", "file", "total"};
+    mt_json_key(j, "rss");
+    mt_json_obj(j);
+    for (int k = 0; k < 3; k++) {
+      mt_json_key(j, names[k]);
+      mt_json_arr(j);
+      for (size_t b = 0; b < t->nbins; b++) mt_json_num(j, rss[k][b]);
+      mt_json_end_arr(j);
+    }
+    mt_json_end_obj(j);
+  }
 }
 
 /* ---- call trees ------------------------------------------------------------------ */

@@ -18,6 +18,7 @@ set(MT_ANALYSIS_SOURCES
   src/analysis/rank.c
   src/analysis/rank_stacks.c
   src/analysis/rank_traces.c
+  src/analysis/rss.c
   src/analysis/select.c
   src/analysis/stats.c
   src/analysis/tables.c

@@ -112,6 +112,9 @@ void mt_timeline_free(mt_timeline *t) {
   free(t->min);
   free(t->max);
   free(t->filtered);
+  free(t->rss_anon);
+  free(t->rss_file);
+  free(t->rss_total);
   free(t);
 }
 

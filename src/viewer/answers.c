@@ -41,6 +41,10 @@ int mt_vanswer_summary(const mt_vsnap *s, const mt_vquery *q, mt_json *j) {
 int mt_vanswer_timeline(const mt_vsnap *s, const mt_vquery *q, mt_json *j) {
   mt_timeline *t;
   if (mt_timeline_compute(s->a, &q->f, (size_t)q->bins, &t) != MT_OK) return -1;
+  if (s->rss && mt_timeline_add_rss(t, s->rss) != MT_OK) {
+    mt_timeline_free(t);
+    return -1;
+  }
   mt_json_obj(j);
   mt_json_timeline(j, t, &q->f);
   mt_json_end_obj(j);

@@ -102,6 +102,10 @@ static mt_vsnap *load(mt_vlive *l, const char *path, int tty, char *err, size_t 
     s->base = l->base;
     s->base_tree = l->base_tree;
     s->base_name = l->base_name;
+    /* memtrace run's resident-memory record beside the trace (of several
+     * traces: beside the first that has one); none is no error */
+    for (size_t i = 0; i < (l->npaths > 1 ? l->npaths : 1) && !s->rss; i++)
+      mt_rss_load(l->npaths > 1 ? l->paths[i] : path, &s->rss);
   }
   return s;
 }

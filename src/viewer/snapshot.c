@@ -160,6 +160,7 @@ void mt_vsnap_unref(mt_vsnap *s) {
   if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
   mt_calltree_free(s->tree);
   mt_analysis_free(s->a);
+  mt_rss_free(s->rss);
   while (s->cache) {
     mt_vcache_entry *e = s->cache;
     s->cache = e->next;

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "memtrace/analysis.h"
+#include "memtrace/stats.h"
 #include "memtrace/calltree.h"
 
 typedef struct mt_vsnap {
@@ -32,6 +33,7 @@ typedef struct mt_vsnap {
   const mt_analysis *base;
   const mt_calltree *base_tree;
   const char *base_name;
+  mt_rss *rss; /* the resident memory recorded beside the trace, or NULL (owned) */
   int refs;          /* atomic */
   uint64_t generation;
   const char *name; /* the trace's name as shown */

@@ -36,6 +36,31 @@ compare_exact() {
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 case "$test" in
+rss)
+  # memtrace run records the program's resident memory beside its trace,
+  # every ~50 ms: it grows as the program touches 100 MiB, and timeline
+  # draws it (a column of its CSV)
+  "$memtrace" run -o t.ctf -- "$bin/prog_touch" 100 > /dev/null 2> err.txt || bad "run failed: $(cat err.txt)"
+  [ -f t.ctf.rss ] && [ "$(stat -c %a t.ctf.rss)" = 600 ] && head -1 t.ctf.rss | grep -q "^# memtrace-c resident memory" &&
+    ok || bad "no private t.ctf.rss: $(ls -l t.ctf* 2>&1)"
+  pid=$(sed -n 2p t.ctf.rss | cut -d' ' -f2)
+  most=$(awk -v p="$pid" '$2 == p && $3 > m { m = $3 } END { print m + 0 }' t.ctf.rss)
+  first=$(awk -v p="$pid" '$2 == p { print $3; exit }' t.ctf.rss)
+  [ "$most" -gt 90000 ] && [ "$first" -lt 30000 ] && [ "$(grep -vc '^#' t.ctf.rss)" -ge 8 ] && ok ||
+    bad "RssAnon from ${first} KiB to at most ${most} KiB (want under 30000, then over 90000): $(head -3 t.ctf.rss)"
+  "$memtrace" timeline --csv --bins 20 t.ctf > tl.csv || bad "timeline failed"
+  head -1 tl.csv | grep -q ",rss_anon_bytes,rss_file_bytes,rss_bytes$" && ok || bad "no rss columns: $(head -1 tl.csv)"
+  peak_rss=$(awk -F, 'NR > 1 && $NF > m { m = $NF } END { printf "%d", m }' tl.csv)
+  [ "$peak_rss" -gt 94371840 ] && ok || bad "timeline's resident memory at most $peak_rss bytes (want over 90 MiB)"
+  "$memtrace" timeline t.ctf | grep -q "resident memory (recorded beside the trace): at most" && ok ||
+    bad "the chart says nothing of the resident memory"
+  # a stream has no file to sit beside; a program that cannot be traced, none either
+  port=$(free_port)
+  "$memtrace" run -o "tcp:127.0.0.1:$port" -- "$bin/prog_touch" 10 > /dev/null 2>&1
+  ls ./*.rss 2>/dev/null | grep -vq "t.ctf.rss" && bad "a .rss beside a stream" || ok
+  "$memtrace" run -o s.ctf -- "$bin/prog_static" 0.1 > /dev/null 2>&1
+  [ ! -e s.ctf.rss ] && ok || bad "a .rss left beside no trace"
+  ;;
 sites-exact)
   MEMTRACE=t.ctf MEMTRACE_RATE=1 traced "$bin/prog_sites" > truth.txt || bad "program failed"
   "$bin/check_trace" t.ctf sites > sites.txt || bad "trace unreadable"

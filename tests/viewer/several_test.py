@@ -3,7 +3,8 @@
 different times): its answers against the command line's on the same
 traces: totals, each named site, leaks, statistics and the live heap (read
 as one analysis by both: exactly the same); `memtrace report` of the
-traces; traces of two rates read at the lower one, the other thinned.
+traces; the resident memory recorded beside a trace; traces of two rates
+read at the lower one, the other thinned.
 
 usage: several_test.py MEMTRACE MT_TOOLS_SYNTH
 """
@@ -59,6 +60,14 @@ def main():
             subprocess.run([SYNTH, p, p + ".json", "--rate", "1e-2", "--seed", str(21 + i),
                             "--start", str(start)], check=True)
             paths.append(p)
+        # memtrace run's resident-memory record beside the first trace (two
+        # samples, then a line cut short), drawn by the viewer and timeline
+        start = 1700000000000000
+        with open(paths[0] + ".rss", "w") as f:
+            f.write("# memtrace-c resident memory: time_us pid rss_anon_kib rss_file_kib "
+                    "rss_shmem_kib\n")
+            f.write(f"{start + 50000} 4242 1000 200 0\n{start + 50000} 4243 24 0 8\n")
+            f.write(f"{start + 100000} 4242 2000 200 0\n{start + 150000} 42")
         server = viewer_server.Server(MEMTRACE, *paths)
         server.wait_ready()
         info = server.json("/api/info")
@@ -82,8 +91,17 @@ def main():
         check(api["all"] == st["all"], f"stats: one population: {close(api['all'], st['all'])}")
         api = server.json("/api/timeline?bins=64")
         tl = cli("timeline", "--bins", "64", "--format", "json", *paths)
-        for k in ("time", "all", "filtered", "peak"):
-            check(api[k] == tl[k], f"timeline: {k} as the command line's")
+        for k in ("time", "all", "filtered", "peak", "rss"):
+            check(api.get(k) == tl.get(k), f"timeline: {k} as the command line's")
+        rss = api.get("rss", {})
+        at = [(t * 1e6, a) for t, a in zip(api["time"], rss.get("anon", []))]
+        check(all(a == 0 for t, a in at if t < 50000) and
+              all(a == 1024 * 1024 for t, a in at if 50000 <= t < 100000) and
+              all(a == 2000 * 1024 for t, a in at if t >= 100000) and len(at) == 64,
+              f"timeline: the resident memory at each bin's end, summed over processes: {at[:3]}")
+        want = lambda t: 0 if t < 50000 else (1024 + 200 + 8) * 1024 if t < 100000 else 2200 * 1024
+        check([x for x in rss.get("total", [])] == [want(t) for t, _ in at],
+              "timeline: the resident total is RssAnon + RssFile + RssShmem")
         check("exact" not in api["peak"], "timeline: the exact peak")
         server.stop()
         server = None

@@ -38,6 +38,11 @@ static const char usage[] =
     "  -h, --help     this help\n"
     "\n" MT_FILTER_OPTIONS_HELP
     "\n"
+    "When memtrace run recorded the program's resident memory beside the\n"
+    "trace (TRACE.rss), it is drawn too (a line of dots; columns rss_anon_bytes,\n"
+    "rss_file_bytes and rss_bytes in CSV): the gap between the estimated heap\n"
+    "and what the process holds.\n"
+    "\n"
     "Live bytes are live samples / rate x word size. The peak is exact: the\n"
     "most samples ever live at once, and when that was first reached. The\n"
     "terminal width is $COLUMNS (default 80).\n"
@@ -94,8 +99,13 @@ static void terminal(mt_out *o, const char *path, const mt_timeline *s, int filt
   mt_out_char(o, '\n');
 
   /* y labels: the top (the peak), the middle, and 0 on the axis line. */
-  double top = peak;
+  double top = peak, rss_top = 0;
   for (size_t j = 0; j < s->nbins; j++) top = fmax(top, s->max[j]);
+  for (size_t j = 0; s->rss_total && j < s->nbins; j++) rss_top = fmax(rss_top, s->rss_total[j]);
+  if (rss_top > 0)
+    mt_out_printf(o, "  resident memory (recorded beside the trace): at most %s\n",
+                  mt_human_bytes(b3, sizeof b3, rss_top));
+  top = fmax(top, rss_top);
   if (!(top > 0)) {
     mt_out_printf(o, "  (no sampled object was ever live: nothing to draw)\n");
     return;
@@ -115,14 +125,17 @@ static void terminal(mt_out *o, const char *path, const mt_timeline *s, int filt
    * most within them (so the peak's column reaches the top), the filtered
    * heap's most at their ends. */
   int *full = xcalloc(ncol, sizeof *full), *part = xcalloc(ncol, sizeof *part);
+  int *res = xcalloc(ncol, sizeof *res); /* the resident memory's row + 1, or 0 */
   int levels = height * 8;
   for (size_t c = 0; c < ncol; c++) {
     size_t j0 = c * s->nbins / ncol, j1 = (c + 1) * s->nbins / ncol;
-    double vf = 0, vp = 0;
+    double vf = 0, vp = 0, vr = 0;
     for (size_t j = j0; j < j1; j++) {
       vf = fmax(vf, s->max[j]);
       if (filtered) vp = fmax(vp, s->filtered[j]);
+      if (s->rss_total) vr = fmax(vr, s->rss_total[j]);
     }
+    if (vr > 0) res[c] = (int)fmin(height - 1, floor(vr / top * height - 1e-9)) + 1;
     full[c] = (int)lround(vf / top * levels);
     part[c] = (int)lround(vp / top * levels);
     if (full[c] == 0 && vf > 0) full[c] = 1;
@@ -133,7 +146,8 @@ static void terminal(mt_out *o, const char *path, const mt_timeline *s, int filt
     mt_out_printf(o, "%*s %s", lw, lab, ascii ? "|" : "\u2502");
     for (size_t c = 0; c < ncol; c++) {
       int fe = full[c] - r * 8, pe = part[c] - r * 8;
-      if (!filtered) mt_term_vcell(o, fe, ascii);
+      if (res[c] == r + 1) mt_out_str(o, ascii ? "*" : "\u2022"); /* resident memory */
+      else if (!filtered) mt_term_vcell(o, fe, ascii);
       else if (pe > 0) mt_term_vcell(o, pe, ascii);
       else if (fe >= 4 || (fe > 0 && full[c] < 8)) mt_out_str(o, ascii ? ":" : "\u2591");
       else mt_out_char(o, ' ');
@@ -188,6 +202,10 @@ static void terminal(mt_out *o, const char *path, const mt_timeline *s, int filt
   if (filtered)
     mt_out_printf(o, "%*s  %s filtered (at bin ends)  %s all (most within)\n",
                   lw, "", ascii ? "#" : "\u2588", ascii ? ":" : "\u2591");
+  if (rss_top > 0)
+    mt_out_printf(o, "%*s  %s resident memory (RssAnon + RssFile + RssShmem)\n", lw, "",
+                  ascii ? "*" : "\u2022");
+  free(res);
   free(full);
   free(part);
   free(labels);
@@ -198,8 +216,10 @@ static void terminal(mt_out *o, const char *path, const mt_timeline *s, int filt
 
 static void csv(mt_out *o, const mt_timeline *s, int filtered) {
   char b[40];
-  mt_out_str(o, filtered ? "time_s,live_bytes,min_bytes,max_bytes,filtered_bytes\n"
-                         : "time_s,live_bytes,min_bytes,max_bytes\n");
+  mt_out_str(o, "time_s,live_bytes,min_bytes,max_bytes");
+  if (filtered) mt_out_str(o, ",filtered_bytes");
+  if (s->rss_total) mt_out_str(o, ",rss_anon_bytes,rss_file_bytes,rss_bytes");
+  mt_out_char(o, '\n');
   for (size_t j = 0; j < s->nbins; j++) {
     mt_out_printf(o, "%.6f,", s->end[j] / 1e6);
     mt_out_str(o, mt_fmt_double(b, sizeof b, s->live[j]));
@@ -210,6 +230,11 @@ static void csv(mt_out *o, const mt_timeline *s, int filtered) {
     if (filtered) {
       mt_out_char(o, ',');
       mt_out_str(o, mt_fmt_double(b, sizeof b, s->filtered[j]));
+    }
+    for (int k = 0; s->rss_total && k < 3; k++) {
+      const double *v = k == 0 ? s->rss_anon : k == 1 ? s->rss_file : s->rss_total;
+      mt_out_char(o, ',');
+      mt_out_str(o, mt_fmt_double(b, sizeof b, v[j]));
     }
     mt_out_char(o, '\n');
   }
@@ -231,14 +256,17 @@ static void svg(const char *file, const char *path, const mt_timeline *s, int fi
   free(ftext);
   double *t = mt_cli_xrealloc(&mt_cmd_timeline, NULL, (s->nbins + 1) * sizeof *t);
   for (size_t j = 0; j < s->nbins; j++) t[j] = s->end[j] / 1e6;
-  mt_svg_series ser[2] = {
+  mt_svg_series ser[3] = {
       {"all objects", t, s->live, s->min, s->max, s->nbins},
       {fname, t, s->filtered, NULL, NULL, s->nbins},
+      {"resident memory (RssAnon + RssFile + RssShmem)", t, s->rss_total, NULL, NULL, s->nbins},
   };
+  if (s->rss_total && !filtered) ser[1] = ser[2]; /* the series drawn: the first n */
   mt_svg_line_chart ch = {"Live heap over time", sub,
                           s->ntraces > 1 ? "time since the earliest start" : "time since the trace start",
                           "estimated live bytes", MT_AXIS_SECONDS, MT_AXIS_BYTES, ser,
-                          filtered ? 2 : 1, 1, (double)s->peak_time / 1e6,
+                          (filtered ? 2 : 1) + (s->rss_total != NULL), 1,
+                          (double)s->peak_time / 1e6,
                           s->peak_bytes.value, mlabel};
   int rc = mt_svg_write_line_chart(file, &ch);
   free(t);
@@ -257,12 +285,19 @@ typedef struct traces {
   mt_analysis *one;     /* one rate */
 } traces;
 
+/* With the resident memory memtrace run recorded beside the trace (of a
+ * process tree: beside the program's, the tree's sum), when there is. */
 static mt_timeline *compute(const traces *ts, const mt_filter *f, size_t nbins) {
   mt_timeline *t;
   int rc = ts->one ? mt_timeline_compute(ts->one, f, nbins, &t)
                    : mt_timeline_traces((const mt_analysis *const *)ts->set.as, ts->set.n, f,
                                         nbins, &t);
   if (rc != MT_OK) mt_cli_nomem(&mt_cmd_timeline);
+  mt_rss *r = NULL;
+  for (size_t i = 0; i < ts->set.n && !r; i++)
+    if (mt_rss_load(ts->set.paths[i], &r) == MT_ERR_NOMEM) mt_cli_nomem(&mt_cmd_timeline);
+  if (r && mt_timeline_add_rss(t, r) != MT_OK) mt_cli_nomem(&mt_cmd_timeline);
+  mt_rss_free(r);
   return t;
 }
 

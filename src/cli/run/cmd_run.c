@@ -18,6 +18,7 @@
 #include "base/private_file.h"
 #include "check.h"
 #include "cli.h"
+#include "rss_sampler.h"
 #include "run_report.h"
 #include "format/trace_file.h"
 #include "untraceable.h"
@@ -401,11 +402,27 @@ static int trace(const settings *s, const char *pattern, char **envp, size_t own
     fprintf(stderr, "memtrace run: cannot run %s: %s\n", argv[0], strerror(err));
     return 127;
   }
+  /* the program's resident memory beside its trace (a file's, not a
+   * stream's) */
+  mt_rss_sampler rss = {0};
+  char trace_path[PATH_MAX];
+  int sampling = !mt__trace_dest_is_socket(pattern) &&
+                 (mt__trace_path_expand(pattern, (long)pid, trace_path, sizeof trace_path),
+                  mt_rss_start(&rss, pid, trace_path, 0) == 0);
   int status;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   struct timespec end;
   clock_gettime(CLOCK_REALTIME, &end);
+  if (sampling) {
+    mt_rss_stop(&rss);
+    struct stat st; /* no trace (a static program): no record beside it */
+    if (stat(trace_path, &st) != 0 || st.st_size == 0) {
+      char side[PATH_MAX + 8];
+      snprintf(side, sizeof side, "%s.rss", trace_path);
+      unlink(side);
+    }
+  }
   signals_restore(&sigs);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
     return 127; /* command not found (sh fallback) */

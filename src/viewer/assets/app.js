@@ -451,8 +451,9 @@
     const from = +d.from || 0, to = Math.max(+d.to || 0, d.time[d.time.length - 1], from + 1e-9);
     const all = d.all || {}, amax = all.max || all.end || [], amin = all.min || all.end || [], aend = all.end || amax;
     const filt = d.filtered || [];
+    const rss = d.rss ? d.rss.total || [] : []; /* resident memory, recorded by memtrace run */
     let ymax = 0;
-    for (const a of [amax, aend, filt]) for (const v of a) if (v > ymax) ymax = v;
+    for (const a of [amax, aend, filt, rss]) for (const v of a) if (v > ymax) ymax = v;
     if (d.peak && val(d.peak.bytes) > ymax) ymax = val(d.peak.bytes);
     if (!(ymax > 0)) ymax = 1;
     const yt = niceByteTicks(ymax * 1.08, 4);
@@ -489,6 +490,8 @@
     parts.push('<path class="band" d="' + band + 'Z"/>');
     parts.push('<path class="line-all" d="' + pts(aend) + '"/>');
     if (filt.length) parts.push('<path class="line-filt" d="' + pts(filt) + 'L' + X(d.time[n - 1]) + ',' + Y(0) + 'Z"/>');
+    if (rss.length) parts.push('<path class="line-rss" d="' + pts(rss) + '"><title>resident memory (RssAnon + RssFile + RssShmem)</title></path>');
+    $('#legend-rss').hidden = !rss.length;
     parts.push('<line class="axis" x1="' + m.l + '" x2="' + (W - m.r) + '" y1="' + (H - m.b) + '" y2="' + (H - m.b) + '"/>');
     parts.push('<line class="axis" x1="' + m.l + '" x2="' + m.l + '" y1="' + m.t + '" y2="' + (H - m.b) + '"/>');
     const lt = state.filter.live;
