@@ -68,16 +68,12 @@ static void put_at(char *line, size_t cap, size_t at, const char *text) {
   memcpy(line + at, text, n);
 }
 
-static void terminal(mt_out *o, const char *path, const mt_timeline *s, int filtered, int height,
-                     int ascii) {
-  int many = s->ntraces > 1;
-  uint64_t ptime = s->peak_time;
-  double peak = s->peak_bytes.value;
+/* The lines above the chart: what it shows, the peak, the end. */
+static void header(mt_out *o, const char *path, const mt_timeline *s, int filtered) {
+  char b1[48], b2[48];
   uint64_t dur = s->duration;
-  char b1[48], b2[48], b3[48];
-
   mt_out_printf(o, "memtrace timeline: %s\n", path);
-  if (many)
+  if (s->ntraces > 1)
     mt_out_printf(o, "  live bytes of %zu traces lined up by their starts, over %s,\n",
                   s->ntraces, mt_human_duration(b2, sizeof b2, (double)dur));
   else
@@ -85,47 +81,33 @@ static void terminal(mt_out *o, const char *path, const mt_timeline *s, int filt
                   s->sampling.word_bytes, mt_human_duration(b2, sizeof b2, (double)dur));
   mt_out_printf(o, "  %zu bins of %s\n", s->nbins,
                 mt_human_duration(b1, sizeof b1, (double)(dur ? dur : 1) / (double)s->nbins));
-  mt_out_printf(o, "  peak %s at %.6f s (%s)\n", mt_human_bytes(b1, sizeof b1, peak),
-                (double)ptime / 1e6, s->peak_exact ? "exact" : "at bin ends");
-  mt_out_printf(o, "  at the end: %s\n", mt_human_bytes(b2, sizeof b2, s->nbins ? s->live[s->nbins - 1] : 0));
+  mt_out_printf(o, "  peak %s at %.6f s (%s)\n", mt_human_bytes(b1, sizeof b1, s->peak_bytes.value),
+                (double)s->peak_time / 1e6, s->peak_exact ? "exact" : "at bin ends");
+  mt_out_printf(o, "  at the end: %s\n",
+                mt_human_bytes(b2, sizeof b2, s->nbins ? s->live[s->nbins - 1] : 0));
   if (filtered) {
     size_t best = 0;
     for (size_t j = 1; j < s->nbins; j++)
       if (s->filtered[j] > s->filtered[best]) best = j;
     mt_out_printf(o, "  filtered: most %s at %.6f s (at bin ends)\n",
                   mt_human_bytes(b1, sizeof b1, s->filtered[best]), s->end[best] / 1e6);
-    mt_out_printf(o, "  filtered at the end: %s\n", mt_human_bytes(b3, sizeof b3, s->filtered[s->nbins - 1]));
+    mt_out_printf(o, "  filtered at the end: %s\n",
+                  mt_human_bytes(b2, sizeof b2, s->filtered[s->nbins - 1]));
   }
   mt_out_char(o, '\n');
+}
 
-  /* y labels: the top (the peak), the middle, and 0 on the axis line. */
-  double top = peak, rss_top = 0;
-  for (size_t j = 0; j < s->nbins; j++) top = fmax(top, s->max[j]);
-  for (size_t j = 0; s->rss_total && j < s->nbins; j++) rss_top = fmax(rss_top, s->rss_total[j]);
-  if (rss_top > 0)
-    mt_out_printf(o, "  resident memory (recorded beside the trace): at most %s\n",
-                  mt_human_bytes(b3, sizeof b3, rss_top));
-  top = fmax(top, rss_top);
-  if (!(top > 0)) {
-    mt_out_printf(o, "  (no sampled object was ever live: nothing to draw)\n");
-    return;
-  }
-  char ytop[32], ymid[32];
-  mt_human_bytes(ytop, sizeof ytop, top);
-  mt_human_bytes(ymid, sizeof ymid, top / 2);
-  /* A fixed label width, the longest mt_cli_bytes gives ("1023.9 KiB"), so
-   * that the default bin count (run's) is exactly the chart's width. */
-  int lw = LABEL_WIDTH;
-  int cols = mt_term_columns();
-  int width = cols - lw - 2;
-  if (width < 10) width = 10;
-  size_t ncol = s->nbins < (size_t)width ? s->nbins : (size_t)width;
+/* The chart's columns: column c gathers bins [c n / ncol, (c+1) n / ncol):
+ * the whole heap's most within them (so the peak's column reaches the
+ * top) and the filtered heap's most at their ends, in eighths of a row;
+ * the resident memory's row + 1 (0: none). */
+typedef struct columns {
+  int *full, *part, *res;
+} columns;
 
-  /* Column c gathers bins [c n / ncol, (c+1) n / ncol): the whole heap's
-   * most within them (so the peak's column reaches the top), the filtered
-   * heap's most at their ends. */
-  int *full = xcalloc(ncol, sizeof *full), *part = xcalloc(ncol, sizeof *part);
-  int *res = xcalloc(ncol, sizeof *res); /* the resident memory's row + 1, or 0 */
+static columns chart_columns(const mt_timeline *s, int filtered, size_t ncol, double top,
+                             int height) {
+  columns k = {xcalloc(ncol, sizeof(int)), xcalloc(ncol, sizeof(int)), xcalloc(ncol, sizeof(int))};
   int levels = height * 8;
   for (size_t c = 0; c < ncol; c++) {
     size_t j0 = c * s->nbins / ncol, j1 = (c + 1) * s->nbins / ncol;
@@ -135,27 +117,18 @@ static void terminal(mt_out *o, const char *path, const mt_timeline *s, int filt
       if (filtered) vp = fmax(vp, s->filtered[j]);
       if (s->rss_total) vr = fmax(vr, s->rss_total[j]);
     }
-    if (vr > 0) res[c] = (int)fmin(height - 1, floor(vr / top * height - 1e-9)) + 1;
-    full[c] = (int)lround(vf / top * levels);
-    part[c] = (int)lround(vp / top * levels);
-    if (full[c] == 0 && vf > 0) full[c] = 1;
-    if (filtered && part[c] == 0 && vp > 0) part[c] = 1;
+    if (vr > 0) k.res[c] = (int)fmin(height - 1, floor(vr / top * height - 1e-9)) + 1;
+    k.full[c] = (int)lround(vf / top * levels);
+    k.part[c] = (int)lround(vp / top * levels);
+    if (k.full[c] == 0 && vf > 0) k.full[c] = 1;
+    if (filtered && k.part[c] == 0 && vp > 0) k.part[c] = 1;
   }
-  for (int r = height - 1; r >= 0; r--) {
-    const char *lab = r == height - 1 ? ytop : r == (height - 1) / 2 && height > 2 ? ymid : "";
-    mt_out_printf(o, "%*s %s", lw, lab, ascii ? "|" : "\u2502");
-    for (size_t c = 0; c < ncol; c++) {
-      int fe = full[c] - r * 8, pe = part[c] - r * 8;
-      if (res[c] == r + 1) mt_out_str(o, ascii ? "*" : "\u2022"); /* resident memory */
-      else if (!filtered) mt_term_vcell(o, fe, ascii);
-      else if (pe > 0) mt_term_vcell(o, pe, ascii);
-      else if (fe >= 4 || (fe > 0 && full[c] < 8)) mt_out_str(o, ascii ? ":" : "\u2591");
-      else mt_out_char(o, ' ');
-    }
-    mt_out_char(o, '\n');
-  }
+  return k;
+}
 
-  /* The axis line with ticks at nice times, their labels, then the peak. */
+/* The axis line with ticks at nice times, and their labels. */
+static void time_axis(mt_out *o, const mt_timeline *s, size_t ncol, int lw, int ascii) {
+  uint64_t dur = s->duration;
   double dur_s = (double)(dur ? dur : 1) / 1e6;
   const char *uname;
   double unit = mt_axis_unit(MT_AXIS_SECONDS, dur_s, &uname);
@@ -185,7 +158,52 @@ static void terminal(mt_out *o, const char *path, const mt_timeline *s, int filt
   while (end > 0 && labels[end - 1] == ' ') end--;
   labels[end] = 0;
   mt_out_printf(o, "%*s  %s\n", lw, "", labels);
+  free(labels);
+  free(ticks);
+}
 
+static void terminal(mt_out *o, const char *path, const mt_timeline *s, int filtered, int height,
+                     int ascii) {
+  uint64_t ptime = s->peak_time, dur = s->duration;
+  double peak = s->peak_bytes.value;
+  char b1[48], b3[48];
+  header(o, path, s, filtered);
+  /* y labels: the top (the peak), the middle, and 0 on the axis line. */
+  double top = peak, rss_top = 0;
+  for (size_t j = 0; j < s->nbins; j++) top = fmax(top, s->max[j]);
+  for (size_t j = 0; s->rss_total && j < s->nbins; j++) rss_top = fmax(rss_top, s->rss_total[j]);
+  if (rss_top > 0)
+    mt_out_printf(o, "  resident memory (recorded beside the trace): at most %s\n",
+                  mt_human_bytes(b3, sizeof b3, rss_top));
+  top = fmax(top, rss_top);
+  if (!(top > 0)) {
+    mt_out_printf(o, "  (no sampled object was ever live: nothing to draw)\n");
+    return;
+  }
+  char ytop[32], ymid[32];
+  mt_human_bytes(ytop, sizeof ytop, top);
+  mt_human_bytes(ymid, sizeof ymid, top / 2);
+  /* A fixed label width, the longest mt_cli_bytes gives ("1023.9 KiB"), so
+   * that the default bin count (run's) is exactly the chart's width. */
+  int lw = LABEL_WIDTH;
+  int width = mt_term_columns() - lw - 2;
+  if (width < 10) width = 10;
+  size_t ncol = s->nbins < (size_t)width ? s->nbins : (size_t)width;
+  columns k = chart_columns(s, filtered, ncol, top, height);
+  for (int r = height - 1; r >= 0; r--) {
+    const char *lab = r == height - 1 ? ytop : r == (height - 1) / 2 && height > 2 ? ymid : "";
+    mt_out_printf(o, "%*s %s", lw, lab, ascii ? "|" : "\u2502");
+    for (size_t c = 0; c < ncol; c++) {
+      int fe = k.full[c] - r * 8, pe = k.part[c] - r * 8;
+      if (k.res[c] == r + 1) mt_out_str(o, ascii ? "*" : "\u2022"); /* resident memory */
+      else if (!filtered) mt_term_vcell(o, fe, ascii);
+      else if (pe > 0) mt_term_vcell(o, pe, ascii);
+      else if (fe >= 4 || (fe > 0 && k.full[c] < 8)) mt_out_str(o, ascii ? ":" : "\u2591");
+      else mt_out_char(o, ' ');
+    }
+    mt_out_char(o, '\n');
+  }
+  time_axis(o, s, ncol, lw, ascii);
   /* The peak's column: bin ends are (c+1) dur / ncol, and the peak at t
    * belongs to the first column ending at or after it. */
   double pc = ceil((double)ptime / (double)(dur ? dur : 1) * (double)ncol) - 1;
@@ -197,19 +215,17 @@ static void terminal(mt_out *o, const char *path, const mt_timeline *s, int filt
   if (pcol + 2 + strlen(text) <= (size_t)width)
     mt_out_printf(o, "%*s  %*s%s %s\n", lw, "", (int)pcol, "", mark, text);
   else
-    mt_out_printf(o, "%*s  %*s%s %s\n", lw, "", (int)(pcol > strlen(text) + 1 ? pcol - strlen(text) - 1 : 0),
-                  "", text, mark);
+    mt_out_printf(o, "%*s  %*s%s %s\n", lw, "",
+                  (int)(pcol > strlen(text) + 1 ? pcol - strlen(text) - 1 : 0), "", text, mark);
   if (filtered)
     mt_out_printf(o, "%*s  %s filtered (at bin ends)  %s all (most within)\n",
                   lw, "", ascii ? "#" : "\u2588", ascii ? ":" : "\u2591");
   if (rss_top > 0)
     mt_out_printf(o, "%*s  %s resident memory (RssAnon + RssFile + RssShmem)\n", lw, "",
                   ascii ? "*" : "\u2022");
-  free(res);
-  free(full);
-  free(part);
-  free(labels);
-  free(ticks);
+  free(k.res);
+  free(k.full);
+  free(k.part);
 }
 
 /* ---- CSV, SVG ---- */
