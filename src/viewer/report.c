@@ -55,24 +55,24 @@ static int answers(const mt_vsnap *s, mt_json *j) {
   return j->oom ? -1 : 0;
 }
 
-int mt_viewer_report(const char *const *traces, size_t n, const char *const *base, size_t nbase,
-                     const char *out, const char *title) {
+/* The traces loaded (compared with base when nbase > 0) and the page's
+ * data: the unfiltered answers as one JSON text to free, or NULL after
+ * saying why. */
+static char *report_data(const char *const *traces, size_t n, const char *const *base,
+                         size_t nbase, size_t *len) {
   static mt_vlive l = {.lock = PTHREAD_MUTEX_INITIALIZER,
                        .changed = PTHREAD_COND_INITIALIZER,
                        .state = "loading",
                        .listen_fd = -1};
-  const char *trace = traces[0];
-  char many[300];
-  snprintf(many, sizeof many, "%zu traces", n);
-  const char *name = n > 1 ? many : strrchr(trace, '/') ? strrchr(trace, '/') + 1 : trace;
+  char name[300], base_name[300];
+  mt_vlive_name(name, sizeof name, traces, n);
+  mt_vlive_name(base_name, sizeof base_name, base, nbase);
   l.paths = traces;
   l.npaths = n;
-  char base_name[300];
-  mt_vlive_name(base_name, sizeof base_name, base, nbase);
   l.base_paths = base;
   l.nbase = nbase;
   l.base_name = base_name;
-  if (mt_vlive_load_once(&l, trace, name)) return 1;
+  if (mt_vlive_load_once(&l, traces[0], name)) return NULL;
   mt_vsnap *s = mt_vlive_get(&l);
   mt_json j;
   mt_json_init(&j);
@@ -80,13 +80,19 @@ int mt_viewer_report(const char *const *traces, size_t n, const char *const *bas
   int rc = answers(s, &j);
   mt_vsnap_unref(s);
   mt_vlive_stop(&l);
-  size_t len;
-  char *data = rc == 0 ? mt_json_take(&j, &len) : NULL;
+  char *data = rc == 0 ? mt_json_take(&j, len) : NULL;
   mt_json_free(&j);
-  if (!data) {
-    fprintf(stderr, "memtrace report: out of memory\n");
-    return 1;
-  }
+  if (!data) fprintf(stderr, "memtrace report: out of memory\n");
+  return data;
+}
+
+int mt_viewer_report(const char *const *traces, size_t n, const char *const *base, size_t nbase,
+                     const char *out, const char *title) {
+  size_t len;
+  char *data = report_data(traces, n, base, nbase, &len);
+  if (!data) return 1;
+  char name[300];
+  mt_vlive_name(name, sizeof name, traces, n);
   const mt_vasset *html = mt_vasset_find("/index.html"), *css = mt_vasset_find("/style.css"),
                   *js = mt_vasset_find("/app.js"), *icon = mt_vasset_find("/favicon.svg");
   if (!html || !js) {

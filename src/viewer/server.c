@@ -498,6 +498,17 @@ static int set_access(server *sv, const struct sockaddr_storage *sa, const char 
   return 0;
 }
 
+/* Whether the traces at paths[0..n) open (read as one): 0, or -1 after
+ * saying why (what: a prefix naming them). None is fine. */
+static int readable(const char *const *paths, size_t n, const char *what) {
+  if (n == 0) return 0;
+  mt_reader *r;
+  int rc = mt_reader_open_many(&r, paths, n);
+  if (rc != MT_OK) fprintf(stderr, "memtrace view: %s%s\n", what, mt_reader_error(r));
+  mt_reader_close(r);
+  return rc == MT_OK ? 0 : -1;
+}
+
 int mt_viewer_serve(const mt_viewer_opts *o) {
   static mt_vlive l = {.lock = PTHREAD_MUTEX_INITIALIZER,
                        .changed = PTHREAD_COND_INITIALIZER,
@@ -557,21 +568,9 @@ int mt_viewer_serve(const mt_viewer_opts *o) {
   l.base_name = base_name;
   /* A trace that cannot be read is said before anything is served (the
    * load itself runs while the server answers). */
-  if (!o->listen && !o->follow) {
-    mt_reader *r;
-    if (o->nbase && mt_reader_open_many(&r, o->base, o->nbase) != MT_OK) {
-      fprintf(stderr, "memtrace view: --base: %s\n", mt_reader_error(r));
-      mt_reader_close(r);
-      return 1;
-    }
-    if (o->nbase) mt_reader_close(r);
-    if (mt_reader_open_many(&r, l.npaths > 1 ? l.paths : &path, l.npaths) != MT_OK) {
-      fprintf(stderr, "memtrace view: %s\n", mt_reader_error(r));
-      mt_reader_close(r);
-      return 1;
-    }
-    mt_reader_close(r);
-  }
+  if (!o->listen && !o->follow &&
+      (readable(o->base, o->nbase, "--base: ") || readable(l.npaths > 1 ? l.paths : &path, l.npaths, "")))
+    return 1;
   if (o->listen || o->follow) {
     if (mt_vlive_start(&l, path, o->listen ? "(live)" : name, lfd)) return 1;
   } else if (mt_vlive_load_bg(&l, path, name)) {
