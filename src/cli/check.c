@@ -30,7 +30,8 @@ static int parse_size(const char *text, uint64_t *out, char *why, size_t n) {
 
 int mt_cli_limits_parse(const mt_cli_limit_texts *t, const char *const names[5],
                         mt_cli_limits *out, char *err, size_t n) {
-  *out = (mt_cli_limits){MT_CLI_NO_LIMIT, MT_CLI_NO_LIMIT, MT_CLI_NO_LIMIT, t->base, -1, t->strict};
+  *out = (mt_cli_limits){MT_CLI_NO_LIMIT, MT_CLI_NO_LIMIT, MT_CLI_NO_LIMIT, t->base, NULL, 0, -1,
+                         t->strict};
   const char *texts[3] = {t->allocated, t->peak, t->leaked};
   uint64_t *dest[3] = {&out->allocated, &out->peak, &out->leaked};
   char why[256];
@@ -177,7 +178,8 @@ static void check_leaked(FILE *out, const mt_analysis *a, const mt_filter *f,
 static int check_growth(FILE *out, const mt_analysis *a, const mt_filter *f,
                         const mt_cli_limits *l, tally_of_verdicts *t) {
   mt_analysis *base;
-  if (mt_analysis_load(&base, l->base, NULL, NULL) != MT_OK) {
+  if (mt_analysis_load_many(&base, l->nbase ? l->base_paths : &l->base, l->nbase ? l->nbase : 1,
+                            NULL, NULL) != MT_OK) {
     fprintf(stderr, "memtrace: %s\n", mt_analysis_error(base));
     mt_analysis_free(base);
     return -1;

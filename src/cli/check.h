@@ -18,6 +18,10 @@
 typedef struct mt_cli_limits {
   uint64_t allocated, peak, leaked; /* bytes; MT_CLI_NO_LIMIT: none      */
   const char *base;                 /* a base trace, for growth           */
+  /* the base's traces when it is several (read as one): base_paths[0..
+   * nbase); nbase 0: `base` alone */
+  const char *const *base_paths;
+  size_t nbase;
   double growth;                    /* percent; < 0: none                 */
   int strict;                       /* "at risk" counts as broken        */
 } mt_cli_limits;

@@ -2,7 +2,8 @@
 """memtrace check and memtrace run --check-*: the CI gate's exit codes on
 both sides of each limit, on synthetic traces whose figures are known
 (mt_tools_synth: at rate 1 every figure is exact), the "at risk" band of a
-sampled trace, growth against a base trace, and run's precedence rules.
+sampled trace, growth against a base trace, several traces checked as one,
+and run's precedence rules.
 
 usage: check_test.py MEMTRACE MT_TOOLS_SYNTH DEMO_APP TEST
 """
@@ -110,6 +111,36 @@ def test_growth(tmp):
               "the sites that grew are listed")
 
 
+def test_several(tmp):
+    """A process tree checked as one: its figures are the sums; a base of
+    several traces (a directory, or --base repeated) is read as one too."""
+    one, t1 = synth(tmp, "one", "--rate", "1")
+    two, t2 = synth(tmp, "two", "--rate", "1", "--double", "1")
+    a1, a2 = truth_figures(t1)[0], truth_figures(t2)[0]
+    both = a1 + a2
+    rc, out = run("check", "--max-allocated", str(both), one, two)
+    check(rc == 0 and verdict(out, "allocated") == "ok", "two traces at their sum: %d %s" % (rc, out))
+    rc, out = run("check", "--max-allocated", str(both - 1), one, two)
+    check(rc == 1 and verdict(out, "allocated") == "BROKEN",
+          "two traces one byte under their sum: %d %s" % (rc, out))
+    rc, out = run("check", "--max-allocated", str(max(a1, a2)), one)
+    check(rc == 0, "one of them alone is within: %d %s" % (rc, out))
+    base = os.path.join(tmp, "base-dir")
+    os.mkdir(base)
+    for p in (one, two):
+        os.link(p, os.path.join(base, os.path.basename(p)))
+    for opts in (["--base", base], ["--base", one, "--base", two]):
+        rc, out = run("check", *opts, "--max-growth", "0", one, two)
+        m = re.search(r"growth +([-+][0-9.]+)%", out)
+        check(rc == 0 and m and float(m.group(1)) == 0,
+              "%s: the same traces, no growth: %d %s" % (opts, rc, out))
+        rc, out = run("check", *opts, "--max-growth", "0", one)
+        m = re.search(r"growth +([-+][0-9.]+)%", out)
+        want = 100 * (a1 - both) / both
+        check(rc == 0 and m and abs(float(m.group(1)) - want) < 0.1,
+              "%s: one trace against both: %s%% want %.1f%%: %s" % (opts, m and m.group(1), want, out))
+
+
 def test_usage(tmp):
     trace, _ = synth(tmp, "u", "--rate", "1")
     for args, words in ((["check", trace], "no limit given"),
@@ -138,7 +169,7 @@ def test_run(tmp):
 
 
 TESTS = {"exact": test_exact, "sampled": test_sampled, "growth": test_growth, "usage": test_usage,
-         "run": test_run}
+         "run": test_run, "several": test_several}
 
 with tempfile.TemporaryDirectory(prefix="mt_check_") as tmp:
     TESTS[TEST](tmp)

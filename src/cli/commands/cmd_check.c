@@ -6,11 +6,12 @@
 #include "cli.h"
 
 static const char usage[] =
-    "usage: memtrace check [LIMITS] [FILTERS] TRACE\n"
+    "usage: memtrace check [LIMITS] [FILTERS] TRACE...\n"
     "\n"
     "Checks TRACE against memory limits, for a CI gate: exits 0 when every\n"
     "limit is met, 1 when one is broken (printing the sites that break it),\n"
-    "2 on a usage error.\n"
+    "2 on a usage error. Several traces (files, or directories of .ctf\n"
+    "files: a process tree) are checked as one, read as the viewer reads them.\n"
     "\n"
     "Limits (sizes in bytes, with an optional k, M, G or T suffix):\n"
     "  --max-allocated SIZE   bytes allocated by the objects passing the\n"
@@ -20,7 +21,8 @@ static const char usage[] =
     "  --max-leaked SIZE      bytes still live at the end of the trace\n"
     "  --base OLD.ctf --max-growth PCT\n"
     "                         bytes allocated may grow by at most PCT percent\n"
-    "                         over OLD.ctf's (filtered alike)\n"
+    "                         over OLD.ctf's (filtered alike); --base may name\n"
+    "                         a directory of traces, and be repeated\n"
     "  --strict               an estimate over its limit breaks it (see below)\n"
     "\n" MT_FILTER_OPTIONS_HELP
     "\n"
@@ -38,19 +40,21 @@ static const char usage[] =
 static int run(int argc, char **argv) {
   const mt_command *cmd = &mt_cmd_check;
   mt_cli_limit_texts texts = {0};
-  const char *path;
+  static const char *args[MT_CLI_MAX_TRACES];
+  static mt_cli_list base;
   mt_filter f;
   mt_filter_init(&f);
   const mt_option options[] = {
       {"--max-allocated", NULL, MT_OPT_TEXT, &texts.allocated, NULL, 0, 0, 0},
       {"--max-peak", NULL, MT_OPT_TEXT, &texts.peak, NULL, 0, 0, 0},
       {"--max-leaked", NULL, MT_OPT_TEXT, &texts.leaked, NULL, 0, 0, 0},
-      {"--base", NULL, MT_OPT_TEXT, &texts.base, NULL, 0, 0, 0},
+      {"--base", NULL, MT_OPT_LIST, &base, NULL, 0, 0, 0},
       {"--max-growth", NULL, MT_OPT_TEXT, &texts.growth, NULL, 0, 0, 0},
       {"--strict", NULL, MT_OPT_FLAG, &texts.strict, NULL, 1, 0, 0},
       {NULL, NULL, 0, NULL, NULL, 0, 0, 0}};
-  mt_cli_spec spec = {options, &f, &path, 1, 1, "TRACE", 0, 0, NULL};
-  mt_cli_parse(cmd, argc, argv, &spec);
+  mt_cli_spec spec = {options, &f, args, 1, MT_CLI_MAX_TRACES, "TRACE", 0, 0, NULL};
+  size_t nargs = mt_cli_parse(cmd, argc, argv, &spec);
+  texts.base = base.n ? base.v[0] : NULL;
   static const char *const names[5] = {"--max-allocated", "--max-peak", "--max-leaked", "--base",
                                        "--max-growth"};
   mt_cli_limits limits;
@@ -60,9 +64,22 @@ static int run(int argc, char **argv) {
   if (!mt_cli_limits_any(&limits))
     mt_cli_usage_error(cmd, "no limit given (--max-allocated, --max-peak, --max-leaked, "
                             "--max-growth)");
-  mt_analysis *a = mt_cli_load(path);
-  int rc = mt_cli_check(stdout, path, a, &f, &limits);
+  /* the traces (several: a process tree, read as one), and the base's */
+  char **paths, **base_paths = NULL;
+  size_t n = mt_cli_traces(cmd, args, nargs, &paths);
+  if (base.n) {
+    limits.nbase = mt_cli_traces(cmd, base.v, base.n, &base_paths);
+    limits.base_paths = (const char *const *)base_paths;
+  }
+  mt_analysis *a = mt_cli_load_many(cmd, (const char *const *)paths, n);
+  char many[128];
+  snprintf(many, sizeof many, "%zu traces (%s ...)", n, paths[0]);
+  int rc = mt_cli_check(stdout, n == 1 ? paths[0] : many, a, &f, &limits);
   mt_analysis_free(a);
+  for (size_t i = 0; i < n; i++) free(paths[i]);
+  free(paths);
+  for (size_t i = 0; i < limits.nbase; i++) free(base_paths[i]);
+  free(base_paths);
   return rc < 0 ? 1 : rc;
 }
 
