@@ -9,6 +9,7 @@
  *
  * Also compiled without libFuzzer into the replay test (tests/fuzz_replay),
  * so it must stay plain C that any compiler builds. */
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -69,6 +70,37 @@ static void check_event(const mt_reader *r, const mt_event *ev) {
   for (size_t i = from; i < len; i++) check_code(r, ev->backtrace[i]);
 }
 
+/* The input read twice as one trace (mt_reader_open_many, as a process
+ * tree's traces are): every event is one of the two traces', with its
+ * trace in the domain's upper bits and codes that look up in it; errors
+ * stop it as they stop one reader. */
+static void check_many(int fd) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  const char *paths[2] = {path, path};
+  mt_reader *r = NULL;
+  int rc = mt_reader_open_many(&r, paths, 2);
+  if (rc != MT_OK) {
+    FUZZ_CHECK(rc < 0 && (r != NULL || rc == MT_ERR_NOMEM));
+    if (r) FUZZ_CHECK(touch_string(mt_reader_error(r)) > 0);
+    mt_reader_close(r);
+    return;
+  }
+  check_info(mt_reader_info(r));
+  FUZZ_CHECK(mt_reader_trace_count(r) == 2);
+  mt_event ev;
+  uint64_t last = 0;
+  while ((rc = mt_reader_next(r, &ev)) == 1) {
+    FUZZ_CHECK(ev.domain >> 16 < 2);
+    FUZZ_CHECK(ev.time >= last); /* merged by time */
+    last = ev.time;
+    check_event(r, &ev);
+  }
+  if (rc < 0) FUZZ_CHECK(touch_string(mt_reader_error(r)) > 0 && mt_reader_next(r, &ev) == rc);
+  for (size_t k = 0; k < 4; k++) (void)mt_reader_trace_finished(r, k);
+  mt_reader_close(r);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int fd = fuzz_memfd(data, size);
   mt_reader *r = NULL;
@@ -104,6 +136,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!warning) FUZZ_CHECK(done == total);
   }
   mt_reader_close(r);
+  check_many(fd);
   close(fd);
   return 0;
 }
