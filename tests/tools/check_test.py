@@ -163,6 +163,13 @@ def test_run(tmp):
           "run: a broken limit exits 1 after the report: %d %s" % (rc, out[-600:]))
     rc, out = run("run", "--rate", "1e-3", "--check-allocated", "100G", "--", DEMO_APP)
     check(rc == 0 and verdict(out, "allocated") == "ok", "run: a met limit: %d %s" % (rc, out[-400:]))
+    # --check-base: a trace, or a directory of traces read as one
+    base = os.path.join(tmp, "run-base")
+    os.mkdir(base)
+    rc, out = run("run", "--rate", "1e-3", "-o", os.path.join(base, "b.%p.ctf"), "--", DEMO_APP)
+    check(rc == 0 and len(os.listdir(base)) >= 1, "run: a base trace in a directory: %d %s" % (rc, out[-300:]))
+    rc, out = run("run", "--rate", "1e-3", "--check-base", base, "--check-growth", "1000", "--", DEMO_APP)
+    check(rc == 0 and verdict(out, "growth") == "ok", "run: --check-base a directory: %d %s" % (rc, out[-400:]))
     # the program's own failure comes first, and the limits are not checked
     rc, out = run("run", "--rate", "1", "--check-allocated", "1", "--", "sh", "-c", "exit 3")
     check(rc == 3 and "memtrace check" not in out, "run: the program's status first: %d %s" % (rc, out))

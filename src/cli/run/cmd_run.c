@@ -67,6 +67,7 @@ static const char usage[] =
     "                        freed (k, M, G, T suffixes)\n"
     "  --check-base OLD.ctf --check-growth PCT\n"
     "                        bytes allocated grow by at most PCT% over OLD.ctf's\n"
+    "                        (OLD may be a directory of traces, read as one)\n"
     "  --check-strict        an estimate over its limit breaks it (by default the\n"
     "                        whole 95% interval must be: memtrace help check)\n"
     "\n"
