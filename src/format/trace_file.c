@@ -44,6 +44,19 @@ void mt__trace_path_expand(const char *pattern, long pid, char *out, size_t n) {
   out[o] = 0;
 }
 
+void mt__trace_session_path(const char *pattern, unsigned session, char *out, size_t n) {
+  char num[16];
+  snprintf(num, sizeof num, "%u", session);
+  const char *at = strstr(pattern, "%n");
+  size_t len = strlen(pattern);
+  if (at)
+    snprintf(out, n, "%.*s%s%s", (int)(at - pattern), pattern, num, at + 2);
+  else if (len > 4 && strcmp(pattern + len - 4, ".ctf") == 0)
+    snprintf(out, n, "%.*s.%s.ctf", (int)(len - 4), pattern, num);
+  else
+    snprintf(out, n, "%s.%s", pattern, num);
+}
+
 int mt__trace_path_has_pid(const char *pattern) {
   for (const char *p = pattern; *p; p++)
     if (p[0] == '%' && (p[1] == 'p' || p[1] == '%')) {

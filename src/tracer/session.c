@@ -36,6 +36,7 @@
 #include "interposer.h"
 #include "runnotes.h"
 #include "session.h"
+#include "toggle.h"
 #include "engine/engine_internal.h"
 #include "format/writer_internal.h"
 #include "memtrace/tracer.h"
@@ -702,6 +703,14 @@ int mt_trace_if_requested(const char *context, double rate) {
     char entry[PATH_MAX];
     mt__env_drop_tracing(entry, sizeof entry);
     if (follow && entry[0]) mt__exec_follow_keep(dest_copy, entry);
+  }
+  /* MEMTRACE_SIGNAL: the signal starts and ends sessions, each a trace
+   * (MEMTRACE_PAUSED=1: none until the first) */
+  int sig = mt__toggle_signal(mt__env_get("MEMTRACE_SIGNAL"));
+  if (sig < 0) return MT_ERR_INVALID;
+  if (sig > 0) {
+    const char *paused = mt__env_get("MEMTRACE_PAUSED");
+    return mt__toggle_setup(sig, &o, paused && strcmp(paused, "1") == 0);
   }
   mt__runnotes_open();
   int rc = mt_trace_start(&o);

@@ -4,7 +4,7 @@ set(MT_TRACER_SOURCES
   # sessions (the public API), the tracker's event queues, destinations,
   # the environment, exec and spawn, the event clock, `memtrace run`'s notes
   src/tracer/session.c src/tracer/events.c src/tracer/dest.c src/tracer/environ.c
-  src/tracer/exec.c src/tracer/clock.c src/tracer/runnotes.c
+  src/tracer/exec.c src/tracer/clock.c src/tracer/runnotes.c src/tracer/toggle.c
   # unwinding: frame records, call-frame steps by .eh_frame, libunwind as
   # the last resort, the kernel's map of the stacks, the tracer's own stack
   src/tracer/unwind/unwind.c src/tracer/unwind/cfi.c src/tracer/unwind/ehframe.c

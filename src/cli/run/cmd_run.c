@@ -58,6 +58,13 @@ static const char usage[] =
     "                        the same file\n"
     "  -q, --quiet           print nothing after the run (memtrace execs the program\n"
     "                        instead of starting and waiting for it)\n"
+    "  --toggle-signal SIG   SIG (USR1, USR2, HUP, URG, WINCH, PWR, TTIN, TTOU, or\n"
+    "                        a real-time signal's number) sent to the program\n"
+    "                        ends the tracing session and starts the next: each\n"
+    "                        session is a complete trace, FILE.1.ctf, FILE.2.ctf...\n"
+    "                        (%n in FILE: the session's number). The program must\n"
+    "                        not use SIG itself\n"
+    "  --paused              with --toggle-signal: no tracing until the first SIG\n"
     "\n"
     "Limits, checked on the program's trace after the run, as memtrace check does\n"
     "(a CI gate): when COMMAND succeeded and a limit is broken, the exit status\n"
@@ -317,8 +324,8 @@ static int check_run(const struct settings *s, const char *pattern, pid_t pid);
 
 /* What `memtrace run` was asked for: its options, then the command. */
 typedef struct settings {
-  const char *output, *rate, *unwind, *depth, *format, *context;
-  int quiet, debuginfo, no_follow;
+  const char *output, *rate, *unwind, *depth, *format, *context, *toggle;
+  int quiet, debuginfo, no_follow, paused;
   char **command;
   mt_cli_limit_texts check_texts; /* --check-*: limits on the run's trace */
   mt_cli_limits limits;
@@ -338,6 +345,8 @@ static void parse(int argc, char **argv, settings *s) {
       {"-q", "--quiet", MT_OPT_FLAG, &s->quiet, NULL, 1, 0, 0},
       {"--debuginfo", NULL, MT_OPT_FLAG, &s->debuginfo, NULL, 1, 0, 0},
       {"--no-follow-exec", NULL, MT_OPT_FLAG, &s->no_follow, NULL, 1, 0, 0},
+      {"--toggle-signal", NULL, MT_OPT_TEXT, &s->toggle, NULL, 0, 0, 0},
+      {"--paused", NULL, MT_OPT_FLAG, &s->paused, NULL, 1, 0, 0},
       {"--check-allocated", NULL, MT_OPT_TEXT, &s->check_texts.allocated, NULL, 0, 0, 0},
       {"--check-peak", NULL, MT_OPT_TEXT, &s->check_texts.peak, NULL, 0, 0, 0},
       {"--check-leaked", NULL, MT_OPT_TEXT, &s->check_texts.leaked, NULL, 0, 0, 0},
@@ -370,9 +379,39 @@ static void parse(int argc, char **argv, settings *s) {
     mt_cli_usage_error(cmd, "%s", err);
   if (mt_cli_limits_any(&s->limits) && s->quiet)
     mt_cli_usage_error(cmd, "--check-* reads the trace after the run: not with -q");
+  if (s->paused && !s->toggle) mt_cli_usage_error(cmd, "--paused goes with --toggle-signal");
+  if (s->toggle && mt_cli_limits_any(&s->limits))
+    mt_cli_usage_error(cmd, "--check-* checks one trace: not with --toggle-signal's sessions");
+  if (s->toggle && s->output && mt__trace_dest_is_socket(s->output))
+    mt_cli_usage_error(cmd, "--toggle-signal writes a file a session: not to a tcp: or listen: "
+                            "destination");
   if (mt_cli_limits_any(&s->limits) && s->output && mt__trace_dest_is_socket(s->output))
     mt_cli_usage_error(cmd, "--check-* reads the trace after the run: not with a tcp: or listen: "
                             "destination");
+}
+
+/* --toggle-signal: the program's sessions, each a trace of its own. */
+static void report_sessions(const char *pattern, pid_t pid) {
+  char base[PATH_MAX], path[PATH_MAX + 32], list[1024] = "";
+  mt__trace_path_expand(pattern, (long)pid, base, sizeof base);
+  unsigned n = 0;
+  size_t len = 0;
+  for (unsigned k = 1;; k++) {
+    struct stat st;
+    mt__trace_session_path(base, k, path, sizeof path);
+    if (stat(path, &st) != 0) break;
+    n++;
+    if (len + strlen(path) + 8 < sizeof list)
+      len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", n > 1 ? " " : "", path);
+    else if (len + 5 < sizeof list && list[len - 1] != '.')
+      len += (size_t)snprintf(list + len, sizeof list - len, " ...");
+  }
+  if (n == 0)
+    fprintf(stderr, "memtrace: no session was traced (the toggle signal never started one)\n");
+  else
+    fprintf(stderr, "memtrace: %u session%s traced: %s\nmemtrace: each is a trace; read them "
+                    "together with: memtrace top %s\n",
+            n, n == 1 ? "" : "s", list, list);
 }
 
 /* Runs the program with the interposer and waits for it; reports on its
@@ -407,7 +446,7 @@ static int trace(const settings *s, const char *pattern, char **envp, size_t own
    * stream's) */
   mt_rss_sampler rss = {0};
   char trace_path[PATH_MAX];
-  int sampling = !mt__trace_dest_is_socket(pattern) &&
+  int sampling = !s->toggle && !mt__trace_dest_is_socket(pattern) &&
                  (mt__trace_path_expand(pattern, (long)pid, trace_path, sizeof trace_path),
                   mt_rss_start(&rss, pid, trace_path, 0) == 0);
   int status;
@@ -427,6 +466,10 @@ static int trace(const settings *s, const char *pattern, char **envp, size_t own
   signals_restore(&sigs);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
     return 127; /* command not found (sh fallback) */
+  if (s->toggle) { /* the sessions' traces, each complete */
+    report_sessions(pattern, pid);
+    return end_as(status);
+  }
   mt_cli_run_report(notes_fd, pattern, pid,
                     (unsigned long long)end.tv_sec * 1000000 + (unsigned long long)end.tv_nsec / 1000,
                     argv[0]);
@@ -492,6 +535,7 @@ static int run(int argc, char **argv) {
       {"MEMTRACE_UNWIND", s.unwind}, {"MEMTRACE_DEPTH", s.depth}, {"MEMTRACE_FORMAT", s.format},
       {"MEMTRACE_CONTEXT", s.context}, {"MEMTRACE_DEBUGINFO", s.debuginfo ? "1" : NULL},
       {"MEMTRACE_FOLLOW_EXEC", s.no_follow ? "0" : "1"},
+      {"MEMTRACE_SIGNAL", s.toggle},               {"MEMTRACE_PAUSED", s.paused ? "1" : NULL},
       /* "": not an outer run's, which would hear of this run's processes */
       {MT__RUN_NOTES_ENV, notes_fd >= 0 ? notes_path : ""}};
   size_t own;
