@@ -35,11 +35,11 @@
  * posix_spawn, traces what it execs to its own file; `memtrace run` sets
  * it unless --no-follow-exec), MEMTRACE_SIGNAL (a signal, USR2 or SIGUSR2,
  * USR1, HUP, URG, WINCH, PWR, TTIN, TTOU, or a real-time signal's number:
- * each delivery ends the tracing session and starts the next, and each
- * session is a complete trace of its own, "%n" in MEMTRACE becoming the
- * session's number, else ".N" going before a final ".ctf"; the signal is
+ * each delivery ends the tracing period and starts the next, and each
+ * period is a complete trace of its own, "%n" in MEMTRACE becoming the
+ * period's number, else ".N" going before a final ".ctf"; the signal is
  * taken from the program only then, and a forked child ignores it),
- * MEMTRACE_PAUSED (1, with MEMTRACE_SIGNAL: no session until the first
+ * MEMTRACE_PAUSED (1, with MEMTRACE_SIGNAL: no tracing until the first
  * signal).
  *
  * A trace file is written by one process at a time: the writer holds an

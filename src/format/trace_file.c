@@ -44,9 +44,9 @@ void mt__trace_path_expand(const char *pattern, long pid, char *out, size_t n) {
   out[o] = 0;
 }
 
-void mt__trace_session_path(const char *pattern, unsigned session, char *out, size_t n) {
+void mt__trace_period_path(const char *pattern, unsigned period, char *out, size_t n) {
   char num[16];
-  snprintf(num, sizeof num, "%u", session);
+  snprintf(num, sizeof num, "%u", period);
   const char *at = strstr(pattern, "%n");
   size_t len = strlen(pattern);
   if (at)

@@ -32,10 +32,10 @@ int mt__trace_file_busy(const char *path);
 /* The name pattern read as the tracer reads MEMTRACE: %p is the pid, %%
  * is one %. */
 void mt__trace_path_expand(const char *pattern, long pid, char *out, size_t n);
-/* The destination of session `session` of tracing toggled by a signal
- * (MEMTRACE_SIGNAL): "%n" in pattern becomes the session number; else
+/* The destination of tracing period `period` of tracing toggled by a
+ * signal (MEMTRACE_SIGNAL): "%n" in pattern becomes its number; else
  * ".N" goes before a final ".ctf", or at the end. */
-void mt__trace_session_path(const char *pattern, unsigned session, char *out, size_t n);
+void mt__trace_period_path(const char *pattern, unsigned period, char *out, size_t n);
 /* Whether pattern holds a %p (not one of a %%). */
 int mt__trace_path_has_pid(const char *pattern);
 /* Whether a destination is a socket (tcp:HOST:PORT, listen:[HOST:]PORT),

@@ -704,7 +704,7 @@ int mt_trace_if_requested(const char *context, double rate) {
     mt__env_drop_tracing(entry, sizeof entry);
     if (follow && entry[0]) mt__exec_follow_keep(dest_copy, entry);
   }
-  /* MEMTRACE_SIGNAL: the signal starts and ends sessions, each a trace
+  /* MEMTRACE_SIGNAL: the signal starts and ends tracing periods, each a trace
    * (MEMTRACE_PAUSED=1: none until the first) */
   int sig = mt__toggle_signal(mt__env_get("MEMTRACE_SIGNAL"));
   if (sig < 0) return MT_ERR_INVALID;

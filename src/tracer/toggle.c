@@ -25,7 +25,7 @@ static struct {
   int pipe[2];
   pid_t pid;                /* the process the handler toggles */
   int sig;
-  unsigned session;         /* the last session started */
+  unsigned period;          /* the last period started */
   mt_trace_options options; /* pointing into the copies below */
   char destination[PATH_MAX + 16];
   char context[256];
@@ -66,18 +66,18 @@ static void on_signal(int sig) {
   errno = saved;
 }
 
-static void start_session(void) {
+static void start_period(void) {
   char dest[PATH_MAX + 32];
-  mt__trace_session_path(tg.destination, ++tg.session, dest, sizeof dest);
+  mt__trace_period_path(tg.destination, ++tg.period, dest, sizeof dest);
   mt_trace_options o = tg.options;
   o.destination = dest;
   mt__runnotes_open();
   if (mt_trace_start(&o) != MT_OK) {
-    mt__tr_say("memtrace: session %u not traced: %s", tg.session, mt_trace_error());
+    mt__tr_say("memtrace: tracing period %u not traced: %s", tg.period, mt_trace_error());
     return;
   }
   mt__runnotes_started();
-  mt__tr_say("memtrace: session %u: tracing (signal %d ends it)", tg.session, tg.sig);
+  mt__tr_say("memtrace: tracing period %u begins (signal %d ends it)", tg.period, tg.sig);
 }
 
 static void *toggler(void *arg) {
@@ -89,9 +89,9 @@ static void *toggler(void *arg) {
     if (got <= 0) return NULL; /* the program closed the pipe: no more toggles */
     if (mt_trace_is_tracing()) {
       mt_trace_stop();
-      mt__tr_say("memtrace: session %u ended (signal %d starts the next)", tg.session, tg.sig);
+      mt__tr_say("memtrace: tracing period %u ended (signal %d starts the next)", tg.period, tg.sig);
     } else {
-      start_session();
+      start_period();
     }
   }
 }
@@ -128,7 +128,7 @@ int mt__toggle_setup(int sig, const mt_trace_options *o, int paused) {
     mt__tr_say("memtrace: cannot take signal %d to toggle tracing; not tracing", sig);
     return MT_ERR_IO;
   }
-  if (!paused) start_session();
+  if (!paused) start_period();
   else mt__tr_say("memtrace: paused: signal %d starts tracing", sig);
   return 1;
 }

@@ -37,7 +37,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 case "$test" in
 toggle)
-  # a signal starts and ends tracing sessions, each a complete trace; the
+  # a signal starts and ends tracing periods, each a complete trace; the
   # program runs on unharmed, and the signal is taken only when asked for
   toggle_run() { # toggle_run N CMD...: CMD in the background, N signals 0.4 s apart
     local n=$1
@@ -54,18 +54,18 @@ toggle)
     bad "run --toggle-signal: exit $?: $(cat err.txt)"
   grep -q "^slow done" out.txt && ok || bad "the program's output: $(cat out.txt)"
   [ -s s.1.ctf ] && [ -s s.2.ctf ] && [ ! -e s.3.ctf ] && [ ! -e s.ctf ] && ok ||
-    bad "sessions: $(ls s*.ctf 2>&1) $(cat err.txt)"
+    bad "periods: $(ls s*.ctf 2>&1) $(cat err.txt)"
   for f in s.1.ctf s.2.ctf; do
     "$memtrace" info "$f" > info.txt 2>&1 && grep -q "^total " info.txt && ! grep -q warning info.txt && ok ||
       bad "$f is not a whole trace: $(cat info.txt)"
   done
-  grep -q "memtrace: 2 sessions traced: s.1.ctf s.2.ctf" err.txt && ok || bad "the report: $(cat err.txt)"
+  grep -q "memtrace: 2 tracing periods: s.1.ctf s.2.ctf" err.txt && ok || bad "the report: $(cat err.txt)"
   # with LD_PRELOAD: tracing from the start, %n in the name
   rm -f t.*.ctf
   MEMTRACE='t.%n.ctf' MEMTRACE_RATE=1e-3 MEMTRACE_SIGNAL=SIGUSR2 toggle_run 2 traced "$bin/prog_slow" 2 ||
     bad "LD_PRELOAD with MEMTRACE_SIGNAL: exit $?"
   [ -s t.1.ctf ] && [ -s t.2.ctf ] && grep -q "^slow done" out.txt && ok ||
-    bad "MEMTRACE_SIGNAL sessions: $(ls t.*.ctf 2>&1) $(cat err.txt)"
+    bad "MEMTRACE_SIGNAL periods: $(ls t.*.ctf 2>&1) $(cat err.txt)"
   # not asked for: the signal is the program's (here: its default, the end)
   "$memtrace" run --rate 1e-3 -o n.ctf -- "$bin/prog_slow" 2 > out.txt 2> err.txt &
   pid=$!

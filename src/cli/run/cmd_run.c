@@ -60,9 +60,9 @@ static const char usage[] =
     "                        instead of starting and waiting for it)\n"
     "  --toggle-signal SIG   SIG (USR1, USR2, HUP, URG, WINCH, PWR, TTIN, TTOU, or\n"
     "                        a real-time signal's number) sent to the program\n"
-    "                        ends the tracing session and starts the next: each\n"
-    "                        session is a complete trace, FILE.1.ctf, FILE.2.ctf...\n"
-    "                        (%n in FILE: the session's number). The program must\n"
+    "                        ends the tracing period and starts the next: each\n"
+    "                        period is a complete trace, FILE.1.ctf, FILE.2.ctf...\n"
+    "                        (%n in FILE: the period's number). The program must\n"
     "                        not use SIG itself\n"
     "  --paused              with --toggle-signal: no tracing until the first SIG\n"
     "\n"
@@ -381,24 +381,24 @@ static void parse(int argc, char **argv, settings *s) {
     mt_cli_usage_error(cmd, "--check-* reads the trace after the run: not with -q");
   if (s->paused && !s->toggle) mt_cli_usage_error(cmd, "--paused goes with --toggle-signal");
   if (s->toggle && mt_cli_limits_any(&s->limits))
-    mt_cli_usage_error(cmd, "--check-* checks one trace: not with --toggle-signal's sessions");
+    mt_cli_usage_error(cmd, "--check-* checks one trace: not with --toggle-signal's periods");
   if (s->toggle && s->output && mt__trace_dest_is_socket(s->output))
-    mt_cli_usage_error(cmd, "--toggle-signal writes a file a session: not to a tcp: or listen: "
+    mt_cli_usage_error(cmd, "--toggle-signal writes a file a period: not to a tcp: or listen: "
                             "destination");
   if (mt_cli_limits_any(&s->limits) && s->output && mt__trace_dest_is_socket(s->output))
     mt_cli_usage_error(cmd, "--check-* reads the trace after the run: not with a tcp: or listen: "
                             "destination");
 }
 
-/* --toggle-signal: the program's sessions, each a trace of its own. */
-static void report_sessions(const char *pattern, pid_t pid) {
+/* --toggle-signal: the program's tracing periods, each a trace of its own. */
+static void report_periods(const char *pattern, pid_t pid) {
   char base[PATH_MAX], path[PATH_MAX + 32], list[1024] = "";
   mt__trace_path_expand(pattern, (long)pid, base, sizeof base);
   unsigned n = 0;
   size_t len = 0;
   for (unsigned k = 1;; k++) {
     struct stat st;
-    mt__trace_session_path(base, k, path, sizeof path);
+    mt__trace_period_path(base, k, path, sizeof path);
     if (stat(path, &st) != 0) break;
     n++;
     if (len + strlen(path) + 8 < sizeof list)
@@ -407,9 +407,9 @@ static void report_sessions(const char *pattern, pid_t pid) {
       len += (size_t)snprintf(list + len, sizeof list - len, " ...");
   }
   if (n == 0)
-    fprintf(stderr, "memtrace: no session was traced (the toggle signal never started one)\n");
+    fprintf(stderr, "memtrace: nothing was traced (the toggle signal never started a period)\n");
   else
-    fprintf(stderr, "memtrace: %u session%s traced: %s\nmemtrace: each is a trace; read them "
+    fprintf(stderr, "memtrace: %u tracing period%s: %s\nmemtrace: each is a trace; read them "
                     "together with: memtrace top %s\n",
             n, n == 1 ? "" : "s", list, list);
 }
@@ -466,8 +466,8 @@ static int trace(const settings *s, const char *pattern, char **envp, size_t own
   signals_restore(&sigs);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
     return 127; /* command not found (sh fallback) */
-  if (s->toggle) { /* the sessions' traces, each complete */
-    report_sessions(pattern, pid);
+  if (s->toggle) { /* the periods' traces, each complete */
+    report_periods(pattern, pid);
     return end_as(status);
   }
   mt_cli_run_report(notes_fd, pattern, pid,
