@@ -38,6 +38,8 @@ static const char usage[] =
     "                    to whoever has the token)\n"
     "  --no-token        beyond loopback, serve anyone who can connect, with no\n"
     "                    token (warns: anyone can then read the trace)\n"
+    "  --base OLD        compare with OLD, a trace or a directory (the\n"
+    "                    differential view, above); repeatable\n"
     "  --open            open the page with xdg-open\n"
     "  --follow          the trace is still being written: reload as it grows\n"
     "  --listen [H:]P    receive a traced program's stream (MEMTRACE=tcp:H:P)\n"
