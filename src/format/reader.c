@@ -593,10 +593,6 @@ static int read_event(mt_reader *r, domain *d, mt_event *ev) {
   unsigned code = hdr >> MT__TIME_BITS;
   ev->time = t;
   ev->domain = d->id;
-  ev->backtrace = NULL;
-  ev->backtrace_len = ev->common_prefix = 0;
-  ev->length = ev->nsamples = 0;
-  ev->source = MT_SOURCE_MINOR;
   switch (code) {
   case MT__EV_TRACE_INFO:
     return fail(r, MT_ERR_CORRUPT, off_at(d, at), "a second trace_info event");
@@ -607,11 +603,14 @@ static int read_event(mt_reader *r, domain *d, mt_event *ev) {
   case MT__EV_ALLOC:
     return read_alloc(r, d, code, ev);
   case MT__EV_PROMOTE:
-    ev->kind = MT_EVENT_PROMOTE;
-    return read_relative_id(r, d, 0, ev);
   case MT__EV_COLLECT:
-    ev->kind = MT_EVENT_COLLECT;
-    return read_relative_id(r, d, 1, ev);
+    /* an allocation's fields are zero here (read_alloc sets them all) */
+    ev->kind = code == MT__EV_PROMOTE ? MT_EVENT_PROMOTE : MT_EVENT_COLLECT;
+    ev->backtrace = NULL;
+    ev->backtrace_len = ev->common_prefix = 0;
+    ev->length = ev->nsamples = 0;
+    ev->source = MT_SOURCE_MINOR;
+    return read_relative_id(r, d, code == MT__EV_COLLECT, ev);
   default:
     if (code > MT__EV_SHORT_ALLOC_BASE && code <= MT__EV_SHORT_ALLOC_BASE + 16)
       return read_alloc(r, d, code, ev);
