@@ -88,6 +88,8 @@ rss)
   "$memtrace" run -o t.ctf -- "$bin/prog_touch" 100 > /dev/null 2> err.txt || bad "run failed: $(cat err.txt)"
   [ -f t.ctf.rss ] && [ "$(stat -c %a t.ctf.rss)" = 600 ] && head -1 t.ctf.rss | grep -q "^# memtrace-c resident memory" &&
     ok || bad "no private t.ctf.rss: $(ls -l t.ctf* 2>&1)"
+  grep -Eq "^memtrace: resident memory at most (9[0-9]|1[0-9][0-9])(\.[0-9])? MiB" err.txt && ok ||
+    bad "the report's resident memory: $(grep resident err.txt)"
   pid=$(sed -n 2p t.ctf.rss | cut -d' ' -f2)
   most=$(awk -v p="$pid" '$2 == p && $3 > m { m = $3 } END { print m + 0 }' t.ctf.rss)
   first=$(awk -v p="$pid" '$2 == p { print $3; exit }' t.ctf.rss)

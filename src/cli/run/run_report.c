@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "format/trace_file.h"
 #include "memtrace/rank.h"
+#include "memtrace/stats.h"
 #include "run_tree.h"
 
 /* The part of a path after its last '/' (the whole path if it has none,
@@ -143,6 +144,18 @@ static void heap_line(const mt_analysis *a, const char *path, int stopped) {
           mt_human_bytes(b1, sizeof b1, mt_estimate_bytes(a, &peak).value), (double)time / 1e6,
           stopped ? "live when tracing stopped" : "never freed",
           mt_human_bytes(b2, sizeof b2, mt_estimate_bytes(a, &left).value), path);
+  /* beside it, what the processes held (the .rss memtrace run recorded) */
+  mt_rss *r;
+  if (mt_rss_load(path, &r) != MT_OK) return;
+  double most = 0, anon = 0;
+  for (size_t i = 0; i < r->n; i++) {
+    double total = r->anon[i] + r->file[i] + r->shmem[i];
+    if (total > most) most = total, anon = r->anon[i];
+  }
+  mt_rss_free(r);
+  fprintf(stderr, "memtrace: resident memory at most %s (%s of it anonymous; memtrace timeline %s "
+                  "draws both)\n",
+          mt_human_bytes(b1, sizeof b1, most), mt_human_bytes(b2, sizeof b2, anon), path);
 }
 
 /* The pid the trace at path names in its trace_info; 0 if it cannot be
