@@ -1,14 +1,13 @@
 /* Memory limits on a trace (check.h). */
 #include "check.h"
 
-#include <dirent.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "base/human.h"
+#include "cli.h"
 #include "memtrace/rank.h"
 #include "memtrace/stats.h"
 
@@ -174,37 +173,6 @@ static void check_leaked(FILE *out, const mt_analysis *a, const mt_filter *f,
   mt_ranking_free(r);
 }
 
-static int by_name(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The .ctf files of `path` when it is a directory, sorted, in *out (each
- * and the array to free): how many (0 when it is no directory, or holds
- * none, or memory runs out). */
-static size_t dir_traces(const char *path, char ***out) {
-  *out = NULL;
-  struct stat st;
-  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
-  DIR *d = opendir(path);
-  size_t n = 0, cap = 0;
-  for (struct dirent *e; d && (e = readdir(d));) {
-    size_t len = strlen(e->d_name);
-    if (len < 5 || strcmp(e->d_name + len - 4, ".ctf") != 0) continue;
-    char *p = malloc(strlen(path) + len + 2);
-    char **grown = n == cap ? realloc(*out, (cap = cap ? 2 * cap : 16) * sizeof **out) : *out;
-    if (!p || !grown) {
-      free(p);
-      break;
-    }
-    *out = grown;
-    sprintf(p, "%s/%s", path, e->d_name);
-    (*out)[n++] = p;
-  }
-  if (d) closedir(d);
-  if (n) qsort(*out, n, sizeof **out, by_name);
-  return n;
-}
-
 /* Growth of the bytes allocated against the base trace, both filtered
  * alike; the sites that grew significantly. -1 when the base cannot be
  * read. */
@@ -212,7 +180,8 @@ static int check_growth(FILE *out, const mt_analysis *a, const mt_filter *f,
                         const mt_cli_limits *l, tally_of_verdicts *t) {
   mt_analysis *base;
   char **dir = NULL; /* a base that is a directory: its traces (memtrace run --check-base) */
-  size_t ndir = l->nbase ? 0 : dir_traces(l->base, &dir);
+  long listed = l->nbase ? 0 : mt_cli_trace_dir(l->base, &dir);
+  size_t ndir = listed > 0 ? (size_t)listed : 0;
   const char *const *paths = &l->base;
   size_t npaths = 1;
   if (l->nbase) paths = l->base_paths, npaths = l->nbase;

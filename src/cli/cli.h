@@ -104,6 +104,10 @@ mt_analysis *mt_cli_load(const char *path);
  * (each and the array to free); exits 1 when an argument names nothing
  * readable or a directory holds no trace. */
 size_t mt_cli_traces(const mt_command *cmd, const char *const *args, size_t n, char ***out);
+/* The .ctf files of directory dir, sorted, in *out (each and the array to
+ * free; NULL when none): how many, or -1 with errno when dir is no
+ * directory (ENOTDIR), cannot be read, or memory runs out (*out NULL). */
+long mt_cli_trace_dir(const char *dir, char ***out);
 
 /* The most trace arguments a command takes (a directory counts as one). */
 enum { MT_CLI_MAX_TRACES = 4096 };

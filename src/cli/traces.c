@@ -1,6 +1,5 @@
 /* Traces for the subcommands: opening and loading them with a message
  * naming the file on failure, and a command's JSON document. */
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -46,10 +45,6 @@ mt_analysis *mt_cli_load(const char *path) {
   return a;
 }
 
-static int by_name(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 size_t mt_cli_traces(const mt_command *cmd, const char *const *args, size_t n, char ***out) {
   char **list = NULL;
   size_t count = 0, cap = 0;
@@ -60,25 +55,31 @@ size_t mt_cli_traces(const mt_command *cmd, const char *const *args, size_t n, c
               strerror(errno));
       exit(1);
     }
-    size_t before = count;
-    DIR *d = S_ISDIR(st.st_mode) ? opendir(args[i]) : NULL;
-    for (struct dirent *e; d && (e = readdir(d));) {
-      size_t len = strlen(e->d_name);
-      if (len < 5 || strcmp(e->d_name + len - 4, ".ctf") != 0) continue;
-      if (count == cap) list = mt_cli_xrealloc(cmd, list, (cap = cap ? 2 * cap : 16) * sizeof *list);
-      list[count] = mt_cli_xrealloc(cmd, NULL, strlen(args[i]) + len + 2);
-      sprintf(list[count++], "%s/%s", args[i], e->d_name);
-    }
-    if (d) {
-      closedir(d);
-      if (count == before) {
-        fprintf(stderr, "memtrace %s: %s: no trace (*.ctf) in this directory\n", cmd->name, args[i]);
+    char **dir = NULL;
+    long found = 1;
+    if (S_ISDIR(st.st_mode)) {
+      found = mt_cli_trace_dir(args[i], &dir);
+      if (found < 0) {
+        fprintf(stderr, "memtrace %s: %s: cannot read: %s\n", cmd->name, args[i],
+                strerror(errno));
         exit(1);
       }
-      qsort(list + before, count - before, sizeof *list, by_name);
+      if (found == 0) {
+        fprintf(stderr, "memtrace %s: %s: no trace (*.ctf) in this directory\n", cmd->name,
+                args[i]);
+        exit(1);
+      }
+    }
+    if (count + (size_t)found > cap) {
+      while (count + (size_t)found > cap) cap = cap ? 2 * cap : 16;
+      list = mt_cli_xrealloc(cmd, list, cap * sizeof *list);
+    }
+    if (dir) {
+      memcpy(list + count, dir, (size_t)found * sizeof *list);
+      count += (size_t)found;
+      free(dir);
       continue;
     }
-    if (count == cap) list = mt_cli_xrealloc(cmd, list, (cap = cap ? 2 * cap : 16) * sizeof *list);
     list[count] = mt_cli_xrealloc(cmd, NULL, strlen(args[i]) + 1);
     strcpy(list[count++], args[i]);
   }
@@ -228,7 +229,6 @@ const char *mt_cli_rates_text(char *buf, size_t n, const mt_cli_trace_set *t) {
                 lo, hi);
   return buf;
 }
-
 
 char *mt_cli_filter_text(const mt_filter *f) {
   size_t n = mt_filter_describe(f, NULL, 0);
