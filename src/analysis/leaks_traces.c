@@ -110,10 +110,7 @@ int mt_leaks_traces(const mt_analysis *const *as, size_t n, const mt_filter *f,
   if (rc == MT_OK) {
     r->by = MT_BY_STACK;
     r->order = order;
-    r->by_process = by_process;
-    r->ntraces = n;
-    r->mixed_rates = rates.mixed;
-    r->sampling = rates.mixed ? rates.least : rates.of[0];
+    mt__trace_rates_describe(&rates, by_process, r);
     rc = gather(as, n, f, order, ones, r, &all, &nall, totals);
   }
   if (rc == MT_OK && !(r->rows = malloc((nall ? nall : 1) * sizeof *r->rows))) rc = MT_ERR_NOMEM;
@@ -121,15 +118,9 @@ int mt_leaks_traces(const mt_analysis *const *as, size_t n, const mt_filter *f,
     /* matching stacks side by side, then one row each */
     if (nall) qsort_r(all, nall, sizeof *all, cmp_stack, &by_process);
     for (size_t i = 0, j; i < nall && rc == MT_OK; i = j) {
-      mt_rank_row row = all[i];
-      for (j = i + 1; j < nall && cmp_stack(&all[i], &all[j], &by_process) == 0; j++) {
-        mt_tally_add(&row.tally, &all[j].tally);
-        if (all[j].oldest < row.oldest) row.oldest = all[j].oldest;
-        if (all[j].newest > row.newest) row.newest = all[j].newest;
-      }
-      row.callers = NULL;
-      rc = mt__trace_rates_estimate(&rates, all + i, j - i, &row);
-      r->rows[r->nrows++] = row;
+      j = i + 1;
+      while (j < nall && cmp_stack(&all[i], &all[j], &by_process) == 0) j++;
+      rc = mt__trace_rates_group(&rates, all + i, j - i, &r->rows[r->nrows++]);
     }
     r->groups = r->nrows;
     qsort_r(r->rows, r->nrows, sizeof *r->rows, cmp_order, &order);

@@ -78,16 +78,11 @@ static int merge(mt_ranking *r, mt_rank_row *all, size_t nall, int by_process,
   r->rows = malloc((nall ? nall : 1) * sizeof *r->rows);
   if (!r->rows) return MT_ERR_NOMEM;
   for (size_t i = 0, j; i < nall; i = j) {
-    mt_rank_row row = all[i];
-    for (j = i + 1; j < nall && cmp_site(&all[i], &all[j], &by_process) == 0; j++) {
-      const mt_rank_row *o = &all[j];
-      mt_tally_add(&row.tally, &o->tally);
-      if (o->oldest < row.oldest) row.oldest = o->oldest;
-      if (o->newest > row.newest) row.newest = o->newest;
-    }
-    if (row.site.kind == MT_SITE_CODE && !by_process) row.site.code = 0; /* a pool, as diffs */
-    if (mt__trace_rates_estimate(rates, all + i, j - i, &row) != MT_OK) return MT_ERR_NOMEM;
-    r->rows[r->nrows++] = row;
+    j = i + 1;
+    while (j < nall && cmp_site(&all[i], &all[j], &by_process) == 0) j++;
+    mt_rank_row *row = &r->rows[r->nrows++];
+    if (mt__trace_rates_group(rates, all + i, j - i, row) != MT_OK) return MT_ERR_NOMEM;
+    if (row->site.kind == MT_SITE_CODE && !by_process) row->site.code = 0; /* a pool, as diffs */
   }
   r->groups = r->nrows;
   return MT_OK;
@@ -108,10 +103,7 @@ int mt_rank_traces(const mt_analysis *const *as, size_t n, const mt_filter *f,
   if (rc == MT_OK) {
     r->by = spec->by;
     r->order = spec->order;
-    r->by_process = by_process;
-    r->ntraces = n;
-    r->mixed_rates = rates.mixed;
-    r->sampling = rates.mixed ? rates.least : rates.of[0];
+    mt__trace_rates_describe(&rates, by_process, r);
     rc = gather(as, n, f, spec, r, &all, &nall, totals, totals + n);
   }
   if (rc == MT_OK) rc = merge(r, all, nall, by_process, &rates);

@@ -24,8 +24,16 @@ void mt__trace_rates_free(mt__trace_rates *r) {
   *r = (mt__trace_rates){0};
 }
 
-int mt__trace_rates_estimate(mt__trace_rates *r, const mt_rank_row *rows, size_t m,
-                             mt_rank_row *out) {
+void mt__trace_rates_describe(const mt__trace_rates *r, int by_process, mt_ranking *ranking) {
+  ranking->by_process = by_process;
+  ranking->ntraces = r->n;
+  ranking->mixed_rates = r->mixed;
+  ranking->sampling = r->mixed ? r->least : r->of[0];
+}
+
+/* out->bytes and out->objects for the group of rows[0..m), whose tallies
+ * out->tally holds added. */
+static int estimate(mt__trace_rates *r, const mt_rank_row *rows, size_t m, mt_rank_row *out) {
   if (!r->mixed) {
     out->bytes = mt_sampling_bytes(&r->of[0], &out->tally);
     out->objects = mt_sampling_objects(&r->of[0], &out->tally);
@@ -46,6 +54,18 @@ int mt__trace_rates_estimate(mt__trace_rates *r, const mt_rank_row *rows, size_t
   out->bytes = mt_sampling_bytes_mixed(r->gs, r->gt, m);
   out->objects = mt_sampling_objects(&r->least, &out->tally);
   return MT_OK;
+}
+
+int mt__trace_rates_group(mt__trace_rates *r, const mt_rank_row *rows, size_t m,
+                          mt_rank_row *out) {
+  *out = rows[0];
+  for (size_t i = 1; i < m; i++) {
+    mt_tally_add(&out->tally, &rows[i].tally);
+    if (rows[i].oldest < out->oldest) out->oldest = rows[i].oldest;
+    if (rows[i].newest > out->newest) out->newest = rows[i].newest;
+  }
+  out->callers = NULL;
+  return estimate(r, rows, m, out);
 }
 
 void mt__trace_rates_total(const mt__trace_rates *r, const mt_tally *t, const mt_tally *sum,

@@ -19,11 +19,16 @@ typedef struct mt__trace_rates {
 /* MT_OK or MT_ERR_NOMEM. */
 int mt__trace_rates_init(mt__trace_rates *r, const mt_analysis *const *as, size_t n);
 void mt__trace_rates_free(mt__trace_rates *r);
-/* out->bytes and out->objects for the group of rows[0..m) (each of trace
- * rows[i].trace), whose tallies out->tally holds added. MT_OK or
+/* Describes a ranking of the n traces r was made for: ranking->by_process,
+ * ntraces, mixed_rates and sampling (the rate's, or the lowest's when they
+ * differ). */
+void mt__trace_rates_describe(const mt__trace_rates *r, int by_process, mt_ranking *ranking);
+/* One row for the group of matching rows[0..m) (each of trace
+ * rows[i].trace): rows[0] with the tallies added, the oldest and newest of
+ * all, no callers, and the bytes and objects estimated. MT_OK or
  * MT_ERR_NOMEM. */
-int mt__trace_rates_estimate(mt__trace_rates *r, const mt_rank_row *rows, size_t m,
-                             mt_rank_row *out);
+int mt__trace_rates_group(mt__trace_rates *r, const mt_rank_row *rows, size_t m,
+                          mt_rank_row *out);
 /* The estimates of t[0..n), trace k's tally t[k], whose sum is sum. */
 void mt__trace_rates_total(const mt__trace_rates *r, const mt_tally *t, const mt_tally *sum,
                            mt_estimate *bytes, mt_estimate *objects);
