@@ -135,7 +135,7 @@ void mt_cli_json_set(mt_json *j, const mt_cli_trace_set *t);
 void mt_cli_json_traces(mt_json *j, const char *const *paths, size_t n);
 /* Whether the traces at paths[0..n) share their sample rate and word size
  * (their headers read; exits 1 on one that cannot be opened). */
-int mt_cli_same_rate(const mt_command *cmd, const char *const *paths, size_t n);
+int mt_cli_same_rate(const char *const *paths, size_t n);
 /* The traces at paths[0..n) loaded as one analysis (mt_analysis_load_many),
  * or exits 1 with its message. */
 mt_analysis *mt_cli_load_many(const mt_command *cmd, const char *const *paths, size_t n);

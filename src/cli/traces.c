@@ -191,8 +191,7 @@ void mt_cli_json_traces(mt_json *j, const char *const *paths, size_t n) {
   mt_json_end_arr(j);
 }
 
-int mt_cli_same_rate(const mt_command *cmd, const char *const *paths, size_t n) {
-  (void)cmd;
+int mt_cli_same_rate(const char *const *paths, size_t n) {
   double rate = 0, word = 0;
   int same = 1;
   for (size_t i = 0; i < n && same; i++) {

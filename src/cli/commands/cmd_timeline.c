@@ -341,7 +341,7 @@ static int run(int argc, char **argv) {
   traces ts = {{0}, NULL}; /* the reader checks each rate is in (0, 1] */
   char **paths;
   size_t n = mt_cli_traces(cmd, args, nargs, &paths);
-  if (mt_cli_same_rate(cmd, (const char *const *)paths, n)) {
+  if (mt_cli_same_rate((const char *const *)paths, n)) {
     ts.one = mt_cli_load_many(cmd, (const char *const *)paths, n);
     ts.set.paths = paths;
     ts.set.n = n;
