@@ -89,6 +89,9 @@ MT_API double mt_analysis_word_bytes(const mt_analysis *a);
  * when every one is external (a native program's: bytes, "freed"). A pass
  * over the objects. */
 MT_API int mt_analysis_has_runtime_heap(const mt_analysis *a);
+/* Whether any object is an anonymous mapping (mt_object.mapping): a native
+ * program's trace whose objects a `mapping` / `heap` source tells apart. */
+MT_API int mt_analysis_has_mappings(const mt_analysis *a);
 
 /* ---- Objects -------------------------------------------------------------- */
 
@@ -100,6 +103,9 @@ typedef struct mt_object {
   uint64_t nsamples;
   uint32_t backtrace;    /* its backtrace id (below)                    */
   mt_source source;
+  int mapping;           /* 1: an anonymous mapping (external; its stack's
+                            innermost frame is MT_MAPPING_FILENAME's, and
+                            its site is the frame after it)             */
 } mt_object;
 
 MT_API size_t mt_analysis_object_count(const mt_analysis *a);

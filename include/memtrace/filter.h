@@ -17,7 +17,9 @@
  *                                            suffixes: powers of 1024)
  *   lifetime    --lifetime MIN..MAX          MIN <= seconds <= MAX (an object
  *                                            never collected lives to the end)
- *   source      --source S[,S...]            minor, major, external
+ *   source      --source S[,S...]            minor, major, external; of the
+ *                                            external: mapping (anonymous
+ *                                            mappings) or heap (the others)
  *   inside      --inside STR                 a frame's function name contains STR
  *   not_inside  --not-inside STR             no frame's function name contains STR
  *   hide        --hide STR[,STR...]          frames whose function name contains
@@ -65,11 +67,18 @@ typedef struct mt_filter {
   uint64_t collect_from, collect_to;   /* with MT_COLLECTED_IN: [from, to)    */
   uint64_t size_min, size_max;         /* bytes, inclusive                    */
   uint64_t lifetime_min, lifetime_max; /* us, inclusive                       */
-  unsigned sources;                    /* bit (1 << MT_SOURCE_x); 0 = all     */
+  unsigned sources;                    /* bits (1 << MT_SOURCE_x) and
+                                          MT_FILTER_MAPPINGS/HEAP; 0 = all    */
   const char *inside;     /* some frame's function name contains this       */
   const char *not_inside; /* no frame's function name contains this         */
   const char *hide;       /* comma-separated; NULL or "" hides nothing       */
 } mt_filter;
+
+/* Bits of mt_filter.sources beside (1 << MT_SOURCE_x): the external
+ * objects that are anonymous mappings (the innermost frame
+ * MT_MAPPING_FILENAME's), and those that are not. */
+#define MT_FILTER_MAPPINGS (1u << 3)
+#define MT_FILTER_HEAP (1u << 4)
 
 /* A filter that keeps every object and hides nothing. */
 MT_API void mt_filter_init(mt_filter *f);
@@ -109,7 +118,8 @@ MT_API int mt_filter_option(mt_filter *f, int argc, char *const *argv, int *i, c
   "  --collected FROM..TO   collected in [FROM, TO); --never-collected\n"       \
   "  --size MIN..MAX        object size in bytes (suffixes k, M, G, T)\n"       \
   "  --lifetime MIN..MAX    lifetime in seconds\n"                              \
-  "  --source S[,S...]      minor, major, external\n"                           \
+  "  --source S[,S...]      minor, major, external; mapping (anonymous\n"      \
+  "                         mappings) or heap (the other external objects)\n" \
   "  --inside STR           a frame's function name contains STR\n"             \
   "  --not-inside STR       no frame's function name contains STR\n"            \
   "  --hide STR[,STR...]    leave frames whose function name contains one of\n" \

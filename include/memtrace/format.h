@@ -68,6 +68,12 @@ typedef enum mt_source {
   MT_SOURCE_EXTERNAL = 2 /* anything else: malloc, pools, mmap, GPU memory   */
 } mt_source;
 
+/* An anonymous mapping (mmap) traced by the malloc interposer is an
+ * external allocation whose innermost frame is this location, a frame of
+ * its own before the function that mapped it (docs/format.md, 13.4). */
+#define MT_MAPPING_FILENAME "[anonymous mapping]"
+#define MT_MAPPING_FUNCTION "mmap"
+
 typedef enum mt_event_kind {
   MT_EVENT_ALLOC = 0,
   MT_EVENT_PROMOTE = 1,

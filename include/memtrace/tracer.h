@@ -40,7 +40,12 @@
  * period's number, else ".N" going before a final ".ctf"; the signal is
  * taken from the program only then, and a forked child ignores it),
  * MEMTRACE_PAUSED (1, with MEMTRACE_SIGNAL: no tracing until the first
- * signal).
+ * signal), MEMTRACE_MAPPINGS (0: the malloc interposer leaves anonymous
+ * mappings out; by default the program's mmap'd anonymous memory is
+ * sampled with the heap: docs/format.md 13.4), MEMTRACE_REDIRECT (0: an
+ * allocator bound ahead of the interposer, linked into the program or
+ * preloaded before it, is left alone, its blocks untraced; by default its
+ * functions are redirected to the interposer's wrappers).
  *
  * A trace file is written by one process at a time: the writer holds an
  * exclusive flock(2) on it, and a process whose destination is a file

@@ -10,7 +10,9 @@ Each keyword becomes one parameter of the library's filter language
     collected    (from, to) seconds, or "never"        --collected, --never-collected
     size         (min, max) bytes (ints, or "1k"...)   --size MIN..MAX
     lifetime     (min, max) seconds                    --lifetime MIN..MAX
-    source       "minor", "major", "external" or a list of them
+    source       "minor", "major", "external", or of the   --source S[,S...]
+                 external "mapping" (anonymous mappings)
+                 or "heap" (the others), or a list of them
     inside       a function name's substring           --inside
     not_inside   a function name's substring           --not-inside
     hide         a substring or a list of them         --hide

@@ -127,7 +127,9 @@ class Trace:
 
         Columns: alloc_time, promote_time, free_time (seconds since the
         start; NaN when it never happened), size (bytes), words, nsamples,
-        source (categorical: minor, major, external), backtrace (an id for
+        source (categorical: minor, major, external), mapping (True for an
+        anonymous mapping: an external object whose stack starts with the
+        "mmap ([anonymous mapping])" frame), backtrace (an id for
         Trace.backtrace)."""
         cols = self._core.objects(_filters.spec(filters))
         cols["source"] = pd.Categorical.from_codes(cols["source"], categories=SOURCES)

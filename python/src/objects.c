@@ -9,17 +9,21 @@
 
 static double seconds(uint64_t us) { return us == MT_NEVER ? NAN : (double)us / 1e6; }
 
-enum { C_ALLOC, C_PROMOTE, C_FREE, C_SIZE, C_WORDS, C_NSAMPLES, C_SOURCE, C_BACKTRACE, NCOLS };
+enum {
+  C_ALLOC, C_PROMOTE, C_FREE, C_SIZE, C_WORDS, C_NSAMPLES, C_SOURCE, C_MAPPING, C_BACKTRACE, NCOLS
+};
 static const char *const col_names[NCOLS] = {"alloc_time", "promote_time", "free_time",
                                              "size",       "words",        "nsamples",
-                                             "source",     "backtrace"};
-static const int col_types[NCOLS] = {NPY_FLOAT64, NPY_FLOAT64, NPY_FLOAT64, NPY_UINT64,
-                                     NPY_UINT64,  NPY_UINT64,  NPY_INT8,    NPY_UINT32};
+                                             "source",     "mapping",      "backtrace"};
+static const int col_types[NCOLS] = {NPY_FLOAT64, NPY_FLOAT64, NPY_FLOAT64,
+                                     NPY_UINT64,  NPY_UINT64,  NPY_UINT64,
+                                     NPY_INT8,    NPY_BOOL,    NPY_UINT32};
 
 typedef struct {
   double *alloc, *promote, *free;
   uint64_t *size, *words, *nsamples;
   int8_t *source;
+  npy_bool *mapping;
   uint32_t *backtrace;
 } columns;
 
@@ -43,6 +47,7 @@ static void fill(const mt_analysis *a, const uint8_t *mask, size_t nobj, const c
     c->words[k] = o.length;
     c->nsamples[k] = o.nsamples;
     c->source[k] = (int8_t)o.source;
+    c->mapping[k] = (npy_bool)(o.mapping != 0);
     c->backtrace[k] = o.backtrace;
     k++;
   }
@@ -73,8 +78,9 @@ PyObject *mt_py_objects(mt_py_trace *self, PyObject *args) {
   for (int k = 0; ok && k < NCOLS; k++) ok = (arrays[k] = mt_py_array((npy_intp)n, col_types[k])) != NULL;
   if (ok) {
 #define DATA(k) PyArray_DATA((PyArrayObject *)arrays[k])
-    columns c = {DATA(C_ALLOC),    DATA(C_PROMOTE), DATA(C_FREE),   DATA(C_SIZE),
-                 DATA(C_WORDS),    DATA(C_NSAMPLES), DATA(C_SOURCE), DATA(C_BACKTRACE)};
+    columns c = {DATA(C_ALLOC),    DATA(C_PROMOTE), DATA(C_FREE),    DATA(C_SIZE),
+                 DATA(C_WORDS),    DATA(C_NSAMPLES), DATA(C_SOURCE), DATA(C_MAPPING),
+                 DATA(C_BACKTRACE)};
 #undef DATA
     Py_BEGIN_ALLOW_THREADS
     fill(a, mask, nobj, &c);

@@ -30,6 +30,7 @@
 #define MT__OBJ_PROMOTED 0x04
 #define MT__OBJ_BIG_LENGTH 0x08   /* length in the side table */
 #define MT__OBJ_BIG_SAMPLES 0x10  /* nsamples in the side table */
+#define MT__OBJ_MAPPING 0x20      /* an anonymous mapping (MT_MAPPING_FILENAME) */
 
 typedef struct mt__bin {
   double min, max, end;

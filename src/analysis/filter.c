@@ -14,7 +14,10 @@
  * a filter is matched against every name of a trace. */
 #define MAX_TEXT 4096
 
-static const char *const source_names[3] = {"minor", "major", "external"};
+/* the sources, then the two kinds of external objects (MT_FILTER_MAPPINGS,
+ * MT_FILTER_HEAP) */
+static const char *const source_names[5] = {"minor", "major", "external", "mapping", "heap"};
+#define NSOURCE_NAMES 5
 
 void mt_filter_init(mt_filter *f) {
   memset(f, 0, sizeof *f);
@@ -159,15 +162,16 @@ static int set_sources(mt_filter *f, const char *v, char *err, size_t n) {
   for (const char *t = v; *t;) {
     size_t len = strcspn(t, ",");
     int k = 0;
-    while (k < 3 && !(strlen(source_names[k]) == len && strncmp(t, source_names[k], len) == 0))
+    while (k < NSOURCE_NAMES &&
+           !(strlen(source_names[k]) == len && strncmp(t, source_names[k], len) == 0))
       k++;
-    if (k == 3 && len)
-      return say(err, n, "'%.*s' is not a source (minor, major or external)",
+    if (k == NSOURCE_NAMES && len)
+      return say(err, n, "'%.*s' is not a source (minor, major, external, mapping or heap)",
                  (int)(len > 200 ? 200 : len), t);
-    if (k < 3) s |= 1u << k;
+    if (k < NSOURCE_NAMES) s |= 1u << k;
     t += len + (t[len] == ',');
   }
-  if (!s) return say(err, n, "no source given (minor, major or external)");
+  if (!s) return say(err, n, "no source given (minor, major, external, mapping or heap)");
   f->sources = s;
   return MT_OK;
 }
@@ -376,7 +380,7 @@ size_t mt_filter_describe(const mt_filter *f, char *buf, size_t n) {
     clause(&w);
     add(&w, "source");
     const char *sep = " ";
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < NSOURCE_NAMES; k++)
       if (f->sources & (1u << k)) add(&w, "%s%s", sep, source_names[k]), sep = ",";
   }
   if (nonempty(f->inside)) clause(&w), add(&w, "inside \"%s\"", f->inside);

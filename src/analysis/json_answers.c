@@ -90,8 +90,9 @@ void mt_json_filter(mt_json *j, const mt_filter *f) {
   if (f->sources) {
     mt_json_key(j, "sources");
     mt_json_arr(j);
-    for (int s = 0; s < 3; s++)
-      if (f->sources & (1u << s)) mt_json_str(j, source_names[s]);
+    static const char *const names[5] = {"minor", "major", "external", "mapping", "heap"};
+    for (int s = 0; s < 5; s++)
+      if (f->sources & (1u << s)) mt_json_str(j, names[s]);
     mt_json_end_arr(j);
   }
   const char *texts[] = {f->inside, f->not_inside, f->hide};
@@ -145,6 +146,9 @@ void mt_json_info(mt_json *j, const mt_analysis *a) {
   /* an OCaml trace's minor and major heaps; false for a native program's */
   mt_json_key(j, "runtime_heaps");
   mt_json_bool(j, mt_analysis_has_runtime_heap(a));
+  /* anonymous mappings among the objects (their own frame innermost) */
+  mt_json_key(j, "mappings");
+  mt_json_bool(j, mt_analysis_has_mappings(a));
   mt_json_key(j, "version");
   char v[64];
   snprintf(v, sizeof v, "memtrace-c %s", mt_version());

@@ -234,6 +234,9 @@ typedef struct pass {
    * ended but not yet dropped from the live heap (finished[dropped..]) */
   uint64_t *live_by;
   size_t dropped;
+  /* bit b: backtrace b is an anonymous mapping's (MT_MAPPING_FILENAME) */
+  uint8_t *bt_mapping;
+  size_t bt_mapping_cap;
 } pass;
 
 /* Appends an unsigned LEB128 number to the backtrace log. */
@@ -296,6 +299,25 @@ static int rehash(pass *p, size_t nbt) {
   return 0;
 }
 
+enum { CODE_UNDESCRIBED = 0, CODE_DESCRIBED = 1, CODE_MAPPING = 2 };
+
+/* What code id c, the frame `back` places from the innermost of ev's
+ * backtrace, is: asked of the reader once (a code's location event
+ * precedes its first use). */
+static int code_kind(mt_analysis *a, const mt_reader *r, const mt_event *ev, uint32_t c,
+                     size_t back) {
+  if (a->code_described[c] < 0) {
+    size_t nl;
+    const mt_location *l = mt_reader_lookup(r, ev->backtrace[ev->backtrace_len - 1 - back], &nl);
+    a->code_described[c] = !nl ? CODE_UNDESCRIBED
+                           : nl == 1 && strcmp(l->filename, MT_MAPPING_FILENAME) == 0 &&
+                                   strcmp(l->defname, MT_MAPPING_FUNCTION) == 0
+                               ? CODE_MAPPING
+                               : CODE_DESCRIBED;
+  }
+  return a->code_described[c];
+}
+
 /* A new distinct backtrace (p->prev_ids[0..n)): logs it against the last
  * one and finds its site: the last frame the trace describes, skipping at
  * most 2 undescribed ones as memtrace does (else the last frame). */
@@ -328,21 +350,21 @@ static int add_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
   }
   p->last_len = n;
   a->bt_codes_total += n;
+  /* an anonymous mapping's own frame, innermost: the site is its caller */
+  size_t from = n && code_kind(a, r, ev, p->prev_ids[n - 1], 0) == CODE_MAPPING && n > 1;
+  if (p->bt_mapping_cap <= b / 8 &&
+      grow((void **)&p->bt_mapping, &p->bt_mapping_cap, b / 8 + 1, 1))
+    return -1;
+  if (!(b % 8)) p->bt_mapping[b / 8] = 0;
+  if (from) p->bt_mapping[b / 8] |= (uint8_t)(1u << (b % 8));
   uint32_t site = MT__NO_SITE;
-  for (size_t back = 0; back < 3 && back < n; back++) {
-    uint32_t c = p->prev_ids[n - 1 - back];
-    if (a->code_described[c] < 0) {
-      /* A code's location event precedes its first use: asked once. */
-      size_t nl;
-      mt_reader_lookup(r, ev->backtrace[n - 1 - back], &nl);
-      a->code_described[c] = nl > 0;
-    }
-    if (a->code_described[c]) {
-      site = c;
+  for (size_t back = from; back < from + 3 && back < n; back++) {
+    if (code_kind(a, r, ev, p->prev_ids[n - 1 - back], back) != CODE_UNDESCRIBED) {
+      site = p->prev_ids[n - 1 - back];
       break;
     }
   }
-  if (site == MT__NO_SITE && n) site = p->prev_ids[n - 1];
+  if (site == MT__NO_SITE && n) site = p->prev_ids[n - 1 - from];
   a->bt_site[b] = site;
   a->nbt++;
   *out = (uint32_t)b;
@@ -437,6 +459,8 @@ static int on_alloc(mt_analysis *a, pass *p, const mt_reader *r, const mt_event 
   if (p->diverged && (i > UINT32_MAX - 2 || mt__u64map_put(&p->ids, ev->obj_id, (uint32_t)i)))
     return -1;
   uint8_t src = (uint8_t)ev->source;
+  if (p->bt_mapping[bt / 8] & (1u << (bt % 8)) && ev->source == MT_SOURCE_EXTERNAL)
+    src |= MT__OBJ_MAPPING;
   if (ev->length > UINT32_MAX) {
     src |= MT__OBJ_BIG_LENGTH;
     if (side_put(a, i, MT__SIDE_LENGTH, ev->length)) return -1;
@@ -588,6 +612,7 @@ static int run_pass(mt_analysis *a, mt_reader *r, mt_progress_fn progress, void 
   free(p.last_ids);
   free(p.slots);
   free(p.bt_hash);
+  free(p.bt_mapping);
   mt__u64map_free(&p.ids);
   if (p.live_by) { /* every trace's end, ended before the last event or not */
     drop_ended(a, &p, r, a->duration);

@@ -86,7 +86,10 @@ int mt__query_columns(const mt__query *q, size_t i) {
     uint64_t gone = mt__obj_gone_time(a, i), life = (gone == MT_NEVER ? a->duration : gone) - at;
     if (life < f->lifetime_min || life > f->lifetime_max) return 0;
   }
-  if (f->sources && !(f->sources & (1u << (a->source[i] & 3)))) return 0;
+  if (f->sources && !(f->sources & (1u << (a->source[i] & 3))) &&
+      !((a->source[i] & 3) == MT_SOURCE_EXTERNAL &&
+        (f->sources & (a->source[i] & MT__OBJ_MAPPING ? MT_FILTER_MAPPINGS : MT_FILTER_HEAP))))
+    return 0;
   return 1;
 }
 

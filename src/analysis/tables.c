@@ -20,7 +20,14 @@ mt_object mt_analysis_object(const mt_analysis *a, size_t i) {
   o.nsamples = mt__obj_samples(a, i);
   o.backtrace = a->bt[i];
   o.source = (mt_source)(a->source[i] & 3);
+  o.mapping = (a->source[i] & MT__OBJ_MAPPING) != 0;
   return o;
+}
+
+int mt_analysis_has_mappings(const mt_analysis *a) {
+  for (size_t i = 0; i < a->nobj; i++)
+    if (a->source[i] & MT__OBJ_MAPPING) return 1;
+  return 0;
 }
 
 int mt_analysis_has_runtime_heap(const mt_analysis *a) {

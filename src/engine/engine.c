@@ -524,6 +524,65 @@ void mt__release_handle(void *h, uint32_t ep) {
 
 void mt__untrack(uintptr_t key) { freed(track_take(key, 1)); }
 
+size_t mt__callstack_marked(uint64_t mark, const uint64_t **frames) {
+  mt__thread *th = &mt__tls;
+  size_t max = eng.callstack_max ? eng.callstack_max : DEFAULT_CALLSTACK, n = 1;
+  uint64_t *stack = callstack_buffer(th, max);
+  *frames = stack;
+  if (!stack) return 0;
+  stack[0] = mark;
+  if (eng.callstack && max > 1) n += eng.callstack(eng.callstack_ctx, stack + 1, max - 1);
+  return n;
+}
+
+void *mt__track_handle_frames(uint64_t bytes, uint64_t nsamples, const uint64_t *frames,
+                              size_t n, uint32_t *epoch) {
+  mt__thread *th = &mt__tls;
+  th->busy++;
+  *epoch = atomic_load_explicit(&eng.epoch, memory_order_acquire);
+  int *err = thread_errno(), saved = *err;
+  mt_alloc_info info = {(bytes + 7) >> 3, bytes, nsamples, MT_SOURCE_EXTERNAL, frames, n};
+  void *h = eng.tracker.alloc ? eng.tracker.alloc(eng.tracker.ctx, &info) : NULL;
+  *err = saved;
+  atomic_fetch_add_explicit(&eng.sampled, 1, memory_order_relaxed);
+  th->busy--;
+  return h;
+}
+
+int mt__session_current(uint32_t epoch) {
+  return atomic_load_explicit(&eng.running, memory_order_acquire) &&
+         atomic_load_explicit(&eng.epoch, memory_order_acquire) == epoch;
+}
+
+/* Above this many points, the draw is the normal approximation to the
+ * hypergeometric (a loop per point below it). */
+#define EXACT_SPLIT_POINTS 4096
+
+uint64_t mt__samples_within(uint64_t words, uint64_t nsamples, uint64_t part) {
+  if (part >= words || nsamples == 0) return part >= words ? nsamples : 0;
+  if (nsamples >= words) return part; /* every word is a point */
+  mt__thread *th = &mt__tls;
+  if (!th->rng[1]) seed_thread(th); /* a thread that never sampled */
+  if (nsamples <= EXACT_SPLIT_POINTS) {
+    /* each point in turn: it lies in the part with the part's share of the
+     * words no earlier point took */
+    uint64_t in = 0;
+    for (uint64_t j = 0; j < nsamples; j++)
+      if (uniform_open0(th) * (double)(words - j) <= (double)(part - in)) in++;
+    return in;
+  }
+  double n = (double)words, k = (double)nsamples, p = (double)part / n;
+  double var = k * p * (1 - p) * (n - k) / (n - 1);
+  double u1 = uniform_open0(th), u2 = uniform_open0(th);
+  double z = mt__sqrt(-2.0 * mt__log(u1)) * mt__cos_2pi(u2);
+  double x = k * p + z * mt__sqrt(var);
+  uint64_t hi = nsamples < part ? nsamples : part;
+  /* rounded to the nearest count, within what the part can hold */
+  uint64_t lo = nsamples > words - part ? nsamples - (words - part) : 0;
+  uint64_t c = !(x >= 0.5) ? 0 : x >= (double)hi ? hi : (uint64_t)(x + 0.5);
+  return c < lo ? lo : c;
+}
+
 /* ---- fork: no lock may be inherited held ---- */
 
 /* A fork from a signal handler that interrupted this thread inside the
@@ -532,16 +591,20 @@ void mt__untrack(uintptr_t key) { freed(track_take(key, 1)); }
  * do the same), and the child is not traced. */
 static __thread int fork_unlocked __attribute__((tls_model("initial-exec")));
 
+pthread_mutex_t mt__maps_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void fork_prepare(void) {
   if ((fork_unlocked = mt__tls.busy > 0)) return;
   pthread_mutex_lock(&eng.lock);
   lock_all();
+  pthread_mutex_lock(&mt__maps_lock);
 }
 static void fork_release(void) {
   if (fork_unlocked) {
     fork_unlocked = 0;
     return;
   }
+  pthread_mutex_unlock(&mt__maps_lock);
   unlock_all();
   pthread_mutex_unlock(&eng.lock);
 }

@@ -4,6 +4,7 @@
 #ifndef MT_ENGINE_INTERNAL_H
 #define MT_ENGINE_INTERNAL_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "memtrace/engine.h"
@@ -111,5 +112,43 @@ __attribute__((visibility("hidden"))) void *mt__track_handle(uint64_t words, uin
                                                               uint64_t nsamples, mt_source source,
                                                               uint32_t *epoch);
 __attribute__((visibility("hidden"))) void mt__release_handle(void *handle, uint32_t epoch);
+
+/* For a caller that keeps its sampled blocks' frames and may report parts
+ * of a block again later (the interposer's anonymous mappings, split by a
+ * partial munmap: src/preload/preload_mmap.c). All three run with sampling
+ * suspended on the thread, as the other tracker calls do.
+ *
+ * mt__callstack_marked: this thread's callstack, innermost first, with
+ * `mark` as an innermost frame of its own before the caller's frames (a
+ * code the tracer names itself); in *frames, the thread's buffer, valid
+ * until its next sample or call here. Returns the frames' count (0, and
+ * *frames NULL, when the thread has no buffer).
+ *
+ * mt__track_handle_frames: mt__track_handle for an external block with
+ * these frames, which the tracker sees instead of the current callstack.
+ *
+ * mt__session_current: whether sampling runs in session `epoch`, the one
+ * a handle of mt__track_handle* came from (a later session must not hear
+ * of a block it never sampled). */
+__attribute__((visibility("hidden"))) size_t mt__callstack_marked(uint64_t mark,
+                                                                   const uint64_t **frames);
+__attribute__((visibility("hidden"))) void *mt__track_handle_frames(uint64_t bytes,
+                                                                     uint64_t nsamples,
+                                                                     const uint64_t *frames,
+                                                                     size_t n, uint32_t *epoch);
+__attribute__((visibility("hidden"))) int mt__session_current(uint32_t epoch);
+
+/* The lock of the interposer's table of sampled mappings, which the
+ * engine takes at fork after its own (and after the tracer's): its holders
+ * call no tracker, while the tracer's may unmap (and so wait for it). */
+extern pthread_mutex_t mt__maps_lock __attribute__((visibility("hidden")));
+
+/* How many of a block's `nsamples` sample points lie in `part` of its
+ * `words` words, drawn as the engine's sampling would have placed them
+ * (given the count, the points are a uniform choice of distinct words: a
+ * hypergeometric draw; exact at rate 1, where every word is a point). */
+__attribute__((visibility("hidden"))) uint64_t mt__samples_within(uint64_t words,
+                                                                   uint64_t nsamples,
+                                                                   uint64_t part);
 
 #endif

@@ -117,6 +117,17 @@ MT__HIDDEN void mt__exec_resolve(void);
  * load). */
 MT__HIDDEN void mt__creds_resolve(void);
 
+/* preload_redirect.c: redirects the malloc family of the allocator bound
+ * ahead of this library (the program's own, or a library's loaded before
+ * it) to this library's wrappers, the mt__real_* slots then reaching it.
+ * NULL when done; else why not (nothing was changed). At load, before the
+ * jumps are made direct. */
+MT__HIDDEN const char *mt__redirect_allocator(void);
+
+/* preload_mmap.c: looks up the C library's mmap, munmap and mremap, and
+ * the code whose mappings are not the program's (at load). */
+MT__HIDDEN void mt__mmap_resolve(void);
+
 /* preload_loader.c: looks up the C library's dl_iterate_phdr (at load). */
 MT__HIDDEN void mt__loader_resolve(void);
 

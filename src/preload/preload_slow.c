@@ -567,27 +567,41 @@ static const char *malloc_definer(void) {
 /* A program that brings its own malloc (an allocator linked in and
  * exporting it: jemalloc, tcmalloc or mimalloc built so), or a library
  * preloaded ahead of this one that does, has every call bound to it before
- * this library's: none of its allocations would be seen, and the trace
- * would say nothing of why. Said once, as tracing starts. */
+ * this library's. Its functions are redirected to this library's wrappers
+ * (preload_redirect.c) unless MEMTRACE_REDIRECT=0; where that cannot be
+ * done, none of its allocations would be seen, and the trace would say
+ * nothing of why: said once, as tracing starts. */
+static struct {
+  const char *where; /* the allocator's object, if one is ahead */
+  const char *why;   /* why it is not redirected; NULL: it is */
+} bypass;
+
+static void redirect_if_bypassed(void) {
+  if (!(bypass.where = malloc_definer())) return;
+  const char *e = mt__env_get("MEMTRACE_REDIRECT");
+  bypass.why = e && strcmp(e, "0") == 0 ? "MEMTRACE_REDIRECT=0" : mt__redirect_allocator();
+}
+
 static void say_if_bypassed(void) {
-  const char *where = malloc_definer();
-  if (!where) return;
-  mt__tr_say("memtrace: malloc is defined by %s, ahead of the interposer: the allocations "
-             "through it are not traced (an allocator linked into the program?)",
-             where);
+  if (!bypass.where || !bypass.why) return;
+  mt__tr_say("memtrace: malloc is defined by %s, ahead of the interposer, and is not redirected "
+             "(%s): the allocations through it are not traced",
+             bypass.where, bypass.why);
 }
 
 __attribute__((constructor)) static void preload_init(void) {
-  resolve_real(); /* the slots' final values: before the jumps use them */
+  resolve_real();
+  redirect_if_bypassed(); /* the slots' final values: before the jumps use them */
   const char *jumps = make_jumps_direct();
   mt__exec_resolve();
   mt__creds_resolve();
   mt__loader_resolve();
+  mt__mmap_resolve();
   mt__tr_dlclose_hooked();
-  static char settings[64]; /* no stdio here: it may allocate */
+  static char settings[96]; /* no stdio here: it may allocate */
   size_t len = 0;
   const char *parts[] = {"blocks=", mt__hdr_mode.on ? "header" : "header-off-page", ", jumps=",
-                         jumps};
+                         jumps, bypass.where && !bypass.why ? ", allocator=redirected" : ""};
   for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
     for (const char *c = parts[i]; *c && len + 1 < sizeof settings; c++) settings[len++] = *c;
   settings[len] = 0;

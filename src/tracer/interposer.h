@@ -6,6 +6,12 @@
 
 #define MT__TR_HIDDEN __attribute__((visibility("hidden")))
 
+/* The code of the frame the interposer puts innermost in the stack of a
+ * sampled anonymous mapping (the symbolizer names it MT_MAPPING_FILENAME's
+ * location): an address in the first 64 KiB, which Linux maps for no one
+ * (vm.mmap_min_addr), so no return address is ever this. */
+#define MT__MAPPING_PC 0x6d6du
+
 /* session.c: one line on stderr, written with write(2) (the allocating
  * thread may be inside stdio). */
 MT__TR_HIDDEN void mt__tr_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

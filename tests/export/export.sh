@@ -318,8 +318,8 @@ errors() {
   expect format-no-value 2 "--format needs a value" -- "$memtrace" export "$t" -o "$o" --format
   expect o-no-value 2 "-o needs a value" -- "$memtrace" export "$t" -o
   expect bad-option 2 "unknown option '--bogus'" -- "$memtrace" export --bogus "$t" -o "$o"
-  expect bad-filter 2 "--source: 'heap' is not a source \\(minor, major or external\\)" -- \
-    "$memtrace" export --source heap "$t" -o "$o"
+  expect bad-filter 2 "--source: 'stack' is not a source \\(minor, major, external, mapping or heap\\)" -- \
+    "$memtrace" export --source stack "$t" -o "$o"
   cp "$t" "$tmp/self.ctf"
   expect output-is-input 2 "the output '.*self.ctf' is the trace itself" -- \
     "$memtrace" export "$tmp/self.ctf" -o "$tmp/self.ctf"

@@ -3,6 +3,7 @@
  *                             frame's function): name, sampled objects,
  *                             estimated bytes, its 99.99% band (lo hi),
  *                             estimated objects, objects never collected
+ *   check_trace TRACE mappings the same, of the anonymous mappings only
  *   check_trace TRACE summary allocations, collections, pid, max depth
  *   check_trace TRACE frames  every function name in any stack
  *   check_trace TRACE peak    live samples at the trace's peak, and at its
@@ -16,7 +17,7 @@
 
 int main(int argc, char **argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: check_trace TRACE sites|summary|frames|peak\n");
+    fprintf(stderr, "usage: check_trace TRACE sites|mappings|summary|frames|peak\n");
     return 2;
   }
   mt_analysis *a;
@@ -48,11 +49,13 @@ int main(int argc, char **argv) {
     printf("peak %llu end %llu\n", (unsigned long long)peak, (unsigned long long)end);
   } else if (strcmp(argv[2], "frames") == 0) {
     for (size_t f = 0; f < nfn; f++) printf("%s\n", mt_analysis_function_name(a, (uint32_t)f));
-  } else if (strcmp(argv[2], "sites") == 0) {
+  } else if (strcmp(argv[2], "sites") == 0 || strcmp(argv[2], "mappings") == 0) {
+    int mappings = strcmp(argv[2], "mappings") == 0;
     /* per function: tallies of all objects and of those never collected */
     mt_tally *all = calloc(nfn + 1, sizeof *all), *live = calloc(nfn + 1, sizeof *live);
     for (size_t i = 0; i < nobj; i++) {
       mt_object o = mt_analysis_object(a, i);
+      if (mappings && !o.mapping) continue;
       uint32_t code = mt_analysis_object_site(a, i);
       size_t nf = 0;
       const mt_frame *fr = code == MT_NO_CODE ? NULL : mt_analysis_code_frames(a, code, &nf);

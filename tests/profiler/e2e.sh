@@ -116,6 +116,59 @@ sites-exact)
   "$bin/prog_sites" > plain.txt
   cmp -s plain.txt truth.txt && ok || bad "output differs under the profiler"
   ;;
+mappings)
+  # Anonymous mappings at rate 1: each site's objects, bytes and mappings
+  # never unmapped as the program counts them, through partial unmaps
+  # (pieces), MAP_FIXED over a mapping, mremap and 4 threads mapping at
+  # once; file, PROT_NONE and malloc's own mappings not counted.
+  MEMTRACE=t.ctf MEMTRACE_RATE=1 traced "$bin/prog_maps" > truth.txt || bad "program failed"
+  "$bin/prog_maps" > plain.txt
+  cmp -s plain.txt truth.txt && ok || bad "output differs under the profiler"
+  "$bin/check_trace" t.ctf mappings > maps.txt || bad "trace unreadable"
+  compare_exact truth.txt maps.txt
+  [ "$(wc -l < maps.txt)" = "$(wc -l < truth.txt)" ] && ok || bad "mapping sites beyond the program's: $(cat maps.txt)"
+  # malloc's 16 MiB block is the heap's, once
+  "$bin/check_trace" t.ctf sites > sites.txt
+  grep -q "^uncounted 1 16777216 .* 0$" sites.txt && ok || bad "malloc's large block: $(grep uncounted sites.txt)"
+  # a mapping's stack starts with a frame of its own, then its caller
+  "$memtrace" leaks --source mapping t.ctf > leaks.txt 2>&1
+  grep -A1 "^      mmap (\[anonymous mapping\]:0)" leaks.txt | grep -q "site_leak (" && ok ||
+    bad "leaks of mappings: $(head -20 leaks.txt)"
+  # --source splits external objects into mappings and the heap
+  m=$("$memtrace" top --source mapping --format json t.ctf | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"]["bytes"]["value"])')
+  h=$("$memtrace" top --source heap --format json t.ctf | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"]["bytes"]["value"])')
+  all=$("$memtrace" top --format json t.ctf | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"]["bytes"]["value"])')
+  want=$(awk '{ s += $3 } END { print s }' truth.txt)
+  [ "${m%.*}" = "$want" ] && [ "$(( ${m%.*} + ${h%.*} ))" = "${all%.*}" ] && ok ||
+    bad "top --source mapping $m + heap $h, all $all; the program mapped $want"
+  # MEMTRACE_MAPPINGS=0 (run --no-mappings): the heap alone
+  MEMTRACE=off.ctf MEMTRACE_RATE=1 MEMTRACE_MAPPINGS=0 traced "$bin/prog_maps" > /dev/null || bad "program failed (MEMTRACE_MAPPINGS=0)"
+  [ -z "$("$bin/check_trace" off.ctf mappings)" ] && "$bin/check_trace" off.ctf sites | grep -q "^uncounted 1 " &&
+    ok || bad "MEMTRACE_MAPPINGS=0 traced mappings, or not the heap"
+  "$memtrace" run -q --rate 1 --no-mappings -o nm.ctf -- "$bin/prog_maps" > /dev/null || bad "run --no-mappings failed"
+  [ -s nm.ctf ] && [ -z "$("$bin/check_trace" nm.ctf mappings)" ] && ok || bad "run --no-mappings traced mappings"
+  # a forked child: its own mappings in its own trace; unmapping one it
+  # inherited is no event of its trace
+  MEMTRACE='f.%p.ctf' MEMTRACE_RATE=1 traced "$bin/prog_maps" 1 fork > truth.txt || bad "program failed (fork)"
+  parent=$(ls f.*.ctf | while read -r f; do "$bin/check_trace" "$f" summary | grep -q "^allocations [0-9][0-9][0-9]" && echo "$f"; done)
+  child=$(ls f.*.ctf | grep -v "^$parent$" | head -1)
+  "$bin/check_trace" "$parent" mappings > maps.txt
+  compare_exact truth.txt maps.txt
+  [ "$("$bin/check_trace" "$child" mappings | awk '{ print $1, $2, $3, $7 }')" = "site_leak 2 73728 2" ] &&
+    "$bin/check_trace" "$child" summary | grep -q "^collections 0$" && ok ||
+    bad "the child's trace: $("$bin/check_trace" "$child" mappings)"
+  # at 1e-3, each site's true bytes within the estimate's 4-sigma band
+  for seed in 1 2; do
+    MEMTRACE=s$seed.ctf MEMTRACE_RATE=1e-3 MEMTRACE_SEED=$seed traced "$bin/prog_maps" 10 > truth.txt
+    "$bin/check_trace" s$seed.ctf mappings > maps.txt || bad "trace unreadable"
+    while read -r name count bytes live; do
+      line=$(grep "^$name " maps.txt) || { bad "$name ($bytes bytes) never sampled"; continue; }
+      read -r _ _ est lo hi _ _ <<< "$line"
+      awk -v t="$bytes" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(t >= lo && t <= hi) }' && ok ||
+        bad "seed $seed: $name: true $bytes bytes outside [$lo, $hi] (estimate $est)"
+    done < truth.txt
+  done
+  ;;
 next-allocator)
   # Another allocator between the interposer and the C library (jemalloc):
   # the word before its blocks may be unmapped, so headers are never placed
@@ -767,14 +820,34 @@ split-dwarf)
     bad "without its .dwo: a failed run or no source lines: $(grep -m1 main nodwo.txt)"
   ;;
 own-malloc)
-  # A program whose own malloc comes ahead of the interposer's (an allocator
-  # linked in): nothing of it can be traced, and memtrace says so, naming
-  # where that malloc is, instead of leaving an empty trace unexplained.
-  # A program without one hears nothing of it.
+  # An allocator bound ahead of the interposer's (linked into the program,
+  # or preloaded before it) gets its functions redirected to the
+  # interposer's wrappers (src/preload/preload_redirect.c): its allocations
+  # are traced, exactly at rate 1, and the runtime parameters say so.
   "$memtrace" run -q --rate 1 -o own.ctf -- "$bin/prog_own_malloc" > own.out 2> own.err || bad "run failed"
   grep -q "own malloc done" own.out && ok || bad "the program did not run: $(cat own.out own.err)"
-  grep -q "memtrace: malloc is defined by .*prog_own_malloc, ahead of the interposer" own.err && ok ||
-    bad "no word of the program's own malloc: $(cat own.err)"
+  ! grep -q "is defined by" own.err && ok || bad "said of a redirected allocator: $(cat own.err)"
+  "$memtrace" info own.ctf | grep -q "blocks=header-off-page, .*allocator=redirected" && ok ||
+    bad "not redirected: $("$memtrace" info own.ctf | grep runtime)"
+  [ "$("$bin/check_trace" own.ctf sites | awk '$1 == "main" { print $2, $3 }')" = "1000 1000000" ] && ok ||
+    bad "prog_own_malloc's 1000 blocks of 1000 bytes: $("$bin/check_trace" own.ctf sites)"
+  # every allocation function through the program's own allocator, exact
+  MEMTRACE=so.ctf MEMTRACE_RATE=1 traced "$bin/prog_sites_own" > truth.txt ||
+    bad "prog_sites_own failed: $(grep ERROR truth.txt | head -3)"
+  "$bin/check_trace" so.ctf sites > sites.txt || bad "trace unreadable"
+  compare_exact truth.txt sites.txt
+  "$bin/prog_sites_own" > plain.txt
+  cmp -s plain.txt truth.txt && ok || bad "prog_sites_own's output differs under the profiler"
+  # MEMTRACE_REDIRECT=0: left alone, and said
+  MEMTRACE_REDIRECT=0 "$memtrace" run -q --rate 1 -o off.ctf -- "$bin/prog_own_malloc" > /dev/null 2> off.err ||
+    bad "run failed (MEMTRACE_REDIRECT=0)"
+  grep -q "memtrace: malloc is defined by .*prog_own_malloc, ahead of the interposer, and is not redirected (MEMTRACE_REDIRECT=0)" off.err &&
+    ok || bad "MEMTRACE_REDIRECT=0: $(cat off.err)"
+  # an allocator it cannot redirect (no malloc_usable_size): said why
+  MEMTRACE=min.ctf LD_PRELOAD="$bin/libmt_own_alloc_min.so:$preload" "$bin/prog_callers" > /dev/null 2> min.err ||
+    bad "prog_callers failed under an allocator left alone"
+  grep -q "libmt_own_alloc_min\.so, ahead of the interposer, and is not redirected (it does not define all of malloc, free, calloc, realloc, malloc_usable_size)" min.err &&
+    ok || bad "no word of the allocator left alone: $(cat min.err)"
   "$memtrace" run -q --rate 1 -o plain.ctf -- "$bin/prog_callers" > /dev/null 2> plain.err || bad "run failed"
   ! grep -q "is defined by" plain.err && ok || bad "said of a program without its own malloc: $(cat plain.err)"
   # Built without PIE, taking malloc's address: the loader's lookup of
@@ -789,20 +862,74 @@ own-malloc)
     n=$(grep -c "main@[^ ]*prog_nopie_malloc\.c:$line:" nopie.txt)
     [ "$n" = 100 ] && ok || bad "not 100 allocations from line $line ($n)"
   done
-  # Serving a trace (listen:), said before any client connects: here none
-  # does.
-  MEMTRACE=listen:127.0.0.1:$(free_port) LD_PRELOAD="$preload" "$bin/prog_own_malloc" > /dev/null 2> listen.err ||
-    bad "run failed in listen mode"
-  grep -q "memtrace: malloc is defined by .*prog_own_malloc, ahead of the interposer" listen.err && ok ||
-    bad "listen mode: no word of the program's own malloc: $(cat listen.err)"
-  # An allocator preloaded ahead of the interposer is named, the program
-  # being built with PIE or without.
-  for prog in prog_callers prog_nopie_malloc; do
-    MEMTRACE=ahead.ctf LD_PRELOAD="$bin/libmt_own_alloc.so:$preload" "$bin/$prog" > /dev/null 2> ahead.err ||
-      bad "$prog failed"
-    grep -q "memtrace: malloc is defined by .*libmt_own_alloc\.so, ahead of the interposer" ahead.err && ok ||
-      bad "$prog: no word of the allocator preloaded ahead: $(cat ahead.err)"
+  # An allocator preloaded ahead of the interposer: redirected under a PIE
+  # program; under the one without PIE, whose malloc symbol is its PLT
+  # entry, left alone and said.
+  MEMTRACE=ahead.ctf MEMTRACE_RATE=1 LD_PRELOAD="$bin/libmt_own_alloc.so:$preload" "$bin/prog_sites" > truth.txt 2> ahead.err ||
+    bad "prog_sites failed under an allocator preloaded ahead: $(cat ahead.err)"
+  "$bin/check_trace" ahead.ctf sites > sites.txt || bad "trace unreadable"
+  compare_exact truth.txt sites.txt
+  MEMTRACE=ahead2.ctf LD_PRELOAD="$bin/libmt_own_alloc.so:$preload" "$bin/prog_nopie_malloc" > /dev/null 2> ahead.err ||
+    bad "prog_nopie_malloc failed"
+  grep -q "libmt_own_alloc\.so, ahead of the interposer, and is not redirected (its malloc is a PLT entry)" ahead.err && ok ||
+    bad "prog_nopie_malloc: no word of the allocator preloaded ahead: $(cat ahead.err)"
+  ;;
+linked-allocators)
+  # Real allocators bound ahead of the interposer, redirected: Debian's
+  # static jemalloc linked into the program, and jemalloc's and mimalloc's
+  # shared libraries preloaded before it. At rate 1 every site exact; at
+  # 1e-3 each site's true bytes within the estimate's 4-sigma band.
+  run_exact() { # run_exact NAME ENV... -- PROG ARGS...
+    local name=$1
+    shift
+    env MEMTRACE="$name.ctf" MEMTRACE_RATE=1 "$@" > truth.txt 2> "$name.err" || bad "$name failed: $(grep ERROR truth.txt | head -3) $(cat "$name.err")"
+    "$memtrace" info "$name.ctf" | grep -q "allocator=redirected" && ok ||
+      bad "$name: not redirected: $(cat "$name.err") $("$memtrace" info "$name.ctf" 2>&1 | grep runtime)"
+    "$bin/check_trace" "$name.ctf" sites > sites.txt || bad "$name: trace unreadable"
+    compare_exact truth.txt sites.txt
+    # the allocator's own mappings (its arenas) are not the program's
+    [ -z "$("$bin/check_trace" "$name.ctf" mappings)" ] && ok ||
+      bad "$name: the allocator's mappings counted: $("$bin/check_trace" "$name.ctf" mappings)"
+  }
+  run_sampled() { # run_sampled NAME ENV... -- PROG ARGS...
+    local name=$1 seed
+    shift
+    for seed in 1 2; do
+      env MEMTRACE="$name$seed.ctf" MEMTRACE_RATE=1e-3 MEMTRACE_SEED=$seed "$@" > truth.txt 2> /dev/null
+      "$bin/check_trace" "$name$seed.ctf" sites > sites.txt || bad "$name: trace unreadable"
+      while read -r site count bytes live; do
+        line=$(grep "^$site " sites.txt) || { [ "$bytes" -lt 2000000 ] && ok || bad "$name: $site ($bytes bytes) never sampled"; continue; }
+        read -r _ _ est lo hi _ _ <<< "$line"
+        awk -v t="$bytes" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(t >= lo && t <= hi) }' && ok ||
+          bad "$name seed $seed: $site: true $bytes bytes outside [$lo, $hi] (estimate $est)"
+      done < truth.txt
+    done
+  }
+  tested=0
+  if [ -x "$bin/prog_sites_jemalloc" ]; then
+    run_exact je-static LD_PRELOAD="$preload" "$bin/prog_sites_jemalloc" 1 no-pvalloc
+    run_sampled je-static LD_PRELOAD="$preload" "$bin/prog_sites_jemalloc" 60 no-pvalloc
+    tested=1
+  else
+    echo "libjemalloc.a not found at build time (apt-get install libjemalloc-dev): static jemalloc skipped"
+  fi
+  for lib in /usr/lib/*/libjemalloc.so.2 /usr/lib/*/libmimalloc.so; do
+    [ -f "$lib" ] || continue
+    name=$(basename "$lib" | cut -d. -f1)
+    run_exact "$name" LD_PRELOAD="$lib:$preload" "$bin/prog_sites" 1 no-pvalloc
+    run_sampled "$name" LD_PRELOAD="$lib:$preload" "$bin/prog_sites" 60 no-pvalloc
+    # its C++ operator new and delete go to the C++ runtime's, and so
+    # through malloc: the sites are prog_cxx's, as without an allocator
+    MEMTRACE="$name-cxx.ctf" MEMTRACE_RATE=1 LD_PRELOAD="$lib:$preload" "$bin/prog_cxx" > /dev/null || bad "$name: prog_cxx failed"
+    "$bin/check_trace" "$name-cxx.ctf" sites > sites.txt || bad "$name: prog_cxx's trace unreadable"
+    for want in "site_new()|1000 16000" "site_aligned()|200 51200" "site_nothrow()|300 38400"; do
+      line=$(grep -F "${want%|*} " sites.txt | head -1)
+      [ "$(awk '{print $(NF-5), $(NF-4)}' <<< "$line")" = "${want#*|}" ] && ok ||
+        bad "$name: prog_cxx's ${want%|*}: '$line', want ${want#*|}"
+    done
+    tested=1
   done
+  [ "$tested" = 1 ] || { echo "no jemalloc or mimalloc installed: skipped"; exit 77; }
   ;;
 jit)
   # Generated code named by the runtime's perf map (/tmp/perf-PID.map, as

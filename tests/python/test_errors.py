@@ -83,7 +83,7 @@ def trace():
     ({"live_at": True}, ["live_at"]),
     ({"collected": "sometimes"}, ["collected", "sometimes"]),
     ({"lifetime": (-1, None)}, ["lifetime"]),
-    ({"source": "heap"}, ["source", "heap"]),
+    ({"source": "stack"}, ["source", "stack"]),
     ({"source": []}, ["source"]),
     ({"hide": ["a,b"]}, ["hide", "comma"]),
     ({"hide": [""]}, ["hide"]),

@@ -2,10 +2,14 @@
 simulated program: tests/tools/synth.c), and against the rankings' totals
 under every filter."""
 import math
+import os
+import subprocess
 
 import numpy as np
+import pytest
 
 import memtrace_c as mt
+from conftest import MEMTRACE
 from test_vs_cli import TRACES, filters
 
 SOURCES = ["minor", "major", "external"]
@@ -19,7 +23,7 @@ def test_columns_are_the_truth(synth):
     sampled.sort(key=lambda o: o[5])
     assert len(df) == len(sampled) == t.info["sampled_objects"]
     assert list(df.columns) == ["alloc_time", "promote_time", "free_time", "size", "words",
-                                "nsamples", "source", "backtrace"]
+                                "nsamples", "source", "mapping", "backtrace"]
     site, words, length, nsamples, source, alloc_us, free_us = map(list, zip(*sampled))
     assert list(df["alloc_time"]) == [a / 1e6 for a in alloc_us]
     free = [math.nan if f < 0 else f / 1e6 for f in free_us]
@@ -52,8 +56,9 @@ def test_columns_are_the_truth(synth):
 def test_columns_are_arrays(workload):
     df = mt.open(workload).objects()
     assert [str(d) for d in df.dtypes] == ["float64", "float64", "float64", "uint64", "uint64",
-                                           "uint64", "category", "uint32"]
-    raw = 8 * 6 + 1 + 4  # bytes a row: six 8-byte columns, the source's code, the backtrace
+                                           "uint64", "category", "bool", "uint32"]
+    # bytes a row: six 8-byte columns, the source's code, mapping, the backtrace
+    raw = 8 * 6 + 1 + 1 + 4
     assert df.memory_usage(deep=True, index=False).sum() <= 1.05 * raw * len(df) + 4096
     assert (np.diff(df["alloc_time"].to_numpy()) >= 0).all()  # allocation order
 
@@ -84,3 +89,27 @@ def test_filter_semantics(synth):
     x = t.objects(source="external")
     assert (x["source"] == "external").all() and len(x) == (every["source"] == "external").sum()
     assert len(t.objects(source=["minor", "major", "external"])) == len(every)
+
+
+def test_mappings(tmp_path):
+    """A C program's anonymous mappings at rate 1 (tests/profiler/prog_maps.c
+    prints each site's objects, bytes and live mappings): the mapping column,
+    the mapping and heap sources, and the sites' bytes exact."""
+    prog = os.path.join(os.path.dirname(MEMTRACE), "prog_maps")
+    if not os.path.exists(prog):
+        pytest.skip(f"{prog} is not built")
+    trace = str(tmp_path / "m.ctf")
+    p = subprocess.run([MEMTRACE, "run", "-q", "--rate", "1", "-o", trace, "--", prog],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    truth = {w[0]: [int(x) for x in w[1:]] for w in map(str.split, p.stdout.splitlines())}
+    t = mt.open(trace)
+    every, maps = t.objects(), t.objects(source="mapping")
+    assert int(every["mapping"].sum()) == len(maps) == sum(v[0] for v in truth.values())
+    assert maps["mapping"].all() and (maps["source"] == "external").all()
+    heap = t.objects(source="heap")
+    assert not heap["mapping"].any() and len(heap) + len(maps) == len(every)
+    assert int(maps["size"].sum()) == sum(v[1] for v in truth.values())
+    assert int(maps["free_time"].isna().sum()) == sum(v[2] for v in truth.values())
+    top = t.top(by="function", source="mapping", n=100)
+    assert dict(zip(top["function"], top["bytes"].astype(int))) == {k: v[1] for k, v in truth.items()}

@@ -110,6 +110,12 @@ static void test_sources_and_text(void **state) {
   mt_filter f = set_ok("source", "minor,external");
   assert_int_equal(f.sources, 1u << MT_SOURCE_MINOR | 1u << MT_SOURCE_EXTERNAL);
   assert_int_equal(set_ok("source", "major,,major").sources, 1u << MT_SOURCE_MAJOR);
+  /* the two kinds of external objects */
+  mt_filter k = set_ok("source", "mapping,heap");
+  assert_int_equal(k.sources, MT_FILTER_MAPPINGS | MT_FILTER_HEAP);
+  char text[128];
+  mt_filter_describe(&k, text, sizeof text);
+  assert_string_equal(text, "source mapping,heap");
   f = set_ok("inside", "List.map");
   assert_string_equal(f.inside, "List.map");
   assert_true(mt_filter_has_stack_condition(&f));
@@ -161,8 +167,8 @@ static void test_bad(void **state) {
   set_bad("live", "soon", "'soon' is not a time in seconds, 'peak' or 'end'", NULL);
   set_bad("collected", "always", "'always' is neither 'never' nor a range", NULL);
   set_bad("collected", "1..a", "'a' in '1..a'", NULL);
-  set_bad("source", "heap", "'heap' is not a source (minor, major or external)", NULL);
-  set_bad("source", "minor,heap", "'heap'", NULL);
+  set_bad("source", "stack", "'stack' is not a source (minor, major, external, mapping or heap)", NULL);
+  set_bad("source", "minor,stack", "'stack'", NULL);
   set_bad("source", ",", "no source given", NULL);
   char big[5000];
   memset(big, 'x', sizeof big - 1);

@@ -446,8 +446,8 @@ def test_errors():
                ("summary?alloc=inf..", "alloc", "'inf'"),
                ("summary?live=soon", "live", "'soon'"),
                ("summary?live=-1", "live", "'-1'"),
-               ("summary?source=heap", "source", "'heap'"),
-               ("summary?source=minor,heap", "source", "'heap'"),
+               ("summary?source=stack", "source", "'stack'"),
+               ("summary?source=minor,stack", "source", "'stack'"),
                ("summary?collected=sometime", "collected", "'sometime'"),
                ("summary?collected=3..1", "collected", "'3..1'"),
                ("summary?lifetime=..-3", "lifetime", "'-3'"),
@@ -756,6 +756,31 @@ def test_native():
         info = srv.json("/api/info")
         check(info["runtime_heaps"] is False and info["sampled_objects"] > 0,
               f"a native trace has no runtime heaps: {info.get('runtime_heaps')}")
+        check(info["mappings"] is False, "a trace without mappings says so")
+    finally:
+        srv.stop()
+    # anonymous mappings (tests/profiler/prog_maps.c at rate 1, which prints
+    # each site's objects and bytes): /api/info says there are some, which
+    # the page reads to offer the heap and mapping filters, and the two
+    # kinds split the trace's objects
+    prog = os.path.join(os.path.dirname(MEMTRACE), "prog_maps")
+    if not os.path.exists(prog):
+        return
+    path = os.path.join(TMP, "maps.ctf")
+    env = dict(os.environ, LD_PRELOAD=PRELOAD, MEMTRACE=path, MEMTRACE_RATE="1")
+    out = subprocess.run([prog], env=env, capture_output=True, text=True, check=True).stdout
+    truth = {w[0]: int(w[2]) for w in map(str.split, out.splitlines())}
+    srv = Server(path)
+    try:
+        info = srv.json("/api/info")
+        check(info["mappings"] is True, "a trace with mappings says so")
+        maps = srv.json("/api/sites?n=1000&by=function&source=mapping")
+        heap = srv.json("/api/sites?n=1000&by=function&source=heap")
+        got = {x["function"]: round(x["bytes"]["value"]) for x in maps["sites"]}
+        check(got == truth, f"mapping sites {got}, the program's {truth}")
+        check(maps["total"]["samples"] + heap["total"]["samples"] == info["total"]["samples"],
+              "heap and mappings add up to the trace")
+        check(maps["filter"] == {"sources": ["mapping"]}, f"the filter echoed: {maps['filter']}")
     finally:
         srv.stop()
 

@@ -65,6 +65,8 @@ static const char usage[] =
     "                        (%n in FILE: the period's number). The program must\n"
     "                        not use SIG itself\n"
     "  --paused              with --toggle-signal: no tracing until the first SIG\n"
+    "  --no-mappings         the heap alone: by default the program's anonymous\n"
+    "                        mappings (mmap) are sampled too (--source mapping)\n"
     "\n"
     "Limits, checked on the program's trace after the run, as memtrace check does\n"
     "(a CI gate): when COMMAND succeeded and a limit is broken, the exit status\n"
@@ -325,7 +327,7 @@ static int check_run(const struct settings *s, const char *pattern, pid_t pid);
 /* What `memtrace run` was asked for: its options, then the command. */
 typedef struct settings {
   const char *output, *rate, *unwind, *depth, *format, *context, *toggle;
-  int quiet, debuginfo, no_follow, paused;
+  int quiet, debuginfo, no_follow, paused, no_mappings;
   char **command;
   mt_cli_limit_texts check_texts; /* --check-*: limits on the run's trace */
   mt_cli_limits limits;
@@ -347,6 +349,7 @@ static void parse(int argc, char **argv, settings *s) {
       {"--no-follow-exec", NULL, MT_OPT_FLAG, &s->no_follow, NULL, 1, 0, 0},
       {"--toggle-signal", NULL, MT_OPT_TEXT, &s->toggle, NULL, 0, 0, 0},
       {"--paused", NULL, MT_OPT_FLAG, &s->paused, NULL, 1, 0, 0},
+      {"--no-mappings", NULL, MT_OPT_FLAG, &s->no_mappings, NULL, 1, 0, 0},
       {"--check-allocated", NULL, MT_OPT_TEXT, &s->check_texts.allocated, NULL, 0, 0, 0},
       {"--check-peak", NULL, MT_OPT_TEXT, &s->check_texts.peak, NULL, 0, 0, 0},
       {"--check-leaked", NULL, MT_OPT_TEXT, &s->check_texts.leaked, NULL, 0, 0, 0},
@@ -536,6 +539,7 @@ static int run(int argc, char **argv) {
       {"MEMTRACE_CONTEXT", s.context}, {"MEMTRACE_DEBUGINFO", s.debuginfo ? "1" : NULL},
       {"MEMTRACE_FOLLOW_EXEC", s.no_follow ? "0" : "1"},
       {"MEMTRACE_SIGNAL", s.toggle},               {"MEMTRACE_PAUSED", s.paused ? "1" : NULL},
+      {"MEMTRACE_MAPPINGS", s.no_mappings ? "0" : NULL},
       /* "": not an outer run's, which would hear of this run's processes */
       {MT__RUN_NOTES_ENV, notes_fd >= 0 ? notes_path : ""}};
   size_t own;

@@ -21,6 +21,7 @@
 #include "base/containers.h"
 #include "tracer/dest.h"
 #include "tracer/events.h"
+#include "tracer/interposer.h"
 #include "tracer/runtimes/cxxrt.h"
 #include "tracer/runtimes/perfmap.h"
 #include "tracer/runtimes/remaps.h"
@@ -581,8 +582,17 @@ static void describe_on(void *arg) {
     for (size_t i = 0; i < k; i++) c->locs[i] = tmp[k - 1 - i]; /* outermost first */
 }
 
+/* The frame the interposer puts innermost in an anonymous mapping's
+ * stack (interposer.h): named here, never looked up. */
+static const mt_location mapping_frame = {MT_MAPPING_FILENAME, MT_MAPPING_FUNCTION, 0, 0, 0};
+
 int mt__symbols_lookup(mt__symbols *s, uint64_t code, uint64_t pc, const mt_location **locs,
                        size_t *n) {
+  if (__builtin_expect((pc & MT__PC_MASK) == MT__MAPPING_PC, 0)) {
+    *locs = &mapping_frame;
+    *n = 1;
+    return 0;
+  }
   uint32_t *ix = mt__u64map_get(&s->index, code);
   if (ix) {
     *locs = s->entries[*ix - 1].locs;

@@ -380,6 +380,7 @@
   function nativeWords() {
     const native = !!(state.info && state.info.runtime_heaps === false);
     document.body.classList.toggle('native', native);
+    document.body.classList.toggle('mappings', !!(state.info && state.info.mappings));
     $('#leaks-title').textContent = native ? 'Never freed' : 'Never collected';
     return native;
   }

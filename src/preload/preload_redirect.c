@@ -1,0 +1,294 @@
+/* An allocator that the dynamic loader binds ahead of the interposer (linked
+ * into the program: Debian's libjemalloc.a, a Rust global allocator
+ * exporting malloc; or a library preloaded ahead of this one) gets its
+ * allocation functions redirected to the interposer's wrappers, which then
+ * reach it as they reach the C library's.
+ *
+ * Each function of the malloc family that the allocator's object defines
+ * starts, once redirected, with a jump to this library's wrapper of the
+ * same name (hotpatch.h: its first instructions move into a trampoline),
+ * and the wrappers' next allocator (mt__real_*) becomes a shim that calls
+ * the trampoline with the thread marked busy: the allocator's own mappings
+ * (jemalloc's extents) and the C library's allocations it makes are not
+ * the program's, and are neither sampled nor counted as mappings. A block
+ * the allocator handed out before the redirection has no header; its free
+ * goes to the allocator as any block not sampled.
+ *
+ * All or nothing: malloc, free, calloc, realloc and malloc_usable_size
+ * (which a sampled realloc needs to copy a block it never saw) must be the
+ * same object's and all move, with every other function of the family it
+ * defines, or nothing changes and the interposer says so. jemalloc's own
+ * API that takes a block (dallocx, sdallocx, rallocx, xallocx, sallocx) is
+ * redirected too, so that a sampled block reaching it finds its way back.
+ * Its reallocarray goes to this library's, and its C++ operator new and
+ * delete (jemalloc, mimalloc and tcmalloc define them) to the C++
+ * runtime's, which allocate through malloc and free, when the runtime is
+ * loaded at the start. Other allocators' own APIs (mimalloc's mi_malloc,
+ * mi_free) are not: blocks they allocate are not traced, and a sampled
+ * block must not be given to them. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <string.h>
+
+#include "hotpatch.h"
+#include "preload.h"
+#include "tracer/unwind/unwind.h"
+
+/* The allocator's functions, through their trampolines. */
+static struct {
+  void *(*malloc)(size_t);
+  void *(*calloc)(size_t, size_t);
+  void *(*realloc)(void *, size_t);
+  void (*free)(void *);
+  int (*posix_memalign)(void **, size_t, size_t);
+  void *(*aligned_alloc)(size_t, size_t);
+  void *(*memalign)(size_t, size_t);
+  void *(*valloc)(size_t);
+  void *(*pvalloc)(size_t);
+  void (*free_sized)(void *, size_t);
+  void (*free_aligned_sized)(void *, size_t, size_t);
+  size_t (*usable_size)(void *);
+  /* jemalloc's */
+  void (*dallocx)(void *, int);
+  void (*sdallocx)(void *, size_t, int);
+  void *(*rallocx)(void *, size_t, int);
+  size_t (*xallocx)(void *, size_t, size_t, int);
+  size_t (*sallocx)(const void *, int);
+  void *(*mallocx)(size_t, int);
+} orig;
+
+/* This library's own wrappers (free, malloc_usable_size), for jemalloc's
+ * API given a block that may be sampled. */
+static struct {
+  void (*free)(void *);
+  size_t (*usable_size)(void *);
+} own;
+
+/* ---- the shims: the allocator, the thread busy ---- */
+
+#define BUSY(call)              \
+  do {                          \
+    mt__tls.busy++;             \
+    call;                       \
+    mt__tls.busy--;             \
+  } while (0)
+
+static void *shim_malloc(size_t n) {
+  void *p;
+  BUSY(p = orig.malloc(n));
+  return p;
+}
+static void *shim_calloc(size_t n, size_t m) {
+  void *p;
+  BUSY(p = orig.calloc(n, m));
+  return p;
+}
+static void *shim_realloc(void *q, size_t n) {
+  void *p;
+  BUSY(p = orig.realloc(q, n));
+  return p;
+}
+static void shim_free(void *p) { BUSY(orig.free(p)); }
+static int shim_posix_memalign(void **out, size_t a, size_t n) {
+  int rc;
+  BUSY(rc = orig.posix_memalign(out, a, n));
+  return rc;
+}
+static void *shim_aligned_alloc(size_t a, size_t n) {
+  void *p;
+  BUSY(p = orig.aligned_alloc(a, n));
+  return p;
+}
+static void *shim_memalign(size_t a, size_t n) {
+  void *p;
+  BUSY(p = orig.memalign(a, n));
+  return p;
+}
+static void *shim_valloc(size_t n) {
+  void *p;
+  BUSY(p = orig.valloc(n));
+  return p;
+}
+static void *shim_pvalloc(size_t n) {
+  void *p;
+  BUSY(p = orig.pvalloc(n));
+  return p;
+}
+static void shim_free_sized(void *p, size_t n) { BUSY(orig.free_sized(p, n)); }
+static void shim_free_aligned_sized(void *p, size_t a, size_t n) {
+  BUSY(orig.free_aligned_sized(p, a, n));
+}
+static size_t shim_usable_size(void *p) {
+  size_t n;
+  BUSY(n = orig.usable_size(p));
+  return n;
+}
+
+/* ---- jemalloc's API, given a block that may be a sampled one ---- */
+
+static void w_dallocx(void *p, int flags) {
+  if (p && mt__maybe_ours(p)) own.free(p);
+  else BUSY(orig.dallocx(p, flags));
+}
+static void w_sdallocx(void *p, size_t n, int flags) {
+  if (p && mt__maybe_ours(p)) own.free(p); /* n is the program's size, not the block's */
+  else BUSY(orig.sdallocx(p, n, flags));
+}
+static size_t w_sallocx(const void *p, int flags) {
+  size_t n;
+  if (p && mt__maybe_ours(p)) return own.usable_size((void *)p);
+  BUSY(n = orig.sallocx(p, flags));
+  return n;
+}
+static size_t w_xallocx(void *p, size_t n, size_t extra, int flags) {
+  size_t r;
+  if (p && mt__maybe_ours(p)) return own.usable_size(p); /* not resized in place */
+  BUSY(r = orig.xallocx(p, n, extra, flags));
+  return r;
+}
+static void *w_rallocx(void *p, size_t n, int flags) {
+  void *q;
+  if (!(p && mt__maybe_ours(p))) {
+    BUSY(q = orig.rallocx(p, n, flags));
+    return q;
+  }
+  /* a sampled block moves to one of the allocator's (not sampled: the
+   * flags' alignment and zeroing are the allocator's to honour) */
+  size_t old = own.usable_size(p);
+  BUSY(q = orig.mallocx(n, flags));
+  if (!q) return NULL;
+  memcpy(q, p, old < n ? old : n);
+  own.free(p);
+  return q;
+}
+
+/* ---- the redirection ---- */
+
+/* How a function of the allocator's is redirected. */
+enum {
+  REQUIRED,  /* it must define it, and it must move */
+  IF_DEFINED, /* if it defines it, it must move: a sampled block may reach it */
+  IF_MOVABLE, /* moved if it can be; else its calls are not traced */
+};
+
+typedef struct fn {
+  const char *name;
+  int how;
+  void **orig;   /* where its trampoline goes (NULL: not called) */
+  void **slot;   /* the wrappers' next allocator, which gets `shim` */
+  void *shim;
+  void *wrapper; /* this file's wrapper; NULL: this library's function of
+                    the same name (C++'s: the C++ runtime's) */
+  int cxx;
+} fn;
+
+#define ENTRY(n, how) {#n, how, (void **)&orig.n, (void **)&mt__real_##n, (void *)shim_##n, NULL, 0}
+#define JE(n) {#n, IF_DEFINED, (void **)&orig.n, NULL, NULL, (void *)w_##n, 0}
+/* C++'s operator new and delete, when the allocator defines them: the C++
+ * runtime's own, which allocate through malloc and free (and so through
+ * the redirected functions). */
+#define CXX(mangled) {mangled, IF_MOVABLE, NULL, NULL, NULL, NULL, 1}
+static const fn family[] = {
+    ENTRY(malloc, REQUIRED), ENTRY(free, REQUIRED), ENTRY(calloc, REQUIRED),
+    ENTRY(realloc, REQUIRED), ENTRY(posix_memalign, IF_DEFINED),
+    ENTRY(aligned_alloc, IF_DEFINED), ENTRY(memalign, IF_DEFINED), ENTRY(valloc, IF_DEFINED),
+    ENTRY(pvalloc, IF_DEFINED), ENTRY(free_sized, IF_DEFINED), ENTRY(free_aligned_sized, IF_DEFINED),
+    {"malloc_usable_size", REQUIRED, (void **)&orig.usable_size, (void **)&mt__real_usable_size,
+     (void *)shim_usable_size, NULL, 0},
+    {"reallocarray", IF_MOVABLE, NULL, NULL, NULL, NULL, 0},
+    JE(dallocx), JE(sdallocx), JE(rallocx), JE(xallocx), JE(sallocx),
+    CXX("_Znwm"), CXX("_Znam"), CXX("_ZnwmRKSt9nothrow_t"), CXX("_ZnamRKSt9nothrow_t"),
+    CXX("_ZnwmSt11align_val_t"), CXX("_ZnamSt11align_val_t"),
+    CXX("_ZnwmSt11align_val_tRKSt9nothrow_t"), CXX("_ZnamSt11align_val_tRKSt9nothrow_t"),
+    CXX("_ZdlPv"), CXX("_ZdaPv"), CXX("_ZdlPvm"), CXX("_ZdaPvm"), CXX("_ZdlPvRKSt9nothrow_t"),
+    CXX("_ZdaPvRKSt9nothrow_t"), CXX("_ZdlPvSt11align_val_t"), CXX("_ZdaPvSt11align_val_t"),
+    CXX("_ZdlPvmSt11align_val_t"), CXX("_ZdaPvmSt11align_val_t"),
+    CXX("_ZdlPvSt11align_val_tRKSt9nothrow_t"), CXX("_ZdaPvSt11align_val_tRKSt9nothrow_t")};
+#define NFAMILY (sizeof family / sizeof *family)
+
+/* The definition of `name` that calls bind to first, if it is in the
+ * object at `base`; its size in *size. */
+static void *defined_in(const char *name, const void *base, size_t *size) {
+  void *f = dlsym(RTLD_DEFAULT, name);
+  Dl_info info;
+  const ElfW(Sym) *sym = NULL;
+  if (!f || !dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT) || info.dli_fbase != base || !sym ||
+      sym->st_shndx == SHN_UNDEF)
+    return NULL;
+  *size = sym->st_size;
+  return f;
+}
+
+const char *mt__redirect_allocator(void) {
+  void *first = dlsym(RTLD_DEFAULT, "malloc");
+  Dl_info info, mine;
+  const ElfW(Sym) *sym = NULL;
+  if (!first || first == (void *)mt__own_malloc) return "not needed";
+  if (!dladdr1(first, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || sym->st_shndx == SHN_UNDEF)
+    return "its malloc is a PLT entry";
+  if (!dladdr((void *)mt__own_malloc, &mine) || !mine.dli_fname)
+    return "this library cannot be found";
+  void *self = dlopen(mine.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (!self) return "this library cannot be found";
+  *(void **)&own.free = dlsym(self, "free");
+  *(void **)&own.usable_size = dlsym(self, "malloc_usable_size");
+  mt__segment seg;
+  if (!own.free || !own.usable_size || !mt__segment_of((uintptr_t)first, 1, &seg))
+    return "its code cannot be found";
+  mt__island *is = mt__island_near(seg.lo, seg.hi);
+  if (!is) return "no room for trampolines near its code";
+  mt__patch patches[NFAMILY];
+  const fn *which[NFAMILY];
+  struct {
+    const fn *f;
+    size_t patch;
+  } aliases[NFAMILY];
+  size_t n = 0, naliases = 0;
+  int jemalloc = 0;
+  /* C++'s runtime, if loaded: its operator new and delete */
+  void *cxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+  for (size_t k = 0; k < NFAMILY; k++) {
+    const fn *f = &family[k];
+    size_t size = 0;
+    void *def = defined_in(f->name, info.dli_fbase, &size);
+    if (!def) {
+      if (f->how == REQUIRED)
+        return "it does not define all of malloc, free, calloc, realloc, malloc_usable_size";
+      continue;
+    }
+    /* one function under two names (mimalloc's free is its operator
+     * delete): redirected once, the first name's way */
+    size_t dup = 0;
+    while (dup < n && patches[dup].target != (uint8_t *)def) dup++;
+    if (dup < n) { /* its slot still reaches it, through the same trampoline */
+      if (f->orig) aliases[naliases].f = f, aliases[naliases++].patch = dup;
+      continue;
+    }
+    void *wrapper = f->wrapper ? f->wrapper : dlsym(f->cxx ? cxx : self, f->name);
+    if (f->cxx && (!cxx || wrapper == def)) continue; /* no C++ runtime of its own */
+    if (!wrapper || mt__patch_prepare(is, def, size, wrapper, &patches[n])) {
+      if (f->how == IF_MOVABLE) continue;
+      return "an allocation function's first instructions cannot be moved";
+    }
+    which[n++] = f;
+    jemalloc |= f->wrapper != NULL;
+  }
+  if (jemalloc) {
+    size_t size;
+    *(void **)&orig.mallocx = defined_in("mallocx", info.dli_fbase, &size);
+    if (!orig.mallocx) return "it has jemalloc's rallocx but no mallocx";
+  }
+  /* the trampolines in place before anything can jump to them */
+  for (size_t k = 0; k < n; k++)
+    if (which[k]->orig) *which[k]->orig = patches[k].trampoline;
+  for (size_t k = 0; k < naliases; k++) *aliases[k].f->orig = patches[aliases[k].patch].trampoline;
+  if (mt__patch_apply(is, patches, n)) return "the system refused to make its code writable";
+  for (size_t k = 0; k < n; k++)
+    if (which[k]->slot) *which[k]->slot = which[k]->shim;
+  for (size_t k = 0; k < naliases; k++)
+    if (aliases[k].f->slot) *aliases[k].f->slot = aliases[k].f->shim;
+  /* the word before one of its blocks may lie in an unmapped page */
+  mt__hdr_mode.on = 0;
+  return NULL;
+}
