@@ -216,6 +216,7 @@ async function testTrace(name, full) {
     check(/1 sample per [\d,]+ bytes/.test(infoText), name + ': #info shows the sample rate as "1 sample per N bytes"');
     /* an OCaml trace keeps OCaml's words: the source filter, objects "collected" */
     check(await page.locator('fieldset.sources').isVisible(), name + ': the source filter is offered');
+    check(await page.locator('fieldset.kinds').isHidden(), name + ': no heap/mapping filter without mappings');
     check((await text(page, '#leaks-title')) === 'Never collected', name + ': leaks are "Never collected"');
 
     /* flame graph: the outermost frames of the golden folded file and of /api/flame */
@@ -658,6 +659,44 @@ async function testToken(name) {
   }
 }
 
+/* A native program's anonymous mappings (tests/profiler/prog_maps.c at rate 1,
+ * which prints each mapping site's objects and bytes): the page offers the
+ * heap and mapping filter, and ticking "mapping" (then Apply) shows the
+ * mappings alone. */
+async function testMappings() {
+  console.log('mappings');
+  const prog = path.join(path.dirname(args.memtrace), 'prog_maps');
+  if (!args.preload || !fs.existsSync(prog)) return console.log('  skipped: no prog_maps or preload library');
+  const trace = path.join(path.resolve(args.out), 'maps.ctf');
+  const r = await run(prog, [], { LD_PRELOAD: args.preload, MEMTRACE: trace, MEMTRACE_RATE: '1' });
+  if (!check(r.code === 0, 'mappings: prog_maps ran traced', r.err)) return;
+  const want = r.out.trim().split('\n').reduce((s, l) => s + Number(l.split(' ')[2]), 0);
+  const srv = await startView(['--port', String(await freePort()), trace], 'mappings');
+  const origin = srv.url;
+  try {
+    const page = await newPage('mappings', u => u.startsWith(origin + '/') || u.startsWith('data:'));
+    await page.goto(origin + '/');
+    await waitText(page, '#status', 't === "ready"', 'mappings: #status becomes ready');
+    check(await page.locator('fieldset.kinds').isVisible(), 'mappings: the heap/mapping filter is offered');
+    check(await page.locator('fieldset.sources').isHidden(), 'mappings: no minor/major filter for a native program');
+    await page.locator('fieldset.kinds [data-source="mapping"]').check();
+    await page.click('#apply');
+    const ticked = await page.waitForFunction(() => /source=mapping/.test(location.search + location.hash), null,
+                                              { timeout: TIMEOUT }).then(() => true, () => false);
+    check(ticked, 'mappings: ticking "mapping" puts source=mapping in the address', page.url());
+    await idle(page);
+    const sum = (await getJSON(origin + '/api/summary?source=mapping')).body;
+    check(sum && Math.round(sum.bytes.value) === want, 'mappings: the mappings\' bytes are the program\'s', JSON.stringify(sum && sum.bytes) + ' want ' + want);
+    await waitText(page, '#summary-bytes', 't === ' + JSON.stringify(fmtBytes(want)), 'mappings: the page shows the mappings\' bytes, ' + fmtBytes(want));
+    await snap(page, path.join(args.out, 'mappings.png'));
+    await finishPage(page);
+  } catch (e) {
+    check(false, 'mappings: test ran to the end', e.stack || String(e));
+  } finally {
+    await stopProc(srv.proc);
+  }
+}
+
 /* ------------------------------------------------------------------ main */
 
 const only = process.env.MT_E2E_ONLY ? process.env.MT_E2E_ONLY.split(',') : null;
@@ -674,6 +713,7 @@ try {
   if (want('diff')) await testDiff();
   if (want('corrupt')) await testCorrupt();
   if (want('live')) await testLive();
+  if (want('mappings')) await testMappings();
   if (want('token')) await testToken('ocamlopt');
 } catch (e) {
   failures.push('driver: ' + (e.stack || e));
