@@ -76,7 +76,9 @@ typedef struct mt_engine_params {
 } mt_engine_params;
 
 /* Starts sampling. MT_ERR_INVALID if already started or a parameter is out
- * of range. Threads join in at their next allocation. */
+ * of range. The calling thread joins at once; the others at their next
+ * allocation, or (those that allocated while the engine was stopped)
+ * within 128 KiB of allocation. */
 MT_API int mt_engine_start(const mt_engine_params *params);
 
 /* Stops sampling and forgets every tracked block (no dealloc callback for

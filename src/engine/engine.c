@@ -19,8 +19,11 @@
 #include "base/rng.h"
 #include "ziggurat.h"
 
-/* While the engine is stopped, threads look again after this many words. */
-#define IDLE_WORDS ((int64_t)1 << 20)
+/* While the engine is stopped, threads look again after this many words
+ * (128 KiB): a session started later (a tracing period, memtrace attach)
+ * reaches every thread within that much allocation, and a stopped engine
+ * costs a thread one slow-path check per 128 KiB it allocates. */
+#define IDLE_WORDS ((int64_t)1 << 14)
 #define DEFAULT_CALLSTACK 256
 #define MAX_CALLSTACK 4096
 /* Sample counts up to this mean are drawn exactly (by skipping geometric

@@ -364,25 +364,31 @@ static int protect(uint8_t *p, size_t n, int prot) {
   return mprotect((void *)lo, hi - lo, prot);
 }
 
+int mt__island_seal(mt__island *is) {
+  __builtin___clear_cache((char *)is->page, (char *)is->page + is->size);
+  return mprotect(is->page, is->size, PROT_READ | PROT_EXEC);
+}
+
+void mt__patch_bytes(const mt__patch *p, uint8_t out[MT__PATCH_MAX]) {
+  memset(out, 0xcc, MT__PATCH_MAX); /* int3 after the jump: never reached */
+  out[0] = 0xe9;
+  put_rel32(out + 1, (uintptr_t)p->target + JMP_LEN, (uintptr_t)p->jump);
+}
+
 int mt__patch_apply(mt__island *is, mt__patch *patches, size_t n) {
-  if (mprotect(is->page, is->size, PROT_READ | PROT_EXEC) != 0) return -1;
   size_t made = 0;
   for (; made < n; made++)
     if (protect(patches[made].target, patches[made].moved, PROT_READ | PROT_WRITE | PROT_EXEC))
       break;
-  if (made < n) { /* refused (W^X): none is written */
+  if (made < n || mt__island_seal(is)) { /* refused (W^X): none is written */
     while (made--) protect(patches[made].target, patches[made].moved, PROT_READ | PROT_EXEC);
     return -1;
   }
   for (size_t k = 0; k < n; k++) {
-    mt__patch *p = &patches[k];
-    uint8_t code[MAX_INSN + JMP_LEN];
-    memset(code, 0xcc, p->moved); /* int3 after the jump: never reached */
-    code[0] = 0xe9;
-    put_rel32(code + 1, (uintptr_t)p->target + JMP_LEN, (uintptr_t)p->jump);
-    memcpy(p->target, code, p->moved);
+    uint8_t code[MT__PATCH_MAX];
+    mt__patch_bytes(&patches[k], code);
+    memcpy(patches[k].target, code, patches[k].moved);
   }
-  __builtin___clear_cache((char *)is->page, (char *)is->page + is->size);
   for (size_t k = 0; k < n; k++) protect(patches[k].target, patches[k].moved, PROT_READ | PROT_EXEC);
   return 0;
 }

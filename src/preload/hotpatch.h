@@ -59,10 +59,21 @@ mt__island *mt__island_near(uintptr_t lo, uintptr_t hi);
  * full). */
 int mt__patch_prepare(mt__island *is, void *target, size_t size, void *wrapper, mt__patch *out);
 
-/* Makes the island executable and writes each patch's jump over its
- * function's first bytes: all or none (-1: the system refused to make
- * some code writable; nothing was changed). Not atomic against threads
- * running the functions meanwhile: for the process's start. */
+/* The most bytes a patch writes over its function. */
+#define MT__PATCH_MAX 20
+
+/* Makes the island executable (after the last mt__patch_prepare): 0 or -1. */
+int mt__island_seal(mt__island *is);
+
+/* The bytes to write over p->target (p->moved of them): the jump to the
+ * island, then int3s. */
+void mt__patch_bytes(const mt__patch *p, uint8_t out[MT__PATCH_MAX]);
+
+/* Seals the island and writes each patch's jump over its function's first
+ * bytes: all or none (-1: the system refused to make some code writable;
+ * nothing was changed). Not atomic against threads running the functions
+ * meanwhile: for the process's start (a debugger-style attacher writes
+ * mt__patch_bytes itself, every thread stopped). */
 int mt__patch_apply(mt__island *is, mt__patch *patches, size_t n);
 
 #endif

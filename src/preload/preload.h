@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attach_abi.h"
 #include "engine/engine_internal.h"
 
 /* The next allocator's functions. They start as bootstrap stubs that look
@@ -123,6 +124,18 @@ MT__HIDDEN void mt__creds_resolve(void);
  * NULL when done; else why not (nothing was changed). At load, before the
  * jumps are made direct. */
 MT__HIDDEN const char *mt__redirect_allocator(void);
+
+/* The same for a process this library was loaded into late, every call
+ * already bound (memtrace attach: preload_attach.c): prepares everything
+ * but the jumps over the allocator's first bytes, which the attacher
+ * writes with every thread stopped, and lists them in *out. The first call
+ * decides; later ones list the same jumps. NULL, or why not. */
+MT__HIDDEN const char *mt__redirect_plan(mt__jump_list *out);
+
+/* Whether this library was loaded into a running program (dlopen'ed by
+ * memtrace attach) rather than at its start: then no call is bound to it,
+ * and it stays inert until the attacher starts it. */
+MT__HIDDEN int mt__loaded_late(void);
 
 /* preload_mmap.c: looks up the C library's mmap, munmap and mremap, and
  * the code whose mappings are not the program's (at load). */

@@ -220,7 +220,23 @@ static void *defined_in(const char *name, const void *base, size_t *size) {
   return f;
 }
 
-const char *mt__redirect_allocator(void) {
+/* What a redirection changes, prepared: the patches, and which family
+ * entry each (and each alias: one function under two names) serves. */
+typedef struct plan {
+  mt__island *is;
+  mt__patch patches[NFAMILY];
+  const fn *which[NFAMILY];
+  struct {
+    const fn *f;
+    size_t patch;
+  } aliases[NFAMILY];
+  size_t n, naliases;
+  int libc; /* the allocator is the C library's */
+} plan;
+
+/* Prepares redirecting the allocator that malloc binds to first (not this
+ * library): NULL, or why not. */
+static const char *prepare(plan *pl) {
   void *first = dlsym(RTLD_DEFAULT, "malloc");
   Dl_info info, mine;
   const ElfW(Sym) *sym = NULL;
@@ -236,15 +252,11 @@ const char *mt__redirect_allocator(void) {
   mt__segment seg;
   if (!own.free || !own.usable_size || !mt__segment_of((uintptr_t)first, 1, &seg))
     return "its code cannot be found";
-  mt__island *is = mt__island_near(seg.lo, seg.hi);
-  if (!is) return "no room for trampolines near its code";
-  mt__patch patches[NFAMILY];
-  const fn *which[NFAMILY];
-  struct {
-    const fn *f;
-    size_t patch;
-  } aliases[NFAMILY];
-  size_t n = 0, naliases = 0;
+  void *libc_only = dlsym(RTLD_DEFAULT, "gnu_get_libc_version");
+  Dl_info li;
+  pl->libc = libc_only && dladdr(libc_only, &li) && li.dli_fbase == info.dli_fbase;
+  if (!(pl->is = mt__island_near(seg.lo, seg.hi))) return "no room for trampolines near its code";
+  pl->n = pl->naliases = 0;
   int jemalloc = 0;
   /* C++'s runtime, if loaded: its operator new and delete */
   void *cxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
@@ -260,18 +272,18 @@ const char *mt__redirect_allocator(void) {
     /* one function under two names (mimalloc's free is its operator
      * delete): redirected once, the first name's way */
     size_t dup = 0;
-    while (dup < n && patches[dup].target != (uint8_t *)def) dup++;
-    if (dup < n) { /* its slot still reaches it, through the same trampoline */
-      if (f->orig) aliases[naliases].f = f, aliases[naliases++].patch = dup;
+    while (dup < pl->n && pl->patches[dup].target != (uint8_t *)def) dup++;
+    if (dup < pl->n) { /* its slot still reaches it, through the same trampoline */
+      if (f->orig) pl->aliases[pl->naliases].f = f, pl->aliases[pl->naliases++].patch = dup;
       continue;
     }
     void *wrapper = f->wrapper ? f->wrapper : dlsym(f->cxx ? cxx : self, f->name);
     if (f->cxx && (!cxx || wrapper == def)) continue; /* no C++ runtime of its own */
-    if (!wrapper || mt__patch_prepare(is, def, size, wrapper, &patches[n])) {
+    if (!wrapper || mt__patch_prepare(pl->is, def, size, wrapper, &pl->patches[pl->n])) {
       if (f->how == IF_MOVABLE) continue;
       return "an allocation function's first instructions cannot be moved";
     }
-    which[n++] = f;
+    pl->which[pl->n++] = f;
     jemalloc |= f->wrapper != NULL;
   }
   if (jemalloc) {
@@ -280,15 +292,50 @@ const char *mt__redirect_allocator(void) {
     if (!orig.mallocx) return "it has jemalloc's rallocx but no mallocx";
   }
   /* the trampolines in place before anything can jump to them */
-  for (size_t k = 0; k < n; k++)
-    if (which[k]->orig) *which[k]->orig = patches[k].trampoline;
-  for (size_t k = 0; k < naliases; k++) *aliases[k].f->orig = patches[aliases[k].patch].trampoline;
-  if (mt__patch_apply(is, patches, n)) return "the system refused to make its code writable";
-  for (size_t k = 0; k < n; k++)
-    if (which[k]->slot) *which[k]->slot = which[k]->shim;
-  for (size_t k = 0; k < naliases; k++)
-    if (aliases[k].f->slot) *aliases[k].f->slot = aliases[k].f->shim;
-  /* the word before one of its blocks may lie in an unmapped page */
-  mt__hdr_mode.on = 0;
+  for (size_t k = 0; k < pl->n; k++)
+    if (pl->which[k]->orig) *pl->which[k]->orig = pl->patches[k].trampoline;
+  for (size_t k = 0; k < pl->naliases; k++)
+    *pl->aliases[k].f->orig = pl->patches[pl->aliases[k].patch].trampoline;
+  return NULL;
+}
+
+/* The wrappers' next allocator becomes the shims, once the patches are
+ * (or are about to be) in place. */
+static void commit(const plan *pl) {
+  for (size_t k = 0; k < pl->n; k++)
+    if (pl->which[k]->slot) *pl->which[k]->slot = pl->which[k]->shim;
+  for (size_t k = 0; k < pl->naliases; k++)
+    if (pl->aliases[k].f->slot) *pl->aliases[k].f->slot = pl->aliases[k].f->shim;
+  /* the word before another allocator's block may lie in an unmapped page */
+  if (!pl->libc) mt__hdr_mode.on = 0;
+}
+
+static plan the_plan;
+
+const char *mt__redirect_allocator(void) {
+  const char *why = prepare(&the_plan);
+  if (why) return why;
+  if (mt__patch_apply(the_plan.is, the_plan.patches, the_plan.n))
+    return "the system refused to make its code writable";
+  commit(&the_plan);
+  return NULL;
+}
+
+const char *mt__redirect_plan(mt__jump_list *out) {
+  static int planned;
+  static const char *why;
+  if (!planned) {
+    planned = 1;
+    if (!(why = prepare(&the_plan)) && mt__island_seal(the_plan.is))
+      why = "the system refused to make the trampolines executable";
+    if (!why) commit(&the_plan);
+  }
+  if (why) return why;
+  out->n = the_plan.n;
+  for (size_t k = 0; k < the_plan.n; k++) {
+    out->jumps[k].at = (uint64_t)(uintptr_t)the_plan.patches[k].target;
+    out->jumps[k].len = (uint32_t)the_plan.patches[k].moved;
+    mt__patch_bytes(&the_plan.patches[k], out->jumps[k].bytes);
+  }
   return NULL;
 }

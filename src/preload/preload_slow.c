@@ -589,8 +589,30 @@ static void say_if_bypassed(void) {
              bypass.where, bypass.why);
 }
 
+int mt__loaded_late(void) {
+  /* Preloaded, this library is in the program's global scope, which the
+   * main program's handle searches (RTLD_DEFAULT would search this
+   * library's own scope too, from here). */
+  static int late = -1;
+  if (late < 0) {
+    void *global = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
+    late = !global || dlsym(global, "mt__attach_begin") == NULL;
+  }
+  return late;
+}
+
 __attribute__((constructor)) static void preload_init(void) {
   resolve_real();
+  if (mt__loaded_late()) {
+    /* dlopen'ed into a running program (memtrace attach): no call is bound
+     * to this library; what it needs is found now, and the rest is done
+     * when the attacher asks (preload_attach.c) */
+    mt__exec_resolve();
+    mt__creds_resolve();
+    mt__loader_resolve();
+    mt__mmap_resolve();
+    return;
+  }
   redirect_if_bypassed(); /* the slots' final values: before the jumps use them */
   const char *jumps = make_jumps_direct();
   mt__exec_resolve();

@@ -819,6 +819,133 @@ split-dwarf)
     "$memtrace" dump nodwo.ctf > nodwo.txt && grep -q 'main@.*prog_cxx\.cpp:19:53' nodwo.txt && ok ||
     bad "without its .dwo: a failed run or no source lines: $(grep -m1 main nodwo.txt)"
   ;;
+attach)
+  # memtrace attach on a running program (src/cli/attach): a window of a
+  # multithreaded program traced exactly at rate 1; blocks from before the
+  # window freed and reallocated in it without event or harm; blocks of the
+  # window freed after the detach; the main thread blocked in sigwait as it
+  # is taken aside.
+  wait_line() { # wait_line FILE TEXT: until FILE has a line TEXT (10 s)
+    for _ in $(seq 200); do grep -qx "$2" "$1" 2> /dev/null && return 0; sleep 0.05; done
+    return 1
+  }
+  "$bin/prog_attach" > pa.out 2>&1 &
+  prog=$!
+  wait_line pa.out ready || bad "prog_attach did not start"
+  "$memtrace" attach --rate 1 -o a.ctf "$prog" > at.out 2> at.err &
+  at=$!
+  for _ in $(seq 200); do grep -q "^memtrace attach: tracing process $prog " at.err && break; sleep 0.05; done
+  grep -q "^memtrace attach: tracing process $prog (prog_attach) into $PWD/a.ctf; its threads were stopped for [0-9.]* ms" at.err &&
+    ok || bad "attach did not say it traces: $(cat at.err)"
+  kill -USR1 "$prog"
+  wait_line pa.out "window done" || bad "the window did not end: $(cat pa.out)"
+  kill -INT "$at"
+  wait "$at" || bad "attach exited $?: $(cat at.err)"
+  grep -q "^memtrace attach: detached from process $prog" at.err && grep -q "^memtrace: trace written to .*a.ctf" at.err &&
+    ok || bad "no detach or report: $(cat at.err)"
+  kill -USR2 "$prog"
+  wait "$prog" || bad "prog_attach failed after the detach: $(cat pa.out)"
+  grep -q "^done, 0 errors$" pa.out && ok || bad "prog_attach: $(tail -1 pa.out)"
+  grep "^window_" pa.out > truth.txt
+  "$bin/check_trace" a.ctf sites > sites.txt || bad "trace unreadable"
+  compare_exact truth.txt sites.txt
+  ! grep -q "^before_alloc " sites.txt && ok || bad "blocks from before the window in the trace: $(grep before_alloc sites.txt)"
+  "$memtrace" info a.ctf | grep -q "allocator=redirected, attached" && ok || bad "runtime parameters: $("$memtrace" info a.ctf | grep runtime)"
+  # 20 attach and detach cycles on one run: its output as without them,
+  # and each cycle a whole trace
+  "$bin/prog_steady" 0.5 > plain.txt
+  "$bin/prog_steady" 6 > steady.txt &
+  prog=$!
+  sleep 0.2
+  for i in $(seq 20); do
+    "$memtrace" attach -q --rate 1e-3 --duration 0.1 -o "c$i.ctf" "$prog" 2> "c$i.err" || bad "cycle $i: exit $?: $(cat "c$i.err")"
+  done
+  wait "$prog" || bad "prog_steady failed under the cycles"
+  cmp -s plain.txt steady.txt && ok || bad "prog_steady's output changed: $(cat steady.txt) (plain: $(cat plain.txt))"
+  for i in $(seq 20); do
+    "$bin/check_trace" "c$i.ctf" sites 2> /dev/null | grep -q "^steady_site " && ok || bad "cycle $i: no trace of steady_site"
+  done
+  # the errors, each said, with exit status 1 (2 for a bad argument)
+  expect_fail() { # expect_fail STATUS TEXT CMD...
+    local want=$1 text=$2
+    shift 2
+    "$@" > /dev/null 2> err.txt
+    local st=$?
+    [ "$st" = "$want" ] && grep -q -- "$text" err.txt && ok || bad "$*: exit $st (want $want), said: $(cat err.txt) (want: $text)"
+  }
+  expect_fail 1 "memtrace attach: no process 4194304" "$memtrace" attach 4194304
+  expect_fail 2 "PID must be a process id, not 'abc'" "$memtrace" attach abc
+  "$bin/prog_static" 3 > /dev/null &
+  st_pid=$!
+  sleep 0.2
+  expect_fail 1 "does not use the C library's shared object" "$memtrace" attach "$st_pid"
+  kill "$st_pid"; wait "$st_pid" 2> /dev/null
+  "$bin/prog_steady" 3 > steady.txt &
+  prog=$!
+  sleep 0.2
+  tid=$(ls "/proc/$prog/task" | grep -v "^$prog$" | head -1)
+  expect_fail 1 "$tid is a thread of process $prog: attach to $prog" "$memtrace" attach "$tid"
+  # traced by another tracer (a debugger's ptrace)
+  python3 -c '
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+pid = int(sys.argv[1])
+if libc.ptrace(16, pid, None, None) != 0: sys.exit(1)  # PTRACE_ATTACH
+os.waitpid(pid, 0)
+libc.ptrace(7, pid, None, None)  # PTRACE_CONT
+print("attached", flush=True)
+time.sleep(1.5)
+' "$prog" > dbg.out &
+  dbg=$!
+  for _ in $(seq 100); do grep -q attached dbg.out && break; sleep 0.02; done
+  expect_fail 1 "is being traced by process $dbg (python[0-9.]*), a debugger or tracer" "$memtrace" attach "$prog"
+  wait "$dbg"
+  # attached twice at once: the second is refused, the first goes on
+  "$memtrace" attach -q --duration 1.5 -o twice.ctf "$prog" 2> first.err &
+  first=$!
+  sleep 0.5
+  expect_fail 1 "it is being traced by memtrace already" "$memtrace" attach -o second.ctf "$prog"
+  wait "$first" || bad "the first attach failed: $(cat first.err)"
+  wait "$prog"
+  grep -q "^steady done" steady.txt && ok || bad "prog_steady after the refusals: $(cat steady.txt)"
+  # another user's process
+  if [ "$(id -u)" = 0 ] && command -v setpriv > /dev/null && setpriv --reuid=65534 --regid=65534 --clear-groups "$memtrace" --version > /dev/null 2>&1; then
+    sleep 3 &
+    sl=$!
+    expect_fail 1 "not permitted: it belongs to user 0 and memtrace runs as user 65534" \
+      setpriv --reuid=65534 --regid=65534 --clear-groups "$memtrace" attach -o "/tmp/mt-nobody-$$.ctf" "$sl"
+    kill "$sl"; wait "$sl" 2> /dev/null
+  else
+    echo "not root, or the build is not reachable by user 65534: another user's process not tried"
+  fi
+  # a process in another PID namespace
+  if unshare --pid --fork --mount-proc true 2> /dev/null; then
+    unshare --pid --fork --mount-proc sleep 3 &
+    us=$!
+    sleep 0.3
+    inner=$(pgrep -P "$us" sleep || pgrep -n -x sleep)
+    expect_fail 1 "runs in another PID namespace" "$memtrace" attach "$inner"
+    kill "$us" 2> /dev/null; wait "$us" 2> /dev/null
+  else
+    echo "unshare --pid not permitted here: another PID namespace not tried"
+  fi
+  # CPython running a workload: its output unchanged, its allocations traced
+  py=$(command -v python3)
+  "$py" -c '
+import time
+t, n = time.time() + 3, 0
+while time.time() < t:
+    n += len([str(i) * 3 for i in range(2000)])
+print("python done", n > 0)
+' > py.out &
+  prog=$!
+  sleep 0.5
+  "$memtrace" attach -q --rate 1e-3 --duration 1 -o py.ctf "$prog" 2> py.err || bad "attach to CPython: $(cat py.err)"
+  wait "$prog"
+  grep -q "^python done True$" py.out && ok || bad "CPython's output: $(cat py.out)"
+  [ "$("$bin/check_trace" py.ctf summary | awk '/^allocations/ { print $2 }')" -gt 50 ] && ok ||
+    bad "CPython's trace: $("$bin/check_trace" py.ctf summary)"
+  ;;
 own-malloc)
   # An allocator bound ahead of the interposer's (linked into the program,
   # or preloaded before it) gets its functions redirected to the

@@ -17,6 +17,7 @@
 
 #include "base/private_file.h"
 #include "check.h"
+#include "destination.h"
 #include "cli.h"
 #include "rss_sampler.h"
 #include "run_report.h"
@@ -89,45 +90,6 @@ static int find_preload(char *out, size_t n) {
     return access(out, R_OK);
   }
   return mt_cli_find_companion("libmemtrace_preload.so", out, n);
-}
-
-/* Whether the program's trace can be written where `pattern` says: a file
- * in a directory that exists and can be written in (not a directory of
- * that name). The interposer creates the file, in the program's process,
- * and on failure says so and lets the program run untraced, as it must
- * for a program started with MEMTRACE set; from `memtrace run`, a mistyped
- * -o would cost a whole run for nothing, so it is checked before. Sockets
- * (tcp:, listen:) and a directory part holding %p are left to the
- * interposer. 0, or -1 with the reason in why. */
-static int check_destination(const char *pattern, char *why, size_t n) {
-  if (mt__trace_dest_is_socket(pattern)) return 0;
-  char path[PATH_MAX], dir[PATH_MAX];
-  mt__trace_path_expand(pattern, (long)getpid(), path, sizeof path);
-  snprintf(dir, sizeof dir, "%s", pattern);
-  const char *d = dirname(dir);
-  if (strchr(d, '%')) return 0;
-  if (mt_private_link_refused(path)) {
-    snprintf(why, n, "refusing to write the trace through the symbolic link %s (give the path it "
-             "points to)", path);
-    return -1;
-  }
-  struct stat st;
-  int exists = stat(path, &st) == 0;
-  if (exists && S_ISDIR(st.st_mode)) {
-    snprintf(why, n, "%s is a directory", pattern);
-    return -1;
-  }
-  /* a trace another traced process is writing: the program would run
-   * untraced */
-  if (exists && mt__trace_file_busy(path)) {
-    snprintf(why, n, "%s is being written by another traced process", path);
-    return -1;
-  }
-  if (access(d, W_OK | X_OK) != 0) {
-    snprintf(why, n, "cannot create %s: %s: %s", pattern, d, strerror(errno));
-    return -1;
-  }
-  return 0;
 }
 
 /* The settings the interposer reads are given to the program in its own
@@ -521,7 +483,7 @@ static int run(int argc, char **argv) {
     snprintf(pattern, sizeof pattern, "memtrace.%s.%%p.ctf", basename(prog));
   }
   char where[2 * PATH_MAX + 64];
-  if (check_destination(pattern, where, sizeof where) != 0) {
+  if (mt_cli_check_destination(pattern, where, sizeof where) != 0) {
     fprintf(stderr, "memtrace run: %s (the program was not run)\n", where);
     return 1;
   }

@@ -1,0 +1,83 @@
+/* Symbols of ELF files and where processes mapped them (elf_symbols.h). */
+#include "elf_symbols.h"
+
+#include <elf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The whole file, or NULL. */
+static unsigned char *slurp(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  unsigned char *buf = NULL;
+  long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  if (n > 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n)) &&
+      fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    buf = NULL;
+  }
+  fclose(f);
+  *size = n > 0 ? (size_t)n : 0;
+  return buf;
+}
+
+static int within(size_t size, uint64_t off, uint64_t len) { return off <= size && len <= size - off; }
+
+int mt_elf_dynsym(const char *path, const char *name, uint64_t *value) {
+  size_t size;
+  unsigned char *f = slurp(path, &size);
+  int rc = -1;
+  if (!f) return -1;
+  const Elf64_Ehdr *eh = (const Elf64_Ehdr *)f;
+  if (size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shentsize != sizeof(Elf64_Shdr) ||
+      !within(size, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr)))
+    goto out;
+  const Elf64_Shdr *sh = (const Elf64_Shdr *)(f + eh->e_shoff);
+  for (size_t s = 0; s < eh->e_shnum && rc != 0; s++) {
+    if (sh[s].sh_type != SHT_DYNSYM || sh[s].sh_link >= eh->e_shnum) continue;
+    const Elf64_Shdr *str = &sh[sh[s].sh_link];
+    if (!within(size, sh[s].sh_offset, sh[s].sh_size) || !within(size, str->sh_offset, str->sh_size))
+      continue;
+    const Elf64_Sym *sym = (const Elf64_Sym *)(f + sh[s].sh_offset);
+    const char *names = (const char *)(f + str->sh_offset);
+    for (size_t k = 0; k < sh[s].sh_size / sizeof *sym; k++) {
+      if (sym[k].st_shndx == SHN_UNDEF || sym[k].st_name >= str->sh_size) continue;
+      const char *nm = names + sym[k].st_name;
+      if (strnlen(nm, str->sh_size - sym[k].st_name) < str->sh_size - sym[k].st_name &&
+          strcmp(nm, name) == 0) {
+        *value = sym[k].st_value;
+        rc = 0;
+        break;
+      }
+    }
+  }
+out:
+  free(f);
+  return rc;
+}
+
+int mt_maps_object(pid_t pid, const char *base, uint64_t *start, char *path, size_t n) {
+  char maps[64], line[4096 + 256];
+  snprintf(maps, sizeof maps, "/proc/%d/maps", (int)pid);
+  FILE *f = fopen(maps, "r");
+  if (!f) return -1;
+  int rc = -1;
+  while (rc != 0 && fgets(line, sizeof line, f)) {
+    unsigned long lo, off;
+    int name_at = 0;
+    if (sscanf(line, "%lx-%*x %*s %lx %*s %*s %n", &lo, &off, &name_at) < 2 || !name_at) continue;
+    char *p = line + name_at;
+    p[strcspn(p, "\n")] = 0;
+    if (p[0] != '/' || off != 0) continue;
+    const char *slash = strrchr(p, '/');
+    if (strcmp(p, base) == 0 || strcmp(slash + 1, base) == 0) {
+      *start = lo;
+      snprintf(path, n, "%s", p);
+      rc = 0;
+    }
+  }
+  fclose(f);
+  return rc;
+}

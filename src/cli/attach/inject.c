@@ -1,0 +1,241 @@
+/* ptrace(2) calls inside another process (inject.h). */
+#include "inject.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#define RED_ZONE 128
+#define SCRATCH 4096
+
+static int say(mt_inject *in, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int say(mt_inject *in, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(in->err, sizeof in->err, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+/* Waits for thread tid's stop by PTRACE_INTERRUPT, delivering the signals
+ * it stops for meanwhile: 0, or -1 (it is gone). */
+static int wait_interrupted(pid_t tid) {
+  for (;;) {
+    int st;
+    if (waitpid(tid, &st, __WALL) < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    if (!WIFSTOPPED(st)) return -1;
+    if (st >> 16 == PTRACE_EVENT_STOP) return 0;
+    ptrace(PTRACE_CONT, tid, 0, (void *)(long)WSTOPSIG(st)); /* a signal of its own */
+  }
+}
+
+/* A thread that can run calls: the main one, unless it has exited. */
+static pid_t pick_worker(pid_t pid) {
+  char path[64], stat[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(stat, 1, sizeof stat - 1, f) : 0;
+  if (f) fclose(f);
+  stat[n] = 0;
+  const char *close = strrchr(stat, ')');
+  if (!close || close[1] != ' ' || close[2] != 'Z') return pid;
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(path);
+  pid_t tid = pid;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    pid_t t = (pid_t)atoi(e->d_name);
+    if (t > 0 && t != pid) {
+      tid = t;
+      break;
+    }
+  }
+  if (d) closedir(d);
+  return tid;
+}
+
+int mt_inject_begin(mt_inject *in, pid_t pid) {
+  memset(in, 0, sizeof *in);
+  in->pid = pid;
+  in->worker = pick_worker(pid);
+  if (ptrace(PTRACE_SEIZE, in->worker, 0, 0) != 0)
+    return say(in, "ptrace: %s", strerror(errno));
+  if (ptrace(PTRACE_INTERRUPT, in->worker, 0, 0) != 0 || wait_interrupted(in->worker) != 0) {
+    int e = errno;
+    ptrace(PTRACE_DETACH, in->worker, 0, 0);
+    errno = e;
+    return say(in, "the process ended as it was stopped");
+  }
+  if (ptrace(PTRACE_GETREGS, in->worker, 0, &in->saved) != 0) {
+    int e = errno;
+    ptrace(PTRACE_DETACH, in->worker, 0, 0);
+    errno = e;
+    return say(in, "ptrace(GETREGS): %s", strerror(e));
+  }
+  return 0;
+}
+
+uint64_t mt_inject_scratch(const mt_inject *in, size_t n) {
+  (void)n;
+  return (in->saved.rsp - RED_ZONE - SCRATCH) & ~(uint64_t)15;
+}
+
+static void pause_briefly(void) {
+  struct timespec ts = {0, 200000};
+  nanosleep(&ts, NULL);
+}
+
+int mt_inject_call(mt_inject *in, uint64_t fn, const uint64_t *args, int nargs, uint64_t *ret,
+                   int timeout_ms) {
+  struct user_regs_struct r = in->saved;
+  /* below the scratch area; 16-aligned, less the return address a call
+   * would have pushed: 0, where the function's return faults */
+  uint64_t sp = ((mt_inject_scratch(in, SCRATCH) - 256) & ~(uint64_t)15) - 8, zero = 0;
+  if (mt_inject_write(in, sp, &zero, sizeof zero)) return say(in, "cannot write the stack");
+  unsigned long long *regs[6] = {&r.rdi, &r.rsi, &r.rdx, &r.rcx, &r.r8, &r.r9};
+  for (int k = 0; k < nargs && k < 6; k++) *regs[k] = args[k];
+  r.rsp = sp;
+  r.rip = fn;
+  r.rax = 0;
+  r.orig_rax = (unsigned long long)-1; /* no system call to restart under the call */
+  if (ptrace(PTRACE_SETREGS, in->worker, 0, &r) != 0 || ptrace(PTRACE_CONT, in->worker, 0, 0) != 0)
+    return say(in, "ptrace: %s", strerror(errno));
+  for (long waited_us = 0;;) {
+    int st;
+    pid_t w = waitpid(in->worker, &st, __WALL | WNOHANG);
+    if (w < 0 && errno != EINTR) return say(in, "the process ended during the call");
+    if (w <= 0) {
+      if ((waited_us += 200) > (long)timeout_ms * 1000) {
+        ptrace(PTRACE_INTERRUPT, in->worker, 0, 0);
+        wait_interrupted(in->worker);
+        return say(in, "the call did not return within %d ms", timeout_ms);
+      }
+      pause_briefly();
+      continue;
+    }
+    if (!WIFSTOPPED(st)) return say(in, "the process ended during the call");
+    int sig = WSTOPSIG(st);
+    if (st >> 16 == PTRACE_EVENT_STOP) { /* a group stop: the call goes on */
+      ptrace(PTRACE_CONT, in->worker, 0, 0);
+      continue;
+    }
+    if (sig == SIGSEGV) {
+      struct user_regs_struct now;
+      if (ptrace(PTRACE_GETREGS, in->worker, 0, &now) != 0) return say(in, "ptrace: %s", strerror(errno));
+      if (now.rip == 0) {
+        *ret = now.rax;
+        return 0;
+      }
+      return say(in, "the call faulted at %#llx", now.rip);
+    }
+    ptrace(PTRACE_CONT, in->worker, 0, (void *)(long)sig); /* the program's signal */
+  }
+}
+
+int mt_inject_read(mt_inject *in, uint64_t addr, void *buf, size_t n) {
+  struct iovec local = {buf, n}, remote = {(void *)(uintptr_t)addr, n};
+  if (process_vm_readv(in->pid, &local, 1, &remote, 1, 0) == (ssize_t)n) return 0;
+  for (size_t k = 0; k < n; k += sizeof(long)) { /* word by word, through ptrace */
+    errno = 0;
+    long w = ptrace(PTRACE_PEEKDATA, in->worker, (void *)(uintptr_t)(addr + k), 0);
+    if (errno) return -1;
+    memcpy((char *)buf + k, &w, n - k < sizeof w ? n - k : sizeof w);
+  }
+  return 0;
+}
+
+/* Word by word through ptrace, which writes read-only pages too. */
+static int poke(mt_inject *in, uint64_t addr, const void *buf, size_t n) {
+  for (size_t k = 0; k < n;) {
+    uint64_t at = (addr + k) & ~(uint64_t)7;
+    size_t skip = (size_t)(addr + k - at), take = 8 - skip < n - k ? 8 - skip : n - k;
+    errno = 0;
+    long w = ptrace(PTRACE_PEEKDATA, in->worker, (void *)(uintptr_t)at, 0);
+    if (errno) return -1;
+    memcpy((char *)&w + skip, (const char *)buf + k, take);
+    if (ptrace(PTRACE_POKEDATA, in->worker, (void *)(uintptr_t)at, (void *)w) != 0) return -1;
+    k += take;
+  }
+  return 0;
+}
+
+int mt_inject_write(mt_inject *in, uint64_t addr, const void *buf, size_t n) {
+  struct iovec local = {(void *)buf, n}, remote = {(void *)(uintptr_t)addr, n};
+  if (process_vm_writev(in->pid, &local, 1, &remote, 1, 0) == (ssize_t)n) return 0;
+  return poke(in, addr, buf, n);
+}
+
+int mt_inject_write_code(mt_inject *in, uint64_t addr, const void *bytes, size_t n) {
+  return poke(in, addr, bytes, n);
+}
+
+static int stopped_already(const mt_inject *in, pid_t t) {
+  if (t == in->worker) return 1;
+  for (size_t k = 0; k < in->nothers; k++)
+    if (in->others[k] == t) return 1;
+  return 0;
+}
+
+int mt_inject_stop_all(mt_inject *in) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task", (int)in->pid);
+  for (int found = 1; found;) { /* again: threads started meanwhile */
+    found = 0;
+    DIR *d = opendir(path);
+    if (!d) return say(in, "cannot list the threads: %s", strerror(errno));
+    for (struct dirent *e; (e = readdir(d));) {
+      pid_t t = (pid_t)atoi(e->d_name);
+      if (t <= 0 || stopped_already(in, t)) continue;
+      if (ptrace(PTRACE_SEIZE, t, 0, 0) != 0) continue; /* gone already */
+      if (ptrace(PTRACE_INTERRUPT, t, 0, 0) != 0 || wait_interrupted(t) != 0) continue;
+      if (in->nothers == in->cap) {
+        size_t cap = in->cap ? 2 * in->cap : 64;
+        pid_t *v = realloc(in->others, cap * sizeof *v);
+        if (!v) {
+          ptrace(PTRACE_DETACH, t, 0, 0);
+          closedir(d);
+          return say(in, "out of memory");
+        }
+        in->others = v;
+        in->cap = cap;
+      }
+      in->others[in->nothers++] = t;
+      found = 1;
+    }
+    closedir(d);
+  }
+  return 0;
+}
+
+int mt_inject_any_pc_in(mt_inject *in, uint64_t lo, uint64_t hi) {
+  if (in->saved.rip >= lo && in->saved.rip < hi) return 1;
+  for (size_t k = 0; k < in->nothers; k++) {
+    struct user_regs_struct r;
+    if (ptrace(PTRACE_GETREGS, in->others[k], 0, &r) == 0 && r.rip >= lo && r.rip < hi) return 1;
+  }
+  return 0;
+}
+
+void mt_inject_release_all(mt_inject *in) {
+  for (size_t k = 0; k < in->nothers; k++) ptrace(PTRACE_DETACH, in->others[k], 0, 0);
+  in->nothers = 0;
+}
+
+void mt_inject_end(mt_inject *in) {
+  mt_inject_release_all(in);
+  free(in->others);
+  in->others = NULL;
+  in->cap = 0;
+  ptrace(PTRACE_SETREGS, in->worker, 0, &in->saved);
+  ptrace(PTRACE_DETACH, in->worker, 0, 0);
+}

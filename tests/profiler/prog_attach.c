@@ -1,0 +1,106 @@
+/* A program memtrace attach traces for a window (e2e.sh, attach). It
+ * allocates blocks before the window (site before_alloc), says "ready" and
+ * waits for SIGUSR1, blocked in sigwait; in the window, 8 threads allocate
+ * blocks (window_alloc), hand half of them to the next thread, which frees
+ * them, free the blocks made before, reallocate some of those
+ * (window_realloc, then freed) and keep some (window_keep) past the
+ * window; it says "window done" and waits for SIGUSR2, then frees the kept
+ * blocks, allocates more, and prints the truth for the window's sites at
+ * rate 1 ("SITE objects bytes live-at-the-window's-end"). */
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NOINLINE __attribute__((noinline))
+#define THREADS 8
+#define PER_THREAD 500
+#define BEFORE 1000
+#define REALLOCS 100
+#define KEEP 10
+
+static void *before[BEFORE], *kept[THREADS][KEEP];
+static int errors;
+
+/* handed from thread k to thread k + 1 */
+static struct {
+  pthread_mutex_t lock;
+  void *v[PER_THREAD];
+  int n;
+} handoff[THREADS];
+
+NOINLINE static void *before_alloc(size_t n) { return malloc(n); }
+NOINLINE static void *window_alloc(size_t n) { return malloc(n); }
+NOINLINE static void *window_keep(size_t n) { return malloc(n); }
+NOINLINE static void *window_realloc(void *p, size_t n) { return realloc(p, n); }
+
+static void *worker(void *arg) {
+  int k = (int)(long)arg, next = (k + 1) % THREADS;
+  for (int i = 0; i < PER_THREAD; i++) {
+    char *p = window_alloc(2000);
+    memset(p, k, 2000);
+    if (i % 2) {
+      free(p);
+      continue;
+    }
+    pthread_mutex_lock(&handoff[next].lock);
+    handoff[next].v[handoff[next].n++] = p;
+    pthread_mutex_unlock(&handoff[next].lock);
+  }
+  for (int i = 0; i < KEEP; i++) kept[k][i] = window_keep(48);
+  return NULL;
+}
+
+static void wait_for(int sig) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  int got;
+  sigwait(&set, &got);
+}
+
+int main(void) {
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, SIGUSR1);
+  sigaddset(&block, SIGUSR2);
+  pthread_sigmask(SIG_BLOCK, &block, NULL);
+  for (int i = 0; i < BEFORE; i++) memset(before[i] = before_alloc(1000), 1, 1000);
+  for (int k = 0; k < THREADS; k++) pthread_mutex_init(&handoff[k].lock, NULL);
+  printf("ready\n");
+  fflush(stdout);
+  wait_for(SIGUSR1);
+  pthread_t t[THREADS];
+  for (long k = 0; k < THREADS; k++) pthread_create(&t[k], NULL, worker, (void *)k);
+  for (int k = 0; k < THREADS; k++) pthread_join(t[k], NULL);
+  for (int k = 0; k < THREADS; k++)
+    for (int i = 0; i < handoff[k].n; i++) free(handoff[k].v[i]);
+  /* the blocks from before: their usable size, reallocation and free */
+  for (int i = 0; i < BEFORE; i++) {
+    if (malloc_usable_size(before[i]) < 1000) errors++;
+    if (i < REALLOCS) {
+      char *q = window_realloc(before[i], 1008);
+      if (!q || q[999] != 1) errors++;
+      free(q);
+    } else {
+      free(before[i]);
+    }
+  }
+  printf("window done\n");
+  fflush(stdout);
+  wait_for(SIGUSR2);
+  for (int k = 0; k < THREADS; k++)
+    for (int i = 0; i < KEEP; i++) {
+      if (malloc_usable_size(kept[k][i]) < 48) errors++;
+      kept[k][i] = realloc(kept[k][i], 64);
+      free(kept[k][i]);
+    }
+  for (int i = 0; i < 10000; i++) free(malloc((size_t)(i % 100) * 8 + 8));
+  printf("window_alloc %d %d 0\n", THREADS * PER_THREAD, THREADS * PER_THREAD * 2000);
+  printf("window_realloc %d %d 0\n", REALLOCS, REALLOCS * 1008);
+  printf("window_keep %d %d %d\n", THREADS * KEEP, THREADS * KEEP * 48, THREADS * KEEP);
+  printf("done, %d errors\n", errors);
+  return errors != 0;
+}

@@ -1,0 +1,50 @@
+/* Fixed work spread over about SECONDS seconds (default 3): blocks
+ * allocated, filled, summed and freed, from 4 threads, with short sleeps;
+ * prints a checksum that depends on the work alone, not on its timing
+ * (e2e.sh, attach: attached and detached over and over, its output stays
+ * the same). */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define THREADS 4
+#define ROUNDS 300
+
+static double seconds = 3;
+static uint64_t sums[THREADS];
+
+__attribute__((noinline)) static uint64_t *steady_site(size_t n) { return malloc(n * sizeof(uint64_t)); }
+
+static void *work(void *arg) {
+  long k = (long)arg;
+  struct timespec nap = {0, (long)(seconds / ROUNDS * 1e9)};
+  uint64_t sum = 0;
+  for (int r = 0; r < ROUNDS; r++) {
+    for (int i = 0; i < 50; i++) {
+      size_t n = 16 + (size_t)((r * 7 + i * 13 + k) % 200);
+      uint64_t *p = steady_site(n);
+      for (size_t j = 0; j < n; j++) p[j] = j * 2654435761u + (uint64_t)r;
+      for (size_t j = 0; j < n; j++) sum += p[j] ^ (uint64_t)i;
+      free(p);
+    }
+    nanosleep(&nap, NULL);
+  }
+  sums[k] = sum;
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) seconds = atof(argv[1]);
+  pthread_t t[THREADS];
+  for (long k = 0; k < THREADS; k++) pthread_create(&t[k], NULL, work, (void *)k);
+  uint64_t all = 0;
+  for (int k = 0; k < THREADS; k++) {
+    pthread_join(t[k], NULL);
+    all ^= sums[k];
+  }
+  printf("steady done %016llx\n", (unsigned long long)all);
+  return 0;
+}
