@@ -42,7 +42,9 @@ typedef struct mt__patch {
   uint8_t *target;     /* the function */
   size_t moved;        /* its first bytes, moved into the trampoline */
   void *trampoline;    /* runs them, then jumps back to target + moved */
-  uint8_t *jump;       /* in the island: jmp *wrapper */
+  uint8_t *jump;       /* where the function's first bytes jump: the wrapper,
+                          or (out of rel32 reach) `jmp *wrapper` in the
+                          island */
 } mt__patch;
 
 /* An executable page near an object's code (within rel32 reach of every

@@ -94,6 +94,10 @@ void mt__free_on_page(void *p);
 void mt__free_headed(void *p);
 #endif
 
+/* Makes malloc's and free's forwarding jumps direct, once the slots hold
+ * their final values (preload_slow.c): "direct", "mixed" or "indirect". */
+MT__HIDDEN const char *mt__make_jumps_direct(void);
+
 /* Rewrites the `jmp *slot(%rip)` at `site` (an aligned 8-byte word) into a
  * direct jump to *slot, which must never change again. 0: done; -1: left
  * as it was (not such a jump, *slot more than 2 GiB away, or the system
@@ -131,6 +135,8 @@ MT__HIDDEN const char *mt__redirect_allocator(void);
  * writes with every thread stopped, and lists them in *out. The first call
  * decides; later ones list the same jumps. NULL, or why not. */
 MT__HIDDEN const char *mt__redirect_plan(mt__jump_list *out);
+/* After mt__redirect_plan: how malloc's and free's jumps were made. */
+MT__HIDDEN const char *mt__redirect_jumps(void);
 
 /* Whether this library was loaded into a running program (dlopen'ed by
  * memtrace attach) rather than at its start: then no call is bound to it,

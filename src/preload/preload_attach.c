@@ -45,8 +45,12 @@ EXPORT int mt__attach_begin(void) {
       snprintf(text, sizeof text, "its allocator cannot be redirected: %s", why);
       return fail(a, MT_ERR_INVALID, text);
     }
-    static int said;
-    if (!said++) mt__tr_set_interposer("blocks=header, jumps=indirect, allocator=redirected, attached");
+    static char settings[96];
+    if (!settings[0]) {
+      snprintf(settings, sizeof settings, "blocks=%s, jumps=%s, allocator=redirected, attached",
+               mt__hdr_mode.on ? "header" : "header-off-page", mt__redirect_jumps());
+      mt__tr_set_interposer(settings);
+    }
   }
   a->destination[sizeof a->destination - 1] = a->context[sizeof a->context - 1] = 0;
   mt_trace_options o = {0};

@@ -300,12 +300,16 @@ static const char *prepare(plan *pl) {
 }
 
 /* The wrappers' next allocator becomes the shims, once the patches are
- * (or are about to be) in place. */
+ * (or are about to be) in place: for the C library's allocator (an attached
+ * process), its trampolines themselves. Its own mappings and allocations
+ * never reach the wrappers (internal calls), so the thread need not be
+ * marked busy around them, and a call is saved. */
 static void commit(const plan *pl) {
   for (size_t k = 0; k < pl->n; k++)
-    if (pl->which[k]->slot) *pl->which[k]->slot = pl->which[k]->shim;
+    if (pl->which[k]->slot) *pl->which[k]->slot = pl->libc ? *pl->which[k]->orig : pl->which[k]->shim;
   for (size_t k = 0; k < pl->naliases; k++)
-    if (pl->aliases[k].f->slot) *pl->aliases[k].f->slot = pl->aliases[k].f->shim;
+    if (pl->aliases[k].f->slot)
+      *pl->aliases[k].f->slot = pl->libc ? *pl->aliases[k].f->orig : pl->aliases[k].f->shim;
   /* the word before another allocator's block may lie in an unmapped page */
   if (!pl->libc) mt__hdr_mode.on = 0;
 }
@@ -321,6 +325,10 @@ const char *mt__redirect_allocator(void) {
   return NULL;
 }
 
+static const char *jumps_made = "indirect";
+
+const char *mt__redirect_jumps(void) { return jumps_made; }
+
 const char *mt__redirect_plan(mt__jump_list *out) {
   static int planned;
   static const char *why;
@@ -328,7 +336,12 @@ const char *mt__redirect_plan(mt__jump_list *out) {
     planned = 1;
     if (!(why = prepare(&the_plan)) && mt__island_seal(the_plan.is))
       why = "the system refused to make the trampolines executable";
-    if (!why) commit(&the_plan);
+    if (!why) {
+      commit(&the_plan);
+      /* the slots are final: malloc's and free's jumps to them direct
+       * (no thread runs the wrappers before the attacher's jumps) */
+      jumps_made = mt__make_jumps_direct();
+    }
   }
   if (why) return why;
   out->n = the_plan.n;

@@ -497,7 +497,7 @@ EXPORT int dlclose(void *handle) {
 
 /* malloc's and free's jumps to the next allocator made direct (jumps.c):
  * "direct", "indirect", or "mixed" if only one could be. */
-static const char *make_jumps_direct(void) {
+const char *mt__make_jumps_direct(void) {
 #ifdef MT__DIRECT_JUMPS
   int n = (mt__jump_direct(mt__malloc_site, (void *const *)(void *)&mt__real_malloc) == 0) +
           (mt__jump_direct(mt__free_site, (void *const *)(void *)&mt__real_free) == 0);
@@ -614,7 +614,7 @@ __attribute__((constructor)) static void preload_init(void) {
     return;
   }
   redirect_if_bypassed(); /* the slots' final values: before the jumps use them */
-  const char *jumps = make_jumps_direct();
+  const char *jumps = mt__make_jumps_direct();
   mt__exec_resolve();
   mt__creds_resolve();
   mt__loader_resolve();

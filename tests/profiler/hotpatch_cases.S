@@ -53,6 +53,12 @@ FUNC(hp_endbr)                  /* x + 5 */
         ret
 END(hp_endbr)
 
+FUNC(hp_far)                    /* x + 9, redirected to a wrapper out of reach */
+        endbr64
+        leal 9(%rdi), %eax
+        ret
+END(hp_far)
+
 FUNC(hp_loop_back)              /* 1 + 2 + ... + x: its loop starts at byte 2 */
         xorl %eax, %eax
 1:      addl %edi, %eax

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <cmocka.h>
 
@@ -102,7 +103,7 @@ static void test_refused_encodings(void **state) {
 
 #define CASE(name) extern int name(int); extern const char name##_end[];
 CASE(hp_rip_load) CASE(hp_short_jcc) CASE(hp_tail_jmp) CASE(hp_call) CASE(hp_vex)
-CASE(hp_endbr) CASE(hp_loop_back) CASE(hp_too_short)
+CASE(hp_endbr) CASE(hp_loop_back) CASE(hp_too_short) CASE(hp_far)
 #undef CASE
 
 static int (*orig[8])(int);
@@ -150,6 +151,35 @@ static void test_redirect(void **state) {
   assert_int_equal(hp_too_short(0) + 0, hp_too_short(0));
 }
 
+/* A wrapper out of rel32 reach of its function: the jump goes through
+ * the island's `jmp *wrapper`. The wrapper is code written into a page
+ * mapped 8 GiB away: it jumps on to the trampoline (*far_orig). */
+static int (*far_orig)(int);
+
+static void test_redirect_far(void **state) {
+  (void)state;
+  uintptr_t self = (uintptr_t)hp_far, hint = (self + (8ull << 30)) & ~(uintptr_t)0xfff;
+  uint8_t *far = mmap((void *)hint, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(far != MAP_FAILED);
+  intptr_t d = (intptr_t)((uintptr_t)far - self);
+  if (d == (int32_t)d) skip(); /* the kernel put it near after all */
+  uint64_t slot = (uint64_t)(uintptr_t)&far_orig;
+  far[0] = 0x48, far[1] = 0xb8; /* movabs $slot, %rax */
+  memcpy(far + 2, &slot, 8);
+  far[10] = 0xff, far[11] = 0x20; /* jmp *(%rax) */
+  mt__island *is = mt__island_near((uintptr_t)hp_far, (uintptr_t)hp_far_end);
+  assert_non_null(is);
+  mt__patch p;
+  size_t size = (size_t)(hp_far_end - (const char *)hp_far);
+  assert_int_equal(mt__patch_prepare(is, (void *)hp_far, size, far, &p), 0);
+  assert_true(p.jump != far); /* through the island */
+  *(void **)&far_orig = p.trampoline;
+  assert_int_equal(mt__patch_apply(is, &p, 1), 0);
+  assert_int_equal(hp_far(1), 10);
+  munmap(far, 4096);
+}
+
 /* ---- decode FILE < RANGES ---- */
 
 static int decode_file(const char *path) {
@@ -192,6 +222,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_known_encodings),
       cmocka_unit_test(test_refused_encodings),
       cmocka_unit_test(test_redirect),
+      cmocka_unit_test(test_redirect_far),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
