@@ -12,7 +12,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 DEPS = build-essential cmake libcmocka-dev xz-utils babeltrace2 clang \
        libclang-rt-14-dev time zlib1g-dev libdeflate0 protobuf-compiler \
        libunwind-dev libdw-dev python3 libmicrohttpd-dev pkg-config \
-       chromium libjemalloc2 \
+       chromium libjemalloc2 libjemalloc-dev libmimalloc-dev redis-server redis-tools \
        python3-dev python3-numpy python3-pandas python3-matplotlib \
        python3-pytest python3-nbclient python3-nbformat python3-ipykernel \
        python3-pip python3-setuptools groff-base man-db bsdextrautils golang-go \

@@ -829,7 +829,7 @@ attach)
     for _ in $(seq 200); do grep -qx "$2" "$1" 2> /dev/null && return 0; sleep 0.05; done
     return 1
   }
-  "$bin/prog_attach" > pa.out 2>&1 &
+  "$bin/prog_attach" "$bin/libmt_dl_test.so" > pa.out 2>&1 &
   prog=$!
   wait_line pa.out ready || bad "prog_attach did not start"
   "$memtrace" attach --rate 1 -o a.ctf "$prog" > at.out 2> at.err &
@@ -846,11 +846,27 @@ attach)
   kill -USR2 "$prog"
   wait "$prog" || bad "prog_attach failed after the detach: $(cat pa.out)"
   grep -q "^done, 0 errors$" pa.out && ok || bad "prog_attach: $(tail -1 pa.out)"
-  grep "^window_" pa.out > truth.txt
+  grep -E "^(window_|dl_site)" pa.out > truth.txt
   "$bin/check_trace" a.ctf sites > sites.txt || bad "trace unreadable"
   compare_exact truth.txt sites.txt
   ! grep -q "^before_alloc " sites.txt && ok || bad "blocks from before the window in the trace: $(grep before_alloc sites.txt)"
   "$memtrace" info a.ctf | grep -q "allocator=redirected, attached" && ok || bad "runtime parameters: $("$memtrace" info a.ctf | grep runtime)"
+  # a C++ program: operator new and delete through the wrapped malloc
+  "$bin/prog_attach_cxx" > cx.out 2>&1 &
+  prog=$!
+  wait_line cx.out ready || bad "prog_attach_cxx did not start"
+  "$memtrace" attach -q --rate 1 -o cx.ctf "$prog" 2> cx.err &
+  at=$!
+  for _ in $(seq 200); do grep -q "^memtrace attach: tracing" cx.err && break; sleep 0.05; done
+  kill -USR1 "$prog"
+  wait_line cx.out "window done" || bad "prog_attach_cxx's window did not end"
+  kill -INT "$at"
+  wait "$at" || bad "attach to prog_attach_cxx: $(cat cx.err)"
+  kill -USR2 "$prog"
+  wait "$prog" || bad "prog_attach_cxx failed: $(cat cx.out)"
+  grep "^cxx_site " cx.out > truth.txt
+  "$bin/check_trace" cx.ctf sites > sites.txt || bad "prog_attach_cxx's trace unreadable"
+  compare_exact truth.txt sites.txt
   # 20 attach and detach cycles on one run: its output as without them,
   # and each cycle a whole trace
   "$bin/prog_steady" 0.5 > plain.txt
@@ -928,6 +944,29 @@ time.sleep(1.5)
     kill "$us" 2> /dev/null; wait "$us" 2> /dev/null
   else
     echo "unshare --pid not permitted here: another PID namespace not tried"
+  fi
+  # a real server under load: redis-server (its I/O and background
+  # threads) attached for a second while redis-benchmark runs; every
+  # request answered, and it serves on after the detach
+  if command -v redis-server > /dev/null && command -v redis-benchmark > /dev/null && command -v redis-cli > /dev/null; then
+    port=$(free_port)
+    redis-server --port "$port" --save "" --appendonly no --io-threads 2 > redis.log 2>&1 &
+    rs=$!
+    for _ in $(seq 100); do redis-cli -p "$port" ping 2> /dev/null | grep -q PONG && break; sleep 0.05; done
+    redis-benchmark -p "$port" -n 60000 -t set,get -q > bench.txt 2>&1 &
+    rb=$!
+    sleep 0.3
+    "$memtrace" attach -q --rate 1e-3 --duration 1 -o redis.ctf "$rs" 2> redis.err || bad "attach to redis-server: $(cat redis.err)"
+    wait "$rb" || bad "redis-benchmark failed: $(cat bench.txt)"
+    [ "$(grep -c "requests per second" bench.txt)" = 2 ] && ok || bad "redis-benchmark's results: $(cat bench.txt)"
+    [ "$(redis-cli -p "$port" set k v)" = OK ] && [ "$(redis-cli -p "$port" get k)" = v ] && ok ||
+      bad "redis-server after the detach"
+    [ "$("$bin/check_trace" redis.ctf summary | awk '/^allocations/ { print $2 }')" -gt 10 ] && ok ||
+      bad "redis-server's trace: $("$bin/check_trace" redis.ctf summary)"
+    redis-cli -p "$port" shutdown nosave > /dev/null 2>&1
+    wait "$rs" 2> /dev/null
+  else
+    echo "redis-server, redis-benchmark or redis-cli not installed (make deps): a real server not tried"
   fi
   # CPython running a workload: its output unchanged, its allocations traced
   py=$(command -v python3)

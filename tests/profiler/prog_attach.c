@@ -6,7 +6,11 @@
  * (window_realloc, then freed) and keep some (window_keep) past the
  * window; it says "window done" and waits for SIGUSR2, then frees the kept
  * blocks, allocates more, and prints the truth for the window's sites at
- * rate 1 ("SITE objects bytes live-at-the-window's-end"). */
+ * rate 1 ("SITE objects bytes live-at-the-window's-end"). Usage:
+ * prog_attach [LIBRARY]: with LIBRARY (libmt_dl_test.so), the window also
+ * opens it, calls its dl_work (300 blocks of 1000 bytes at dl_site) and
+ * closes it, three times. */
+#include <dlfcn.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -61,7 +65,7 @@ static void wait_for(int sig) {
   sigwait(&set, &got);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   sigset_t block;
   sigemptyset(&block);
   sigaddset(&block, SIGUSR1);
@@ -88,6 +92,13 @@ int main(void) {
       free(before[i]);
     }
   }
+  for (int r = 0; argc > 1 && r < 3; r++) { /* a library opened and closed in the window */
+    void *h = dlopen(argv[1], RTLD_NOW);
+    void (*work)(void) = h ? (void (*)(void))dlsym(h, "dl_work") : NULL;
+    if (!work) errors++;
+    else work();
+    if (h) dlclose(h);
+  }
   printf("window done\n");
   fflush(stdout);
   wait_for(SIGUSR2);
@@ -101,6 +112,7 @@ int main(void) {
   printf("window_alloc %d %d 0\n", THREADS * PER_THREAD, THREADS * PER_THREAD * 2000);
   printf("window_realloc %d %d 0\n", REALLOCS, REALLOCS * 1008);
   printf("window_keep %d %d %d\n", THREADS * KEEP, THREADS * KEEP * 48, THREADS * KEEP);
+  if (argc > 1) printf("dl_site 900 900000 0\n");
   printf("done, %d errors\n", errors);
   return errors != 0;
 }
