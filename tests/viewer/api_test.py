@@ -744,6 +744,37 @@ def test_listen():
     check(os.path.getsize(out) > 0, "-o keeps the trace")
 
 
+def test_attach():
+    """memtrace view --attach PID: the live view of a running process that
+    memtrace attach traces into the viewer; at the end (the viewer's stop),
+    the process is detached and runs on to its normal end."""
+    prog_path = os.path.join(os.path.dirname(MEMTRACE), "prog_steady")
+    if not os.path.exists(prog_path):
+        raise SystemExit(77)
+    plain = subprocess.run([prog_path, "0.2"], capture_output=True, text=True, check=True).stdout
+    prog = subprocess.Popen([prog_path, "6"], stdout=subprocess.PIPE, text=True)
+    out = os.path.join(TMP, "attached.ctf")
+    srv = Server("--attach", str(prog.pid), "--rate", "1e-3", "-o", out)
+    try:
+        st = wait_for(srv, lambda s: s["state"] == "ready" and s["objects"] > 0, "first data")
+        check(st.get("live") is True, f"a live view: {st}")
+        g1 = st["generation"]
+        wait_for(srv, lambda s: s["generation"] > g1, "updates while the process runs", timeout=20)
+        info = srv.json("/api/info")
+        check(info["pid"] == prog.pid and "attached" in info["runtime_params"], f"the attached process: {info}")
+        names = {x.get("function") for x in srv.json("/api/sites?n=100")["sites"]}
+        check("steady_site" in names, f"its sites: {names}")
+    finally:
+        srv.stop()
+    check(prog.wait(timeout=30) == 0, "the process runs on after the viewer stops")
+    check(prog.stdout.read() == plain, "its output as without the attach")
+    check(os.path.getsize(out) > 0, "-o keeps the trace")
+    bad = subprocess.run([MEMTRACE, "view", "--attach", "abc"], capture_output=True, text=True)
+    check(bad.returncode == 2 and "--attach takes a process id, not 'abc'" in bad.stderr, bad.stderr)
+    bad = subprocess.run([MEMTRACE, "view", "--rate", "1e-3", "x.ctf"], capture_output=True, text=True)
+    check(bad.returncode == 2 and "--rate goes with --attach" in bad.stderr, bad.stderr)
+
+
 def test_native():
     """A native program's trace (every block external): /api/info says it
     has no runtime heaps, which the page reads to speak of freed objects and

@@ -1,8 +1,12 @@
 /* memtrace view: the interactive viewer (src/viewer, docs/viewer.md). */
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "cli.h"
+#include "view_attach.h"
 #include "viewer/viewer.h"
 
 static const char usage[] =
@@ -11,6 +15,7 @@ static const char usage[] =
     "       memtrace view --follow [--port N] [--host ADDR [--no-token]] [--open] TRACE\n"
     "       memtrace view --listen [HOST:]PORT [-o FILE] [--port N] [--host ADDR [--no-token]]\n"
     "                     [--open]\n"
+    "       memtrace view --attach PID [--rate R] [-o FILE] [--port N] [--open]\n"
     "\n"
     "Loads the trace once and serves a web page to explore it (flame graph,\n"
     "live heap over time, hot functions, paths, sites, leaks, histograms, with\n"
@@ -43,12 +48,16 @@ static const char usage[] =
     "  --open            open the page with xdg-open\n"
     "  --follow          the trace is still being written: reload as it grows\n"
     "  --listen [H:]P    receive a traced program's stream (MEMTRACE=tcp:H:P)\n"
-    "                    and show it live; -o FILE keeps the trace\n";
+    "                    and show it live; -o FILE keeps the trace\n"
+    "  --attach PID      trace the running process PID (memtrace attach, at\n"
+    "                    --rate R) and show it live, until Ctrl-C; -o FILE\n"
+    "                    keeps the trace\n";
 
 static int run(int argc, char **argv) {
   mt_viewer_opts o = {0};
   static mt_cli_list base;
   size_t port = 8080;
+  const char *attach = NULL, *rate = NULL;
   const mt_option options[] = {{"--port", NULL, MT_OPT_COUNT, &port, NULL, 0, 0, 65535},
                                {"--host", NULL, MT_OPT_TEXT, &o.host, NULL, 0, 0, 0},
                                {"--no-token", NULL, MT_OPT_FLAG, &o.no_token, NULL, 1, 0, 0},
@@ -57,11 +66,36 @@ static int run(int argc, char **argv) {
                                {"--listen", NULL, MT_OPT_TEXT, &o.listen, NULL, 0, 0, 0},
                                {"-o", "--output", MT_OPT_TEXT, &o.output, NULL, 0, 0, 0},
                                {"--base", NULL, MT_OPT_LIST, &base, NULL, 0, 0, 0},
+                               {"--attach", NULL, MT_OPT_TEXT, &attach, NULL, 0, 0, 0},
+                               {"--rate", NULL, MT_OPT_TEXT, &rate, NULL, 0, 0, 0},
                                {NULL, NULL, 0, NULL, NULL, 0, 0, 0}};
   static const char *args[MT_CLI_MAX_TRACES];
   mt_cli_spec spec = {options, NULL, args, 0, MT_CLI_MAX_TRACES, "TRACE", 0, 0, NULL};
   size_t nargs = mt_cli_parse(&mt_cmd_view, argc, argv, &spec);
   o.port = (int)port;
+  char listen_at[32];
+  pid_t attacher = 0;
+  if (rate && !attach) mt_cli_usage_error(&mt_cmd_view, "--rate goes with --attach");
+  if (attach) {
+    char *end;
+    long pid = strtol(attach, &end, 10);
+    if (*end || pid <= 0 || pid > INT32_MAX)
+      mt_cli_usage_error(&mt_cmd_view, "--attach takes a process id, not '%s'", attach);
+    if (o.listen || nargs || o.follow || base.n)
+      mt_cli_usage_error(&mt_cmd_view, "--attach takes no TRACE, --listen, --follow or --base");
+    int p = mt_attach_free_port();
+    if (p < 0) {
+      fprintf(stderr, "memtrace view: no loopback port free for the process's stream\n");
+      return 1;
+    }
+    snprintf(listen_at, sizeof listen_at, "127.0.0.1:%d", p);
+    o.listen = listen_at;
+    /* forked before the viewer starts any thread */
+    if (mt_attach_spawn_for_view((pid_t)pid, rate, p, &attacher) != 0) {
+      fprintf(stderr, "memtrace view: cannot start memtrace attach\n");
+      return 1;
+    }
+  }
   if (o.listen && (nargs || o.follow))
     mt_cli_usage_error(&mt_cmd_view, "--listen takes no TRACE (use -o FILE to keep it)");
   if (!o.listen && !nargs) mt_cli_usage_error(&mt_cmd_view, "missing TRACE");
@@ -86,6 +120,11 @@ static int run(int argc, char **argv) {
     o.base = (const char *const *)base_paths;
   }
   int rc = mt_viewer_serve(&o);
+  if (attacher > 0) { /* Ctrl-C reached it too; else it is told now */
+    kill(attacher, SIGINT);
+    int st;
+    waitpid(attacher, &st, 0);
+  }
   for (size_t i = 0; i < o.ntraces; i++) free(paths[i]);
   free(paths);
   for (size_t i = 0; i < o.nbase; i++) free(base_paths[i]);
