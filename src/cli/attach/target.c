@@ -122,8 +122,6 @@ static long read_number(const char *path) {
 }
 
 void mt_attach_explain_ptrace(pid_t pid, int err, const char *detail, char *why, size_t n) {
-  char name[64];
-  comm_of(pid, name, sizeof name);
   if (err == ESRCH) {
     snprintf(why, n, "it exited");
     return;
@@ -132,11 +130,8 @@ void mt_attach_explain_ptrace(pid_t pid, int err, const char *detail, char *why,
     snprintf(why, n, "%s", detail);
     return;
   }
-  long uid = status_field(pid, "Uid"), dumpable = -1;
+  long uid = status_field(pid, "Uid");
   long scope = read_number("/proc/sys/kernel/yama/ptrace_scope");
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  (void)dumpable;
   if (uid >= 0 && uid != (long)geteuid() && geteuid() != 0) {
     snprintf(why, n, "not permitted: it belongs to user %ld and memtrace runs as user %ld: attach "
              "as that user, or as root", uid, (long)geteuid());
