@@ -7,8 +7,8 @@
 # (roundtrip), tests/fuzz/crashes/viewer_api/ (viewer_api) or
 # tests/fuzz/crashes/analysis/ (analysis), tests/fuzz/crashes/dwline/
 # (dwline), tests/fuzz/crashes/cfi/ (cfi), tests/fuzz/crashes/rustdemangle/
-# (rustdemangle) or tests/fuzz/crashes/perfmap/
-# (perfmap) so that the replay test keeps
+# (rustdemangle), tests/fuzz/crashes/perfmap/ (perfmap) or
+# tests/fuzz/crashes/insn/ (insn) so that the replay test keeps
 # checking it.
 #
 # Environment:
@@ -25,7 +25,7 @@ build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 # The tests are left out: the fuzz targets need nothing of them (nor cmocka).
 CC=${CC:-clang} cmake -S "$root" -B "$build" -DMT_FUZZ=ON -DMT_SANITIZE=ON -DMT_TESTS=OFF
 cmake --build "$build" -j"$(nproc)" --target fuzz_reader fuzz_roundtrip fuzz_rustdemangle \
-  fuzz_viewer_api fuzz_analysis fuzz_dwline fuzz_cfi fuzz_perfmap
+  fuzz_viewer_api fuzz_analysis fuzz_dwline fuzz_cfi fuzz_perfmap fuzz_insn
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/memtrace-fuzz.XXXXXX")
 failed=0
@@ -60,6 +60,7 @@ run fuzz_analysis "$root/tests/fuzz/corpus" -dict="$root/tests/fuzz/fuzz_reader.
 run fuzz_dwline "$root/tests/fuzz/corpus_dwline"
 run fuzz_cfi "$root/tests/fuzz/corpus_cfi" -dict="$root/tests/fuzz/fuzz_cfi.dict"
 run fuzz_perfmap "$root/tests/fuzz/corpus_perfmap"
+run fuzz_insn "$root/tests/fuzz/corpus_insn"
 
 if [ "$failed" -ne 0 ]; then
   echo "fuzzing found failures; inputs and logs kept in $work"
