@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "attach_abi.h"
 #include "engine/engine_internal.h"
@@ -25,6 +26,12 @@ extern MT__HIDDEN void *(*mt__real_pvalloc)(size_t);
 extern MT__HIDDEN void (*mt__real_free_sized)(void *, size_t);
 extern MT__HIDDEN void (*mt__real_free_aligned_sized)(void *, size_t, size_t);
 extern MT__HIDDEN size_t (*mt__real_usable_size)(void *);
+
+/* The C library's mmap, munmap and mremap (preload_mmap.c): found at load;
+ * in an attached process, their trampolines (preload_redirect.c). */
+extern MT__HIDDEN void *(*mt__real_mmap)(void *, size_t, int, int, int, off_t);
+extern MT__HIDDEN int (*mt__real_munmap)(void *, size_t);
+extern MT__HIDDEN void *(*mt__real_mremap)(void *, size_t, size_t, int, ...);
 
 /* Where the interposer keeps a sampled block's handle: in a header.
  *

@@ -65,19 +65,18 @@ static struct {
   region *v; /* sorted by lo, disjoint */
   size_t n, cap;
   _Atomic size_t count; /* n, for munmap's test without the lock */
-  struct {
-    void *(*mmap)(void *, size_t, int, int, int, off_t);
-    int (*munmap)(void *, size_t);
-    void *(*mremap)(void *, size_t, size_t, int, ...);
-  } real;
   mt__segment own, allocator; /* code whose mappings are not the program's */
   int off;                    /* MEMTRACE_MAPPINGS=0 */
 } maps;
 
+void *(*mt__real_mmap)(void *, size_t, int, int, int, off_t);
+int (*mt__real_munmap)(void *, size_t);
+void *(*mt__real_mremap)(void *, size_t, size_t, int, ...);
+
 void mt__mmap_resolve(void) {
-  *(void **)&maps.real.mmap = dlsym(RTLD_NEXT, "mmap");
-  *(void **)&maps.real.munmap = dlsym(RTLD_NEXT, "munmap");
-  *(void **)&maps.real.mremap = dlsym(RTLD_NEXT, "mremap");
+  *(void **)&mt__real_mmap = dlsym(RTLD_NEXT, "mmap");
+  *(void **)&mt__real_munmap = dlsym(RTLD_NEXT, "munmap");
+  *(void **)&mt__real_mremap = dlsym(RTLD_NEXT, "mremap");
   mt__segment_of((uintptr_t)&mt__mmap_resolve, 1, &maps.own);
   /* the next malloc's library, unless it is the C library (whose mappings
    * never come here) or this one */
@@ -91,17 +90,17 @@ void mt__mmap_resolve(void) {
 /* Before the constructor ran (another preloaded library's constructor),
  * the system calls themselves. */
 static void *real_mmap(void *a, size_t len, int prot, int flags, int fd, off_t off) {
-  if (maps.real.mmap) return maps.real.mmap(a, len, prot, flags, fd, off);
+  if (mt__real_mmap) return mt__real_mmap(a, len, prot, flags, fd, off);
   long r = syscall(SYS_mmap, a, len, prot, flags, fd, off);
   return r == -1 ? MAP_FAILED : (void *)r;
 }
 
 static int real_munmap(void *a, size_t len) {
-  return maps.real.munmap ? maps.real.munmap(a, len) : (int)syscall(SYS_munmap, a, len);
+  return mt__real_munmap ? mt__real_munmap(a, len) : (int)syscall(SYS_munmap, a, len);
 }
 
 static void *real_mremap(void *old, size_t old_len, size_t len, int flags, void *to) {
-  if (maps.real.mremap) return maps.real.mremap(old, old_len, len, flags, to);
+  if (mt__real_mremap) return mt__real_mremap(old, old_len, len, flags, to);
   long r = syscall(SYS_mremap, old, old_len, len, flags, to);
   return r == -1 ? MAP_FAILED : (void *)r;
 }

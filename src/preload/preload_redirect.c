@@ -56,6 +56,8 @@ static struct {
   size_t (*xallocx)(void *, size_t, size_t, int);
   size_t (*sallocx)(const void *, int);
   void *(*mallocx)(size_t, int);
+  /* the C library's, in an attached process */
+  void *mmap, *munmap, *mremap;
 } orig;
 
 /* This library's own wrappers (free, malloc_usable_size), for jemalloc's
@@ -197,6 +199,12 @@ static const fn family[] = {
     {"malloc_usable_size", REQUIRED, (void **)&orig.usable_size, (void **)&mt__real_usable_size,
      (void *)shim_usable_size, NULL, 0},
     {"reallocarray", IF_MOVABLE, NULL, NULL, NULL, NULL, 0},
+    /* the mapping functions, when the allocator defines them (the C library,
+     * in an attached process): its own mappings, made from its code, are
+     * told apart by their caller (preload_mmap.c) */
+    {"mmap", IF_MOVABLE, &orig.mmap, (void **)&mt__real_mmap, NULL, NULL, 0},
+    {"munmap", IF_MOVABLE, &orig.munmap, (void **)&mt__real_munmap, NULL, NULL, 0},
+    {"mremap", IF_MOVABLE, &orig.mremap, (void **)&mt__real_mremap, NULL, NULL, 0},
     JE(dallocx), JE(sdallocx), JE(rallocx), JE(xallocx), JE(sallocx),
     CXX("_Znwm"), CXX("_Znam"), CXX("_ZnwmRKSt9nothrow_t"), CXX("_ZnamRKSt9nothrow_t"),
     CXX("_ZnwmSt11align_val_t"), CXX("_ZnamSt11align_val_t"),
@@ -306,10 +314,12 @@ static const char *prepare(plan *pl) {
  * marked busy around them, and a call is saved. */
 static void commit(const plan *pl) {
   for (size_t k = 0; k < pl->n; k++)
-    if (pl->which[k]->slot) *pl->which[k]->slot = pl->libc ? *pl->which[k]->orig : pl->which[k]->shim;
+    if (pl->which[k]->slot)
+      *pl->which[k]->slot = pl->libc || !pl->which[k]->shim ? *pl->which[k]->orig : pl->which[k]->shim;
   for (size_t k = 0; k < pl->naliases; k++)
     if (pl->aliases[k].f->slot)
-      *pl->aliases[k].f->slot = pl->libc ? *pl->aliases[k].f->orig : pl->aliases[k].f->shim;
+      *pl->aliases[k].f->slot =
+          pl->libc || !pl->aliases[k].f->shim ? *pl->aliases[k].f->orig : pl->aliases[k].f->shim;
   /* the word before another allocator's block may lie in an unmapped page */
   if (!pl->libc) mt__hdr_mode.on = 0;
 }

@@ -847,6 +847,9 @@ attach)
   wait "$prog" || bad "prog_attach failed after the detach: $(cat pa.out)"
   grep -q "^done, 0 errors$" pa.out && ok || bad "prog_attach: $(tail -1 pa.out)"
   grep -E "^(window_|dl_site)" pa.out > truth.txt
+  # the C library's own mappings (malloc's, thread stacks) are not the program's
+  [ "$("$bin/check_trace" a.ctf mappings | cut -d' ' -f1)" = window_map ] && ok ||
+    bad "the mappings of the window: $("$bin/check_trace" a.ctf mappings)"
   "$bin/check_trace" a.ctf sites > sites.txt || bad "trace unreadable"
   compare_exact truth.txt sites.txt
   ! grep -q "^before_alloc " sites.txt && ok || bad "blocks from before the window in the trace: $(grep before_alloc sites.txt)"

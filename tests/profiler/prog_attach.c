@@ -6,7 +6,9 @@
  * (window_realloc, then freed) and keep some (window_keep) past the
  * window; it says "window done" and waits for SIGUSR2, then frees the kept
  * blocks, allocates more, and prints the truth for the window's sites at
- * rate 1 ("SITE objects bytes live-at-the-window's-end"). Usage:
+ * rate 1 ("SITE objects bytes live-at-the-window's-end"); the window also
+ * maps 8 anonymous regions (window_map), unmaps 4 and one made before it.
+ * Usage:
  * prog_attach [LIBRARY]: with LIBRARY (libmt_dl_test.so), the window also
  * opens it, calls its dl_work (300 blocks of 1000 bytes at dl_site) and
  * closes it, three times. */
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define NOINLINE __attribute__((noinline))
 #define THREADS 8
@@ -25,7 +28,7 @@
 #define REALLOCS 100
 #define KEEP 10
 
-static void *before[BEFORE], *kept[THREADS][KEEP];
+static void *before[BEFORE], *kept[THREADS][KEEP], *maps[8];
 static int errors;
 
 /* handed from thread k to thread k + 1 */
@@ -39,6 +42,9 @@ NOINLINE static void *before_alloc(size_t n) { return malloc(n); }
 NOINLINE static void *window_alloc(size_t n) { return malloc(n); }
 NOINLINE static void *window_keep(size_t n) { return malloc(n); }
 NOINLINE static void *window_realloc(void *p, size_t n) { return realloc(p, n); }
+NOINLINE static void *window_map(size_t n) {
+  return mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+}
 
 static void *worker(void *arg) {
   int k = (int)(long)arg, next = (k + 1) % THREADS;
@@ -72,6 +78,7 @@ int main(int argc, char **argv) {
   sigaddset(&block, SIGUSR2);
   pthread_sigmask(SIG_BLOCK, &block, NULL);
   for (int i = 0; i < BEFORE; i++) memset(before[i] = before_alloc(1000), 1, 1000);
+  void *early = mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   for (int k = 0; k < THREADS; k++) pthread_mutex_init(&handoff[k].lock, NULL);
   printf("ready\n");
   fflush(stdout);
@@ -92,6 +99,15 @@ int main(int argc, char **argv) {
       free(before[i]);
     }
   }
+  /* mappings: 8 made, 4 unmapped in the window, 4 after it; one from
+   * before the window unmapped in it */
+  for (int i = 0; i < 8; i++) {
+    maps[i] = window_map(65536);
+    if (maps[i] == MAP_FAILED) errors++;
+    else memset(maps[i], 1, 65536);
+  }
+  for (int i = 0; i < 4; i++) munmap(maps[i], 65536);
+  munmap(early, 65536);
   for (int r = 0; argc > 1 && r < 3; r++) { /* a library opened and closed in the window */
     void *h = dlopen(argv[1], RTLD_NOW);
     void (*work)(void) = h ? (void (*)(void))dlsym(h, "dl_work") : NULL;
@@ -109,10 +125,12 @@ int main(int argc, char **argv) {
       free(kept[k][i]);
     }
   for (int i = 0; i < 10000; i++) free(malloc((size_t)(i % 100) * 8 + 8));
+  for (int i = 4; i < 8; i++) munmap(maps[i], 65536);
   printf("window_alloc %d %d 0\n", THREADS * PER_THREAD, THREADS * PER_THREAD * 2000);
   printf("window_realloc %d %d 0\n", REALLOCS, REALLOCS * 1008);
   printf("window_keep %d %d %d\n", THREADS * KEEP, THREADS * KEEP * 48, THREADS * KEEP);
   if (argc > 1) printf("dl_site 900 900000 0\n");
+  printf("window_map 8 524288 4\n");
   printf("done, %d errors\n", errors);
   return errors != 0;
 }
