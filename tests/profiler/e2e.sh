@@ -873,7 +873,7 @@ attach)
   # 20 attach and detach cycles on one run: its output as without them,
   # and each cycle a whole trace
   "$bin/prog_steady" 0.5 > plain.txt
-  "$bin/prog_steady" 6 > steady.txt &
+  "$bin/prog_steady" 10 > steady.txt &
   prog=$!
   sleep 0.2
   for i in $(seq 20); do
