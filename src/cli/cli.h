@@ -78,6 +78,9 @@ void mt_cli_usage_error(const mt_command *cmd, const char *fmt, ...)
 int mt_cli_is_help(const char *arg);
 /* Prints the command's usage to stdout and returns 0. */
 int mt_cli_help(const mt_command *cmd);
+/* The tracer's --rate (a number in (0, 1]) and --depth (1 to 4096), as
+ * run and attach take them (NULL: not given); a bad one is a usage error. */
+void mt_cli_check_rate_depth(const mt_command *cmd, const char *rate, const char *depth);
 /* Prints "memtrace CMD: out of memory" and exits 1. */
 void mt_cli_nomem(const mt_command *cmd) __attribute__((noreturn));
 /* realloc that exits on failure. */
@@ -89,6 +92,9 @@ void *mt_cli_xrealloc(const mt_command *cmd, void *p, size_t n);
  * executable, or in ../lib/memtrace or ../lib from its directory. Writes
  * its path to out (n bytes); 0, or -1 if none is readable. */
 int mt_cli_find_companion(const char *file, char *out, size_t n);
+/* The malloc interposer, libmemtrace_preload.so: $MEMTRACE_PRELOAD if set,
+ * else the companion. 0, or -1 if it is not readable. */
+int mt_cli_find_preload(char *out, size_t n);
 
 /* Opens a trace or exits 1 with the reader's message. */
 mt_reader *mt_cli_open(const char *path);

@@ -169,3 +169,16 @@ size_t mt_cli_parse(const mt_command *cmd, int argc, char **argv, mt_cli_spec *s
   if (npos < spec->min) mt_cli_usage_error(cmd, "missing %s", spec->what ? spec->what : "TRACE");
   return npos;
 }
+
+void mt_cli_check_rate_depth(const mt_command *cmd, const char *rate, const char *depth) {
+  char *end;
+  if (rate) {
+    double r = strtod(rate, &end);
+    if (*end || !(r > 0 && r <= 1))
+      mt_cli_usage_error(cmd, "--rate must be a number in (0, 1], not '%s'", rate);
+  }
+  if (depth) {
+    long d = strtol(depth, &end, 10);
+    if (*end || d < 1 || d > 4096) mt_cli_usage_error(cmd, "--depth must be 1 to 4096, not '%s'", depth);
+  }
+}

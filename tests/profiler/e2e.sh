@@ -32,6 +32,20 @@ compare_exact() {
   done < "$1"
 }
 
+# check_bands LABEL TRUTH SITES [UNSAMPLED_MAX]: at a rate below 1, each
+# site's true bytes (TRUTH: "SITE count bytes live") lie within the
+# estimate's band (SITES, as check_trace prints it); a site never sampled is
+# a failure from UNSAMPLED_MAX bytes up (default 2 MB; 0: always).
+check_bands() {
+  local label=$1 max=${4:-2000000} site count bytes live line est lo hi
+  while read -r site count bytes live; do
+    line=$(grep "^$site " "$3") || { [ "$bytes" -lt "$max" ] && ok || bad "$label: $site ($bytes bytes) never sampled"; continue; }
+    read -r _ _ est lo hi _ _ <<< "$line"
+    awk -v t="$bytes" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(t >= lo && t <= hi) }' && ok ||
+      bad "$label: $site: true $bytes bytes outside [$lo, $hi] (estimate $est)"
+  done < "$2"
+}
+
 # free_port: a port nothing listens on now.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
@@ -161,12 +175,7 @@ mappings)
   for seed in 1 2; do
     MEMTRACE=s$seed.ctf MEMTRACE_RATE=1e-3 MEMTRACE_SEED=$seed traced "$bin/prog_maps" 10 > truth.txt
     "$bin/check_trace" s$seed.ctf mappings > maps.txt || bad "trace unreadable"
-    while read -r name count bytes live; do
-      line=$(grep "^$name " maps.txt) || { bad "$name ($bytes bytes) never sampled"; continue; }
-      read -r _ _ est lo hi _ _ <<< "$line"
-      awk -v t="$bytes" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(t >= lo && t <= hi) }' && ok ||
-        bad "seed $seed: $name: true $bytes bytes outside [$lo, $hi] (estimate $est)"
-    done < truth.txt
+    check_bands "seed $seed" truth.txt maps.txt 0
   done
   ;;
 next-allocator)
@@ -232,12 +241,7 @@ sites-sampled)
   for seed in 1 2 3; do
     MEMTRACE=t$seed.ctf MEMTRACE_RATE=1e-3 MEMTRACE_SEED=$seed traced "$bin/prog_sites" 60 > truth.txt
     "$bin/check_trace" t$seed.ctf sites > sites.txt || bad "trace unreadable"
-    while read -r name count bytes live; do
-      line=$(grep "^$name " sites.txt) || { [ "$bytes" -lt 2000000 ] && ok || bad "$name ($bytes bytes) never sampled"; continue; }
-      read -r _ _ est lo hi _ _ <<< "$line"
-      awk -v t="$bytes" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(t >= lo && t <= hi) }' && ok ||
-        bad "seed $seed: $name: true $bytes bytes outside [$lo, $hi] (estimate $est)"
-    done < truth.txt
+    check_bands "seed $seed" truth.txt sites.txt
   done
   ;;
 cxx)
@@ -1072,12 +1076,7 @@ linked-allocators)
     for seed in 8 10; do
       env MEMTRACE="$name$seed.ctf" MEMTRACE_RATE=1e-3 MEMTRACE_SEED=$seed "$@" > truth.txt 2> /dev/null
       "$bin/check_trace" "$name$seed.ctf" sites > sites.txt || bad "$name: trace unreadable"
-      while read -r site count bytes live; do
-        line=$(grep "^$site " sites.txt) || { [ "$bytes" -lt 2000000 ] && ok || bad "$name: $site ($bytes bytes) never sampled"; continue; }
-        read -r _ _ est lo hi _ _ <<< "$line"
-        awk -v t="$bytes" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(t >= lo && t <= hi) }' && ok ||
-          bad "$name seed $seed: $site: true $bytes bytes outside [$lo, $hi] (estimate $est)"
-      done < truth.txt
+      check_bands "$name seed $seed" truth.txt sites.txt
     done
   }
   tested=0

@@ -90,17 +90,10 @@ static void parse(int argc, char **argv, settings *s) {
   long p = strtol(pid, &end, 10);
   if (*end || p <= 0 || p > INT32_MAX) mt_cli_usage_error(cmd, "PID must be a process id, not '%s'", pid);
   s->pid = (pid_t)p;
-  if (s->rate) {
-    double r = strtod(s->rate, &end);
-    if (*end || !(r > 0 && r <= 1)) mt_cli_usage_error(cmd, "--rate must be a number in (0, 1], not '%s'", s->rate);
-  }
+  mt_cli_check_rate_depth(cmd, s->rate, s->depth);
   if (s->duration) {
     double d = strtod(s->duration, &end);
     if (*end || !(d > 0)) mt_cli_usage_error(cmd, "--duration must be a number of seconds above 0, not '%s'", s->duration);
-  }
-  if (s->depth) {
-    long d = strtol(s->depth, &end, 10);
-    if (*end || d < 1 || d > 4096) mt_cli_usage_error(cmd, "--depth must be 1 to 4096, not '%s'", s->depth);
   }
 }
 
@@ -110,66 +103,68 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* The addresses of the library's entry points in the process. */
+/* Where the calls go in the process: the C library's dlopen and dlerror
+ * (their addresses), and the library's entry points (their offsets, until
+ * it is loaded). Read from the files before any thread is stopped. */
 typedef struct entries {
+  uint64_t dlopen, dlerror;
   uint64_t area, begin, end;
 } entries;
 
-static int library_entries(pid_t pid, const char *lib, entries *e, char *why, size_t n) {
+/* 0, -1 with why, or 1 when its maps cannot be read yet (another user's
+ * process: ptrace says why, and once it is taken the maps can be read). */
+static int find_entries(pid_t pid, const char *lib, entries *e, char *why, size_t n) {
   uint64_t base, v[3];
-  char mapped[PATH_MAX];
-  static const char *const names[3] = {"mt__attach_area", "mt__attach_begin", "mt__attach_end"};
-  if (mt_maps_object(pid, lib, &base, mapped, sizeof mapped) != 0) {
-    snprintf(why, n, "%s is not mapped in it after loading", lib);
-    return -1;
-  }
-  for (int k = 0; k < 3; k++)
-    if (mt_elf_dynsym(lib, names[k], &v[k]) != 0) {
-      snprintf(why, n, "%s has no %s (a library of another version?)", lib, names[k]);
-      return -1;
-    }
-  *e = (entries){base + v[0], base + v[1], base + v[2]};
-  return 0;
-}
-
-/* A function of the process's C library: its address there. */
-static int libc_function(pid_t pid, const char *name, uint64_t *addr) {
-  uint64_t base, v;
   char mapped[PATH_MAX], path[PATH_MAX + 32];
-  if (mt_maps_object(pid, "libc.so.6", &base, mapped, sizeof mapped) != 0) return -1;
+  static const char *const libc_names[2] = {"dlopen", "dlerror"};
+  static const char *const names[3] = {"mt__attach_area", "mt__attach_begin", "mt__attach_end"};
+  if (mt_maps_object(pid, "libc.so.6", &base, mapped, sizeof mapped) != 0) return 1;
   snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, mapped); /* as the process sees it */
-  if (mt_elf_dynsym(path, name, &v) != 0 && mt_elf_dynsym(mapped, name, &v) != 0) return -1;
-  *addr = base + v;
-  return 0;
-}
-
-/* Loads the library into the process, unless it is there: 0, or -1. */
-static int load_library(mt_inject *in, const char *lib, char *why, size_t n) {
-  uint64_t base, dlopen_at, dlerror_at, handle, text;
-  char mapped[PATH_MAX];
-  if (mt_maps_object(in->pid, lib, &base, mapped, sizeof mapped) == 0) return 0; /* attached before */
-  if (libc_function(in->pid, "dlopen", &dlopen_at) != 0) {
+  if (mt_elf_dynsyms(path, libc_names, 2, v) != 0 && mt_elf_dynsyms(mapped, libc_names, 2, v) != 0) {
     snprintf(why, n, "its C library has no dlopen (glibc 2.34 or later is needed)");
     return -1;
   }
-  uint64_t at = mt_inject_scratch(in, strlen(lib) + 1);
-  if (mt_inject_write(in, at, lib, strlen(lib) + 1) != 0) {
-    snprintf(why, n, "cannot write into its memory");
+  e->dlopen = base + v[0];
+  e->dlerror = base + v[1];
+  if (mt_elf_dynsyms(lib, names, 3, v) != 0) {
+    snprintf(why, n, "%s lacks memtrace attach's entry points (a library of another version?)", lib);
     return -1;
   }
-  uint64_t args[2] = {at, RTLD_NOW};
-  if (mt_inject_call(in, dlopen_at, args, 2, &handle, 30000) != 0) {
-    snprintf(why, n, "dlopen in the process failed: %s", in->err);
-    return -1;
+  e->area = v[0], e->begin = v[1], e->end = v[2];
+  return 0;
+}
+
+/* Loads the library into the process, unless it is there, and makes the
+ * entry points' offsets addresses: 0, or -1. */
+static int load_library(mt_inject *in, const char *lib, entries *e, char *why, size_t n) {
+  uint64_t base, handle, text;
+  char mapped[PATH_MAX];
+  if (mt_maps_object(in->pid, lib, &base, mapped, sizeof mapped) != 0) { /* not attached before */
+    uint64_t at = mt_inject_scratch(in, strlen(lib) + 1);
+    if (mt_inject_write(in, at, lib, strlen(lib) + 1) != 0) {
+      snprintf(why, n, "cannot write into its memory");
+      return -1;
+    }
+    uint64_t args[2] = {at, RTLD_NOW};
+    if (mt_inject_call(in, e->dlopen, args, 2, &handle, 30000) != 0) {
+      snprintf(why, n, "dlopen in the process failed: %s", in->err);
+      return -1;
+    }
+    if (!handle) {
+      char msg[256] = "";
+      if (mt_inject_call(in, e->dlerror, NULL, 0, &text, 5000) == 0 && text)
+        mt_inject_read(in, text, msg, sizeof msg - 1);
+      msg[sizeof msg - 1] = 0;
+      snprintf(why, n, "it could not load %s: %s", lib, msg[0] ? msg : "(no reason given)");
+      return -1;
+    }
+    if (mt_maps_object(in->pid, lib, &base, mapped, sizeof mapped) != 0) {
+      snprintf(why, n, "%s is not mapped in it after loading", lib);
+      return -1;
+    }
   }
-  if (handle) return 0;
-  char msg[256] = "";
-  if (libc_function(in->pid, "dlerror", &dlerror_at) == 0 &&
-      mt_inject_call(in, dlerror_at, NULL, 0, &text, 5000) == 0 && text)
-    mt_inject_read(in, text, msg, sizeof msg - 1);
-  msg[sizeof msg - 1] = 0;
-  snprintf(why, n, "it could not load %s: %s", lib, msg[0] ? msg : "(no reason given)");
-  return -1;
+  e->area += base, e->begin += base, e->end += base;
+  return 0;
 }
 
 /* The jumps, written with every thread stopped and none inside the bytes
@@ -214,9 +209,16 @@ typedef struct pauses {
 static int start(const settings *s, const char *lib, const char *dest, entries *e, pauses *p,
                  char *why, size_t n) {
   mt_inject in;
+  int later = find_entries(s->pid, lib, e, why, n);
+  if (later < 0) return -1;
   double t0 = now_ms();
   if (mt_inject_begin(&in, s->pid) != 0) {
     mt_attach_explain_ptrace(s->pid, errno, in.err, why, n);
+    return -1;
+  }
+  if (later && (later = find_entries(s->pid, lib, e, why, n)) != 0) {
+    if (later > 0) snprintf(why, n, "its C library cannot be found in its memory map");
+    mt_inject_end(&in);
     return -1;
   }
   mt__attach_args a;
@@ -229,7 +231,7 @@ static int start(const settings *s, const char *lib, const char *dest, entries *
   snprintf(a.format, sizeof a.format, "%s", s->format);
   snprintf(a.context, sizeof a.context, "%s", s->context ? s->context : "");
   uint64_t rc;
-  int ok = load_library(&in, lib, why, n) == 0 && library_entries(s->pid, lib, e, why, n) == 0;
+  int ok = load_library(&in, lib, e, why, n) == 0;
   if (ok && (mt_inject_write(&in, e->area, &a, sizeof a) != 0 ||
              mt_inject_call(&in, e->begin, NULL, 0, &rc, 30000) != 0 ||
              mt_inject_read(&in, e->area, &a, sizeof a) != 0)) {
@@ -271,15 +273,8 @@ static int stop(const settings *s, const entries *e, double *paused_ms, char *wh
 }
 
 static int gone(pid_t pid) {
-  char path[64], stat[512];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return 1;
-  size_t k = fread(stat, 1, sizeof stat - 1, f);
-  fclose(f);
-  stat[k] = 0;
-  const char *close = strrchr(stat, ')');
-  return !close || (close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X'));
+  char st = mt_attach_proc_state(pid);
+  return st == 0 || st == 'Z' || st == 'X';
 }
 
 static int attach(int argc, char **argv) {
@@ -291,10 +286,7 @@ static int attach(int argc, char **argv) {
     return 1;
   }
   char lib[PATH_MAX], found[PATH_MAX];
-  const char *env = getenv("MEMTRACE_PRELOAD");
-  if (env && *env) snprintf(found, sizeof found, "%s", env);
-  if ((env && *env ? access(found, R_OK) : mt_cli_find_companion("libmemtrace_preload.so", found, sizeof found)) != 0 ||
-      !realpath(found, lib)) {
+  if (mt_cli_find_preload(found, sizeof found) != 0 || !realpath(found, lib)) {
     fprintf(stderr, "memtrace attach: cannot find libmemtrace_preload.so (looked beside the "
                     "memtrace binary; set MEMTRACE_PRELOAD)\n");
     return 1;

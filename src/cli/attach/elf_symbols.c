@@ -24,38 +24,38 @@ static unsigned char *slurp(const char *path, size_t *size) {
 
 static int within(size_t size, uint64_t off, uint64_t len) { return off <= size && len <= size - off; }
 
-int mt_elf_dynsym(const char *path, const char *name, uint64_t *value) {
-  size_t size;
+int mt_elf_dynsyms(const char *path, const char *const *names, size_t n, uint64_t *values) {
+  size_t size, found = 0;
   unsigned char *f = slurp(path, &size);
-  int rc = -1;
   if (!f) return -1;
+  for (size_t k = 0; k < n; k++) values[k] = UINT64_MAX;
   const Elf64_Ehdr *eh = (const Elf64_Ehdr *)f;
   if (size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
       eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shentsize != sizeof(Elf64_Shdr) ||
       !within(size, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr)))
     goto out;
   const Elf64_Shdr *sh = (const Elf64_Shdr *)(f + eh->e_shoff);
-  for (size_t s = 0; s < eh->e_shnum && rc != 0; s++) {
+  for (size_t s = 0; s < eh->e_shnum && found < n; s++) {
     if (sh[s].sh_type != SHT_DYNSYM || sh[s].sh_link >= eh->e_shnum) continue;
     const Elf64_Shdr *str = &sh[sh[s].sh_link];
     if (!within(size, sh[s].sh_offset, sh[s].sh_size) || !within(size, str->sh_offset, str->sh_size))
       continue;
     const Elf64_Sym *sym = (const Elf64_Sym *)(f + sh[s].sh_offset);
-    const char *names = (const char *)(f + str->sh_offset);
-    for (size_t k = 0; k < sh[s].sh_size / sizeof *sym; k++) {
-      if (sym[k].st_shndx == SHN_UNDEF || sym[k].st_name >= str->sh_size) continue;
-      const char *nm = names + sym[k].st_name;
-      if (strnlen(nm, str->sh_size - sym[k].st_name) < str->sh_size - sym[k].st_name &&
-          strcmp(nm, name) == 0) {
-        *value = sym[k].st_value;
-        rc = 0;
-        break;
-      }
+    const char *strs = (const char *)(f + str->sh_offset);
+    for (size_t j = 0; j < sh[s].sh_size / sizeof *sym && found < n; j++) {
+      if (sym[j].st_shndx == SHN_UNDEF || sym[j].st_name >= str->sh_size) continue;
+      const char *nm = strs + sym[j].st_name;
+      if (strnlen(nm, str->sh_size - sym[j].st_name) == str->sh_size - sym[j].st_name) continue;
+      for (size_t k = 0; k < n; k++)
+        if (values[k] == UINT64_MAX && strcmp(nm, names[k]) == 0) {
+          values[k] = sym[j].st_value; /* the first definition of a name */
+          found++;
+        }
     }
   }
 out:
   free(f);
-  return rc;
+  return found == n ? 0 : -1;
 }
 
 int mt_maps_object(pid_t pid, const char *base, uint64_t *start, char *path, size_t n) {

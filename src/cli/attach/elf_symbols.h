@@ -8,9 +8,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* The value of the defined dynamic symbol `name` in the ELF file at path:
- * 0 and *value, or -1 (not found, not a 64-bit ELF file, unreadable). */
-int mt_elf_dynsym(const char *path, const char *name, uint64_t *value);
+/* The values of the defined dynamic symbols names[0..n) in the ELF file at
+ * path, read once: 0 and values[0..n), or -1 (one not found, not a 64-bit
+ * ELF file, unreadable). */
+int mt_elf_dynsyms(const char *path, const char *const *names, size_t n, uint64_t *values);
 
 /* The first mapping of process pid whose file's name is `base` (the last
  * component, as "libc.so.6") or whose path is `base`, at file offset 0:

@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "target.h"
+
 #define RED_ZONE 128
 #define SCRATCH 4096
 
@@ -42,14 +44,8 @@ static int wait_interrupted(pid_t tid) {
 
 /* A thread that can run calls: the main one, unless it has exited. */
 static pid_t pick_worker(pid_t pid) {
-  char path[64], stat[512];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  size_t n = f ? fread(stat, 1, sizeof stat - 1, f) : 0;
-  if (f) fclose(f);
-  stat[n] = 0;
-  const char *close = strrchr(stat, ')');
-  if (!close || close[1] != ' ' || close[2] != 'Z') return pid;
+  if (mt_attach_proc_state(pid) != 'Z') return pid;
+  char path[64];
   snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
   DIR *d = opendir(path);
   pid_t tid = pid;

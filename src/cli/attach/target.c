@@ -113,6 +113,18 @@ int mt_attach_check_target(pid_t pid, char *name, size_t name_n, char *why, size
   return 0;
 }
 
+char mt_attach_proc_state(pid_t pid) {
+  char path[64], stat[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  size_t k = fread(stat, 1, sizeof stat - 1, f);
+  fclose(f);
+  stat[k] = 0;
+  const char *close = strrchr(stat, ')'); /* the name may hold anything */
+  return close && close[1] == ' ' ? close[2] : 0;
+}
+
 static long read_number(const char *path) {
   FILE *f = fopen(path, "r");
   long v = -1;

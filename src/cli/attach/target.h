@@ -13,6 +13,10 @@
  * (the executable's base name) in name; or -1 with the reason in why. */
 int mt_attach_check_target(pid_t pid, char *name, size_t name_n, char *why, size_t n);
 
+/* The state letter of process (or thread) pid in /proc/PID/stat ('R',
+ * 'S', 'Z'...), or 0 when it is gone. */
+char mt_attach_proc_state(pid_t pid);
+
 /* Why ptrace(PTRACE_SEIZE) failed with err, and how to allow it: another
  * user's process, Yama's ptrace_scope, a process that is not dumpable. */
 void mt_attach_explain_ptrace(pid_t pid, int err, const char *detail, char *why, size_t n);

@@ -83,15 +83,6 @@ static const char usage[] =
     "\n"
     "The interposer is found beside the memtrace binary, or at $MEMTRACE_PRELOAD.\n";
 
-static int find_preload(char *out, size_t n) {
-  const char *env = getenv("MEMTRACE_PRELOAD");
-  if (env && *env) {
-    snprintf(out, n, "%s", env);
-    return access(out, R_OK);
-  }
-  return mt_cli_find_companion("libmemtrace_preload.so", out, n);
-}
-
 /* The settings the interposer reads are given to the program in its own
  * environment (built here) rather than set in ours: this process goes on to
  * read the trace, and must not carry them. */
@@ -326,17 +317,7 @@ static void parse(int argc, char **argv, settings *s) {
   s->command = (char **)spec.rest;
   s->unwind = unwind < 0 ? NULL : unwinds[unwind];
   s->format = format < 0 ? NULL : formats[format];
-  char *end;
-  if (s->rate) {
-    double r = strtod(s->rate, &end);
-    if (*end || !(r > 0 && r <= 1))
-      mt_cli_usage_error(cmd, "--rate must be a number in (0, 1], not '%s'", s->rate);
-  }
-  if (s->depth) {
-    long d = strtol(s->depth, &end, 10);
-    if (*end || d < 1 || d > 4096)
-      mt_cli_usage_error(cmd, "--depth must be 1 to 4096, not '%s'", s->depth);
-  }
+  mt_cli_check_rate_depth(cmd, s->rate, s->depth);
   static const char *const names[5] = {"--check-allocated", "--check-peak", "--check-leaked",
                                        "--check-base", "--check-growth"};
   char err[512];
@@ -466,7 +447,7 @@ static int run(int argc, char **argv) {
   settings s = {0};
   parse(argc, argv, &s);
   char preload[PATH_MAX];
-  if (find_preload(preload, sizeof preload) != 0) {
+  if (mt_cli_find_preload(preload, sizeof preload) != 0) {
     fprintf(stderr, "memtrace run: cannot find libmemtrace_preload.so (looked beside the "
                     "memtrace binary; set MEMTRACE_PRELOAD)\n");
     return 1;

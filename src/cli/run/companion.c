@@ -2,6 +2,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -19,4 +20,13 @@ int mt_cli_find_companion(const char *file, char *out, size_t n) {
     if (w > 0 && (size_t)w < n && access(out, R_OK) == 0) return 0;
   }
   return -1;
+}
+
+int mt_cli_find_preload(char *out, size_t n) {
+  const char *env = getenv("MEMTRACE_PRELOAD");
+  if (env && *env) {
+    snprintf(out, n, "%s", env);
+    return access(out, R_OK);
+  }
+  return mt_cli_find_companion("libmemtrace_preload.so", out, n);
 }
