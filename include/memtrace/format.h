@@ -139,7 +139,9 @@ MT_API int mt_reader_open_fd(mt_reader **out, int fd, const char *name);
 
 /* Opens the traces at paths[0..n) as one (a process tree, a fleet): their
  * events merged by time (event times are since the epoch, so traces that
- * started at different times line up), ties in the order of paths. The
+ * started at different times line up), ties in the order of paths; an
+ * event comes earlier than the one before it only where its own trace's
+ * events go back (see mt_reader_next). The
  * traces must share their word size; traces of different sample rates are
  * read at the lowest, each sample of a trace at rate r kept with
  * probability lowest / r (memtrace subsample's thinning, with a fixed
@@ -182,7 +184,11 @@ MT_API const mt_trace_info *mt_reader_info(const mt_reader *r);
  *
  * Location events are consumed here and fill the location table. Packets
  * written by another process (a forked child) are skipped. Events of several
- * domains (v3) are merged in time order; each domain's own order is kept.
+ * domains (v3) are merged in time order as far as the reader has read ahead
+ * (every domain seen so far with a packet in hand, or up to a bound of
+ * queued bytes): a domain whose first packet comes later in the file than
+ * others' later events yields an event earlier than the one before it.
+ * Each domain's own order is kept.
  * A truncated last packet ends the trace (0) and sets mt_reader_warning. */
 MT_API int mt_reader_next(mt_reader *r, mt_event *ev);
 
