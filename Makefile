@@ -65,14 +65,17 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD) -j$(JOBS)
 
+# --timeout: a test without a bound of its own is stopped after 10 minutes
+# (ctest otherwise waits, without end, for every process a test leaves
+# holding its output).
 test: build e2e-deps
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	cd $(BUILD) && ctest --output-on-failure --timeout 600 -j$(JOBS)
 
 test-asan: e2e-deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DMT_SANITIZE=ON >/dev/null
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j$(JOBS)
+	  ctest --output-on-failure --timeout 600 -j$(JOBS)
 
 # The tracer's lock-free event queues under ThreadSanitizer: threads
 # allocating and freeing while tracing stops and restarts (the in-process

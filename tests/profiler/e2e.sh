@@ -875,9 +875,10 @@ attach)
   "$bin/check_trace" cx.ctf sites > sites.txt || bad "prog_attach_cxx's trace unreadable"
   compare_exact truth.txt sites.txt
   # 20 attach and detach cycles on one run: its output as without them,
-  # and each cycle a whole trace
-  "$bin/prog_steady" 0.5 > plain.txt
-  "$bin/prog_steady" 10 > steady.txt &
+  # and each cycle a whole trace. Its main thread is nearly always inside
+  # malloc or free: the calls are made by a thread at a safe point.
+  "$bin/prog_steady" 0.5 main > plain.txt
+  "$bin/prog_steady" 10 main > steady.txt 2>&1 &
   prog=$!
   sleep 0.2
   for i in $(seq 20); do
@@ -897,6 +898,19 @@ attach)
     [ "$st" = "$want" ] && grep -q -- "$text" err.txt && ok || bad "$*: exit $st (want $want), said: $(cat err.txt) (want: $text)"
   }
   expect_fail 1 "memtrace attach: no process 4194304" "$memtrace" attach 4194304
+  # a process whose one thread stays in the C library where it may hold a
+  # lock (blocked writing to a full pipe): refused, and left unharmed
+  mkfifo full
+  sleep 30 < full > /dev/null 2>&1 &
+  reader=$!
+  yes > full 2> /dev/null &
+  writer=$!
+  sleep 0.3
+  expect_fail 1 "none of its threads came, within 5.0 s, to a point where it can make the profiler's calls" \
+    "$memtrace" attach -o never.ctf "$writer"
+  [ "$(cut -d' ' -f3 "/proc/$writer/stat")" = S ] && ! grep -q memtrace_preload "/proc/$writer/maps" && ok ||
+    bad "the refused process: state $(cut -d' ' -f3 "/proc/$writer/stat"), $(grep -c memtrace "/proc/$writer/maps") mappings of the profiler"
+  kill "$writer" "$reader"; wait "$writer" "$reader" 2> /dev/null
   expect_fail 2 "PID must be a process id, not 'abc'" "$memtrace" attach abc
   "$bin/prog_static" 3 > /dev/null &
   st_pid=$!

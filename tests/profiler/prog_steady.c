@@ -2,7 +2,9 @@
  * allocated, filled, summed and freed, from 4 threads, with short sleeps;
  * prints a checksum that depends on the work alone, not on its timing
  * (e2e.sh, attach: attached and detached over and over, its output stays
- * the same). */
+ * the same). `prog_steady SECONDS main`: the main thread allocates too,
+ * without sleeping, until the others are done, so that it is nearly always
+ * inside malloc or free when it is stopped. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 
 static double seconds = 3;
 static uint64_t sums[THREADS];
+static volatile int threads_done;
 
 __attribute__((noinline)) static uint64_t *steady_site(size_t n) { return malloc(n * sizeof(uint64_t)); }
 
@@ -36,15 +39,34 @@ static void *work(void *arg) {
   return NULL;
 }
 
-int main(int argc, char **argv) {
-  if (argc > 1) seconds = atof(argv[1]);
-  pthread_t t[THREADS];
-  for (long k = 0; k < THREADS; k++) pthread_create(&t[k], NULL, work, (void *)k);
-  uint64_t all = 0;
+/* Joins the workers: their sums folded into one. */
+static uint64_t all_sums;
+static void *join_all(void *threads) {
+  pthread_t *t = threads;
   for (int k = 0; k < THREADS; k++) {
     pthread_join(t[k], NULL);
-    all ^= sums[k];
+    all_sums ^= sums[k];
   }
-  printf("steady done %016llx\n", (unsigned long long)all);
+  threads_done = 1;
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) seconds = atof(argv[1]);
+  pthread_t t[THREADS], joiner;
+  for (long k = 0; k < THREADS; k++) pthread_create(&t[k], NULL, work, (void *)k);
+  if (argc > 2 && strcmp(argv[2], "main") == 0) {
+    pthread_create(&joiner, NULL, join_all, t);
+    uint64_t rounds = 0; /* not printed: how many varies with the timing */
+    for (; !threads_done; rounds++) {
+      uint64_t *p = steady_site(8 + rounds % 64);
+      p[0] = rounds;
+      free(p);
+    }
+    pthread_join(joiner, NULL);
+  } else {
+    join_all(t);
+  }
+  printf("steady done %016llx\n", (unsigned long long)all_sums);
   return 0;
 }

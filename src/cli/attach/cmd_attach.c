@@ -27,6 +27,7 @@
 #include "inject.h"
 #include "preload/attach_abi.h"
 #include "run_report.h"
+#include "safe_point.h"
 #include "target.h"
 
 static const char usage[] =
@@ -52,7 +53,10 @@ static const char usage[] =
     "\n"
     "memtrace attach needs to ptrace the process: as its user with\n"
     "kernel.yama.ptrace_scope 0, or as root (CAP_SYS_PTRACE). The process stops\n"
-    "for the moment the profiler takes (the figure is printed). Its allocator\n"
+    "for the moment the profiler takes (the figure is printed). The profiler is\n"
+    "loaded by a thread taken where it holds none of the C library's, the\n"
+    "loader's or the allocator's locks; a process none of whose threads comes\n"
+    "to such a point within 5 seconds is not attached. Its allocator\n"
     "(the C library's, or one linked into it) is redirected to the profiler's\n"
     "wrappers, which stay in place, forwarding only, after the detach.\n"
     "The profiler is found beside the memtrace binary, or at $MEMTRACE_PRELOAD.\n";
@@ -206,16 +210,30 @@ typedef struct pauses {
   double all_ms, worker_ms;
 } pauses;
 
+/* How long a thread may take to come to a safe point (safe_point.h). */
+#define SAFE_POINT_WAIT_MS 5000
+
+/* Takes a thread of the process aside at a safe point: 0, or -1 with why. */
+static int take_worker(mt_inject *in, pid_t pid, const char *lib, char *why, size_t n) {
+  mt_safe_points sp;
+  if (mt_safe_points_load(&sp, pid, lib) != 0) { /* as ptrace would be refused */
+    int e = errno == EACCES ? EPERM : errno == ENOENT ? ESRCH : errno;
+    mt_attach_explain_ptrace(pid, e, strerror(e), why, n);
+    return -1;
+  }
+  int rc = mt_inject_begin(in, pid, &sp, SAFE_POINT_WAIT_MS);
+  mt_safe_points_free(&sp);
+  if (rc != 0) mt_attach_explain_ptrace(pid, errno, in->err, why, n);
+  return rc;
+}
+
 static int start(const settings *s, const char *lib, const char *dest, entries *e, pauses *p,
                  char *why, size_t n) {
   mt_inject in;
   int later = find_entries(s->pid, lib, e, why, n);
   if (later < 0) return -1;
+  if (take_worker(&in, s->pid, lib, why, n) != 0) return -1;
   double t0 = now_ms();
-  if (mt_inject_begin(&in, s->pid) != 0) {
-    mt_attach_explain_ptrace(s->pid, errno, in.err, why, n);
-    return -1;
-  }
   if (later && (later = find_entries(s->pid, lib, e, why, n)) != 0) {
     if (later > 0) snprintf(why, n, "its C library cannot be found in its memory map");
     mt_inject_end(&in);
@@ -257,13 +275,11 @@ static int start(const settings *s, const char *lib, const char *dest, entries *
 }
 
 /* Stops tracing in the process: 0, or -1 (it is gone, or refused). */
-static int stop(const settings *s, const entries *e, double *paused_ms, char *why, size_t n) {
+static int stop(const settings *s, const char *lib, const entries *e, double *paused_ms, char *why,
+                size_t n) {
   mt_inject in;
+  if (take_worker(&in, s->pid, lib, why, n) != 0) return -1;
   double t0 = now_ms();
-  if (mt_inject_begin(&in, s->pid) != 0) {
-    snprintf(why, n, "%s", in.err);
-    return -1;
-  }
   uint64_t rc;
   int ok = mt_inject_call(&in, e->end, NULL, 0, &rc, 30000) == 0;
   if (!ok) snprintf(why, n, "%s", in.err);
@@ -338,7 +354,7 @@ static int attach(int argc, char **argv) {
     fprintf(stderr, "memtrace attach: process %d exited; its trace ends there\n", (int)s.pid);
   } else {
     double paused;
-    if (stop(&s, &e, &paused, why, sizeof why) != 0) {
+    if (stop(&s, lib, &e, &paused, why, sizeof why) != 0) {
       if (gone(s.pid)) {
         fprintf(stderr, "memtrace attach: process %d exited; its trace ends there\n", (int)s.pid);
       } else {

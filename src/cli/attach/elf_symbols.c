@@ -2,31 +2,32 @@
 #include "elf_symbols.h"
 
 #include <elf.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-/* The whole file, or NULL. */
-static unsigned char *slurp(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  unsigned char *buf = NULL;
-  long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-  if (n > 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n)) &&
-      fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    buf = NULL;
-  }
-  fclose(f);
-  *size = n > 0 ? (size_t)n : 0;
-  return buf;
+/* The whole file, mapped read-only, or NULL. */
+static unsigned char *map_file(const char *path, size_t *size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  struct stat st;
+  void *p = MAP_FAILED;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+    p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  *size = p == MAP_FAILED ? 0 : (size_t)st.st_size;
+  return p == MAP_FAILED ? NULL : p;
 }
 
 static int within(size_t size, uint64_t off, uint64_t len) { return off <= size && len <= size - off; }
 
 int mt_elf_dynsyms(const char *path, const char *const *names, size_t n, uint64_t *values) {
   size_t size, found = 0;
-  unsigned char *f = slurp(path, &size);
+  unsigned char *f = map_file(path, &size);
   if (!f) return -1;
   for (size_t k = 0; k < n; k++) values[k] = UINT64_MAX;
   const Elf64_Ehdr *eh = (const Elf64_Ehdr *)f;
@@ -54,7 +55,7 @@ int mt_elf_dynsyms(const char *path, const char *const *names, size_t n, uint64_
     }
   }
 out:
-  free(f);
+  munmap(f, size);
   return found == n ? 0 : -1;
 }
 

@@ -42,43 +42,74 @@ static int wait_interrupted(pid_t tid) {
   }
 }
 
-/* A thread that can run calls: the main one, unless it has exited. */
-static pid_t pick_worker(pid_t pid) {
-  if (mt_attach_proc_state(pid) != 'Z') return pid;
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-  DIR *d = opendir(path);
-  pid_t tid = pid;
-  for (struct dirent *e; d && (e = readdir(d));) {
-    pid_t t = (pid_t)atoi(e->d_name);
-    if (t > 0 && t != pid) {
-      tid = t;
-      break;
-    }
-  }
-  if (d) closedir(d);
-  return tid;
-}
-
-int mt_inject_begin(mt_inject *in, pid_t pid) {
-  memset(in, 0, sizeof *in);
-  in->pid = pid;
-  in->worker = pick_worker(pid);
-  if (ptrace(PTRACE_SEIZE, in->worker, 0, 0) != 0)
-    return say(in, "ptrace: %s", strerror(errno));
-  if (ptrace(PTRACE_INTERRUPT, in->worker, 0, 0) != 0 || wait_interrupted(in->worker) != 0) {
-    int e = errno;
-    ptrace(PTRACE_DETACH, in->worker, 0, 0);
-    errno = e;
-    return say(in, "the process ended as it was stopped");
-  }
-  if (ptrace(PTRACE_GETREGS, in->worker, 0, &in->saved) != 0) {
-    int e = errno;
-    ptrace(PTRACE_DETACH, in->worker, 0, 0);
-    errno = e;
-    return say(in, "ptrace(GETREGS): %s", strerror(e));
+/* Seizes thread t and stops it: 0 and its registers, or -1 with errno
+ * (from ptrace; ESRCH when it is gone). */
+static int take(pid_t t, struct user_regs_struct *r) {
+  if (ptrace(PTRACE_SEIZE, t, 0, 0) != 0) return -1;
+  if (ptrace(PTRACE_INTERRUPT, t, 0, 0) != 0 || wait_interrupted(t) != 0 ||
+      ptrace(PTRACE_GETREGS, t, 0, r) != 0) {
+    ptrace(PTRACE_DETACH, t, 0, 0);
+    errno = ESRCH;
+    return -1;
   }
   return 0;
+}
+
+/* Tries each thread of the process once, the main one first: 1 with the
+ * worker taken, 0 if none was at a safe point, -1 with errno if the main
+ * thread cannot be seized (not permitted, gone). */
+static int take_one_at_safe_point(mt_inject *in, const mt_safe_points *sp) {
+  struct user_regs_struct r;
+  if (mt_attach_proc_state(in->pid) != 'Z') { /* a main thread that exited can make no call */
+    if (take(in->pid, &r) != 0) return -1;
+    if (!sp || mt_safe_point(sp, &r)) {
+      in->worker = in->pid, in->saved = r;
+      return 1;
+    }
+    ptrace(PTRACE_DETACH, in->pid, 0, 0);
+  }
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task", (int)in->pid);
+  DIR *d = opendir(path);
+  if (!d) return errno = ESRCH, -1;
+  int got = 0;
+  for (struct dirent *e; !got && (e = readdir(d));) {
+    pid_t t = (pid_t)atoi(e->d_name);
+    if (t <= 0 || t == in->pid || take(t, &r) != 0) continue;
+    if (!sp || mt_safe_point(sp, &r)) {
+      in->worker = t, in->saved = r;
+      got = 1;
+    } else {
+      ptrace(PTRACE_DETACH, t, 0, 0);
+    }
+  }
+  closedir(d);
+  return got;
+}
+
+int mt_inject_begin(mt_inject *in, pid_t pid, const mt_safe_points *sp, int timeout_ms) {
+  memset(in, 0, sizeof *in);
+  in->pid = pid;
+  for (long waited_us = 0;; waited_us += 1000) {
+    int got = take_one_at_safe_point(in, sp);
+    if (got > 0) return 0;
+    if (got < 0) {
+      int e = errno;
+      if (e == ESRCH) say(in, "the process ended as it was stopped");
+      else say(in, "ptrace: %s", strerror(e));
+      errno = e;
+      return -1;
+    }
+    if (waited_us >= (long)timeout_ms * 1000) {
+      say(in, "none of its threads came, within %.1f s, to a point where it can make the "
+          "profiler's calls without risk: each was inside the C library, the loader or the "
+          "allocator, whose locks it may hold (or waiting there for one)", timeout_ms / 1e3);
+      errno = EAGAIN;
+      return -1;
+    }
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
 }
 
 uint64_t mt_inject_scratch(const mt_inject *in, size_t n) {

@@ -11,6 +11,8 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
+#include "safe_point.h"
+
 typedef struct mt_inject {
   pid_t pid;
   pid_t worker;                  /* the thread that makes the calls        */
@@ -20,10 +22,14 @@ typedef struct mt_inject {
   char err[512];                 /* why the last call failed               */
 } mt_inject;
 
-/* Takes a thread of pid aside (PTRACE_SEIZE, then a stop): the main thread
- * if it is alive. 0, or -1 with errno from ptrace (EPERM, ESRCH) and the
- * reason in in->err. */
-int mt_inject_begin(mt_inject *in, pid_t pid);
+/* Takes a thread of pid aside (PTRACE_SEIZE, then a stop) at a safe point
+ * (safe_point.h; any point when sp is NULL): the main thread, if it is
+ * alive and at one, else the first other thread found at one; threads
+ * found elsewhere are let go and tried again, every millisecond, for up to
+ * timeout_ms. 0, or -1 with the reason in in->err and errno: from ptrace
+ * for the main thread (EPERM, ESRCH), or EAGAIN when no thread came to a
+ * safe point in time. */
+int mt_inject_begin(mt_inject *in, pid_t pid, const mt_safe_points *sp, int timeout_ms);
 
 /* Calls fn(args[0..nargs)) on the worker (at most 6 integer arguments)
  * and waits for it to return, up to timeout_ms: 0 and *ret (rax), or -1
