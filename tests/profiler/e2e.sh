@@ -917,6 +917,17 @@ attach)
   sleep 0.2
   expect_fail 1 "does not use the C library's shared object" "$memtrace" attach "$st_pid"
   kill "$st_pid"; wait "$st_pid" 2> /dev/null
+  # a 32-bit program (i386, static, made here: it only waits for a signal)
+  printf '.globl _start\n_start: movl $29, %%eax\n int $0x80\n jmp _start\n' > p32.s
+  if as --32 -o p32.o p32.s 2> /dev/null && ld -m elf_i386 -o p32 p32.o 2> /dev/null && timeout 0.2 ./p32; [ $? = 124 ]; then
+    ./p32 &
+    p32=$!
+    sleep 0.1
+    expect_fail 1 "process $p32 (p32) is a 32-bit program: memtrace attach traces 64-bit x86-64 ones" "$memtrace" attach "$p32"
+    kill "$p32"; wait "$p32" 2> /dev/null
+  else
+    echo "no i386 assembler, linker or kernel support here: a 32-bit program not tried"
+  fi
   "$bin/prog_steady" 3 > steady.txt &
   prog=$!
   sleep 0.2

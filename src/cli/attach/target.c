@@ -133,6 +133,28 @@ static long read_number(const char *path) {
   return v;
 }
 
+void mt_attach_explain_eperm(long owner, long me, long scope, const char *detail, char *why,
+                             size_t n) {
+  if (owner >= 0 && owner != me && me != 0) {
+    snprintf(why, n, "not permitted: it belongs to user %ld and memtrace runs as user %ld: attach "
+             "as that user, or as root", owner, me);
+  } else if (scope == 3) {
+    snprintf(why, n, "not permitted: kernel.yama.ptrace_scope is 3, which forbids attaching to "
+             "any process until the next reboot");
+  } else if (scope == 2 && me != 0) {
+    snprintf(why, n, "not permitted: kernel.yama.ptrace_scope is 2 (only with CAP_SYS_PTRACE): "
+             "attach as root, or give memtrace the capability (setcap cap_sys_ptrace+ep)");
+  } else if (scope == 1 && me != 0) {
+    snprintf(why, n, "not permitted: kernel.yama.ptrace_scope is 1 (a process may only be traced "
+             "by its ancestors): attach as root, give memtrace CAP_SYS_PTRACE (setcap "
+             "cap_sys_ptrace+ep), or allow it with sysctl kernel.yama.ptrace_scope=0");
+  } else {
+    snprintf(why, n, "not permitted (%s): the process may not be dumpable (a set-user-ID "
+             "program, or one that called prctl(PR_SET_DUMPABLE, 0)), or memtrace lacks "
+             "CAP_SYS_PTRACE in its namespace", detail);
+  }
+}
+
 void mt_attach_explain_ptrace(pid_t pid, int err, const char *detail, char *why, size_t n) {
   if (err == ESRCH) {
     snprintf(why, n, "it exited");
@@ -142,24 +164,6 @@ void mt_attach_explain_ptrace(pid_t pid, int err, const char *detail, char *why,
     snprintf(why, n, "%s", detail);
     return;
   }
-  long uid = status_field(pid, "Uid");
-  long scope = read_number("/proc/sys/kernel/yama/ptrace_scope");
-  if (uid >= 0 && uid != (long)geteuid() && geteuid() != 0) {
-    snprintf(why, n, "not permitted: it belongs to user %ld and memtrace runs as user %ld: attach "
-             "as that user, or as root", uid, (long)geteuid());
-  } else if (scope == 3) {
-    snprintf(why, n, "not permitted: kernel.yama.ptrace_scope is 3, which forbids attaching to "
-             "any process until the next reboot");
-  } else if (scope == 2 && geteuid() != 0) {
-    snprintf(why, n, "not permitted: kernel.yama.ptrace_scope is 2 (only with CAP_SYS_PTRACE): "
-             "attach as root, or give memtrace the capability (setcap cap_sys_ptrace+ep)");
-  } else if (scope == 1 && geteuid() != 0) {
-    snprintf(why, n, "not permitted: kernel.yama.ptrace_scope is 1 (a process may only be traced "
-             "by its ancestors): attach as root, give memtrace CAP_SYS_PTRACE (setcap "
-             "cap_sys_ptrace+ep), or allow it with sysctl kernel.yama.ptrace_scope=0");
-  } else {
-    snprintf(why, n, "not permitted (%s): the process may not be dumpable (a set-user-ID "
-             "program, or one that called prctl(PR_SET_DUMPABLE, 0)), or memtrace lacks "
-             "CAP_SYS_PTRACE in its namespace", detail);
-  }
+  mt_attach_explain_eperm(status_field(pid, "Uid"), (long)geteuid(),
+                          read_number("/proc/sys/kernel/yama/ptrace_scope"), detail, why, n);
 }

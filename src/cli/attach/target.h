@@ -20,5 +20,9 @@ char mt_attach_proc_state(pid_t pid);
 /* Why ptrace(PTRACE_SEIZE) failed with err, and how to allow it: another
  * user's process, Yama's ptrace_scope, a process that is not dumpable. */
 void mt_attach_explain_ptrace(pid_t pid, int err, const char *detail, char *why, size_t n);
+/* The same for EPERM, from what decides it: the process's owner, this
+ * process's effective user, and Yama's ptrace_scope (-1: no Yama). */
+void mt_attach_explain_eperm(long owner, long me, long scope, const char *detail, char *why,
+                             size_t n);
 
 #endif
