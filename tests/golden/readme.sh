@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The documentation: README.md is a user guide of at most 22,000 bytes;
+# The documentation: README.md is a user guide of at most 20 KiB (20,480 bytes);
 # every relative link in README.md and docs/*.md leads to a file of the
 # checkout; no page speaks of the project's history ("session", "until
 # now"); every `memtrace COMMAND` in the README's code blocks is one of the
@@ -14,7 +14,7 @@ pages=("$readme" "$source"/docs/*.md)
 
 # Size: the README is read top down; past this it is a reference again.
 size=$(wc -c < "$readme")
-[ "$size" -le 22000 ] && ok || bad "README.md is $size bytes (at most 22000)"
+[ "$size" -le 20480 ] && ok || bad "README.md is $size bytes (at most 20480)"
 
 # A page's text outside its fenced code blocks, inline code spans removed.
 prose() { awk '/^[[:space:]]*```/ { code = !code; next } !code' "$1" | sed 's/`[^`]*`//g'; }

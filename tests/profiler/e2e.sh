@@ -1438,9 +1438,13 @@ run)
   # a program without symbols: its sites' names are module+offset, and the
   # report says once where names come from
   strip -o stripped_sites "$bin/prog_sites"
-  "$memtrace" run -o stripped.ctf --rate 1 -- ./stripped_sites > /dev/null 2> err.txt
-  [ "$(grep -c "sites named like stripped_sites+0x[0-9a-f]* have no symbols: install" err.txt)" = 1 ] && ok ||
+  env -u DEBUGINFOD_URLS "$memtrace" run -o stripped.ctf --rate 1 -- ./stripped_sites > /dev/null 2> err.txt
+  [ "$(grep -c "sites named like stripped_sites+0x[0-9a-f]* have no symbols: install .*; or set DEBUGINFOD_URLS" err.txt)" = 1 ] && ok ||
     bad "no-symbols hint: $(cat err.txt)"
+  # with a debuginfod server that has nothing (none listens there), the hint says so
+  DEBUGINFOD_URLS=http://127.0.0.1:1 "$memtrace" run -o stripped.ctf --rate 1 -- ./stripped_sites > /dev/null 2> err.txt
+  grep -q "have no symbols: .*; the debuginfod servers of DEBUGINFOD_URLS had none for them" err.txt && ok ||
+    bad "no-symbols hint with DEBUGINFOD_URLS: $(cat err.txt)"
   "$memtrace" run -o r.ctf --rate 1 "$bin/prog_sites" > out.txt 2> err.txt
   [ $? = 0 ] && ok || bad "memtrace run failed: $(cat err.txt)"
   grep -q "trace written to r.ctf" err.txt && ok || bad "no trace message: $(cat err.txt)"

@@ -321,9 +321,18 @@ def case_stats_native():
           "collected" not in out, "native leaks: %s" % out[:300])
     out = run(["top", "--collected", "0..0.5", trace]).stdout.decode()
     check("filter: freed in [0 s, 0.5 s)" in out, "native top's filter: %s" % out[:300])
+    out = run(["info", trace]).stdout.decode()
+    for word in ("minor", "major", "promotions", "collections", "collected", "sampled words"):
+        check(word not in out, "native info: %r in:\n%s" % (word, out))
+    check(re.search(r"allocations: +7 sampled \(\d+ samples, .* in the sampled blocks\)", out) is not None and
+          re.search(r"frees: +6 \(1 sampled block never freed\)", out) is not None,
+          "native info:\n%s" % out)
     # an OCaml trace keeps OCaml's words
     check(run(["leaks", gen("random")[0]]).stdout.decode().split("\n")[0].find("never collected") > 0,
           "OCaml leaks header")
+    out = run(["info", gen("random")[0]]).stdout.decode()
+    check(re.search(r"^minor +\d+", out, re.M) is not None and "promotions:" in out and
+          "never collected" in out, "OCaml info:\n%s" % out)
     out = run(["stats", gen("random")[0]]).stdout.decode()
     for word in ("0-32 w", "Over 256 words", "never collected", "Promotion", "Sizes (words)"):
         check(word in out, "OCaml terminal: no %r" % word)

@@ -78,25 +78,36 @@ static int run(int argc, char **argv) {
   if (in->context[0]) printf("context:         %s\n", in->context);
   if (in->runtime_params[0]) printf("runtime params:  %s\n", in->runtime_params);
   if (domains_seen > 1) printf("domains:         %" PRIu64 "\n", domains_seen);
-  printf("\n%-10s %12s %12s %14s %16s\n", "source", "allocations", "samples",
-         "sampled words", "estimated bytes");
-  static const char *names[] = {"minor", "major", "external"};
-  uint64_t all_allocs = 0, all_samples = 0;
-  for (int s = 0; s < 3; s++) {
-    char est[32];
-    human_bytes(est, sizeof est, (double)samples[s] / in->sample_rate * bytes_per_word);
-    printf("%-10s %12" PRIu64 " %12" PRIu64 " %14" PRIu64 " %16s\n", names[s], allocs[s],
-           samples[s], words[s], est);
-    all_allocs += allocs[s];
-    all_samples += samples[s];
-  }
+  uint64_t all_allocs = allocs[0] + allocs[1] + allocs[2];
+  uint64_t all_samples = samples[0] + samples[1] + samples[2];
   char est[32];
   human_bytes(est, sizeof est, (double)all_samples / in->sample_rate * bytes_per_word);
-  printf("%-10s %12" PRIu64 " %12" PRIu64 " %14s %16s\n", "total", all_allocs, all_samples,
-         "", est);
-  printf("\npromotions:      %" PRIu64 "\n", promotes);
-  printf("collections:     %" PRIu64 " (%" PRIu64 " sampled objects never collected)\n",
-         collects, all_allocs > collects ? all_allocs - collects : 0);
+  if (allocs[0] == 0 && allocs[1] == 0 && promotes == 0) {
+    /* a native program's trace (every block external): malloc's words */
+    char sampled[32];
+    human_bytes(sampled, sizeof sampled, (double)words[2] * bytes_per_word);
+    printf("\nallocations:     %" PRIu64 " sampled (%" PRIu64 " %s, %s in the sampled blocks)\n",
+           all_allocs, all_samples, all_samples == 1 ? "sample" : "samples", sampled);
+    printf("estimated:       %s allocated\n", est);
+    printf("frees:           %" PRIu64 " (%" PRIu64 " sampled %s never freed)\n", collects,
+           all_allocs > collects ? all_allocs - collects : 0,
+           all_allocs - collects == 1 ? "block" : "blocks");
+  } else {
+    printf("\n%-10s %12s %12s %14s %16s\n", "source", "allocations", "samples", "sampled words",
+           "estimated bytes");
+    static const char *names[] = {"minor", "major", "external"};
+    for (int s = 0; s < 3; s++) {
+      char e[32];
+      human_bytes(e, sizeof e, (double)samples[s] / in->sample_rate * bytes_per_word);
+      printf("%-10s %12" PRIu64 " %12" PRIu64 " %14" PRIu64 " %16s\n", names[s], allocs[s],
+             samples[s], words[s], e);
+    }
+    printf("%-10s %12" PRIu64 " %12" PRIu64 " %14s %16s\n", "total", all_allocs, all_samples, "",
+           est);
+    printf("\npromotions:      %" PRIu64 "\n", promotes);
+    printf("collections:     %" PRIu64 " (%" PRIu64 " sampled objects never collected)\n",
+           collects, all_allocs > collects ? all_allocs - collects : 0);
+  }
   printf("deepest stack:   %" PRIu64 " frames\n", max_depth);
   mt_reader_close(r);
   return 0;

@@ -118,11 +118,16 @@ static void names_hint(const mt_ranking *r) {
   for (size_t i = 0; i < r->nrows; i++) {
     const mt_site *s = &r->rows[i].site;
     if (s->kind == MT_SITE_CODE || (s->kind == MT_SITE_LOCATION && mt_cli_anonymous_name(s->function, NULL))) {
+      const char *urls = getenv("DEBUGINFOD_URLS");
       fprintf(stderr,
               "memtrace: sites named like %s have no symbols: install the program's and "
               "libraries' debug symbols (Debian: their -dbgsym packages), and add --debuginfo "
-              "for line numbers in system libraries\n",
-              s->kind == MT_SITE_CODE ? "#hex" : s->function);
+              "for line numbers in system libraries; %s\n",
+              s->kind == MT_SITE_CODE ? "#hex" : s->function,
+              urls && urls[0] ? "the debuginfod servers of DEBUGINFOD_URLS had none for them"
+                              : "or set DEBUGINFOD_URLS (e.g. https://debuginfod.debian.net) "
+                                "for names from a debuginfod server, fetched after the run "
+                                "(memtrace symbolize does it for a trace)");
       return;
     }
   }
