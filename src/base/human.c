@@ -51,10 +51,29 @@ const char *mt_human_count(char *buf, size_t n, double c) {
   return buf;
 }
 
+/* The viewer's rule (fmtSeconds in src/viewer/assets/app.js), so that both
+ * give a time alike. */
 const char *mt_human_duration(char *buf, size_t n, double us) {
-  if (us >= 1e6) snprintf(buf, n, "%.2f s", us / 1e6);
-  else if (us >= 1e3) snprintf(buf, n, "%.1f ms", us / 1e3);
-  else snprintf(buf, n, "%.0f us", us);
+  double s = us / 1e6, a = fabs(s);
+  int prec = 2;
+  const char *unit = "s";
+  if (a == 0) {
+    snprintf(buf, n, "0 s");
+    return buf;
+  }
+  if (a >= 7200) {
+    snprintf(buf, n, "%.0f h %.0f min", floor(s / 3600), round(fmod(s, 3600) / 60));
+    return buf;
+  }
+  if (a >= 120) {
+    snprintf(buf, n, "%.0f min %.0f s", floor(s / 60), round(fmod(s, 60)));
+    return buf;
+  }
+  if (a < 1e-3) s *= 1e6, unit = "us";
+  else if (a < 1) s *= 1e3, unit = "ms";
+  a = fabs(s);
+  prec = a >= 100 ? 0 : a >= 10 ? 1 : 2;
+  snprintf(buf, n, "%.*f %s", prec, s, unit);
   return buf;
 }
 

@@ -14,7 +14,9 @@ const char *mt_human_signed_bytes(char *buf, size_t n, double bytes);
 /* A count: exact below 10 000, then three significant digits in decimal
  * units: "9999", "12.3k", "4.56M", "1.20G". */
 const char *mt_human_count(char *buf, size_t n, double count);
-/* A duration given in microseconds: "78 us", "456 ms" ("1.5 ms"), "1.23 s". */
+/* A duration given in microseconds, as the viewer gives it: three
+ * significant digits in us, ms or s ("78.0 us", "1.50 ms", "456 ms",
+ * "1.23 s", "0 s"), then "2 min 5 s", "3 h 20 min". */
 const char *mt_human_duration(char *buf, size_t n, double us);
 /* part as a percentage of whole: "45.1%", "<0.1%", "-" when whole is not
  * positive. */

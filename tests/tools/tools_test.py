@@ -427,7 +427,7 @@ def test_leaks_exact():
     check(len(j["stacks"]) >= 5, "leaks: several stacks")
     out = run("leaks", path)
     check("never collected (still live at the end of the trace" in out, "leaks header")
-    check("most bytes first" in out and re.search(r"allocated at [0-9.]+ s", out) and
+    check("most bytes first" in out and re.search(r"allocated at [0-9.]+ (us|ms|s)[ ,;]", out) and
           "before the end" in out and "Leaky.keep (leaky.ml:30)" in out, "leaks table")
     # --live-at-end (what leaks means anyway) changes nothing
     check(run("leaks", path, "--live-at-end") == out, "leaks --live-at-end")

@@ -111,19 +111,20 @@ static void text(mt_out *o, const char *path, const mt_ranking *r, const mt_filt
                   mt_human_interval_note(b4, sizeof b4, eo->value, eo->lo, eo->hi, 0),
                   row->tally.samples, mt_human_plural(row->tally.samples));
     /* times as the viewer's columns give them: oldest, newest, age */
+    char t0[32], t1[32];
+    mt_human_duration(t0, sizeof t0, (double)row->oldest);
+    mt_human_duration(t1, sizeof t1, (double)row->newest);
     if (many && row->newest != row->oldest)
-      mt_out_printf(o, "    allocated at %.3f s to %.3f s into %s trace%s\n",
-                    (double)row->oldest / 1e6, (double)row->newest / 1e6,
+      mt_out_printf(o, "    allocated at %s to %s into %s trace%s\n", t0, t1,
                     r->by_process ? "its" : "their", r->by_process ? "" : "s");
     else if (many)
-      mt_out_printf(o, "    allocated at %.3f s into %s trace%s\n", (double)row->oldest / 1e6,
-                    r->by_process ? "its" : "their", r->by_process ? "" : "s");
+      mt_out_printf(o, "    allocated at %s into %s trace%s\n", t0, r->by_process ? "its" : "their",
+                    r->by_process ? "" : "s");
     else if (row->newest != row->oldest)
-      mt_out_printf(o, "    allocated at %.3f s to %.3f s; the oldest %s before the end\n",
-                    (double)row->oldest / 1e6, (double)row->newest / 1e6,
+      mt_out_printf(o, "    allocated at %s to %s; the oldest %s before the end\n", t0, t1,
                     mt_human_duration(b1, sizeof b1, (double)(end - row->oldest)));
     else
-      mt_out_printf(o, "    allocated at %.3f s, %s before the end\n", (double)row->oldest / 1e6,
+      mt_out_printf(o, "    allocated at %s, %s before the end\n", t0,
                     mt_human_duration(b1, sizeof b1, (double)(end - row->oldest)));
     if (row->frames_total == 0) mt_out_str(o, "      (no backtrace)\n");
     for (size_t k = 0; k < row->nframes; k++) frame_line(o, &line, &row->frames[k]);
