@@ -3,6 +3,7 @@ a python3 kernel) on an OCaml trace (minor, major and external blocks) and
 on a C program's trace from `memtrace run` (external blocks only), and
 draws its plots; the committed notebook has no outputs."""
 import os
+import re
 import subprocess
 
 import nbclient
@@ -15,8 +16,11 @@ NOTEBOOK = os.path.join(SOURCE, "examples", "notebooks", "alloc_stats.ipynb")
 PLOTS = 5  # the cells that draw
 
 
-def run(trace):
+def run(trace, leave_out_minor_only=False):
     nb = nbformat.read(NOTEBOOK, as_version=4)
+    if leave_out_minor_only:  # the switch, turned as a user would
+        cell = next(c for c in nb.cells if "LEAVE_OUT_MINOR_ONLY = False" in c.source)
+        cell.source = cell.source.replace("LEAVE_OUT_MINOR_ONLY = False", "LEAVE_OUT_MINOR_ONLY = True")
     env = dict(os.environ, MEMTRACE_TRACE=trace, PYDEVD_DISABLE_FILE_VALIDATION="1")
     old = os.environ.copy()
     os.environ.update(env)  # the kernel inherits the environment
@@ -46,6 +50,17 @@ def test_ocaml_trace():
     text = run(shared("workload-1e-3.ctf"))
     assert "minor-only:" in text and "allocations over 256 words" in text
     assert "survive to the end" in text and "peak:" in text
+
+
+def test_minor_only_left_out():
+    """With the switch on, the sizes and lifetimes count every sampled
+    allocation but the minor-only ones."""
+    text = run(shared("workload-1e-3.ctf"), leave_out_minor_only=True)
+    m = re.search(r"minor-only: (\d+) of (\d+) sampled allocations", text)
+    kept = int(m.group(2)) - int(m.group(1))
+    assert int(m.group(1)) > 0
+    assert re.search(r"allocations over 256 words: \d+ of %d = " % kept, text), text[:2000]
+    assert re.search(r"survive to the end: \d+ of %d " % kept, text)
 
 
 def test_c_program(tmp_path):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import memtrace_c as mt
-from conftest import MEMTRACE
+from conftest import MEMTRACE, shared
 from test_vs_cli import TRACES, filters
 
 SOURCES = ["minor", "major", "external"]
@@ -61,6 +61,30 @@ def test_columns_are_arrays(workload):
     raw = 8 * 6 + 1 + 1 + 4
     assert df.memory_usage(deep=True, index=False).sum() <= 1.05 * raw * len(df) + 4096
     assert (np.diff(df["alloc_time"].to_numpy()) >= 0).all()  # allocation order
+
+
+@pytest.mark.parametrize("which", ["synth", "ocamlopt.ctf", "workload-1e-3.ctf"])
+def test_histograms_count_the_objects(which, synth):
+    """stats' histograms behind the plots (size_log2, lifetime_fine,
+    live_at_end) hold the sampled objects objects() lists there."""
+    t = mt.open(synth[0] if which == "synth" else shared(which))
+    df, s = t.objects(), t.stats()
+    size = df["size"].to_numpy()
+    for _, b in s.size_log2.iterrows():
+        inside = (size >= b["lo"]) & (size < b["hi"])
+        assert b["sampled_objects"] == inside.sum(), (b["lo"], b["hi"])
+        assert b["samples"] == df["nsamples"][inside].sum()
+    assert s.size_log2["sampled_objects"].sum() == len(df)
+    freed = df[df["free_time"].notna()]
+    life_us = np.rint((freed["free_time"] - freed["alloc_time"]).to_numpy() * 1e6)
+    for _, b in s.lifetime_fine.iterrows():
+        # bin b's edges are whole microseconds: ceil(10^((b-1)/3)) (stats.c)
+        edge = lambda x: 0 if x == 0 else math.ceil(x * 1e6 - 1e-3)  # noqa: E731
+        inside = (life_us >= edge(b["lo"])) & (life_us < edge(b["hi"]))
+        assert b["sampled_objects"] == inside.sum(), (b["lo"], b["hi"])
+    assert s.lifetime_fine["sampled_objects"].sum() == len(freed)
+    assert s.live_at_end["sampled_objects"] == df["free_time"].isna().sum()
+    assert s.live_at_end["samples"] == df["nsamples"][df["free_time"].isna()].sum()
 
 
 def test_filters_select_what_rankings_count(synth, workload):

@@ -3,14 +3,15 @@ the same trace and filter: every figure equal, to the last digit.
 
 A table of filters, each spelled as keywords and as `memtrace` options, is
 crossed with the answers (top by function, line and stack, leaks, stats
-with and without chunks, timeline) on a real OCaml trace and a synthetic
-one."""
+with and without chunks, timeline) on memtrace's own traces and a
+synthetic one."""
 import math
+import subprocess
 
 import pytest
 
 import memtrace_c as mt
-from conftest import cli_json
+from conftest import MEMTRACE, cli_json, shared
 
 
 def filters(d, inside, inside2, hide):
@@ -44,15 +45,26 @@ def filters(d, inside, inside2, hide):
     ]
 
 
+# each trace's functions for the filters: inside, a second one, hidden
 TRACES = {
     "workload": ("big_arrays", "Workload", "Memprof_tracer"),
+    "workload-1e-3": ("big_arrays", "Workload", "Memprof_tracer"),
+    "ocamlopt": ("Coloring.allocate_registers", "Stdlib__list.iter", "Misc.try_finally"),
     "synth": ("Foo", "main", "Inl"),
 }
+PATHS = {"workload": "workload-1e-4.ctf", "workload-1e-3": "workload-1e-3.ctf",
+         "ocamlopt": "ocamlopt.ctf"}
+# rows of stacks compared (0: all): the larger traces' first ones, for time
+STACKS = {"workload-1e-3": 60, "ocamlopt": 60}
+
+
+def stack_rows(path):
+    return next((n for k, n in STACKS.items() if path.endswith(PATHS[k])), 0)
 
 
 @pytest.fixture(scope="module", params=sorted(TRACES))
-def case(request, workload, synth):
-    path = workload if request.param == "workload" else synth[0]
+def case(request, synth):
+    path = synth[0] if request.param == "synth" else shared(PATHS[request.param])
     return path, mt.open(path), TRACES[request.param]
 
 
@@ -98,10 +110,12 @@ def check_rows(df, doc, rows_key, by):
 @pytest.mark.parametrize("sort", ["bytes", "objects"])
 def test_top(case, by, sort):
     path, t, names = case
+    external = (t.objects()["source"] == "external").any()  # none in ocamlopt's
     for name, kw, opts in filters(t.info["duration"], *names):
-        df = t.top(by=by, n=0, sort=sort, **kw)
-        doc = cli_json(path, "top", "--by", by, "--sort", sort, "-n", "0", "--depth", "0", *opts)
-        assert df.attrs["total"]["samples"] > 0, name
+        n = stack_rows(path) if by == "stack" else 0
+        df = t.top(by=by, n=n, sort=sort, **kw)
+        doc = cli_json(path, "top", "--by", by, "--sort", sort, "-n", str(n), "--depth", "0", *opts)
+        assert df.attrs["total"]["samples"] > 0 or (kw.get("source") == "external" and not external), name
         check_rows(df, doc, "sites", by)
 
 
@@ -122,16 +136,18 @@ def test_leaks(case):
             with pytest.raises(ValueError, match="collected"):
                 t.leaks(**kw)
             continue
-        df = t.leaks(n=0, **kw)
-        doc = cli_json(path, "leaks", "-n", "0", "--depth", "0", *opts)
+        n = stack_rows(path)
+        df = t.leaks(n=n, **kw)
+        doc = cli_json(path, "leaks", "-n", str(n), "--depth", "0", *opts)
         check_rows(df, doc, "stacks", "stack")
         for (_, r), j in zip(df.iterrows(), doc["stacks"]):
             assert (r["oldest_alloc"], r["newest_alloc"]) == (j["oldest_alloc_s"],
                                                             j["newest_alloc_s"])
             assert r["age"] == j["age_s"]
     for sort in ("objects", "oldest"):
-        df = t.leaks(n=0, sort=sort)
-        doc = cli_json(path, "leaks", "-n", "0", "--depth", "0", "--sort", sort)
+        n = stack_rows(path)
+        df = t.leaks(n=n, sort=sort)
+        doc = cli_json(path, "leaks", "-n", str(n), "--depth", "0", "--sort", sort)
         check_rows(df, doc, "stacks", "stack")
 
 
@@ -188,3 +204,48 @@ def test_backtrace_frames(case):
         assert text == list(row["stack"])
         assert row["frames_total"] == len(bt)
         assert not math.isnan(len(bt))
+        check_inlined(bt)
+
+
+def check_inlined(bt):
+    """A code of n locations gives n frames, innermost first: the first
+    n - 1 inlined into the next, the last not. A run of one code's frames
+    (a code, or a function calling itself) is whole blocks of one shape."""
+    codes, inl, fns = list(bt["code"]), list(bt["inlined"]), list(bt["function"])
+    k = 0
+    while k < len(codes):
+        end = k
+        while end < len(codes) and codes[end] == codes[k]:
+            end += 1
+        n = inl[k:end].index(False) + 1  # the first block's length
+        assert (end - k) % n == 0, (k, codes)
+        for b in range(k, end, n):
+            assert inl[b:b + n] == [True] * (n - 1) + [False], (b, inl)
+            assert fns[b:b + n] == fns[k:k + n]
+        k = end
+
+
+def test_backtrace_inlined_frames():
+    """ocamlopt's trace has codes of several locations: their frames say so."""
+    t = mt.open(shared("ocamlopt.ctf"))
+    seen = 0
+    for bt_id in t.objects()["backtrace"].unique()[:400]:
+        bt = t.backtrace(bt_id)
+        check_inlined(bt)
+        seen += int(bt["inlined"].sum())
+    assert seen > 0
+
+
+def test_info_as_memtrace_info(case):
+    """t.info's header fields are memtrace info's."""
+    path, t, _ = case
+    p = subprocess.run([MEMTRACE, "info", path], capture_output=True, text=True, check=True)
+    text = dict(line.split(":", 1) for line in p.stdout.splitlines() if ":" in line)
+    i = t.info
+    assert text["executable"].strip() == i["executable"]
+    assert text["host"].strip() == i["host"]
+    assert int(text["pid"]) == i["pid"]
+    assert text["word size"].strip() == f"{i['word_size']} bits"
+    assert text["started"].strip() == i["start_time"].strftime("%Y-%m-%d %H:%M:%S UTC")
+    assert float(text["sample rate"].split()[0]) == i["sample_rate"]
+    assert text["duration"].strip() == f"{i['duration']:.3f} s"
