@@ -68,6 +68,28 @@ MT_API int mt_analysis_load_reader(mt_analysis **out, mt_reader *r,
 MT_API int mt_analysis_load_many(mt_analysis **out, const char *const *paths, size_t n,
                                  mt_progress_fn progress, void *ctx);
 
+/* What a load keeps of the sampled objects. */
+typedef enum mt_keep {
+  MT_KEEP_ALL = 0, /* every one: every answer */
+  MT_KEEP_LIVE = 1 /* those never collected: memory follows the live heap */
+} mt_keep;
+
+/* As mt_analysis_load_many, keeping `keep`. With MT_KEEP_LIVE each object
+ * is dropped as it is collected, so the analysis's memory is that of the
+ * objects live at the end and of the distinct backtraces, whatever the
+ * trace's length: what mt_leaks needs, for traces of any length. What is
+ * computed while reading stays whole: the trace's total
+ * (mt_analysis_tally with a filter that selects all, a ranking's
+ * trace_total), the live heap's series, peak and envelope, the duration.
+ * Every other answer covers the objects never collected only, so one asked
+ * under a filter that admits collected objects (collected other than
+ * MT_COLLECTED_NEVER; mt_leaks sets it) returns MT_ERR_INVALID. Errors as
+ * mt_analysis_load's. */
+MT_API int mt_analysis_load_keep(mt_analysis **out, const char *const *paths, size_t n,
+                                 mt_keep keep, mt_progress_fn progress, void *ctx);
+/* What the load of `a` kept. */
+MT_API mt_keep mt_analysis_keeps(const mt_analysis *a);
+
 MT_API void mt_analysis_free(mt_analysis *a);
 MT_API const char *mt_analysis_error(const mt_analysis *a);
 MT_API const char *mt_analysis_warning(const mt_analysis *a);

@@ -105,7 +105,8 @@ struct mt_analysis {
   const char **fn_name, **fn_file;
   mt__u64map fn_index; /* interned "name\0file" pointer -> function */
 
-  mt_tally all; /* every object */
+  mt_tally all; /* every object, kept or not */
+  int live_only; /* MT_KEEP_LIVE: only the objects never collected are kept */
 
   /* live heap */
   uint64_t peak_time, peak_samples;
@@ -117,6 +118,8 @@ struct mt_analysis {
 enum { MT__SIDE_LENGTH = 0, MT__SIDE_SAMPLES = 1, MT__SIDE_PROMOTE = 2 };
 
 uint64_t mt__side_get(const mt_analysis *a, size_t obj, unsigned kind);
+/* 0, or -1 (no memory). */
+int mt__side_put(mt_analysis *a, size_t obj, unsigned kind, uint64_t v);
 
 #define MT__T_NEVER UINT32_MAX
 /* Object times in microseconds (MT_NEVER for a free time never reached). */
@@ -172,7 +175,9 @@ typedef struct mt__query {
                          nothing is hidden */
 } mt__query;
 
-/* MT_OK, or MT_ERR_NOMEM (then nothing to free). */
+/* MT_OK; MT_ERR_NOMEM; or MT_ERR_INVALID for a filter that admits
+ * collected objects on a live-only load (MT_KEEP_LIVE). Nothing to free
+ * then. */
 int mt__query_init(mt__query *q, const mt_analysis *a, const mt_filter *f);
 void mt__query_free(mt__query *q);
 /* The conditions on object i's own columns (times, size, source). */

@@ -210,7 +210,9 @@ int mt_rank_callers(const mt_analysis *a, const mt_filter *f, mt_ranking *r, siz
   int rc = MT_ERR_NOMEM;
   free(r->store->callers);
   r->store->callers = calloc(r->nrows + 1, sizeof *r->store->callers);
-  if (!r->store->callers || mt__query_init(&q, a, f) != MT_OK) return rc;
+  if (!r->store->callers) return rc;
+  int qrc = mt__query_init(&q, a, f);
+  if (qrc != MT_OK) return qrc;
   for (size_t i = 0; i < r->nrows; i++)
     if (mt__u64map_put(&p.row_of, mt__site_key(a, r->store->row_code[i], p.by_line),
                        (uint32_t)i))

@@ -318,7 +318,8 @@ int mt_calltree_build(const mt_analysis *a, const mt_filter *f, int rule, int in
   mt_filter all;
   mt_filter_init(&all);
   mt__query q;
-  if (mt__query_init(&q, a, f ? f : &all) != MT_OK) return MT_ERR_NOMEM;
+  int qrc = mt__query_init(&q, a, f ? f : &all);
+  if (qrc != MT_OK) return qrc;
   mt_calltree *t = mt_calltree_new(rule, inverted);
   feed fd = {t, &q, NULL, NULL, 0, 0, NULL, 0, 0};
   uint8_t *used = NULL;
@@ -356,7 +357,9 @@ out:
 int mt_calltree_tally(const mt_calltree *t, const mt_analysis *a, const mt_filter *f,
                       mt_tally *per_node) {
   mt__query q;
-  if (!t->leaf || mt__query_init(&q, a, f) != MT_OK) return MT_ERR_NOMEM;
+  if (!t->leaf) return MT_ERR_NOMEM;
+  int qrc = mt__query_init(&q, a, f);
+  if (qrc != MT_OK) return qrc;
   memset(per_node, 0, t->n * sizeof *per_node);
   for (size_t i = 0; i < a->nobj; i++) {
     uint32_t v = mt__passing_leaf(&q, t, i);

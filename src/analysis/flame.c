@@ -272,7 +272,8 @@ int mt_flame_compute(const mt_calltree *t, const mt_analysis *a, const mt_filter
   vec tops = {0};
   uint32_t *fidx = NULL, *deepest = NULL;
   mt__query q;
-  if (mt__query_init(&q, a, f) != MT_OK) return rc;
+  int qrc = mt__query_init(&q, a, f);
+  if (qrc != MT_OK) return qrc;
   mt_flame *g = calloc(1, sizeof *g);
   /* W (doubles), out and fidx (uint32) in one reused scratch block */
   void *scratch = mt__calltree_scratch_get(t, scratch_bytes);
@@ -471,7 +472,8 @@ int mt__calltree_functions(const mt_calltree *t, const mt_analysis *a, const mt_
   *nrows = 0;
   if (!t->leaf) return MT_ERR_INVALID;
   mt__query q;
-  if (mt__query_init(&q, a, f) != MT_OK) return MT_ERR_NOMEM;
+  int qrc = mt__query_init(&q, a, f);
+  if (qrc != MT_OK) return qrc;
   size_t nf = a->nfn;
   mt_function_row *fr = calloc(nf + 1, sizeof *fr);
   int rc = MT_ERR_NOMEM;

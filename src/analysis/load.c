@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analysis_internal.h"
+#include "load_pass.h"
 
 static int fail(mt_analysis *a, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -56,7 +57,7 @@ uint64_t mt__side_get(const mt_analysis *a, size_t obj, unsigned kind) {
   return ix ? a->side_vals[*ix - 1] : 0;
 }
 
-static int side_put(mt_analysis *a, size_t obj, unsigned kind, uint64_t v) {
+int mt__side_put(mt_analysis *a, size_t obj, unsigned kind, uint64_t v) {
   if (grow((void **)&a->side_vals, &a->side_cap, a->nside + 1, sizeof *a->side_vals))
     return -1;
   a->side_vals[a->nside] = v;
@@ -209,35 +210,6 @@ static uint32_t store_time(mt_analysis *a, uint64_t t) {
 
 /* ---- the pass ---- */
 
-typedef struct pass {
-  uint64_t *prev_codes; /* previous object's backtrace, to share its prefix */
-  uint32_t *prev_ids;   /* and the code ids of its frames */
-  uint64_t *prefix_hash; /* [j]: hash of its first j code ids */
-  size_t prev_len, prev_cap;
-  uint32_t *last_ids;   /* the last distinct backtrace logged */
-  size_t last_len, last_cap;
-  /* the intern table: backtrace id + 1 by hash (0 = empty); each
-   * backtrace's full hash in bt_hash */
-  uint32_t *slots;
-  size_t nslots;
-  uint64_t *bt_hash;
-  int no_intern;     /* gave up interning: see intern_backtrace */
-  uint32_t prev_bt;  /* the previous object's backtrace id */
-  /* object ids -> object index: the identity until ids first diverge
-   * (memtrace numbers objects 0, 1, 2...); from then on, a map. */
-  int diverged;
-  size_t diverged_at;
-  mt__u64map ids;
-  uint64_t live;
-  uint64_t unknown_ids, double_frees;
-  /* several traces read as one: each one's live samples, and the traces
-   * ended but not yet dropped from the live heap (finished[dropped..]) */
-  uint64_t *live_by;
-  size_t dropped;
-  /* bit b: backtrace b is an anonymous mapping's (MT_MAPPING_FILENAME) */
-  uint8_t *bt_mapping;
-  size_t bt_mapping_cap;
-} pass;
 
 /* Appends an unsigned LEB128 number to the backtrace log. */
 static int log_uint(mt_analysis *a, uint64_t v) {
@@ -439,6 +411,7 @@ static int intern_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const m
 }
 
 static int find_object(const pass *p, uint64_t id, size_t nobj, size_t *out) {
+  if (p->keep_live) return mt__live_find(p, id, nobj, out);
   uint32_t *ix = p->diverged ? mt__u64map_get(&p->ids, id) : NULL;
   if (ix) *out = *ix - 1;
   else if (id < (p->diverged ? p->diverged_at : nobj)) *out = (size_t)id;
@@ -452,22 +425,23 @@ static int on_alloc(mt_analysis *a, pass *p, const mt_reader *r, const mt_event 
   size_t i = a->nobj;
   uint32_t bt;
   if (intern_backtrace(a, p, r, ev, &bt)) return -1;
-  if (!p->diverged && ev->obj_id != i) {
+  if (!p->keep_live && !p->diverged && ev->obj_id != i) {
     p->diverged = 1;
     p->diverged_at = i;
   }
   if (p->diverged && (i > UINT32_MAX - 2 || mt__u64map_put(&p->ids, ev->obj_id, (uint32_t)i)))
     return -1;
+  if (p->keep_live && mt__live_note(a, p, i, ev->obj_id)) return -1;
   uint8_t src = (uint8_t)ev->source;
   if (p->bt_mapping[bt / 8] & (1u << (bt % 8)) && ev->source == MT_SOURCE_EXTERNAL)
     src |= MT__OBJ_MAPPING;
   if (ev->length > UINT32_MAX) {
     src |= MT__OBJ_BIG_LENGTH;
-    if (side_put(a, i, MT__SIDE_LENGTH, ev->length)) return -1;
+    if (mt__side_put(a, i, MT__SIDE_LENGTH, ev->length)) return -1;
   }
   if (ev->nsamples > UINT16_MAX) { /* rare: > 64K samples in one block */
     src |= MT__OBJ_BIG_SAMPLES;
-    if (side_put(a, i, MT__SIDE_SAMPLES, ev->nsamples)) return -1;
+    if (mt__side_put(a, i, MT__SIDE_SAMPLES, ev->nsamples)) return -1;
   }
   a->alloc_t[i] = store_time(a, t);
   a->free_t[i] = MT__T_NEVER;
@@ -480,6 +454,7 @@ static int on_alloc(mt_analysis *a, pass *p, const mt_reader *r, const mt_event 
     p->live_by[a->trace_of[i]] += ev->nsamples;
   }
   a->nobj++;
+  mt__tally_object(a, i, &a->all); /* the whole trace's, whatever is kept */
   uint64_t before = p->live;
   p->live += ev->nsamples;
   live_change(a, t, (double)before, (double)p->live);
@@ -498,20 +473,20 @@ static int on_promote(mt_analysis *a, pass *p, const mt_event *ev, uint64_t t) {
   }
   if (a->source[i] & MT__OBJ_PROMOTED) return 0;
   a->source[i] |= MT__OBJ_PROMOTED;
-  return side_put(a, i, MT__SIDE_PROMOTE, t);
+  return mt__side_put(a, i, MT__SIDE_PROMOTE, t);
 }
 
-static void on_collect(mt_analysis *a, pass *p, const mt_event *ev, uint64_t t) {
+static int on_collect(mt_analysis *a, pass *p, const mt_event *ev, uint64_t t) {
   size_t i;
   if (find_object(p, ev->obj_id, a->nobj, &i)) {
     p->unknown_ids++;
-    return;
+    return 0;
   }
-  if (a->free_t[i] != MT__T_NEVER) {
+  if (a->free_t[i] != MT__T_NEVER || (p->keep_live && p->gone[i])) {
     p->double_frees++;
-    return;
+    return 0;
   }
-  a->free_t[i] = store_time(a, t);
+  if (!p->keep_live) a->free_t[i] = store_time(a, t);
   uint64_t ns = mt__obj_samples(a, i), before = p->live;
   p->live -= ns <= p->live ? ns : p->live;
   if (a->trace_of) {
@@ -519,6 +494,7 @@ static void on_collect(mt_analysis *a, pass *p, const mt_event *ev, uint64_t t) 
     *mine -= ns <= *mine ? ns : *mine;
   }
   live_change(a, t, (double)before, (double)p->live);
+  return p->keep_live ? mt__live_collect(a, p, i) : 0;
 }
 
 /* Several traces read as one: a trace that has ended holds nothing from
@@ -567,11 +543,13 @@ static mt_analysis *new_analysis(void) {
   return a;
 }
 
-static int run_pass(mt_analysis *a, mt_reader *r, mt_progress_fn progress, void *ctx) {
+static int run_pass(mt_analysis *a, mt_reader *r, mt_keep keep, mt_progress_fn progress,
+                    void *ctx) {
   if (copy_info(a, mt_reader_info(r))) return nomem(a);
   set_weights(a);
   uint64_t start = a->info.start_time;
   pass p = {0};
+  if (keep == MT_KEEP_LIVE) a->live_only = p.keep_live = 1;
   size_t ntraces = mt_reader_trace_count(r);
   if (ntraces > 1) {
     a->ntraces = ntraces;
@@ -592,7 +570,7 @@ static int run_pass(mt_analysis *a, mt_reader *r, mt_progress_fn progress, void 
     int err = 0;
     if (ev.kind == MT_EVENT_ALLOC) err = on_alloc(a, &p, r, &ev, t);
     else if (ev.kind == MT_EVENT_PROMOTE) err = on_promote(a, &p, &ev, t);
-    else on_collect(a, &p, &ev, t);
+    else err = on_collect(a, &p, &ev, t);
     if (err) {
       rc = nomem(a);
       break;
@@ -613,6 +591,7 @@ static int run_pass(mt_analysis *a, mt_reader *r, mt_progress_fn progress, void 
   free(p.slots);
   free(p.bt_hash);
   free(p.bt_mapping);
+  if (p.keep_live && mt__live_compact(a, &p, 1) && rc >= 0) rc = nomem(a);
   mt__u64map_free(&p.ids);
   if (p.live_by) { /* every trace's end, ended before the last event or not */
     drop_ended(a, &p, r, a->duration);
@@ -628,7 +607,6 @@ static int run_pass(mt_analysis *a, mt_reader *r, mt_progress_fn progress, void 
   }
   if (resolve_codes(a, r) || mt__expand_backtraces(a)) return nomem(a);
   fill_bins(a);
-  for (size_t i = 0; i < a->nobj; i++) mt__tally_object(a, i, &a->all);
   a->truncated_off = mt_reader_truncated(r);
   const char *w = mt_reader_warning(r);
   if (w) snprintf(a->warn, sizeof a->warn, "%s", w);
@@ -642,15 +620,27 @@ static int run_pass(mt_analysis *a, mt_reader *r, mt_progress_fn progress, void 
   return MT_OK;
 }
 
-int mt_analysis_load_reader(mt_analysis **out, mt_reader *r, mt_progress_fn progress,
-                            void *ctx) {
+static int load_reader(mt_analysis **out, mt_reader *r, mt_keep keep, mt_progress_fn progress,
+                       void *ctx) {
   mt_analysis *a = new_analysis();
   *out = a;
   if (!a) return MT_ERR_NOMEM;
-  return run_pass(a, r, progress, ctx);
+  return run_pass(a, r, keep, progress, ctx);
+}
+
+int mt_analysis_load_reader(mt_analysis **out, mt_reader *r, mt_progress_fn progress,
+                            void *ctx) {
+  return load_reader(out, r, MT_KEEP_ALL, progress, ctx);
 }
 
 int mt_analysis_load_many(mt_analysis **out, const char *const *paths, size_t n,
+                          mt_progress_fn progress, void *ctx) {
+  return mt_analysis_load_keep(out, paths, n, MT_KEEP_ALL, progress, ctx);
+}
+
+mt_keep mt_analysis_keeps(const mt_analysis *a) { return a->live_only ? MT_KEEP_LIVE : MT_KEEP_ALL; }
+
+int mt_analysis_load_keep(mt_analysis **out, const char *const *paths, size_t n, mt_keep keep,
                           mt_progress_fn progress, void *ctx) {
   mt_reader *r;
   int rc = mt_reader_open_many(&r, paths, n);
@@ -664,7 +654,7 @@ int mt_analysis_load_many(mt_analysis **out, const char *const *paths, size_t n,
     mt_reader_close(r);
     return a ? rc : MT_ERR_NOMEM;
   }
-  rc = mt_analysis_load_reader(out, r, progress, ctx);
+  rc = load_reader(out, r, keep, progress, ctx);
   mt_reader_close(r);
   return rc;
 }

@@ -164,10 +164,11 @@ int mt_profile(const mt_analysis *a, const mt_filter *f, int merge, mt_profile_i
   p.merge = merge;
   p.fn = fn;
   p.ctx = ctx;
-  if (mt__query_init(&p.qa, a, &fa) != MT_OK) return MT_ERR_NOMEM;
-  if (mt__query_init(&p.qi, a, &fi) != MT_OK) {
+  int qrc = mt__query_init(&p.qa, a, &fa);
+  if (qrc != MT_OK) return qrc;
+  if ((qrc = mt__query_init(&p.qi, a, &fi)) != MT_OK) {
     mt__query_free(&p.qa);
-    return MT_ERR_NOMEM;
+    return qrc;
   }
   if (a->bt_distinct) by_backtrace(&p);
   else by_runs(&p);

@@ -300,9 +300,10 @@ static int rank(const mt_analysis *a, const mt_filter *f, const mt_rank_spec *sp
     return MT_ERR_NOMEM;
   }
   mt__query q;
-  if (mt__query_init(&q, a, f) != MT_OK) {
+  int qrc = mt__query_init(&q, a, f);
+  if (qrc != MT_OK) {
     mt_ranking_free(r);
-    return MT_ERR_NOMEM;
+    return qrc;
   }
   r->by = spec->by;
   r->order = spec->order;

@@ -481,7 +481,8 @@ int mt_analysis_index_stacks(mt_analysis *a) {
   mt_filter none;
   mt__query q;
   mt_filter_init(&none);
-  if (mt__query_init(&q, a, &none) != MT_OK) return MT_ERR_NOMEM;
+  int qrc = mt__query_init(&q, a, &none);
+  if (qrc != MT_OK) return qrc;
   rank r;
   memset(&r, 0, sizeof r);
   r.q = &q;

@@ -29,6 +29,8 @@ static int bt_passes(void *ctx, size_t bt, const uint32_t *codes, size_t n) {
 
 int mt__query_init(mt__query *q, const mt_analysis *a, const mt_filter *f) {
   memset(q, 0, sizeof *q);
+  /* a live-only load holds nothing of the objects collected */
+  if (a->live_only && f->collected != MT_COLLECTED_NEVER) return MT_ERR_INVALID;
   q->a = a;
   q->f = *f;
   if (f->live == MT_LIVE_AT_PEAK) {
@@ -127,7 +129,8 @@ void mt__run_pair(void (*fn)(void *), void *arg0, void *arg1, int threaded) {
 
 int mt_analysis_select(const mt_analysis *a, const mt_filter *f, uint8_t *mask, size_t *count) {
   mt__query q;
-  if (mt__query_init(&q, a, f) != MT_OK) return MT_ERR_NOMEM;
+  int qrc = mt__query_init(&q, a, f);
+  if (qrc != MT_OK) return qrc;
   size_t n = 0;
   for (size_t i = 0; i < a->nobj; i++) n += mask[i] = (uint8_t)mt__query_object(&q, i);
   if (count) *count = n;
@@ -156,7 +159,8 @@ static int each_visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
 int mt_analysis_each_backtrace(const mt_analysis *a, const mt_filter *f, mt_backtrace_fn fn,
                                void *ctx) {
   mt__query q;
-  if (mt__query_init(&q, a, f) != MT_OK) return MT_ERR_NOMEM;
+  int qrc = mt__query_init(&q, a, f);
+  if (qrc != MT_OK) return qrc;
   each_ctx e = {fn, ctx};
   int rc = mt__scan_codes(&q, each_visit, &e);
   mt__query_free(&q);
@@ -178,7 +182,8 @@ int mt_analysis_tally(const mt_analysis *a, const mt_filter *f, mt_tally *t) {
     return MT_OK;
   }
   mt__query q;
-  if (mt__query_init(&q, a, f) != MT_OK) return MT_ERR_NOMEM;
+  int qrc = mt__query_init(&q, a, f);
+  if (qrc != MT_OK) return qrc;
   const void *ctx[2] = {a, t};
   mt__scan(&q, 0, a->nobj, tally_visit, ctx);
   mt__query_free(&q);
@@ -202,7 +207,8 @@ static int site_visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
 int mt_analysis_tally_sites(const mt_analysis *a, const mt_filter *f, mt_tally *per_code,
                             mt_tally *total) {
   mt__query q;
-  if (mt__query_init(&q, a, f) != MT_OK) return MT_ERR_NOMEM;
+  int qrc = mt__query_init(&q, a, f);
+  if (qrc != MT_OK) return qrc;
   memset(per_code, 0, (a->ncodes + 1) * sizeof *per_code);
   sites_ctx s = {a, per_code};
   mt__scan(&q, 0, a->nobj, site_visit, &s);

@@ -170,9 +170,10 @@ int mt_stats_compute(const mt_analysis *a, const mt_filter *f, size_t nchunks, m
   if (!s) return MT_ERR_NOMEM;
   s->chunks = nchunks > 1 ? calloc(nchunks, sizeof *s->chunks) : NULL;
   mt__query q;
-  if ((nchunks > 1 && !s->chunks) || mt__query_init(&q, a, f) != MT_OK) {
+  int qrc = nchunks > 1 && !s->chunks ? MT_ERR_NOMEM : mt__query_init(&q, a, f);
+  if (qrc != MT_OK) {
     mt_stats_free(s);
-    return MT_ERR_NOMEM;
+    return qrc;
   }
   s->sampling = mt_analysis_sampling(a);
   s->duration = a->duration;

@@ -80,9 +80,10 @@ static int live_series(const mt_analysis *a, const mt_filter *f, const series *s
   series s = *shape;
   s.a = a;
   s.diff = calloc(s.nbins + 1, sizeof(double));
-  if (!s.diff || mt__query_init(&q, a, f) != MT_OK) {
+  int qrc = !s.diff ? MT_ERR_NOMEM : mt__query_init(&q, a, f);
+  if (qrc != MT_OK) {
     free(s.diff);
-    return MT_ERR_NOMEM;
+    return qrc;
   }
   mt__scan(&q, 0, a->nobj, series_visit, &s);
   mt__query_free(&q);

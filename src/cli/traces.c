@@ -91,6 +91,7 @@ size_t mt_cli_traces(const mt_command *cmd, const char *const *args, size_t n, c
 
 typedef struct loading {
   mt_cli_trace_set *t;
+  mt_keep keep;
   int *rc;
   size_t next; /* the next trace to take, under lock */
   pthread_mutex_t lock;
@@ -103,16 +104,17 @@ static void *load_worker(void *arg) {
     size_t i = l->next++;
     pthread_mutex_unlock(&l->lock);
     if (i >= l->t->n) return NULL;
-    l->rc[i] = mt_analysis_load(&l->t->as[i], l->t->paths[i], NULL, NULL);
+    const char *path = l->t->paths[i];
+    l->rc[i] = mt_analysis_load_keep(&l->t->as[i], &path, 1, l->keep, NULL, NULL);
   }
 }
 
-void mt_cli_load_set(const mt_command *cmd, const char *const *args, size_t n,
+void mt_cli_load_set(const mt_command *cmd, const char *const *args, size_t n, mt_keep keep,
                      mt_cli_trace_set *t) {
   t->n = mt_cli_traces(cmd, args, n, &t->paths);
   t->as = mt_cli_xrealloc(cmd, NULL, t->n * sizeof *t->as);
   int *rc = mt_cli_xrealloc(cmd, NULL, t->n * sizeof *rc);
-  loading l = {t, rc, 0, PTHREAD_MUTEX_INITIALIZER};
+  loading l = {t, keep, rc, 0, PTHREAD_MUTEX_INITIALIZER};
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   size_t nthreads = cores > 1 ? (size_t)cores : 1;
   if (nthreads > t->n) nthreads = t->n;

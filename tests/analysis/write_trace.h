@@ -15,7 +15,7 @@ static char trace_path[64];
 static FILE *trace_file; /* the writer owns no fd: closed after the writer */
 
 /* A writer at `rate` (start time T0), codes named by `resolve`. */
-static mt_writer *open_trace(double rate, mt_resolve_fn resolve) {
+static inline mt_writer *open_trace(double rate, mt_resolve_fn resolve) {
   static int written;
   snprintf(trace_path, sizeof trace_path, "/tmp/mt_test_trace_%d_%d.ctf", (int)getpid(),
            written++);
@@ -31,7 +31,7 @@ static mt_writer *open_trace(double rate, mt_resolve_fn resolve) {
 }
 
 /* Closes the writer and loads what it wrote (the file is removed). */
-static mt_analysis *close_and_load(mt_writer *w) {
+static inline mt_analysis *close_and_load(mt_writer *w) {
   assert_int_equal(mt_writer_close(w), MT_OK);
   fclose(trace_file);
   mt_analysis *a;

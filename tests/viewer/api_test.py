@@ -695,7 +695,8 @@ def test_follow():
         info = srv.json("/api/info")
         check(info["live"] is True and info["warning"], "truncated trace warns")
         full = subprocess.run([MEMTRACE, "info", src], capture_output=True, text=True)
-        total = int(re.search(r"^total\s+(\d+)", full.stdout, re.M).group(1))
+        # an OCaml trace's table, or a native one's line
+        total = int(re.search(r"^(?:total|allocations:)\s+(\d+)", full.stdout, re.M).group(1))
         with open(path, "ab") as f:
             f.write(data[len(data) // 3:])
         # every allocation of the whole trace, once a reload has seen it all

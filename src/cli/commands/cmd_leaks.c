@@ -153,8 +153,8 @@ static int run(int argc, char **argv) {
   if (f.collected == MT_COLLECTED_IN)
     mt_cli_usage_error(cmd, "--collected contradicts leaks (objects never collected)");
 
-  mt_cli_trace_set t;
-  mt_cli_load_set(cmd, args, nargs, &t);
+  mt_cli_trace_set t; /* leaks are the objects never collected: only those are kept */
+  mt_cli_load_set(cmd, args, nargs, MT_KEEP_LIVE, &t);
   mt_ranking *r;
   static const mt_rank_order orders[] = {MT_ORDER_BYTES, MT_ORDER_OBJECTS, MT_ORDER_OLDEST};
   int rc = mt_leaks_traces((const mt_analysis *const *)t.as, t.n, &f, orders[sort], limit,

@@ -348,7 +348,7 @@ static int run(int argc, char **argv) {
   } else {
     for (size_t i = 0; i < n; i++) free(paths[i]);
     free(paths);
-    mt_cli_load_set(cmd, args, nargs, &ts.set);
+    mt_cli_load_set(cmd, args, nargs, MT_KEEP_ALL, &ts.set);
   }
   char many[128];
   snprintf(many, sizeof many, "%zu traces (%s ...)", n, ts.set.paths[0]);

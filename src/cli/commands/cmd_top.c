@@ -212,7 +212,9 @@ static int run(int argc, char **argv) {
   size_t nargs = mt_cli_parse(cmd, argc, argv, &spec);
 
   mt_cli_trace_set t;
-  mt_cli_load_set(cmd, args, nargs, &t);
+  /* never collected: only those objects are kept */
+  mt_cli_load_set(cmd, args, nargs,
+                  f.collected == MT_COLLECTED_NEVER ? MT_KEEP_LIVE : MT_KEEP_ALL, &t);
   if (by == MT_BY_STACK && (t.n > 1 || by_process))
     mt_cli_usage_error(cmd, "--by stack ranks one trace (%zu given)", t.n);
   mt_rank_spec rs = {by, sort ? MT_ORDER_OBJECTS : MT_ORDER_BYTES, limit, depth};

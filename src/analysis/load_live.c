@@ -1,0 +1,144 @@
+/* A live-only load (MT_KEEP_LIVE): objects are dropped once collected, so
+ * the object columns hold the live heap's sampled objects and those
+ * collected since the last compaction, never more than about twice the
+ * live ones (load_pass.h). Compaction moves objects, so an id finds its
+ * object by where its run of consecutive ids starts (memtrace numbers
+ * objects 0, 1, 2...): the newest run's directly, the older ones' by a
+ * binary search; ids out of order go through a map. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "load_pass.h"
+
+/* Collected objects wait for a compaction until they are this many and
+ * outnumber the kept ones: each compaction moves the live ones once. */
+#define COMPACT_MIN 65536
+
+int mt__live_note(mt_analysis *a, pass *p, size_t i, uint64_t id) {
+  if (i >= p->keep_cap) {
+    size_t cap = a->obj_cap > i ? a->obj_cap : i + 1;
+    uint64_t *ids = realloc(p->obj_id, cap * sizeof *ids);
+    if (ids) p->obj_id = ids;
+    uint8_t *gone = realloc(p->gone, cap);
+    if (gone) p->gone = gone;
+    if (!ids || !gone) return -1;
+    p->keep_cap = cap;
+  }
+  p->obj_id[i] = id;
+  p->gone[i] = 0;
+  if (p->live_map) return mt__u64map_put(&p->ids, id, (uint32_t)i);
+  if (i == p->tail_at && (i == 0 || id > p->obj_id[i - 1])) { /* a run starts */
+    p->tail_id0 = id;
+    return 0;
+  }
+  if (i != p->tail_at && id == p->tail_id0 + (i - p->tail_at)) return 0;
+  /* ids out of order (not memtrace's numbering): a map from now on */
+  p->live_map = 1;
+  for (size_t j = 0; j <= i; j++)
+    if (mt__u64map_put(&p->ids, p->obj_id[j], (uint32_t)j)) return -1;
+  return 0;
+}
+
+int mt__live_find(const pass *p, uint64_t id, size_t nobj, size_t *out) {
+  if (p->live_map) {
+    uint32_t *ix = mt__u64map_get(&p->ids, id);
+    if (!ix) return -1;
+    *out = *ix - 1;
+    return 0;
+  }
+  if (nobj > p->tail_at && id >= p->tail_id0 && id - p->tail_id0 < nobj - p->tail_at) {
+    *out = p->tail_at + (size_t)(id - p->tail_id0);
+    return 0;
+  }
+  size_t lo = 0, hi = p->tail_at; /* the kept ones, by id */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (p->obj_id[mid] < id) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == p->tail_at || p->obj_id[lo] != id) return -1;
+  *out = lo;
+  return 0;
+}
+
+int mt__live_collect(mt_analysis *a, pass *p, size_t i) {
+  p->gone[i] = 1;
+  p->ngone++;
+  if (p->ngone >= COMPACT_MIN && 2 * p->ngone >= a->nobj) return mt__live_compact(a, p, 0);
+  return 0;
+}
+
+typedef struct side_entry {
+  size_t obj;
+  unsigned kind;
+  uint64_t value;
+} side_entry;
+
+/* The side entries of the kept objects, under their indices after the
+ * compaction: 0 and *out (malloc'd), or -1. */
+static int kept_side_entries(const mt_analysis *a, const pass *p, side_entry **out, size_t *n) {
+  static const struct { uint8_t flag; unsigned kind; } kinds[] = {
+      {MT__OBJ_BIG_LENGTH, MT__SIDE_LENGTH},
+      {MT__OBJ_BIG_SAMPLES, MT__SIDE_SAMPLES},
+      {MT__OBJ_PROMOTED, MT__SIDE_PROMOTE}};
+  *out = NULL;
+  *n = 0;
+  if (!a->nside) return 0;
+  side_entry *v = malloc(a->nside * sizeof *v);
+  if (!v) return -1;
+  for (size_t i = 0, k = 0; i < a->nobj; i++) {
+    if (p->gone[i]) continue;
+    for (size_t j = 0; j < sizeof kinds / sizeof *kinds; j++)
+      if ((a->source[i] & kinds[j].flag) && *n < a->nside)
+        v[(*n)++] = (side_entry){k, kinds[j].kind, mt__side_get(a, i, kinds[j].kind)};
+    k++;
+  }
+  *out = v;
+  return 0;
+}
+
+int mt__live_compact(mt_analysis *a, pass *p, int last) {
+  int rc = 0;
+  if (p->ngone) {
+    side_entry *side;
+    size_t nside;
+    if (kept_side_entries(a, p, &side, &nside)) return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < a->nobj; i++) {
+      if (p->gone[i]) continue;
+      if (k != i) {
+        a->alloc_t[k] = a->alloc_t[i];
+        a->free_t[k] = a->free_t[i];
+        a->bt[k] = a->bt[i];
+        a->nsamples[k] = a->nsamples[i];
+        a->length[k] = a->length[i];
+        a->source[k] = a->source[i];
+        if (a->trace_of) a->trace_of[k] = a->trace_of[i];
+        p->obj_id[k] = p->obj_id[i];
+      }
+      p->gone[k] = 0;
+      k++;
+    }
+    a->nobj = k;
+    p->ngone = 0;
+    mt__u64map_free(&a->side);
+    memset(&a->side, 0, sizeof a->side);
+    a->nside = 0;
+    for (size_t j = 0; j < nside && !rc; j++) rc = mt__side_put(a, side[j].obj, side[j].kind, side[j].value);
+    free(side);
+    p->tail_at = k;
+    if (p->live_map) {
+      mt__u64map_free(&p->ids);
+      memset(&p->ids, 0, sizeof p->ids);
+      for (size_t j = 0; j < k && !rc && !last; j++) rc = mt__u64map_put(&p->ids, p->obj_id[j], (uint32_t)j);
+    }
+  }
+  if (last) {
+    free(p->obj_id);
+    free(p->gone);
+    p->obj_id = NULL;
+    p->gone = NULL;
+    p->keep_cap = 0;
+  }
+  return rc;
+}

@@ -1,0 +1,58 @@
+/* The state of one pass of mt_analysis_load over a trace (load.c), shared
+ * with what a live-only load does to it (load_live.c). */
+#ifndef MT_ANALYSIS_LOAD_PASS_H
+#define MT_ANALYSIS_LOAD_PASS_H
+
+#include "analysis_internal.h"
+
+typedef struct pass {
+  uint64_t *prev_codes; /* previous object's backtrace, to share its prefix */
+  uint32_t *prev_ids;   /* and the code ids of its frames */
+  uint64_t *prefix_hash; /* [j]: hash of its first j code ids */
+  size_t prev_len, prev_cap;
+  uint32_t *last_ids;   /* the last distinct backtrace logged */
+  size_t last_len, last_cap;
+  /* the intern table: backtrace id + 1 by hash (0 = empty); each
+   * backtrace's full hash in bt_hash */
+  uint32_t *slots;
+  size_t nslots;
+  uint64_t *bt_hash;
+  int no_intern;     /* gave up interning: see intern_backtrace */
+  uint32_t prev_bt;  /* the previous object's backtrace id */
+  /* object ids -> object index: the identity until ids first diverge
+   * (memtrace numbers objects 0, 1, 2...); from then on, a map. */
+  int diverged;
+  size_t diverged_at;
+  mt__u64map ids;
+  uint64_t live;
+  uint64_t unknown_ids, double_frees;
+  /* several traces read as one: each one's live samples, and the traces
+   * ended but not yet dropped from the live heap (finished[dropped..]) */
+  uint64_t *live_by;
+  size_t dropped;
+  /* bit b: backtrace b is an anonymous mapping's (MT_MAPPING_FILENAME) */
+  uint8_t *bt_mapping;
+  size_t bt_mapping_cap;
+  /* MT_KEEP_LIVE (load_live.c): each kept object's id, and whether it was
+   * collected since the last compaction. Objects [0, tail_at) are those
+   * the last compaction kept, their ids increasing; from tail_at on, ids
+   * run on from tail_id0. Ids that do not (live_map) go through `ids`. */
+  int keep_live, live_map;
+  uint64_t *obj_id;
+  uint8_t *gone;
+  size_t keep_cap, ngone, tail_at;
+  uint64_t tail_id0;
+} pass;
+
+/* MT_KEEP_LIVE: notes object i (id `id`) as kept; 0, or -1 (no memory). */
+/* MT_KEEP_LIVE: the index of object `id` among the nobj kept: 0, or -1. */
+int mt__live_find(const pass *p, uint64_t id, size_t nobj, size_t *out);
+int mt__live_note(mt_analysis *a, pass *p, size_t i, uint64_t id);
+/* MT_KEEP_LIVE: object i was collected; it goes at a compaction, which
+ * this runs when the collected outnumber the live. 0, or -1. */
+int mt__live_collect(mt_analysis *a, pass *p, size_t i);
+/* MT_KEEP_LIVE: drops every collected object now; 0, or -1. Frees the
+ * pass's per-object arrays when `last`. */
+int mt__live_compact(mt_analysis *a, pass *p, int last);
+
+#endif

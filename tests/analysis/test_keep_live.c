@@ -1,0 +1,173 @@
+/* A live-only load (MT_KEEP_LIVE) against a whole one: the same leaks,
+ * figure for figure, under filters; the same trace total, peak and
+ * duration; answers that would need collected objects refused. On
+ * memtrace's own traces (promotions: side entries) and on one written here
+ * whose frees run through many compactions, with blocks past 2^32 words
+ * and past 65535 samples (side entries that must move with their
+ * objects). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "memtrace/analysis.h"
+#include "memtrace/rank.h"
+#include "write_trace.h"
+
+static const mt_location LOCS[4][1] = {{{"a.c", "alpha", 10, 1, 5}},
+                                       {{"b.c", "beta", 20, 1, 5}},
+                                       {{"c.c", "gamma", 30, 1, 5}},
+                                       {{"m.c", "main", 1, 1, 1}}};
+
+static int resolve(void *ctx, uint64_t code, const mt_location **l, size_t *n) {
+  (void)ctx;
+  *l = code >= 0x100 && code < 0x104 ? LOCS[code - 0x100] : NULL;
+  *n = *l ? 1 : 0;
+  return 0;
+}
+
+static void load_both(const char *path, mt_analysis **all, mt_analysis **live) {
+  assert_int_equal(mt_analysis_load_keep(all, &path, 1, MT_KEEP_ALL, NULL, NULL), MT_OK);
+  assert_int_equal(mt_analysis_load_keep(live, &path, 1, MT_KEEP_LIVE, NULL, NULL), MT_OK);
+  assert_int_equal(mt_analysis_keeps(*all), MT_KEEP_ALL);
+  assert_int_equal(mt_analysis_keeps(*live), MT_KEEP_LIVE);
+}
+
+static void same_tally(const mt_tally *x, const mt_tally *y) {
+  assert_int_equal(x->samples, y->samples);
+  assert_int_equal(x->objects, y->objects);
+  assert_true(x->ht == y->ht && x->ht_var == y->ht_var && x->w_max == y->w_max);
+}
+
+static void same_leaks(const mt_analysis *all, const mt_analysis *live, const mt_filter *f) {
+  mt_ranking *x, *y;
+  assert_int_equal(mt_leaks(all, f, MT_ORDER_BYTES, 0, 0, &x), MT_OK);
+  assert_int_equal(mt_leaks(live, f, MT_ORDER_BYTES, 0, 0, &y), MT_OK);
+  assert_int_equal(x->nrows, y->nrows);
+  assert_int_equal(x->groups, y->groups);
+  same_tally(&x->total, &y->total);
+  same_tally(&x->trace_total, &y->trace_total);
+  for (size_t i = 0; i < x->nrows; i++) {
+    const mt_rank_row *a = &x->rows[i], *b = &y->rows[i];
+    same_tally(&a->tally, &b->tally);
+    assert_int_equal(a->oldest, b->oldest);
+    assert_int_equal(a->newest, b->newest);
+    assert_int_equal(a->frames_total, b->frames_total);
+    for (size_t k = 0; k < a->nframes; k++) {
+      assert_int_equal(a->frames[k].code, b->frames[k].code);
+      assert_true((a->frames[k].function == NULL) == (b->frames[k].function == NULL));
+      if (a->frames[k].function) assert_string_equal(a->frames[k].function, b->frames[k].function);
+    }
+  }
+  mt_ranking_free(x);
+  mt_ranking_free(y);
+}
+
+static void compare(const char *path) {
+  mt_analysis *all, *live;
+  load_both(path, &all, &live);
+  assert_int_equal(mt_analysis_duration(all), mt_analysis_duration(live));
+  uint64_t t1, s1, t2, s2;
+  mt_analysis_peak(all, &t1, &s1);
+  mt_analysis_peak(live, &t2, &s2);
+  assert_int_equal(t1, t2);
+  assert_int_equal(s1, s2);
+  mt_filter f, never;
+  mt_filter_init(&f);
+  mt_tally ta, tl;
+  assert_int_equal(mt_analysis_tally(all, &f, &ta), MT_OK);
+  assert_int_equal(mt_analysis_tally(live, &f, &tl), MT_OK);
+  same_tally(&ta, &tl); /* the whole trace's, kept or not */
+  /* the live load keeps exactly the objects never collected */
+  mt_leaks_filter(&f, &never);
+  assert_int_equal(mt_analysis_tally(all, &never, &ta), MT_OK);
+  assert_int_equal(mt_analysis_object_count(live), ta.objects);
+
+  same_leaks(all, live, &f);
+  uint64_t d = mt_analysis_duration(all);
+  mt_filter g = f;
+  g.alloc_from = d / 4, g.alloc_to = d / 2;
+  same_leaks(all, live, &g);
+  g = f;
+  g.size_min = 64, g.size_max = 4096;
+  same_leaks(all, live, &g);
+  g = f;
+  g.live = MT_LIVE_AT_PEAK;
+  same_leaks(all, live, &g);
+  g = f;
+  g.not_inside = "alpha";
+  same_leaks(all, live, &g);
+
+  /* an answer that needs the collected objects is refused, not wrong */
+  mt_rank_spec spec = {MT_BY_FUNCTION, MT_ORDER_BYTES, 10, 0};
+  mt_ranking *r;
+  assert_int_equal(mt_rank(live, &f, &spec, &r), MT_ERR_INVALID);
+  assert_int_equal(mt_rank(live, &never, &spec, &r), MT_OK);
+  mt_ranking_free(r);
+  mt_analysis_free(all);
+  mt_analysis_free(live);
+}
+
+static void test_shared_traces(void **state) {
+  (void)state;
+  static const char *const names[] = {"ocamlopt.ctf", "workload-1e-3.ctf", "workload-1e-4.ctf"};
+  for (size_t k = 0; k < 3; k++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", MT_SHARED_TRACES, names[k]);
+    if (access(path, R_OK) == 0) compare(path);
+  }
+}
+
+/* 400,000 objects from 24 backtraces, most freed in a random order a while
+ * after their allocation (compactions), a few never; now and then a block
+ * past 2^32 words or with more than 65535 samples, some promoted. */
+static void test_compactions(void **state) {
+  (void)state;
+  enum { N = 400000, WINDOW = 5000 };
+  mt_writer *w = open_trace(1e-3, resolve);
+  uint64_t *ids = malloc(N * sizeof *ids);
+  uint8_t *freed = calloc(N, 1);
+  uint64_t rng = 88172645463325252ull, t = T0;
+  size_t next_free = 0;
+  for (size_t i = 0; i < N; i++) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    uint64_t bt[3] = {0x103, 0x100 + rng % 3, 0x200 + (rng >> 8) % 8};
+    uint64_t len = 1 + (rng >> 16) % 600, samples = 1 + (rng >> 40) % 3;
+    if (i % 9973 == 0) len = (1ull << 32) + i; /* past 32 bits */
+    if (i % 7919 == 0) samples = 70000 + i % 100;
+    mt_source src = i % 5 == 0 ? MT_SOURCE_MINOR : MT_SOURCE_EXTERNAL;
+    assert_int_equal(mt_writer_alloc(w, t += 3, 0, len, samples, src, bt, 3, &ids[i]), MT_OK);
+    if (src == MT_SOURCE_MINOR && (rng >> 20) % 4 == 0)
+      assert_int_equal(mt_writer_promote(w, t += 1, 0, ids[i]), MT_OK);
+    /* free one of the window's older objects, at random; 1 in 50 lives on */
+    if (i >= WINDOW) {
+      size_t j = next_free + (rng >> 24) % WINDOW;
+      if (j < i && !freed[j] && j % 50 != 7) {
+        freed[j] = 1;
+        assert_int_equal(mt_writer_collect(w, t += 2, 0, ids[j]), MT_OK);
+      }
+      next_free++;
+    }
+  }
+  assert_int_equal(mt_writer_close(w), MT_OK);
+  fclose(trace_file);
+  compare(trace_path);
+  unlink(trace_path);
+  free(ids);
+  free(freed);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_shared_traces),
+      cmocka_unit_test(test_compactions),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
