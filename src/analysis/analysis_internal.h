@@ -87,6 +87,8 @@ struct mt_analysis {
   uint64_t *bt_fp; /* mt_analysis_index_stacks: fingerprints, NULL until
                       complete (read atomically) */
   mt__u64map side;    /* (object << 2 | kind) -> index in side_vals */
+  const uint64_t *side_key; /* while a live-only load runs: each object's id,
+                               the side table's key (objects move); else NULL */
   uint64_t *side_vals;
   size_t nside, side_cap;
 

@@ -52,8 +52,14 @@ static int grow_objects(mt_analysis *a) {
   return 0;
 }
 
+/* An object's key in the side table: its index, or its id while a
+ * live-only load moves objects (side_key). */
+static uint64_t side_key(const mt_analysis *a, size_t obj, unsigned kind) {
+  return (a->side_key ? a->side_key[obj] : (uint64_t)obj) << 2 | kind;
+}
+
 uint64_t mt__side_get(const mt_analysis *a, size_t obj, unsigned kind) {
-  uint32_t *ix = mt__u64map_get(&a->side, (uint64_t)obj << 2 | kind);
+  uint32_t *ix = mt__u64map_get(&a->side, side_key(a, obj, kind));
   return ix ? a->side_vals[*ix - 1] : 0;
 }
 
@@ -61,7 +67,7 @@ int mt__side_put(mt_analysis *a, size_t obj, unsigned kind, uint64_t v) {
   if (grow((void **)&a->side_vals, &a->side_cap, a->nside + 1, sizeof *a->side_vals))
     return -1;
   a->side_vals[a->nside] = v;
-  if (mt__u64map_put(&a->side, (uint64_t)obj << 2 | kind, (uint32_t)a->nside)) return -1;
+  if (mt__u64map_put(&a->side, side_key(a, obj, kind), (uint32_t)a->nside)) return -1;
   a->nside++;
   return 0;
 }

@@ -21,6 +21,7 @@ int mt__live_note(mt_analysis *a, pass *p, size_t i, uint64_t id) {
     if (ids) p->obj_id = ids;
     uint8_t *gone = realloc(p->gone, cap);
     if (gone) p->gone = gone;
+    a->side_key = p->obj_id; /* the side table is keyed by id while objects move */
     if (!ids || !gone) return -1;
     p->keep_cap = cap;
   }
@@ -97,12 +98,16 @@ static int kept_side_entries(const mt_analysis *a, const pass *p, side_entry **o
   return 0;
 }
 
+/* The side table is rebuilt at the last compaction (keyed by index from
+ * then on) and when the entries of dropped objects outnumber the kept ones;
+ * otherwise, keyed by id, it needs nothing when objects move. */
 int mt__live_compact(mt_analysis *a, pass *p, int last) {
   int rc = 0;
-  if (p->ngone) {
-    side_entry *side;
-    size_t nside;
-    if (kept_side_entries(a, p, &side, &nside)) return -1;
+  if (p->ngone || last) {
+    int rebuild = last || a->nside > 2 * p->side_kept + COMPACT_MIN;
+    side_entry *side = NULL;
+    size_t nside = 0;
+    if (rebuild && kept_side_entries(a, p, &side, &nside)) return -1;
     size_t k = 0;
     for (size_t i = 0; i < a->nobj; i++) {
       if (p->gone[i]) continue;
@@ -121,12 +126,17 @@ int mt__live_compact(mt_analysis *a, pass *p, int last) {
     }
     a->nobj = k;
     p->ngone = 0;
-    mt__u64map_free(&a->side);
-    memset(&a->side, 0, sizeof a->side);
-    a->nside = 0;
-    for (size_t j = 0; j < nside && !rc; j++) rc = mt__side_put(a, side[j].obj, side[j].kind, side[j].value);
-    free(side);
     p->tail_at = k;
+    if (rebuild) {
+      mt__u64map_free(&a->side);
+      memset(&a->side, 0, sizeof a->side);
+      a->nside = 0;
+      if (last) a->side_key = NULL; /* by index from now on */
+      for (size_t j = 0; j < nside && !rc; j++)
+        rc = mt__side_put(a, side[j].obj, side[j].kind, side[j].value);
+      p->side_kept = nside;
+      free(side);
+    }
     if (p->live_map) {
       mt__u64map_free(&p->ids);
       memset(&p->ids, 0, sizeof p->ids);
@@ -134,6 +144,7 @@ int mt__live_compact(mt_analysis *a, pass *p, int last) {
     }
   }
   if (last) {
+    a->side_key = NULL;
     free(p->obj_id);
     free(p->gone);
     p->obj_id = NULL;

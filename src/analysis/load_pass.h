@@ -41,6 +41,7 @@ typedef struct pass {
   uint64_t *obj_id;
   uint8_t *gone;
   size_t keep_cap, ngone, tail_at;
+  size_t side_kept; /* side entries after the last rebuild of the table */
   uint64_t tail_id0;
 } pass;
 

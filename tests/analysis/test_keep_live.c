@@ -85,10 +85,23 @@ static void compare(const char *path) {
   assert_int_equal(mt_analysis_tally(all, &f, &ta), MT_OK);
   assert_int_equal(mt_analysis_tally(live, &f, &tl), MT_OK);
   same_tally(&ta, &tl); /* the whole trace's, kept or not */
-  /* the live load keeps exactly the objects never collected */
+  /* the live load keeps exactly the objects never collected, each whole
+   * (side entries included), in allocation order */
   mt_leaks_filter(&f, &never);
   assert_int_equal(mt_analysis_tally(all, &never, &ta), MT_OK);
   assert_int_equal(mt_analysis_object_count(live), ta.objects);
+  for (size_t i = 0, k = 0; i < mt_analysis_object_count(all); i++) {
+    mt_object x = mt_analysis_object(all, i);
+    if (x.free_time != MT_NEVER) continue;
+    mt_object y = mt_analysis_object(live, k++);
+    assert_int_equal(x.alloc_time, y.alloc_time);
+    assert_int_equal(x.promote_time, y.promote_time);
+    assert_int_equal(y.free_time, MT_NEVER);
+    assert_int_equal(x.length, y.length);
+    assert_int_equal(x.nsamples, y.nsamples);
+    assert_int_equal(x.backtrace, y.backtrace);
+    assert_int_equal(x.source, y.source);
+  }
 
   same_leaks(all, live, &f);
   uint64_t d = mt_analysis_duration(all);
@@ -125,9 +138,10 @@ static void test_shared_traces(void **state) {
   }
 }
 
-/* 400,000 objects from 24 backtraces, most freed in a random order a while
- * after their allocation (compactions), a few never; now and then a block
- * past 2^32 words or with more than 65535 samples, some promoted. */
+/* 400,000 objects from 24 backtraces, most freed within 5,000 allocations
+ * (compactions, the live ones moved each time), 1 in 50 never; now and
+ * then a block past 2^32 words or with more than 65535 samples (never
+ * freed), and 150,000 promoted (the side table rebuilt while loading). */
 static void test_compactions(void **state) {
   (void)state;
   enum { N = 400000, WINDOW = 5000 };
@@ -135,25 +149,26 @@ static void test_compactions(void **state) {
   uint64_t *ids = malloc(N * sizeof *ids);
   uint8_t *freed = calloc(N, 1);
   uint64_t rng = 88172645463325252ull, t = T0;
-  size_t next_free = 0;
   for (size_t i = 0; i < N; i++) {
     rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
     uint64_t bt[3] = {0x103, 0x100 + rng % 3, 0x200 + (rng >> 8) % 8};
     uint64_t len = 1 + (rng >> 16) % 600, samples = 1 + (rng >> 40) % 3;
     if (i % 9973 == 0) len = (1ull << 32) + i; /* past 32 bits */
     if (i % 7919 == 0) samples = 70000 + i % 100;
-    mt_source src = i % 5 == 0 ? MT_SOURCE_MINOR : MT_SOURCE_EXTERNAL;
+    mt_source src = i % 2 == 0 ? MT_SOURCE_MINOR : MT_SOURCE_EXTERNAL;
     assert_int_equal(mt_writer_alloc(w, t += 3, 0, len, samples, src, bt, 3, &ids[i]), MT_OK);
-    if (src == MT_SOURCE_MINOR && (rng >> 20) % 4 == 0)
+    if (src == MT_SOURCE_MINOR && (rng >> 20) % 4 != 0) /* 150,000: the side table rebuilt */
       assert_int_equal(mt_writer_promote(w, t += 1, 0, ids[i]), MT_OK);
-    /* free one of the window's older objects, at random; 1 in 50 lives on */
-    if (i >= WINDOW) {
-      size_t j = next_free + (rng >> 24) % WINDOW;
-      if (j < i && !freed[j] && j % 50 != 7) {
+    /* free the object WINDOW allocations old, and a random younger one;
+     * 1 in 50 and the big ones live on */
+    if (i == 0) continue;
+    size_t cand[2] = {i >= WINDOW ? i - WINDOW : i, i - 1 - (rng >> 24) % (i < WINDOW ? i : WINDOW)};
+    for (int c = 0; c < 2; c++) {
+      size_t j = cand[c];
+      if (j < i && !freed[j] && j % 50 != 7 && j % 9973 && j % 7919) {
         freed[j] = 1;
         assert_int_equal(mt_writer_collect(w, t += 2, 0, ids[j]), MT_OK);
       }
-      next_free++;
     }
   }
   assert_int_equal(mt_writer_close(w), MT_OK);
