@@ -70,11 +70,13 @@ MT_API int mt_analysis_load_many(mt_analysis **out, const char *const *paths, si
 
 /* What a load keeps of the sampled objects. */
 typedef enum mt_keep {
-  MT_KEEP_ALL = 0, /* every one: every answer */
-  MT_KEEP_LIVE = 1 /* those never collected: memory follows the live heap */
+  MT_KEEP_ALL = 0,   /* every one: every answer */
+  MT_KEEP_LIVE = 1,  /* those never collected: memory follows the live heap */
+  MT_KEEP_FOLDED = 2 /* their tallies by backtrace (mt_analysis_load_folded) */
 } mt_keep;
 
-/* As mt_analysis_load_many, keeping `keep`. With MT_KEEP_LIVE each object
+/* As mt_analysis_load_many, keeping `keep` (MT_KEEP_ALL or MT_KEEP_LIVE;
+ * MT_KEEP_FOLDED is mt_analysis_load_folded's). With MT_KEEP_LIVE each object
  * is dropped as it is collected, so the analysis's memory is that of the
  * objects live at the end and of the distinct backtraces, whatever the
  * trace's length: what mt_leaks needs, for traces of any length. What is
@@ -87,6 +89,22 @@ typedef enum mt_keep {
  * mt_analysis_load's. */
 MT_API int mt_analysis_load_keep(mt_analysis **out, const char *const *paths, size_t n,
                                  mt_keep keep, mt_progress_fn progress, void *ctx);
+/* Loads the traces keeping, per backtrace, the tally of the objects that
+ * pass f's conditions on objects (times, sizes, lifetimes, sources; not
+ * inside, not_inside and hide, which act on stacks): each object is
+ * decided and dropped at its collection, or at the end. Memory: the live
+ * objects, the distinct backtraces and a tally for each, whatever the
+ * trace's length. The answers are those made of tallies alone: call trees
+ * (mt_calltree_build, mt_calltree_tally) and totals (mt_analysis_tally),
+ * under a filter with f's conditions on objects and any on stacks; any
+ * other answer or filter returns MT_ERR_INVALID. A tally's sampled objects
+ * and samples (so estimated bytes) are those of a whole load; its
+ * Horvitz-Thompson sums, added up by backtrace first, may differ from a
+ * whole load's in the last bits. f live at the peak is refused
+ * (MT_ERR_INVALID: the peak is known only at the end). Errors as
+ * mt_analysis_load's. */
+MT_API int mt_analysis_load_folded(mt_analysis **out, const char *const *paths, size_t n,
+                                   const mt_filter *f, mt_progress_fn progress, void *ctx);
 /* What the load of `a` kept. */
 MT_API mt_keep mt_analysis_keeps(const mt_analysis *a);
 

@@ -109,6 +109,10 @@ struct mt_analysis {
 
   mt_tally all; /* every object, kept or not */
   int live_only; /* MT_KEEP_LIVE: only the objects never collected are kept */
+  /* MT_KEEP_FOLDED: one object per backtrace, the tally of the objects that
+   * passed fold_filter's conditions on objects; else NULL */
+  mt_tally *fold_tally;
+  mt_filter fold_filter;
 
   /* live heap */
   uint64_t peak_time, peak_samples;
@@ -178,9 +182,12 @@ typedef struct mt__query {
 } mt__query;
 
 /* MT_OK; MT_ERR_NOMEM; or MT_ERR_INVALID for a filter that admits
- * collected objects on a live-only load (MT_KEEP_LIVE). Nothing to free
- * then. */
+ * collected objects on a live-only load (MT_KEEP_LIVE), and on a folded
+ * one (MT_KEEP_FOLDED). Nothing to free then. */
 int mt__query_init(mt__query *q, const mt_analysis *a, const mt_filter *f);
+/* The same for an answer made of tallies alone (call trees, totals): on a
+ * folded load, under a filter with the fold's conditions on objects. */
+int mt__query_init_tallies(mt__query *q, const mt_analysis *a, const mt_filter *f);
 void mt__query_free(mt__query *q);
 /* The conditions on object i's own columns (times, size, source). */
 int mt__query_columns(const mt__query *q, size_t i);

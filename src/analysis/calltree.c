@@ -318,7 +318,7 @@ int mt_calltree_build(const mt_analysis *a, const mt_filter *f, int rule, int in
   mt_filter all;
   mt_filter_init(&all);
   mt__query q;
-  int qrc = mt__query_init(&q, a, f ? f : &all);
+  int qrc = mt__query_init_tallies(&q, a, f ? f : &all);
   if (qrc != MT_OK) return qrc;
   mt_calltree *t = mt_calltree_new(rule, inverted);
   feed fd = {t, &q, NULL, NULL, 0, 0, NULL, 0, 0};
@@ -358,7 +358,7 @@ int mt_calltree_tally(const mt_calltree *t, const mt_analysis *a, const mt_filte
                       mt_tally *per_node) {
   mt__query q;
   if (!t->leaf) return MT_ERR_NOMEM;
-  int qrc = mt__query_init(&q, a, f);
+  int qrc = mt__query_init_tallies(&q, a, f);
   if (qrc != MT_OK) return qrc;
   memset(per_node, 0, t->n * sizeof *per_node);
   for (size_t i = 0; i < a->nobj; i++) {

@@ -7,6 +7,10 @@
 #include "analysis_internal.h"
 
 void mt__tally_object(const mt_analysis *a, size_t i, mt_tally *t) {
+  if (a->fold_tally) { /* a folded load: a row's objects */
+    mt_tally_add(t, &a->fold_tally[i]);
+    return;
+  }
   uint64_t len = mt__obj_length(a, i);
   /* OCaml heap blocks are sampled over their header word too. */
   uint64_t w = len + ((a->source[i] & 3) != MT_SOURCE_EXTERNAL);

@@ -492,7 +492,7 @@ static int on_collect(mt_analysis *a, pass *p, const mt_event *ev, uint64_t t) {
     p->double_frees++;
     return 0;
   }
-  if (!p->keep_live) a->free_t[i] = store_time(a, t);
+  if (!p->keep_live || p->fold) a->free_t[i] = store_time(a, t);
   uint64_t ns = mt__obj_samples(a, i), before = p->live;
   p->live -= ns <= p->live ? ns : p->live;
   if (a->trace_of) {
@@ -500,6 +500,7 @@ static int on_collect(mt_analysis *a, pass *p, const mt_event *ev, uint64_t t) {
     *mine -= ns <= *mine ? ns : *mine;
   }
   live_change(a, t, (double)before, (double)p->live);
+  if (p->fold && mt__fold_object(a, p, i)) return -1;
   return p->keep_live ? mt__live_collect(a, p, i) : 0;
 }
 
@@ -549,13 +550,23 @@ static mt_analysis *new_analysis(void) {
   return a;
 }
 
-static int run_pass(mt_analysis *a, mt_reader *r, mt_keep keep, mt_progress_fn progress,
-                    void *ctx) {
+/* keep MT_KEEP_FOLDED folds by `fold`'s conditions on objects. */
+static int run_pass(mt_analysis *a, mt_reader *r, mt_keep keep, const mt_filter *fold,
+                    mt_progress_fn progress, void *ctx) {
   if (copy_info(a, mt_reader_info(r))) return nomem(a);
   set_weights(a);
   uint64_t start = a->info.start_time;
   pass p = {0};
   if (keep == MT_KEEP_LIVE) a->live_only = p.keep_live = 1;
+  mt__query fq;
+  if (keep == MT_KEEP_FOLDED) { /* decided on each object: its stack's aside */
+    mt_filter cols = *fold;
+    cols.inside = cols.not_inside = cols.hide = NULL;
+    if (mt__query_init(&fq, a, &cols) != MT_OK) return nomem(a);
+    a->fold_filter = cols;
+    p.fold = &fq;
+    p.keep_live = 1;
+  }
   size_t ntraces = mt_reader_trace_count(r);
   if (ntraces > 1) {
     a->ntraces = ntraces;
@@ -597,13 +608,21 @@ static int run_pass(mt_analysis *a, mt_reader *r, mt_keep keep, mt_progress_fn p
   free(p.slots);
   free(p.bt_hash);
   free(p.bt_mapping);
-  if (p.keep_live && mt__live_compact(a, &p, 1) && rc >= 0) rc = nomem(a);
   mt__u64map_free(&p.ids);
   if (p.live_by) { /* every trace's end, ended before the last event or not */
     drop_ended(a, &p, r, a->duration);
     for (size_t k = 0; k < a->ntraces; k++) a->trace_end[k] = mt_reader_trace_end(r, k) - start;
   }
   free(p.live_by);
+  if (p.fold && rc >= 0 && mt__fold_finish(a, &p)) rc = nomem(a);
+  if (p.keep_live && mt__live_compact(a, &p, 1) && rc >= 0) rc = nomem(a);
+  if (p.fold) {
+    mt__query_free(&fq);
+    free(p.fold_row);
+    free(p.fold_bt);
+    free(p.fold_tally);
+    free(p.fold_oldest);
+  }
   if (rc < 0) {
     if (a->status >= 0) {
       fail(a, rc, "%s", mt_reader_error(r));
@@ -626,17 +645,17 @@ static int run_pass(mt_analysis *a, mt_reader *r, mt_keep keep, mt_progress_fn p
   return MT_OK;
 }
 
-static int load_reader(mt_analysis **out, mt_reader *r, mt_keep keep, mt_progress_fn progress,
-                       void *ctx) {
+static int load_reader(mt_analysis **out, mt_reader *r, mt_keep keep, const mt_filter *fold,
+                       mt_progress_fn progress, void *ctx) {
   mt_analysis *a = new_analysis();
   *out = a;
   if (!a) return MT_ERR_NOMEM;
-  return run_pass(a, r, keep, progress, ctx);
+  return run_pass(a, r, keep, fold, progress, ctx);
 }
 
 int mt_analysis_load_reader(mt_analysis **out, mt_reader *r, mt_progress_fn progress,
                             void *ctx) {
-  return load_reader(out, r, MT_KEEP_ALL, progress, ctx);
+  return load_reader(out, r, MT_KEEP_ALL, NULL, progress, ctx);
 }
 
 int mt_analysis_load_many(mt_analysis **out, const char *const *paths, size_t n,
@@ -644,10 +663,12 @@ int mt_analysis_load_many(mt_analysis **out, const char *const *paths, size_t n,
   return mt_analysis_load_keep(out, paths, n, MT_KEEP_ALL, progress, ctx);
 }
 
-mt_keep mt_analysis_keeps(const mt_analysis *a) { return a->live_only ? MT_KEEP_LIVE : MT_KEEP_ALL; }
+mt_keep mt_analysis_keeps(const mt_analysis *a) {
+  return a->live_only ? MT_KEEP_LIVE : a->fold_tally ? MT_KEEP_FOLDED : MT_KEEP_ALL;
+}
 
-int mt_analysis_load_keep(mt_analysis **out, const char *const *paths, size_t n, mt_keep keep,
-                          mt_progress_fn progress, void *ctx) {
+static int load_paths(mt_analysis **out, const char *const *paths, size_t n, mt_keep keep,
+                      const mt_filter *fold, mt_progress_fn progress, void *ctx) {
   mt_reader *r;
   int rc = mt_reader_open_many(&r, paths, n);
   if (rc != MT_OK) {
@@ -660,9 +681,31 @@ int mt_analysis_load_keep(mt_analysis **out, const char *const *paths, size_t n,
     mt_reader_close(r);
     return a ? rc : MT_ERR_NOMEM;
   }
-  rc = load_reader(out, r, keep, progress, ctx);
+  rc = load_reader(out, r, keep, fold, progress, ctx);
   mt_reader_close(r);
   return rc;
+}
+
+/* An analysis that holds only why it was not loaded. */
+static int refuse(mt_analysis **out, const char *why) {
+  mt_analysis *a = new_analysis();
+  *out = a;
+  return a ? fail(a, MT_ERR_INVALID, "%s", why) : MT_ERR_NOMEM;
+}
+
+int mt_analysis_load_keep(mt_analysis **out, const char *const *paths, size_t n, mt_keep keep,
+                          mt_progress_fn progress, void *ctx) {
+  if (keep != MT_KEEP_ALL && keep != MT_KEEP_LIVE)
+    return refuse(out, "a folded load takes its filter: mt_analysis_load_folded");
+  return load_paths(out, paths, n, keep, NULL, progress, ctx);
+}
+
+int mt_analysis_load_folded(mt_analysis **out, const char *const *paths, size_t n,
+                            const mt_filter *f, mt_progress_fn progress, void *ctx) {
+  if (f->live == MT_LIVE_AT_PEAK)
+    return refuse(out, "a folded load cannot select the objects live at the peak: the peak "
+                       "is known only at the end");
+  return load_paths(out, paths, n, MT_KEEP_FOLDED, f, progress, ctx);
 }
 
 int mt_analysis_load(mt_analysis **out, const char *path, mt_progress_fn progress,
@@ -676,7 +719,7 @@ void mt_analysis_free(mt_analysis *a) {
                     a->bt_site,  a->bt_flat,   a->bt_off,      a->log,      a->code_described,
                     a->checkpoints, a->source, a->side_vals,   a->code_val, a->code_first,
                     a->code_n,   a->frames,    a->fn_name,     a->fn_file,  a->bt_fp,
-                    a->trace_of, a->trace_end};
+                    a->trace_of, a->trace_end, a->fold_tally};
   for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
   mt__u64map_free(&a->side);
   mt__u64map_free(&a->code_index);

@@ -1,5 +1,5 @@
 /* The state of one pass of mt_analysis_load over a trace (load.c), shared
- * with what a live-only load does to it (load_live.c). */
+ * with what a load keeping less than every object does to it (load_keep.c). */
 #ifndef MT_ANALYSIS_LOAD_PASS_H
 #define MT_ANALYSIS_LOAD_PASS_H
 
@@ -33,25 +33,42 @@ typedef struct pass {
   /* bit b: backtrace b is an anonymous mapping's (MT_MAPPING_FILENAME) */
   uint8_t *bt_mapping;
   size_t bt_mapping_cap;
-  /* MT_KEEP_LIVE (load_live.c): each kept object's id, and whether it was
-   * collected since the last compaction. Objects [0, tail_at) are those
-   * the last compaction kept, their ids increasing; from tail_at on, ids
-   * run on from tail_id0. Ids that do not (live_map) go through `ids`. */
+  /* MT_KEEP_LIVE and MT_KEEP_FOLDED (load_keep.c): each kept object's id,
+   * and whether it was collected (or folded) since the last compaction.
+   * Objects [0, tail_at) are those the last compaction kept, their ids
+   * increasing; from tail_at on, ids run on from tail_id0. Ids that do not
+   * (live_map) go through `ids`. */
   int keep_live, live_map;
   uint64_t *obj_id;
   uint8_t *gone;
   size_t keep_cap, ngone, tail_at;
   size_t side_kept; /* side entries after the last rebuild of the table */
   uint64_t tail_id0;
+  /* MT_KEEP_FOLDED: the filter's conditions on objects, and per backtrace
+   * (fold_row[bt] = row + 1) the tally of the objects that passed them */
+  const mt__query *fold;
+  uint32_t *fold_row;
+  size_t fold_row_cap;
+  uint32_t *fold_bt;
+  mt_tally *fold_tally;
+  uint64_t *fold_oldest;
+  size_t nfold, fold_cap;
 } pass;
 
 /* MT_KEEP_LIVE: notes object i (id `id`) as kept; 0, or -1 (no memory). */
+int mt__live_note(mt_analysis *a, pass *p, size_t i, uint64_t id);
 /* MT_KEEP_LIVE: the index of object `id` among the nobj kept: 0, or -1. */
 int mt__live_find(const pass *p, uint64_t id, size_t nobj, size_t *out);
-int mt__live_note(mt_analysis *a, pass *p, size_t i, uint64_t id);
 /* MT_KEEP_LIVE: object i was collected; it goes at a compaction, which
  * this runs when the collected outnumber the live. 0, or -1. */
 int mt__live_collect(mt_analysis *a, pass *p, size_t i);
+/* MT_KEEP_FOLDED: object i's fate is known (collected, or the trace
+ * ended): its tally goes to its backtrace's row if it passes the fold's
+ * conditions. 0, or -1. */
+int mt__fold_object(mt_analysis *a, pass *p, size_t i);
+/* MT_KEEP_FOLDED, at the end: the rows replace the objects (one object
+ * per row, in backtrace order, its tally in a->fold_tally). 0, or -1. */
+int mt__fold_finish(mt_analysis *a, pass *p);
 /* MT_KEEP_LIVE: drops every collected object now; 0, or -1. Frees the
  * pass's per-object arrays when `last`. */
 int mt__live_compact(mt_analysis *a, pass *p, int last);

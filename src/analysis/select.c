@@ -27,10 +27,22 @@ static int bt_passes(void *ctx, size_t bt, const uint32_t *codes, size_t n) {
   return 0;
 }
 
-int mt__query_init(mt__query *q, const mt_analysis *a, const mt_filter *f) {
+/* Whether two filters have the same conditions on objects. */
+static int same_conditions(const mt_filter *x, const mt_filter *y) {
+  return x->alloc_from == y->alloc_from && x->alloc_to == y->alloc_to && x->live == y->live &&
+         x->live_at == y->live_at && x->collected == y->collected &&
+         x->collect_from == y->collect_from && x->collect_to == y->collect_to &&
+         x->size_min == y->size_min && x->size_max == y->size_max &&
+         x->lifetime_min == y->lifetime_min && x->lifetime_max == y->lifetime_max &&
+         x->sources == y->sources;
+}
+
+static int query_init(mt__query *q, const mt_analysis *a, const mt_filter *f, int tallies) {
   memset(q, 0, sizeof *q);
-  /* a live-only load holds nothing of the objects collected */
+  /* a live-only load holds nothing of the objects collected; a folded
+   * one, tallies of those that passed its conditions */
   if (a->live_only && f->collected != MT_COLLECTED_NEVER) return MT_ERR_INVALID;
+  if (a->fold_tally && (!tallies || !same_conditions(f, &a->fold_filter))) return MT_ERR_INVALID;
   q->a = a;
   q->f = *f;
   if (f->live == MT_LIVE_AT_PEAK) {
@@ -39,7 +51,7 @@ int mt__query_init(mt__query *q, const mt_analysis *a, const mt_filter *f) {
   }
   mt_filter cols = *f;
   cols.inside = cols.not_inside = cols.hide = NULL;
-  q->every_object = mt_filter_selects_all(&cols);
+  q->every_object = a->fold_tally || mt_filter_selects_all(&cols);
   int in = f->inside && f->inside[0], out = f->not_inside && f->not_inside[0];
   if (in || out) {
     q->code_bits = calloc(a->ncodes + 1, 1);
@@ -59,6 +71,14 @@ int mt__query_init(mt__query *q, const mt_analysis *a, const mt_filter *f) {
 nomem:
   mt__query_free(q);
   return MT_ERR_NOMEM;
+}
+
+int mt__query_init(mt__query *q, const mt_analysis *a, const mt_filter *f) {
+  return query_init(q, a, f, 0);
+}
+
+int mt__query_init_tallies(mt__query *q, const mt_analysis *a, const mt_filter *f) {
+  return query_init(q, a, f, 1);
 }
 
 void mt__query_free(mt__query *q) {
@@ -182,7 +202,7 @@ int mt_analysis_tally(const mt_analysis *a, const mt_filter *f, mt_tally *t) {
     return MT_OK;
   }
   mt__query q;
-  int qrc = mt__query_init(&q, a, f);
+  int qrc = mt__query_init_tallies(&q, a, f);
   if (qrc != MT_OK) return qrc;
   const void *ctx[2] = {a, t};
   mt__scan(&q, 0, a->nobj, tally_visit, ctx);

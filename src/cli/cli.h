@@ -104,6 +104,9 @@ void mt_cli_finish(mt_reader *r, int rc);
 /* Loads a trace into an analysis or exits 1 with a message naming it;
  * prints the analysis' warning (truncated trace...) on stderr. */
 mt_analysis *mt_cli_load(const char *path);
+/* The same, folded by fold's conditions on objects (mt_analysis_load_folded);
+ * NULL: a whole load. */
+mt_analysis *mt_cli_load_folded(const char *path, const mt_filter *fold);
 
 /* The traces named by the arguments: a file as it is, a directory as the
  * .ctf files in it (sorted). Returns how many, with their paths in *out

@@ -33,9 +33,13 @@ void mt_cli_finish(mt_reader *r, int rc) {
   if (warn) fprintf(stderr, "memtrace: warning: %s\n", warn);
 }
 
-mt_analysis *mt_cli_load(const char *path) {
+mt_analysis *mt_cli_load(const char *path) { return mt_cli_load_folded(path, NULL); }
+
+mt_analysis *mt_cli_load_folded(const char *path, const mt_filter *fold) {
   mt_analysis *a;
-  if (mt_analysis_load(&a, path, NULL, NULL) != MT_OK) {
+  int rc = fold ? mt_analysis_load_folded(&a, &path, 1, fold, NULL, NULL)
+                : mt_analysis_load(&a, path, NULL, NULL);
+  if (rc != MT_OK) {
     fprintf(stderr, "memtrace: %s\n", mt_analysis_error(a));
     mt_analysis_free(a);
     exit(1);

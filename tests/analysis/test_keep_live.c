@@ -1,6 +1,9 @@
 /* A live-only load (MT_KEEP_LIVE) against a whole one: the same leaks,
  * figure for figure, under filters; the same trace total, peak and
- * duration; answers that would need collected objects refused. On
+ * duration; answers that would need collected objects refused. A folded
+ * load (MT_KEEP_FOLDED) against a whole one: the same call tree under the
+ * same filter, its samples and objects exact, its Horvitz-Thompson sums to
+ * the last bits; answers of another kind or filter refused. On
  * memtrace's own traces (promotions: side entries) and on one written here
  * whose frees run through many compactions, with blocks past 2^32 words
  * and past 65535 samples (side entries that must move with their
@@ -18,6 +21,7 @@
 #include <cmocka.h>
 
 #include "memtrace/analysis.h"
+#include "memtrace/calltree.h"
 #include "memtrace/rank.h"
 #include "write_trace.h"
 
@@ -128,13 +132,116 @@ static void compare(const char *path) {
   mt_analysis_free(live);
 }
 
+/* Each node's path of function names, with its tally: "a/b/c samples
+ * objects ht". */
+static char **tree_lines(const mt_calltree *t, const mt_analysis *a, const mt_tally *tl, size_t *n) {
+  *n = mt_calltree_size(t);
+  char **v = calloc(*n, sizeof *v);
+  for (size_t k = 1; k < *n; k++) {
+    char path[8192] = "";
+    size_t at = 0;
+    for (uint32_t u = (uint32_t)k; u && at < sizeof path - 256; u = mt_calltree_parent(t, u))
+      at += (size_t)snprintf(path + at, sizeof path - at, "%s<",
+                             mt_analysis_function_name(a, mt_calltree_function(t, u)));
+    char line[8448];
+    snprintf(line, sizeof line, "%s %llu %llu %.9g", path, (unsigned long long)tl[k].samples,
+             (unsigned long long)tl[k].objects, tl[k].ht);
+    v[k] = strdup(line);
+  }
+  v[0] = strdup("");
+  return v;
+}
+
+static int by_text(const void *x, const void *y) {
+  return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+static void same_tree(const mt_analysis *all, const mt_analysis *fold, const mt_filter *f) {
+  mt_calltree *ta, *tf;
+  assert_int_equal(mt_calltree_build(all, f, MT_TREE_FIRST_OCCURRENCE | MT_TREE_BY_NAME, 0, &ta), MT_OK);
+  assert_int_equal(mt_calltree_build(fold, f, MT_TREE_FIRST_OCCURRENCE | MT_TREE_BY_NAME, 0, &tf), MT_OK);
+  size_t n = mt_calltree_size(ta), nf = mt_calltree_size(tf);
+  assert_int_equal(n, nf);
+  mt_tally *xa = calloc(n, sizeof *xa), *xf = calloc(n, sizeof *xf);
+  assert_int_equal(mt_calltree_tally(ta, all, f, xa), MT_OK);
+  assert_int_equal(mt_calltree_tally(tf, fold, f, xf), MT_OK);
+  size_t la, lf;
+  char **va = tree_lines(ta, all, xa, &la), **vf = tree_lines(tf, fold, xf, &lf);
+  qsort(va, la, sizeof *va, by_text);
+  qsort(vf, lf, sizeof *vf, by_text);
+  for (size_t k = 0; k < la; k++) assert_string_equal(va[k], vf[k]); /* ht to 9 digits */
+  for (size_t k = 0; k < la; k++) free(va[k]), free(vf[k]);
+  free(va), free(vf), free(xa), free(xf);
+  mt_calltree_free(ta);
+  mt_calltree_free(tf);
+  mt_tally sa, sf;
+  assert_int_equal(mt_analysis_tally(all, f, &sa), MT_OK);
+  assert_int_equal(mt_analysis_tally(fold, f, &sf), MT_OK);
+  assert_int_equal(sa.samples, sf.samples);
+  assert_int_equal(sa.objects, sf.objects);
+  assert_true(fabs(sa.ht - sf.ht) <= 1e-9 * sa.ht);
+}
+
+/* A folded load under f against the whole one. */
+static void compare_folded(const char *path, const mt_analysis *all, const mt_filter *f) {
+  mt_analysis *fold;
+  assert_int_equal(mt_analysis_load_folded(&fold, &path, 1, f, NULL, NULL), MT_OK);
+  assert_int_equal(mt_analysis_keeps(fold), MT_KEEP_FOLDED);
+  same_tree(all, fold, f);
+  mt_filter g = *f;
+  g.not_inside = "alpha"; /* conditions on stacks may differ */
+  g.hide = "main";
+  same_tree(all, fold, &g);
+  /* another answer, or other conditions on objects: refused */
+  mt_rank_spec spec = {MT_BY_FUNCTION, MT_ORDER_BYTES, 10, 0};
+  mt_ranking *r;
+  assert_int_equal(mt_rank(fold, f, &spec, &r), MT_ERR_INVALID);
+  g = *f;
+  g.size_min += 1;
+  mt_calltree *t;
+  assert_int_equal(mt_calltree_build(fold, &g, MT_TREE_BY_NAME, 0, &t), MT_ERR_INVALID);
+  mt_analysis_free(fold);
+}
+
+static void folds(const char *path) {
+  mt_analysis *all;
+  assert_int_equal(mt_analysis_load_keep(&all, &path, 1, MT_KEEP_ALL, NULL, NULL), MT_OK);
+  uint64_t d = mt_analysis_duration(all);
+  mt_filter f;
+  mt_filter_init(&f);
+  compare_folded(path, all, &f);
+  mt_filter g = f;
+  g.alloc_from = d / 4, g.alloc_to = d / 2;
+  compare_folded(path, all, &g);
+  g = f;
+  g.size_min = 64, g.size_max = 4096;
+  g.lifetime_max = d / 10;
+  compare_folded(path, all, &g);
+  g = f;
+  g.collected = MT_COLLECTED_IN, g.collect_from = d / 3, g.collect_to = d;
+  compare_folded(path, all, &g);
+  g = f;
+  g.live = MT_LIVE_AT, g.live_at = d / 2;
+  compare_folded(path, all, &g);
+  g = f;
+  g.live = MT_LIVE_AT_END;
+  g.sources = 1u << MT_SOURCE_EXTERNAL | 1u << MT_SOURCE_MAJOR;
+  compare_folded(path, all, &g);
+  g = f;
+  g.live = MT_LIVE_AT_PEAK; /* known only at the end */
+  mt_analysis *fold;
+  assert_int_equal(mt_analysis_load_folded(&fold, &path, 1, &g, NULL, NULL), MT_ERR_INVALID);
+  mt_analysis_free(fold);
+  mt_analysis_free(all);
+}
+
 static void test_shared_traces(void **state) {
   (void)state;
   static const char *const names[] = {"ocamlopt.ctf", "workload-1e-3.ctf", "workload-1e-4.ctf"};
   for (size_t k = 0; k < 3; k++) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", MT_SHARED_TRACES, names[k]);
-    if (access(path, R_OK) == 0) compare(path);
+    if (access(path, R_OK) == 0) compare(path), folds(path);
   }
 }
 
@@ -174,6 +281,7 @@ static void test_compactions(void **state) {
   assert_int_equal(mt_writer_close(w), MT_OK);
   fclose(trace_file);
   compare(trace_path);
+  folds(trace_path);
   unlink(trace_path);
   free(ids);
   free(freed);

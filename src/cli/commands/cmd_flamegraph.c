@@ -207,7 +207,10 @@ static const char *function_name(const void *a, uint32_t fn) {
 
 static void run_filtered(const char *path, const mt_filter *f, int weight, int inverted,
                          sink *o) {
-  mt_analysis *a = mt_cli_load(path);
+  /* samples and bytes are sums of whole numbers, the same folded by
+   * backtrace: a fold holds a tally per backtrace, not every object */
+  int fold = weight != W_OBJECTS && f->live != MT_LIVE_AT_PEAK;
+  mt_analysis *a = mt_cli_load_folded(path, fold ? f : NULL);
   mt_calltree *t;
   if (mt_calltree_build(a, f, MT_TREE_FIRST_OCCURRENCE | MT_TREE_BY_NAME, inverted, &t) != MT_OK)
     mt_cli_nomem(&mt_cmd_flamegraph);

@@ -1,10 +1,14 @@
-/* A live-only load (MT_KEEP_LIVE): objects are dropped once collected, so
+/* Loads that keep less than every object (load_pass.h). A live-only load
+ * (MT_KEEP_LIVE): objects are dropped once collected, so
  * the object columns hold the live heap's sampled objects and those
  * collected since the last compaction, never more than about twice the
  * live ones (load_pass.h). Compaction moves objects, so an id finds its
  * object by where its run of consecutive ids starts (memtrace numbers
  * objects 0, 1, 2...): the newest run's directly, the older ones' by a
- * binary search; ids out of order go through a map. */
+ * binary search; ids out of order go through a map. A folded load
+ * (MT_KEEP_FOLDED) drops objects the same way, once its filter's
+ * conditions can be decided on them (at their collection, or at the end),
+ * after adding the tally of those that pass to their backtrace's row. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,4 +156,107 @@ int mt__live_compact(mt_analysis *a, pass *p, int last) {
     p->keep_cap = 0;
   }
   return rc;
+}
+
+/* ---- MT_KEEP_FOLDED ---- */
+
+int mt__fold_object(mt_analysis *a, pass *p, size_t i) {
+  if (!mt__query_columns(p->fold, i)) return 0;
+  uint32_t bt = a->bt[i];
+  if (bt >= p->fold_row_cap) {
+    size_t cap = a->nbt > bt ? a->nbt : (size_t)bt + 1;
+    cap += cap / 2;
+    uint32_t *v = realloc(p->fold_row, cap * sizeof *v);
+    if (!v) return -1;
+    memset(v + p->fold_row_cap, 0, (cap - p->fold_row_cap) * sizeof *v);
+    p->fold_row = v;
+    p->fold_row_cap = cap;
+  }
+  if (!p->fold_row[bt]) {
+    if (p->nfold == p->fold_cap) {
+      size_t cap = p->fold_cap ? 2 * p->fold_cap : 4096;
+      uint32_t *b = realloc(p->fold_bt, cap * sizeof *b);
+      if (b) p->fold_bt = b;
+      mt_tally *t = realloc(p->fold_tally, cap * sizeof *t);
+      if (t) p->fold_tally = t;
+      uint64_t *o = realloc(p->fold_oldest, cap * sizeof *o);
+      if (o) p->fold_oldest = o;
+      if (!b || !t || !o) return -1;
+      p->fold_cap = cap;
+    }
+    p->fold_bt[p->nfold] = bt;
+    memset(&p->fold_tally[p->nfold], 0, sizeof *p->fold_tally);
+    p->fold_oldest[p->nfold] = UINT64_MAX;
+    p->fold_row[bt] = (uint32_t)++p->nfold;
+  }
+  size_t r = p->fold_row[bt] - 1;
+  mt__tally_object(a, i, &p->fold_tally[r]);
+  uint64_t at = mt__obj_alloc_time(a, i);
+  if (at < p->fold_oldest[r]) p->fold_oldest[r] = at;
+  return 0;
+}
+
+/* Room for n objects in every column. */
+static int resize_objects(mt_analysis *a, size_t n) {
+  if (n <= a->obj_cap) return 0;
+  void **cols[] = {(void **)&a->alloc_t, (void **)&a->free_t, (void **)&a->bt,
+                   (void **)&a->nsamples, (void **)&a->length, (void **)&a->source,
+                   (void **)&a->trace_of};
+  size_t sizes[] = {sizeof *a->alloc_t, sizeof *a->free_t, sizeof *a->bt, sizeof *a->nsamples,
+                    sizeof *a->length, sizeof *a->source, sizeof *a->trace_of};
+  for (size_t c = 0; c < sizeof cols / sizeof *cols; c++) {
+    if (!*cols[c]) continue; /* trace_of: several traces only */
+    void *v = realloc(*cols[c], n * sizes[c]);
+    if (!v) return -1;
+    *cols[c] = v;
+  }
+  a->obj_cap = n;
+  return 0;
+}
+
+int mt__fold_finish(mt_analysis *a, pass *p) {
+  /* the objects never collected: their fate is known now */
+  for (size_t i = 0; i < a->nobj; i++)
+    if (!p->gone[i] && mt__fold_object(a, p, i)) return -1;
+  mt_tally *tally = malloc((p->nfold + 1) * sizeof *tally);
+  if (!tally || resize_objects(a, p->nfold)) {
+    free(tally);
+    return -1;
+  }
+  /* one object a row, in backtrace order (first seen first) */
+  size_t k = 0;
+  for (size_t bt = 0; bt < p->fold_row_cap && k < p->nfold; bt++) {
+    uint32_t r = p->fold_row[bt];
+    if (!r--) continue;
+    tally[k] = p->fold_tally[r];
+    a->alloc_t[k] = (uint32_t)(p->fold_oldest[r] >> a->time_shift);
+    a->free_t[k] = MT__T_NEVER;
+    a->bt[k] = (uint32_t)bt;
+    a->nsamples[k] = 0;
+    a->length[k] = 0;
+    a->source[k] = MT_SOURCE_EXTERNAL;
+    if (a->trace_of) a->trace_of[k] = 0;
+    k++;
+  }
+  a->nobj = k;
+  a->fold_tally = tally;
+  mt__u64map_free(&a->side); /* the rows have no side entries */
+  memset(&a->side, 0, sizeof a->side);
+  a->nside = 0;
+  a->side_key = NULL;
+  free(p->fold_row);
+  free(p->fold_bt);
+  free(p->fold_tally);
+  free(p->fold_oldest);
+  p->fold_row = p->fold_bt = NULL;
+  p->fold_tally = NULL;
+  p->fold_oldest = NULL;
+  p->nfold = p->fold_cap = p->fold_row_cap = 0;
+  free(p->obj_id);
+  free(p->gone);
+  p->obj_id = NULL;
+  p->gone = NULL;
+  p->keep_cap = 0;
+  p->keep_live = 0; /* nothing left to compact */
+  return 0;
 }
