@@ -27,9 +27,10 @@ static int grow(void **p, size_t *cap, size_t need, size_t size) {
   return mt__grow(p, cap, need, size, 1024);
 }
 
-static int grow_objects(mt_analysis *a) {
-  if (a->nobj < a->obj_cap) return 0;
+int mt__grow_objects(mt_analysis *a, size_t need) {
+  if (need <= a->obj_cap) return 0;
   size_t nc = a->obj_cap ? a->obj_cap * 2 : 65536;
+  if (nc < need) nc = need;
   uint32_t *at = realloc(a->alloc_t, nc * sizeof *at);
   if (at) a->alloc_t = at;
   uint32_t *ft = realloc(a->free_t, nc * sizeof *ft);
@@ -427,7 +428,7 @@ static int find_object(const pass *p, uint64_t id, size_t nobj, size_t *out) {
 
 static int on_alloc(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev,
                     uint64_t t) {
-  if (grow_objects(a)) return -1;
+  if (mt__grow_objects(a, a->nobj + 1)) return -1;
   size_t i = a->nobj;
   uint32_t bt;
   if (intern_backtrace(a, p, r, ev, &bt)) return -1;
@@ -619,9 +620,7 @@ static int run_pass(mt_analysis *a, mt_reader *r, mt_keep keep, const mt_filter 
   if (p.fold) {
     mt__query_free(&fq);
     free(p.fold_row);
-    free(p.fold_bt);
-    free(p.fold_tally);
-    free(p.fold_oldest);
+    free(p.rows);
   }
   if (rc < 0) {
     if (a->status >= 0) {

@@ -73,6 +73,17 @@ int mt__live_collect(mt_analysis *a, pass *p, size_t i) {
   return 0;
 }
 
+/* The end of a load that moved objects: the side table keyed by index
+ * again (its entries re-keyed already), the ids' arrays freed. */
+static void release_ids(mt_analysis *a, pass *p) {
+  a->side_key = NULL;
+  free(p->obj_id);
+  free(p->gone);
+  p->obj_id = NULL;
+  p->gone = NULL;
+  p->keep_cap = 0;
+}
+
 typedef struct side_entry {
   size_t obj;
   unsigned kind;
@@ -133,7 +144,6 @@ int mt__live_compact(mt_analysis *a, pass *p, int last) {
     p->tail_at = k;
     if (rebuild) {
       mt__u64map_free(&a->side);
-      memset(&a->side, 0, sizeof a->side);
       a->nside = 0;
       if (last) a->side_key = NULL; /* by index from now on */
       for (size_t j = 0; j < nside && !rc; j++)
@@ -141,20 +151,12 @@ int mt__live_compact(mt_analysis *a, pass *p, int last) {
       p->side_kept = nside;
       free(side);
     }
-    if (p->live_map) {
+    if (p->live_map && !last) { /* the kept ones at their new indices */
       mt__u64map_free(&p->ids);
-      memset(&p->ids, 0, sizeof p->ids);
-      for (size_t j = 0; j < k && !rc && !last; j++) rc = mt__u64map_put(&p->ids, p->obj_id[j], (uint32_t)j);
+      for (size_t j = 0; j < k && !rc; j++) rc = mt__u64map_put(&p->ids, p->obj_id[j], (uint32_t)j);
     }
   }
-  if (last) {
-    a->side_key = NULL;
-    free(p->obj_id);
-    free(p->gone);
-    p->obj_id = NULL;
-    p->gone = NULL;
-    p->keep_cap = 0;
-  }
+  if (last) release_ids(a, p);
   return rc;
 }
 
@@ -173,44 +175,14 @@ int mt__fold_object(mt_analysis *a, pass *p, size_t i) {
     p->fold_row_cap = cap;
   }
   if (!p->fold_row[bt]) {
-    if (p->nfold == p->fold_cap) {
-      size_t cap = p->fold_cap ? 2 * p->fold_cap : 4096;
-      uint32_t *b = realloc(p->fold_bt, cap * sizeof *b);
-      if (b) p->fold_bt = b;
-      mt_tally *t = realloc(p->fold_tally, cap * sizeof *t);
-      if (t) p->fold_tally = t;
-      uint64_t *o = realloc(p->fold_oldest, cap * sizeof *o);
-      if (o) p->fold_oldest = o;
-      if (!b || !t || !o) return -1;
-      p->fold_cap = cap;
-    }
-    p->fold_bt[p->nfold] = bt;
-    memset(&p->fold_tally[p->nfold], 0, sizeof *p->fold_tally);
-    p->fold_oldest[p->nfold] = UINT64_MAX;
+    if (mt__reserve((void **)&p->rows, p->nfold, &p->rows_cap, sizeof *p->rows)) return -1;
+    p->rows[p->nfold] = (mt__fold_row){.oldest = UINT64_MAX};
     p->fold_row[bt] = (uint32_t)++p->nfold;
   }
-  size_t r = p->fold_row[bt] - 1;
-  mt__tally_object(a, i, &p->fold_tally[r]);
+  mt__fold_row *row = &p->rows[p->fold_row[bt] - 1];
+  mt__tally_object(a, i, &row->tally);
   uint64_t at = mt__obj_alloc_time(a, i);
-  if (at < p->fold_oldest[r]) p->fold_oldest[r] = at;
-  return 0;
-}
-
-/* Room for n objects in every column. */
-static int resize_objects(mt_analysis *a, size_t n) {
-  if (n <= a->obj_cap) return 0;
-  void **cols[] = {(void **)&a->alloc_t, (void **)&a->free_t, (void **)&a->bt,
-                   (void **)&a->nsamples, (void **)&a->length, (void **)&a->source,
-                   (void **)&a->trace_of};
-  size_t sizes[] = {sizeof *a->alloc_t, sizeof *a->free_t, sizeof *a->bt, sizeof *a->nsamples,
-                    sizeof *a->length, sizeof *a->source, sizeof *a->trace_of};
-  for (size_t c = 0; c < sizeof cols / sizeof *cols; c++) {
-    if (!*cols[c]) continue; /* trace_of: several traces only */
-    void *v = realloc(*cols[c], n * sizes[c]);
-    if (!v) return -1;
-    *cols[c] = v;
-  }
-  a->obj_cap = n;
+  if (at < row->oldest) row->oldest = at;
   return 0;
 }
 
@@ -219,7 +191,7 @@ int mt__fold_finish(mt_analysis *a, pass *p) {
   for (size_t i = 0; i < a->nobj; i++)
     if (!p->gone[i] && mt__fold_object(a, p, i)) return -1;
   mt_tally *tally = malloc((p->nfold + 1) * sizeof *tally);
-  if (!tally || resize_objects(a, p->nfold)) {
+  if (!tally || mt__grow_objects(a, p->nfold)) {
     free(tally);
     return -1;
   }
@@ -228,8 +200,8 @@ int mt__fold_finish(mt_analysis *a, pass *p) {
   for (size_t bt = 0; bt < p->fold_row_cap && k < p->nfold; bt++) {
     uint32_t r = p->fold_row[bt];
     if (!r--) continue;
-    tally[k] = p->fold_tally[r];
-    a->alloc_t[k] = (uint32_t)(p->fold_oldest[r] >> a->time_shift);
+    tally[k] = p->rows[r].tally;
+    a->alloc_t[k] = (uint32_t)(p->rows[r].oldest >> a->time_shift);
     a->free_t[k] = MT__T_NEVER;
     a->bt[k] = (uint32_t)bt;
     a->nsamples[k] = 0;
@@ -241,22 +213,8 @@ int mt__fold_finish(mt_analysis *a, pass *p) {
   a->nobj = k;
   a->fold_tally = tally;
   mt__u64map_free(&a->side); /* the rows have no side entries */
-  memset(&a->side, 0, sizeof a->side);
   a->nside = 0;
-  a->side_key = NULL;
-  free(p->fold_row);
-  free(p->fold_bt);
-  free(p->fold_tally);
-  free(p->fold_oldest);
-  p->fold_row = p->fold_bt = NULL;
-  p->fold_tally = NULL;
-  p->fold_oldest = NULL;
-  p->nfold = p->fold_cap = p->fold_row_cap = 0;
-  free(p->obj_id);
-  free(p->gone);
-  p->obj_id = NULL;
-  p->gone = NULL;
-  p->keep_cap = 0;
+  release_ids(a, p);
   p->keep_live = 0; /* nothing left to compact */
   return 0;
 }

@@ -45,15 +45,23 @@ typedef struct pass {
   size_t side_kept; /* side entries after the last rebuild of the table */
   uint64_t tail_id0;
   /* MT_KEEP_FOLDED: the filter's conditions on objects, and per backtrace
-   * (fold_row[bt] = row + 1) the tally of the objects that passed them */
+   * (fold_row[bt] = row + 1) the objects that passed them */
   const mt__query *fold;
   uint32_t *fold_row;
   size_t fold_row_cap;
-  uint32_t *fold_bt;
-  mt_tally *fold_tally;
-  uint64_t *fold_oldest;
-  size_t nfold, fold_cap;
+  struct mt__fold_row *rows;
+  size_t nfold, rows_cap;
 } pass;
+
+/* A backtrace's objects in a folded load: their tally, and when the oldest
+ * was allocated (us). */
+typedef struct mt__fold_row {
+  mt_tally tally;
+  uint64_t oldest;
+} mt__fold_row;
+
+/* Room for `need` objects in every column of a; 0, or -1. */
+int mt__grow_objects(mt_analysis *a, size_t need);
 
 /* MT_KEEP_LIVE: notes object i (id `id`) as kept; 0, or -1 (no memory). */
 int mt__live_note(mt_analysis *a, pass *p, size_t i, uint64_t id);
