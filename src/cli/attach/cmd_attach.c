@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "cli.h"
 #include "destination.h"
 #include "elf_symbols.h"
@@ -101,11 +102,7 @@ static void parse(int argc, char **argv, settings *s) {
   }
 }
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+static double now_ms(void) { return mt_monotonic_seconds() * 1e3; }
 
 /* Where the calls go in the process: the C library's dlopen and dlerror
  * (their addresses), and the library's entry points (their offsets, until

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "target.h"
 
 #define RED_ZONE 128
@@ -55,6 +56,18 @@ static int take(pid_t t, struct user_regs_struct *r) {
   return 0;
 }
 
+/* Thread t, taken with registers r, as the worker if it is at a safe
+ * point (any point without sp): 1; else let go: 0. */
+static int keep_if_safe(mt_inject *in, const mt_safe_points *sp, pid_t t,
+                        const struct user_regs_struct *r) {
+  if (sp && !mt_safe_point(sp, r)) {
+    ptrace(PTRACE_DETACH, t, 0, 0);
+    return 0;
+  }
+  in->worker = t, in->saved = *r;
+  return 1;
+}
+
 /* Tries each thread of the process once, the main one first: 1 with the
  * worker taken, 0 if none was at a safe point, -1 with errno if the main
  * thread cannot be seized (not permitted, gone). */
@@ -62,11 +75,7 @@ static int take_one_at_safe_point(mt_inject *in, const mt_safe_points *sp) {
   struct user_regs_struct r;
   if (mt_attach_proc_state(in->pid) != 'Z') { /* a main thread that exited can make no call */
     if (take(in->pid, &r) != 0) return -1;
-    if (!sp || mt_safe_point(sp, &r)) {
-      in->worker = in->pid, in->saved = r;
-      return 1;
-    }
-    ptrace(PTRACE_DETACH, in->pid, 0, 0);
+    if (keep_if_safe(in, sp, in->pid, &r)) return 1;
   }
   char path[64];
   snprintf(path, sizeof path, "/proc/%d/task", (int)in->pid);
@@ -75,13 +84,7 @@ static int take_one_at_safe_point(mt_inject *in, const mt_safe_points *sp) {
   int got = 0;
   for (struct dirent *e; !got && (e = readdir(d));) {
     pid_t t = (pid_t)atoi(e->d_name);
-    if (t <= 0 || t == in->pid || take(t, &r) != 0) continue;
-    if (!sp || mt_safe_point(sp, &r)) {
-      in->worker = t, in->saved = r;
-      got = 1;
-    } else {
-      ptrace(PTRACE_DETACH, t, 0, 0);
-    }
+    if (t > 0 && t != in->pid && take(t, &r) == 0) got = keep_if_safe(in, sp, t, &r);
   }
   closedir(d);
   return got;
@@ -90,7 +93,8 @@ static int take_one_at_safe_point(mt_inject *in, const mt_safe_points *sp) {
 int mt_inject_begin(mt_inject *in, pid_t pid, const mt_safe_points *sp, int timeout_ms) {
   memset(in, 0, sizeof *in);
   in->pid = pid;
-  for (long waited_us = 0;; waited_us += 1000) {
+  double until = mt_monotonic_seconds() + timeout_ms / 1e3; /* the rounds' own time counts too */
+  for (;;) {
     int got = take_one_at_safe_point(in, sp);
     if (got > 0) return 0;
     if (got < 0) {
@@ -100,7 +104,7 @@ int mt_inject_begin(mt_inject *in, pid_t pid, const mt_safe_points *sp, int time
       errno = e;
       return -1;
     }
-    if (waited_us >= (long)timeout_ms * 1000) {
+    if (mt_monotonic_seconds() >= until) {
       say(in, "none of its threads came, within %.1f s, to a point where it can make the "
           "profiler's calls without risk: each was inside the C library, the loader or the "
           "allocator, whose locks it may hold (or waiting there for one)", timeout_ms / 1e3);

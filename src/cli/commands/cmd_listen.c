@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/private_file.h"
 #include "cli.h"
 #include "format/trace_file.h"
@@ -25,12 +25,6 @@ static const char usage[] =
     "writes its trace to FILE until it disconnects, then checks the trace and\n"
     "says how many events it holds. HOST defaults to 127.0.0.1; PORT 0 picks a\n"
     "free port (printed). Progress goes to stderr when it is a terminal.\n";
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static int run(int argc, char **argv) {
   const char *addr, *out = NULL;
@@ -76,7 +70,7 @@ static int run(int argc, char **argv) {
   }
   close(lfd); /* one client: later ones are refused by the closed port */
   int tty = isatty(2);
-  double start = now_s(), last = 0;
+  double start = mt_monotonic_seconds(), last = 0;
   unsigned long long total = 0;
   static char buf[1 << 16];
   for (;;) {
@@ -97,7 +91,7 @@ static int run(int argc, char **argv) {
       o += w;
     }
     total += (unsigned long long)n;
-    double t = now_s();
+    double t = mt_monotonic_seconds();
     if (tty && t - last > 0.2) {
       fprintf(stderr, "\rmemtrace: received %.1f MB in %.0f s", total / 1e6, t - start);
       last = t;

@@ -1,14 +1,9 @@
 #include "progress.h"
 
 #include <stdio.h>
-#include <time.h>
 #include <unistd.h>
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "base/clock.h"
 
 void mt_progress_start(mt_progress *p, const mt_reader *r, const char *label) {
   uint64_t done, total;
@@ -18,12 +13,12 @@ void mt_progress_start(mt_progress *p, const mt_reader *r, const char *label) {
   p->enabled = isatty(STDERR_FILENO) && total > 0;
   p->drawn = 0;
   p->ticks = 0;
-  p->start = p->last = p->enabled ? now() : 0;
+  p->start = p->last = p->enabled ? mt_monotonic_seconds() : 0;
 }
 
 void mt_progress_update(mt_progress *p) {
   if (!p->enabled) return;
-  double t = now();
+  double t = mt_monotonic_seconds();
   if (t - p->start < 0.5 || t - p->last < 0.1) return;
   p->last = t;
   uint64_t done, total;
