@@ -112,8 +112,8 @@ typedef struct entries {
   uint64_t area, begin, end;
 } entries;
 
-/* 0, -1 with why, or 1 when its maps cannot be read yet (another user's
- * process: ptrace says why, and once it is taken the maps can be read). */
+/* 0, -1 with why, or 1 when its map shows no C library (or cannot be
+ * read: another user's process, where ptrace's refusal says why). */
 static int find_entries(pid_t pid, const char *lib, entries *e, char *why, size_t n) {
   uint64_t base, v[3];
   char mapped[PATH_MAX], path[PATH_MAX + 32];
@@ -227,12 +227,12 @@ static int take_worker(mt_inject *in, pid_t pid, const char *lib, char *why, siz
 static int start(const settings *s, const char *lib, const char *dest, entries *e, pauses *p,
                  char *why, size_t n) {
   mt_inject in;
-  int later = find_entries(s->pid, lib, e, why, n);
-  if (later < 0) return -1;
-  if (take_worker(&in, s->pid, lib, why, n) != 0) return -1;
+  int missing = find_entries(s->pid, lib, e, why, n);
+  if (missing < 0) return -1;
+  if (take_worker(&in, s->pid, lib, why, n) != 0) return -1; /* an unreadable map: why */
   double t0 = now_ms();
-  if (later && (later = find_entries(s->pid, lib, e, why, n)) != 0) {
-    if (later > 0) snprintf(why, n, "its C library cannot be found in its memory map");
+  if (missing) {
+    snprintf(why, n, "its C library cannot be found in its memory map");
     mt_inject_end(&in);
     return -1;
   }
