@@ -59,26 +59,46 @@ out:
   return found == n ? 0 : -1;
 }
 
-int mt_maps_object(pid_t pid, const char *base, uint64_t *start, char *path, size_t n) {
+int mt_maps_each(pid_t pid, mt_maps_fn fn, void *ctx) {
   char maps[64], line[4096 + 256];
   snprintf(maps, sizeof maps, "/proc/%d/maps", (int)pid);
   FILE *f = fopen(maps, "r");
   if (!f) return -1;
-  int rc = -1;
-  while (rc != 0 && fgets(line, sizeof line, f)) {
-    unsigned long lo, off;
+  int rc = 0;
+  while (rc == 0 && fgets(line, sizeof line, f)) {
+    unsigned long lo, hi, off;
+    char perms[8];
     int name_at = 0;
-    if (sscanf(line, "%lx-%*x %*s %lx %*s %*s %n", &lo, &off, &name_at) < 2 || !name_at) continue;
-    char *p = line + name_at;
-    p[strcspn(p, "\n")] = 0;
-    if (p[0] != '/' || off != 0) continue;
-    const char *slash = strrchr(p, '/');
-    if (strcmp(p, base) == 0 || strcmp(slash + 1, base) == 0) {
-      *start = lo;
-      snprintf(path, n, "%s", p);
-      rc = 0;
-    }
+    if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %n", &lo, &hi, perms, &off, &name_at) < 4 ||
+        !name_at)
+      continue;
+    char *path = line + name_at;
+    path[strcspn(path, "\n")] = 0;
+    if (path[0] == '/') rc = fn(ctx, lo, hi, perms, off, path);
   }
   fclose(f);
   return rc;
+}
+
+typedef struct object_query {
+  const char *base;
+  uint64_t *start;
+  char *path;
+  size_t n;
+} object_query;
+
+static int object_match(void *ctx, uint64_t lo, uint64_t hi, const char *perms, uint64_t off,
+                        const char *path) {
+  (void)hi, (void)perms;
+  object_query *q = ctx;
+  const char *slash = strrchr(path, '/');
+  if (off != 0 || (strcmp(path, q->base) != 0 && strcmp(slash + 1, q->base) != 0)) return 0;
+  *q->start = lo;
+  snprintf(q->path, q->n, "%s", path);
+  return 1;
+}
+
+int mt_maps_object(pid_t pid, const char *base, uint64_t *start, char *path, size_t n) {
+  object_query q = {base, start, path, n};
+  return mt_maps_each(pid, object_match, &q) == 1 ? 0 : -1;
 }

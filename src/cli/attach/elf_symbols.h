@@ -13,6 +13,14 @@
  * ELF file, unreadable). */
 int mt_elf_dynsyms(const char *path, const char *const *names, size_t n, uint64_t *values);
 
+/* Calls fn for each mapping of process pid that maps a file (its path
+ * begins with '/'), in the map's order, until fn returns non-zero: that
+ * value, 0 when none did, or -1 when the map cannot be read. perms is the
+ * map's "r-xp" and the like; off the file offset. */
+typedef int (*mt_maps_fn)(void *ctx, uint64_t lo, uint64_t hi, const char *perms, uint64_t off,
+                          const char *path);
+int mt_maps_each(pid_t pid, mt_maps_fn fn, void *ctx);
+
 /* The first mapping of process pid whose file's name is `base` (the last
  * component, as "libc.so.6") or whose path is `base`, at file offset 0:
  * its start (the object's load address, for a shared object) and the

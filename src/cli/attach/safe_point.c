@@ -52,33 +52,34 @@ static int add_range(mt_safe_points *sp, uint64_t lo, uint64_t hi) {
   return 0;
 }
 
+typedef struct loading {
+  mt_safe_points *sp;
+  const char *profiler;
+  char last[4096]; /* the last file seen, and whether it holds locks */
+  int last_unsafe;
+} loading;
+
+static int note_mapping(void *ctx, uint64_t lo, uint64_t hi, const char *perms, uint64_t off,
+                        const char *path) {
+  (void)off;
+  loading *l = ctx;
+  /* code only; [vdso] and code made at run time name no file (mt_maps_each
+   * skips them) and take no lock of theirs */
+  if (!strchr(perms, 'x')) return 0;
+  if (strcmp(path, l->last) != 0) {
+    char root_path[4096 + 64];
+    snprintf(l->last, sizeof l->last, "%s", path);
+    snprintf(root_path, sizeof root_path, "/proc/%d/root%s", (int)l->sp->pid, path);
+    l->last_unsafe = holds_locks(path, root_path, l->profiler);
+  }
+  return l->last_unsafe ? add_range(l->sp, lo, hi) : 0;
+}
+
 int mt_safe_points_load(mt_safe_points *sp, pid_t pid, const char *profiler) {
   memset(sp, 0, sizeof *sp);
   sp->pid = pid;
-  char maps[64], line[4096 + 256], last[4096] = "", root_path[4096 + 64];
-  int last_unsafe = 0;
-  snprintf(maps, sizeof maps, "/proc/%d/maps", (int)pid);
-  FILE *f = fopen(maps, "r");
-  if (!f) return -1;
-  int rc = 0;
-  while (rc == 0 && fgets(line, sizeof line, f)) {
-    unsigned long lo, hi;
-    char perms[8];
-    int name_at = 0;
-    if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &name_at) < 3 || !name_at ||
-        !strchr(perms, 'x'))
-      continue;
-    char *path = line + name_at;
-    path[strcspn(path, "\n")] = 0;
-    if (path[0] != '/') continue; /* [vdso], code made at run time: no lock of theirs */
-    if (strcmp(path, last) != 0) {
-      snprintf(last, sizeof last, "%s", path);
-      snprintf(root_path, sizeof root_path, "/proc/%d/root%s", (int)pid, path);
-      last_unsafe = holds_locks(path, root_path, profiler);
-    }
-    if (last_unsafe) rc = add_range(sp, lo, hi);
-  }
-  fclose(f);
+  loading l = {sp, profiler, "", 0};
+  int rc = mt_maps_each(pid, note_mapping, &l);
   if (rc != 0) mt_safe_points_free(sp);
   return rc;
 }
