@@ -126,8 +126,8 @@ MT_API uint64_t mt_analysis_duration(const mt_analysis *a);
 MT_API double mt_analysis_word_bytes(const mt_analysis *a);
 /* 1 when some object of the trace came from a language runtime's minor or
  * major heap (an OCaml trace, told in words, "collected", promotion), 0
- * when every one is external (a native program's: bytes, "freed"). A pass
- * over the objects. */
+ * when every one is external (a native program's: bytes, "freed"). Of every
+ * object of the trace, whatever the load kept. */
 MT_API int mt_analysis_has_runtime_heap(const mt_analysis *a);
 /* Whether any object is an anonymous mapping (mt_object.mapping): a native
  * program's trace whose objects a `mapping` / `heap` source tells apart. */

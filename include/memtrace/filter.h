@@ -90,6 +90,11 @@ MT_API int mt_filter_selects_all(const mt_filter *f);
  * frames. */
 MT_API int mt_filter_has_stack_condition(const mt_filter *f);
 
+/* Whether every condition of f on objects is decided when an object is
+ * allocated: its allocation time, size and source, and any on stacks; no
+ * condition on being alive, collected, or on lifetimes. */
+MT_API int mt_filter_decided_at_allocation(const mt_filter *f);
+
 /* Sets parameter `name` (the names of the table above) from its text.
  * An empty value (or NULL) removes the condition, as if never given.
  * Returns MT_OK; MT_ERR_INVALID with a message in err (errlen bytes) that

@@ -171,6 +171,19 @@ MT_API uint64_t mt_reader_trace_end(const mt_reader *r, size_t k);
  * have ended, and always for a reader of one trace. */
 MT_API size_t mt_reader_trace_finished(const mt_reader *r, size_t i);
 
+/* The span of the trace file at `path` as its packet headers give it,
+ * read without decoding a packet (a seek each): the first packet's start
+ * (the trace's start_time) in *first, and the latest end among the whole
+ * packets of that packet's process in *last (us since the epoch). Every
+ * released writer ends a packet at its last event's time, so *last is
+ * the time of the trace's last event, but a trace whose events go back in
+ * time (mt_reader_next) may end earlier: check against the events read.
+ * MT_OK; MT_ERR_INVALID when `path` is no regular file (a pipe, a
+ * socket); MT_ERR_IO when it cannot be read (errno says why);
+ * MT_ERR_CORRUPT when a header is not a memtrace packet's or the file
+ * holds no whole packet. */
+MT_API int mt_trace_span(const char *path, uint64_t *first, uint64_t *last);
+
 /* Releases the reader (and closes the file mt_reader_open opened). NULL is
  * accepted. */
 MT_API void mt_reader_close(mt_reader *r);

@@ -133,9 +133,21 @@ typedef struct mt_rank_spec {
   size_t depth; /* by stack: frames kept per row; 0: all                    */
 } mt_rank_spec;
 
+/* Whether a load folded by f (mt_analysis_load_folded) ranks by spec
+ * under f: by function or line, f's conditions decided at allocation
+ * (mt_filter_decided_at_allocation), none on stacks but `hide`. The load
+ * then sums each allocation site's objects while reading, in the order a
+ * whole load adds them, so the ranking (rows, totals, times) is a whole
+ * load's to the last bit, in the memory of the live objects and the
+ * sites. It still returns MT_ERR_INVALID for a trace past 71 minutes
+ * under a condition on allocation times, whose objects' times coarsen
+ * while it is read (a whole load answers then). */
+MT_API int mt_rank_folds(const mt_filter *f, const mt_rank_spec *spec);
+
 /* Ranks the objects passing f. MT_OK with *out (free it with
  * mt_ranking_free), MT_ERR_INVALID for a spec it cannot do (MT_ORDER_OLDEST
- * groups by stack only), or MT_ERR_NOMEM. */
+ * groups by stack only; on a folded load, all but mt_rank_folds' case), or
+ * MT_ERR_NOMEM. */
 MT_API int mt_rank(const mt_analysis *a, const mt_filter *f, const mt_rank_spec *spec,
                    mt_ranking **out);
 MT_API void mt_ranking_free(mt_ranking *r);

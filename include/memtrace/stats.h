@@ -128,6 +128,23 @@ typedef struct mt_timeline {
  * (nbins 0), or MT_ERR_NOMEM. Free with mt_timeline_free. */
 MT_API int mt_timeline_compute(const mt_analysis *a, const mt_filter *f, size_t nbins,
                                mt_timeline **out);
+/* mt_timeline_compute's answer for the trace at `path`, made while it is
+ * read: the memory of a live-only load (MT_KEEP_LIVE), whatever the
+ * trace's length. The bins are placed before reading, from the span the
+ * packet headers give (mt_trace_span), and the events read must confirm
+ * it. Where that cannot be done (no regular file; f live at the peak or
+ * with a condition on stacks; a trace past 71 minutes, whose times a
+ * whole load keeps coarser, under a condition on times; a span the events
+ * do not confirm) the trace is loaded whole (again) and answered from that.
+ * Either way the answer is mt_timeline_compute's on a whole load, field
+ * for field. *a receives the analysis it comes from (live-only or whole:
+ * its info, duration, peak and total hold for the whole trace; free it
+ * with mt_analysis_free), on a failed load one holding the message, as
+ * mt_analysis_load's. MT_OK, a load's error, MT_ERR_INVALID (nbins 0), or
+ * MT_ERR_NOMEM. */
+MT_API int mt_timeline_load(mt_analysis **a, mt_timeline **out, const char *path,
+                            const mt_filter *f, size_t nbins, mt_progress_fn progress,
+                            void *ctx);
 /* Several traces' live heaps added on one clock, the wall clock, each at
  * its own rate (traces of one rate are better read as one analysis,
  * mt_analysis_load_many, whose timeline has an exact peak): bins

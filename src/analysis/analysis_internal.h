@@ -9,6 +9,7 @@
 
 #include "base/containers.h"
 #include "memtrace/analysis.h"
+#include "memtrace/stats.h"
 
 /* The live heap's envelope: min, max and end of each of at most this many
  * equal bins over the trace (a timeline's bins take the least and most of
@@ -36,6 +37,13 @@ typedef struct mt__bin {
   double min, max, end;
   int touched;
 } mt__bin;
+
+/* The objects of one allocation site: their tally, and when the first and
+ * the last were allocated (us). */
+typedef struct mt__site_sum {
+  mt_tally tally;
+  uint64_t oldest, newest;
+} mt__site_sum;
 
 struct mt_analysis {
   int status;
@@ -113,6 +121,17 @@ struct mt_analysis {
    * passed fold_filter's conditions on objects; else NULL */
   mt_tally *fold_tally;
   mt_filter fold_filter;
+  /* A folded load whose conditions are decided at allocation
+   * (mt_filter_decided_at_allocation): per allocation site, the objects
+   * that passed them, each added as it was allocated, as a whole load's
+   * scan adds them, each site's code (or MT__NO_SITE) in fold_site_code;
+   * and all of them. NULL otherwise. */
+  mt__site_sum *fold_site;
+  uint32_t *fold_site_code;
+  size_t nfold_site;
+  mt_tally fold_sum;
+  /* some object came from a runtime heap; some is an anonymous mapping */
+  int any_runtime, any_mapping;
 
   /* live heap */
   uint64_t peak_time, peak_samples;
@@ -189,6 +208,17 @@ int mt__query_init(mt__query *q, const mt_analysis *a, const mt_filter *f);
  * folded load, under a filter with the fold's conditions on objects. */
 int mt__query_init_tallies(mt__query *q, const mt_analysis *a, const mt_filter *f);
 void mt__query_free(mt__query *q);
+/* The timeline's bin of time t (us) on a clock offset by `off`, bins of
+ * `width`: the first whose end is at or after t + off. */
+size_t mt__timeline_bin(double width, double off, double t);
+/* mt_timeline_compute, the live samples at each bin's end of every object
+ * (live) and of those passing f (filt) given, or computed (NULL). */
+int mt__timeline_of_series(const mt_analysis *a, const mt_filter *f, size_t nbins,
+                           const double *live, const double *filt, mt_timeline **out);
+/* Whether a is a folded load whose sums by allocation site answer f: they
+ * were kept (mt_filter_decided_at_allocation), f has the fold's conditions
+ * on objects and none on stacks (`hide` aside). */
+int mt__fold_sites_answer(const mt_analysis *a, const mt_filter *f);
 /* The conditions on object i's own columns (times, size, source). */
 int mt__query_columns(const mt__query *q, size_t i);
 /* Whether object i passes the whole filter. */

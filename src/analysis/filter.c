@@ -40,6 +40,11 @@ int mt_filter_has_stack_condition(const mt_filter *f) {
   return nonempty(f->inside) || nonempty(f->not_inside) || nonempty(f->hide);
 }
 
+int mt_filter_decided_at_allocation(const mt_filter *f) {
+  return f->live == MT_LIVE_ANY && f->collected == MT_COLLECTED_ANY && f->lifetime_min == 0 &&
+         f->lifetime_max == UINT64_MAX;
+}
+
 int mt_filter_hides(const mt_filter *f, const char *name) {
   if (!nonempty(f->hide)) return 0;
   size_t nlen = strlen(name);

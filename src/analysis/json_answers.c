@@ -139,8 +139,8 @@ void mt_json_info(mt_json *j, const mt_analysis *a) {
   mt_json_key(j, "bytes_per_sample");
   mt_json_num(j, a->word_bytes / in->sample_rate);
   key_seconds(j, "duration", a->duration);
-  mt_json_key(j, "sampled_objects");
-  mt_json_uint(j, a->nobj);
+  mt_json_key(j, "sampled_objects"); /* all of the trace's, whatever the load kept */
+  mt_json_uint(j, a->all.objects);
   mt_json_key(j, "warning");
   mt_json_str(j, mt_analysis_warning(a));
   /* an OCaml trace's minor and major heaps; false for a native program's */

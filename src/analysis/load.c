@@ -461,7 +461,12 @@ static int on_alloc(mt_analysis *a, pass *p, const mt_reader *r, const mt_event 
     p->live_by[a->trace_of[i]] += ev->nsamples;
   }
   a->nobj++;
-  mt__tally_object(a, i, &a->all); /* the whole trace's, whatever is kept */
+  mt_tally one = {0};
+  mt__tally_object(a, i, &one);
+  mt_tally_add(&a->all, &one); /* the whole trace's, whatever is kept */
+  a->any_runtime |= ev->source != MT_SOURCE_EXTERNAL;
+  a->any_mapping |= (src & MT__OBJ_MAPPING) != 0;
+  if (p->fold_at_alloc && mt__fold_alloc(a, p, i, t, &one)) return -1;
   uint64_t before = p->live;
   p->live += ev->nsamples;
   live_change(a, t, (double)before, (double)p->live);
@@ -493,7 +498,7 @@ static int on_collect(mt_analysis *a, pass *p, const mt_event *ev, uint64_t t) {
     p->double_frees++;
     return 0;
   }
-  if (!p->keep_live || p->fold) a->free_t[i] = store_time(a, t);
+  if (!p->keep_live || p->fold || p->tl) a->free_t[i] = store_time(a, t);
   uint64_t ns = mt__obj_samples(a, i), before = p->live;
   p->live -= ns <= p->live ? ns : p->live;
   if (a->trace_of) {
@@ -501,6 +506,7 @@ static int on_collect(mt_analysis *a, pass *p, const mt_event *ev, uint64_t t) {
     *mine -= ns <= *mine ? ns : *mine;
   }
   live_change(a, t, (double)before, (double)p->live);
+  if (p->tl) mt__tl_fate(a, p->tl, i, t);
   if (p->fold && mt__fold_object(a, p, i)) return -1;
   return p->keep_live ? mt__live_collect(a, p, i) : 0;
 }
@@ -551,21 +557,25 @@ static mt_analysis *new_analysis(void) {
   return a;
 }
 
-/* keep MT_KEEP_FOLDED folds by `fold`'s conditions on objects. */
-static int run_pass(mt_analysis *a, mt_reader *r, mt_keep keep, const mt_filter *fold,
+static int run_pass(mt_analysis *a, mt_reader *r, const mt__load_spec *how,
                     mt_progress_fn progress, void *ctx) {
+  mt_keep keep = how->keep;
   if (copy_info(a, mt_reader_info(r))) return nomem(a);
   set_weights(a);
   uint64_t start = a->info.start_time;
   pass p = {0};
+  /* the timeline's conditions are decided on objects before any is dropped */
+  if (how->tl && mt__tl_begin(a, how->tl)) return nomem(a);
+  p.tl = how->tl;
   if (keep == MT_KEEP_LIVE) a->live_only = p.keep_live = 1;
   mt__query fq;
   if (keep == MT_KEEP_FOLDED) { /* decided on each object: its stack's aside */
-    mt_filter cols = *fold;
+    mt_filter cols = *how->fold;
     cols.inside = cols.not_inside = cols.hide = NULL;
     if (mt__query_init(&fq, a, &cols) != MT_OK) return nomem(a);
     a->fold_filter = cols;
     p.fold = &fq;
+    p.fold_at_alloc = mt_filter_decided_at_allocation(&cols);
     p.keep_live = 1;
   }
   size_t ntraces = mt_reader_trace_count(r);
@@ -615,9 +625,13 @@ static int run_pass(mt_analysis *a, mt_reader *r, mt_keep keep, const mt_filter 
     for (size_t k = 0; k < a->ntraces; k++) a->trace_end[k] = mt_reader_trace_end(r, k) - start;
   }
   free(p.live_by);
+  if (p.tl && p.keep_live && rc >= 0) /* those never collected: their fate is known now */
+    for (size_t i = 0; i < a->nobj; i++)
+      if (!p.gone[i]) mt__tl_fate(a, p.tl, i, MT_NEVER);
   if (p.fold && rc >= 0 && mt__fold_finish(a, &p)) rc = nomem(a);
   if (p.keep_live && mt__live_compact(a, &p, 1) && rc >= 0) rc = nomem(a);
   if (p.fold) {
+    free(p.site_slot);
     mt__query_free(&fq);
     free(p.fold_row);
     free(p.rows);
@@ -644,17 +658,18 @@ static int run_pass(mt_analysis *a, mt_reader *r, mt_keep keep, const mt_filter 
   return MT_OK;
 }
 
-static int load_reader(mt_analysis **out, mt_reader *r, mt_keep keep, const mt_filter *fold,
+static int load_reader(mt_analysis **out, mt_reader *r, const mt__load_spec *how,
                        mt_progress_fn progress, void *ctx) {
   mt_analysis *a = new_analysis();
   *out = a;
   if (!a) return MT_ERR_NOMEM;
-  return run_pass(a, r, keep, fold, progress, ctx);
+  return run_pass(a, r, how, progress, ctx);
 }
 
 int mt_analysis_load_reader(mt_analysis **out, mt_reader *r, mt_progress_fn progress,
                             void *ctx) {
-  return load_reader(out, r, MT_KEEP_ALL, NULL, progress, ctx);
+  mt__load_spec all = {MT_KEEP_ALL, NULL, NULL};
+  return load_reader(out, r, &all, progress, ctx);
 }
 
 int mt_analysis_load_many(mt_analysis **out, const char *const *paths, size_t n,
@@ -666,8 +681,8 @@ mt_keep mt_analysis_keeps(const mt_analysis *a) {
   return a->live_only ? MT_KEEP_LIVE : a->fold_tally ? MT_KEEP_FOLDED : MT_KEEP_ALL;
 }
 
-static int load_paths(mt_analysis **out, const char *const *paths, size_t n, mt_keep keep,
-                      const mt_filter *fold, mt_progress_fn progress, void *ctx) {
+int mt__load_paths(mt_analysis **out, const char *const *paths, size_t n,
+                   const mt__load_spec *how, mt_progress_fn progress, void *ctx) {
   mt_reader *r;
   int rc = mt_reader_open_many(&r, paths, n);
   if (rc != MT_OK) {
@@ -680,7 +695,7 @@ static int load_paths(mt_analysis **out, const char *const *paths, size_t n, mt_
     mt_reader_close(r);
     return a ? rc : MT_ERR_NOMEM;
   }
-  rc = load_reader(out, r, keep, fold, progress, ctx);
+  rc = load_reader(out, r, how, progress, ctx);
   mt_reader_close(r);
   return rc;
 }
@@ -696,7 +711,8 @@ int mt_analysis_load_keep(mt_analysis **out, const char *const *paths, size_t n,
                           mt_progress_fn progress, void *ctx) {
   if (keep != MT_KEEP_ALL && keep != MT_KEEP_LIVE)
     return refuse(out, "a folded load takes its filter: mt_analysis_load_folded");
-  return load_paths(out, paths, n, keep, NULL, progress, ctx);
+  mt__load_spec how = {keep, NULL, NULL};
+  return mt__load_paths(out, paths, n, &how, progress, ctx);
 }
 
 int mt_analysis_load_folded(mt_analysis **out, const char *const *paths, size_t n,
@@ -704,7 +720,8 @@ int mt_analysis_load_folded(mt_analysis **out, const char *const *paths, size_t 
   if (f->live == MT_LIVE_AT_PEAK)
     return refuse(out, "a folded load cannot select the objects live at the peak: the peak "
                        "is known only at the end");
-  return load_paths(out, paths, n, MT_KEEP_FOLDED, f, progress, ctx);
+  mt__load_spec how = {MT_KEEP_FOLDED, f, NULL};
+  return mt__load_paths(out, paths, n, &how, progress, ctx);
 }
 
 int mt_analysis_load(mt_analysis **out, const char *path, mt_progress_fn progress,
@@ -718,7 +735,7 @@ void mt_analysis_free(mt_analysis *a) {
                     a->bt_site,  a->bt_flat,   a->bt_off,      a->log,      a->code_described,
                     a->checkpoints, a->source, a->side_vals,   a->code_val, a->code_first,
                     a->code_n,   a->frames,    a->fn_name,     a->fn_file,  a->bt_fp,
-                    a->trace_of, a->trace_end, a->fold_tally};
+                    a->trace_of, a->trace_end, a->fold_tally, a->fold_site, a->fold_site_code};
   for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
   mt__u64map_free(&a->side);
   mt__u64map_free(&a->code_index);

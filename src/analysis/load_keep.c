@@ -162,11 +162,11 @@ int mt__live_compact(mt_analysis *a, pass *p, int last) {
 
 /* ---- MT_KEEP_FOLDED ---- */
 
-int mt__fold_object(mt_analysis *a, pass *p, size_t i) {
-  if (!mt__query_columns(p->fold, i)) return 0;
-  uint32_t bt = a->bt[i];
+/* Adds one object's tally (one), allocated at time t, to backtrace bt's
+ * row. 0, or -1. */
+static int add_to_row(pass *p, size_t nbt, uint32_t bt, const mt_tally *one, uint64_t t) {
   if (bt >= p->fold_row_cap) {
-    size_t cap = a->nbt > bt ? a->nbt : (size_t)bt + 1;
+    size_t cap = nbt > bt ? nbt : (size_t)bt + 1;
     cap += cap / 2;
     uint32_t *v = realloc(p->fold_row, cap * sizeof *v);
     if (!v) return -1;
@@ -180,13 +180,81 @@ int mt__fold_object(mt_analysis *a, pass *p, size_t i) {
     p->fold_row[bt] = (uint32_t)++p->nfold;
   }
   mt__fold_row *row = &p->rows[p->fold_row[bt] - 1];
-  mt__tally_object(a, i, &row->tally);
-  uint64_t at = mt__obj_alloc_time(a, i);
-  if (at < row->oldest) row->oldest = at;
+  mt_tally_add(&row->tally, one);
+  if (t < row->oldest) row->oldest = t;
   return 0;
 }
 
+int mt__fold_object(mt_analysis *a, pass *p, size_t i) {
+  if (p->fold_at_alloc || !mt__query_columns(p->fold, i)) return 0; /* or decided already */
+  mt_tally one = {0};
+  mt__tally_object(a, i, &one);
+  return add_to_row(p, a->nbt, a->bt[i], &one, mt__obj_alloc_time(a, i));
+}
+
+/* The sum of site code c (MT__NO_SITE: none), made on its first object:
+ * sums are kept in that order, densely (codes are many, sites few). */
+static mt__site_sum *site_sum(mt_analysis *a, pass *p, uint32_t c) {
+  size_t key = c == MT__NO_SITE ? 0 : (size_t)c + 1;
+  if (key >= p->site_slot_cap) {
+    size_t cap = p->site_slot_cap ? p->site_slot_cap : 1024;
+    while (cap <= key) cap *= 2;
+    uint32_t *v = realloc(p->site_slot, cap * sizeof *v);
+    if (!v) return NULL;
+    memset(v + p->site_slot_cap, 0, (cap - p->site_slot_cap) * sizeof *v);
+    p->site_slot = v;
+    p->site_slot_cap = cap;
+  }
+  if (!p->site_slot[key]) {
+    size_t n = a->nfold_site, cap = p->fold_site_cap;
+    if (mt__reserve((void **)&a->fold_site, n, &p->fold_site_cap, sizeof *a->fold_site) ||
+        mt__reserve((void **)&a->fold_site_code, n, &cap, sizeof *a->fold_site_code))
+      return NULL;
+    a->fold_site[n] = (mt__site_sum){.oldest = UINT64_MAX};
+    a->fold_site_code[n] = c;
+    p->site_slot[key] = (uint32_t)++a->nfold_site;
+  }
+  return &a->fold_site[p->site_slot[key] - 1];
+}
+
+int mt__fold_alloc(mt_analysis *a, pass *p, size_t i, uint64_t t, const mt_tally *one) {
+  int every = p->fold->every_object; /* then fold_sum is `all`, set at the end */
+  if (!every && !mt__query_columns(p->fold, i)) return 0;
+  mt__site_sum *s = site_sum(a, p, a->bt_site[a->bt[i]]);
+  if (!s) return -1;
+  mt_tally_add(&s->tally, one);
+  if (!every) mt_tally_add(&a->fold_sum, one);
+  if (t < s->oldest) s->oldest = t;
+  if (t > s->newest) s->newest = t;
+  return add_to_row(p, a->nbt, a->bt[i], one, t);
+}
+
+/* The site sums at the end of the load: times in the precision the
+ * objects' columns ended with (a trace past 71 minutes coarsens them), as
+ * a whole load reports them. Under a condition on allocation times, an
+ * object decided before the columns coarsened might be decided otherwise
+ * after: the sums are then dropped (answers needing them are refused). */
+static void finish_sites(mt_analysis *a) {
+  if (!a->fold_site) return;
+  const mt_filter *f = &a->fold_filter;
+  unsigned s = a->time_shift;
+  if (mt_filter_selects_all(f)) a->fold_sum = a->all;
+  if (s && (f->alloc_from || f->alloc_to != UINT64_MAX)) {
+    free(a->fold_site);
+    free(a->fold_site_code);
+    a->fold_site = NULL;
+    a->fold_site_code = NULL;
+    a->nfold_site = 0;
+    return;
+  }
+  for (size_t k = 0; k < a->nfold_site; k++) {
+    mt__site_sum *x = &a->fold_site[k];
+    x->oldest = x->oldest >> s << s, x->newest = x->newest >> s << s;
+  }
+}
+
 int mt__fold_finish(mt_analysis *a, pass *p) {
+  finish_sites(a);
   /* the objects never collected: their fate is known now */
   for (size_t i = 0; i < a->nobj; i++)
     if (!p->gone[i] && mt__fold_object(a, p, i)) return -1;

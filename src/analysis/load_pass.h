@@ -5,6 +5,27 @@
 
 #include "analysis_internal.h"
 
+/* A timeline made while reading (timeline_load.c). */
+typedef struct mt__tl_pass mt__tl_pass;
+
+/* How a load runs: what it keeps, MT_KEEP_FOLDED's conditions, and a
+ * timeline to make while reading (NULL: none). */
+typedef struct mt__load_spec {
+  mt_keep keep;
+  const mt_filter *fold;
+  mt__tl_pass *tl;
+} mt__load_spec;
+
+/* mt_analysis_load_keep's work, `how` as said. */
+int mt__load_paths(mt_analysis **out, const char *const *paths, size_t n,
+                   const mt__load_spec *how, mt_progress_fn progress, void *ctx);
+
+/* Readies tl for the load of a, before any object: 0, or -1. */
+int mt__tl_begin(mt_analysis *a, mt__tl_pass *tl);
+/* Object i's fate is known: collected at `gone` (us since the start), or
+ * never (MT_NEVER, at the end): its life goes to tl's bins. */
+void mt__tl_fate(const mt_analysis *a, mt__tl_pass *tl, size_t i, uint64_t gone);
+
 typedef struct pass {
   uint64_t *prev_codes; /* previous object's backtrace, to share its prefix */
   uint32_t *prev_ids;   /* and the code ids of its frames */
@@ -47,6 +68,10 @@ typedef struct pass {
   /* MT_KEEP_FOLDED: the filter's conditions on objects, and per backtrace
    * (fold_row[bt] = row + 1) the objects that passed them */
   const mt__query *fold;
+  mt__tl_pass *tl;
+  int fold_at_alloc; /* and by allocation site, as objects are allocated */
+  uint32_t *site_slot; /* [0]: no site, [c + 1]: code c; its sum + 1, or 0 */
+  size_t site_slot_cap, fold_site_cap;
   uint32_t *fold_row;
   size_t fold_row_cap;
   struct mt__fold_row *rows;
@@ -72,8 +97,12 @@ int mt__live_find(const pass *p, uint64_t id, size_t nobj, size_t *out);
 int mt__live_collect(mt_analysis *a, pass *p, size_t i);
 /* MT_KEEP_FOLDED: object i's fate is known (collected, or the trace
  * ended): its tally goes to its backtrace's row if it passes the fold's
- * conditions. 0, or -1. */
+ * conditions (unless decided at its allocation). 0, or -1. */
 int mt__fold_object(mt_analysis *a, pass *p, size_t i);
+/* MT_KEEP_FOLDED decided at allocation (fold_at_alloc): object i, just
+ * allocated at time t, its tally `one`, goes to its allocation site's sum
+ * and its backtrace's row if it passes the fold's conditions. 0, or -1. */
+int mt__fold_alloc(mt_analysis *a, pass *p, size_t i, uint64_t t, const mt_tally *one);
 /* MT_KEEP_FOLDED, at the end: the rows replace the objects (one object
  * per row, in backtrace order, its tally in a->fold_tally). 0, or -1. */
 int mt__fold_finish(mt_analysis *a, pass *p);

@@ -134,17 +134,31 @@ static void select_first(site_group *v, size_t n, size_t k,
   qsort_r(v, k, sizeof *v, cmp, ctx);
 }
 
-/* The objects passing q grouped by site, into groups (every group with
- * objects; *n of them). */
-static int group_sites(const mt__query *q, int by, site_group **out, size_t *n) {
-  const mt_analysis *a = q->a;
+/* A folded load's sums by site code (mt__fold_sites_answer) as the scan
+ * of a whole load gives them. */
+static void folded_sites(const mt_analysis *a, site_group *per_code) {
+  for (size_t k = 0; k < a->nfold_site; k++) {
+    const mt__site_sum *s = &a->fold_site[k];
+    uint32_t c = a->fold_site_code[k];
+    site_group *g = &per_code[c == MT__NO_SITE ? a->ncodes : c];
+    g->tally = s->tally;
+    g->oldest = s->oldest;
+    g->newest = s->newest;
+  }
+}
+
+/* The objects passing q (a folded load's when q is NULL) grouped by site,
+ * into groups (every group with objects; *n of them). */
+static int group_sites(const mt_analysis *a, const mt__query *q, int by, site_group **out,
+                       size_t *n) {
   site_pass p = {a, calloc(a->ncodes + 1, sizeof(site_group))};
   mt__u64map index = {0};
   *out = NULL;
   *n = 0;
   if (!p.per_code) return MT_ERR_NOMEM;
   for (size_t c = 0; c <= a->ncodes; c++) p.per_code[c].oldest = UINT64_MAX;
-  mt__scan(q, 0, a->nobj, site_visit, &p);
+  if (q) mt__scan(q, 0, a->nobj, site_visit, &p);
+  else folded_sites(a, p.per_code);
   /* groups are gathered in place, at the front of per_code */
   size_t ng = 0;
   for (size_t c = 0; c <= a->ncodes; c++) {
@@ -176,10 +190,11 @@ static int group_sites(const mt__query *q, int by, site_group **out, size_t *n) 
   return MT_OK;
 }
 
-static int rank_sites(const mt__query *q, const mt_rank_spec *spec, mt_ranking *r) {
+static int rank_sites(const mt_analysis *a, const mt__query *q, const mt_rank_spec *spec,
+                      mt_ranking *r) {
   site_group *g;
   size_t n;
-  if (group_sites(q, spec->by, &g, &n) != MT_OK) return MT_ERR_NOMEM;
+  if (group_sites(a, q, spec->by, &g, &n) != MT_OK) return MT_ERR_NOMEM;
   int order = spec->order;
   select_first(g, n, spec->limit, site_order, &order);
   r->groups = n;
@@ -299,8 +314,10 @@ static int rank(const mt_analysis *a, const mt_filter *f, const mt_rank_spec *sp
     free(r);
     return MT_ERR_NOMEM;
   }
+  /* a folded load ranks sites from its sums, and nothing else */
+  int folded = spec->by != MT_BY_STACK && mt__fold_sites_answer(a, f);
   mt__query q;
-  int qrc = mt__query_init(&q, a, f);
+  int qrc = folded ? MT_OK : mt__query_init(&q, a, f);
   if (qrc != MT_OK) {
     mt_ranking_free(r);
     return qrc;
@@ -310,8 +327,9 @@ static int rank(const mt_analysis *a, const mt_filter *f, const mt_rank_spec *sp
   r->sampling = mt_analysis_sampling(a);
   r->duration = a->duration;
   r->trace_total = a->all;
-  int rc = spec->by == MT_BY_STACK ? rank_stacks(&q, spec, budget, r) : rank_sites(&q, spec, r);
-  mt__query_free(&q);
+  int rc = spec->by == MT_BY_STACK ? rank_stacks(&q, spec, budget, r)
+                                   : rank_sites(a, folded ? NULL : &q, spec, r);
+  if (!folded) mt__query_free(&q);
   if (rc != MT_OK || mt_analysis_tally(a, f, &r->total) != MT_OK) {
     mt_ranking_free(r);
     return MT_ERR_NOMEM;
@@ -333,6 +351,11 @@ static int rank(const mt_analysis *a, const mt_filter *f, const mt_rank_spec *sp
 static size_t stack_budget(void) {
   const char *env = getenv("MEMTRACE_STACK_RANK_BUDGET");
   return env && *env ? (size_t)strtoull(env, NULL, 10) : STACK_BUDGET;
+}
+
+int mt_rank_folds(const mt_filter *f, const mt_rank_spec *spec) {
+  return spec->by != MT_BY_STACK && mt_filter_decided_at_allocation(f) &&
+         !(f->inside && f->inside[0]) && !(f->not_inside && f->not_inside[0]);
 }
 
 int mt_rank(const mt_analysis *a, const mt_filter *f, const mt_rank_spec *spec,

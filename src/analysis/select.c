@@ -73,6 +73,11 @@ nomem:
   return MT_ERR_NOMEM;
 }
 
+int mt__fold_sites_answer(const mt_analysis *a, const mt_filter *f) {
+  return a->fold_site && same_conditions(f, &a->fold_filter) && !(f->inside && f->inside[0]) &&
+         !(f->not_inside && f->not_inside[0]);
+}
+
 int mt__query_init(mt__query *q, const mt_analysis *a, const mt_filter *f) {
   return query_init(q, a, f, 0);
 }
@@ -199,6 +204,10 @@ int mt_analysis_tally(const mt_analysis *a, const mt_filter *f, mt_tally *t) {
   memset(t, 0, sizeof *t);
   if (mt_filter_selects_all(f)) {
     *t = a->all;
+    return MT_OK;
+  }
+  if (mt__fold_sites_answer(a, f)) { /* added up as a whole load's scan would */
+    *t = a->fold_sum;
     return MT_OK;
   }
   mt__query q;

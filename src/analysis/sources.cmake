@@ -24,4 +24,5 @@ set(MT_ANALYSIS_SOURCES
   src/analysis/stats.c
   src/analysis/tables.c
   src/analysis/timeline.c
+  src/analysis/timeline_load.c
   src/analysis/trace_rates.c)

@@ -24,17 +24,10 @@ mt_object mt_analysis_object(const mt_analysis *a, size_t i) {
   return o;
 }
 
-int mt_analysis_has_mappings(const mt_analysis *a) {
-  for (size_t i = 0; i < a->nobj; i++)
-    if (a->source[i] & MT__OBJ_MAPPING) return 1;
-  return 0;
-}
-
-int mt_analysis_has_runtime_heap(const mt_analysis *a) {
-  for (size_t i = 0; i < a->nobj; i++)
-    if ((a->source[i] & 3) != MT_SOURCE_EXTERNAL) return 1;
-  return 0;
-}
+/* Noted as objects are allocated: a load that keeps fewer objects answers
+ * for all of them. */
+int mt_analysis_has_mappings(const mt_analysis *a) { return a->any_mapping; }
+int mt_analysis_has_runtime_heap(const mt_analysis *a) { return a->any_runtime; }
 
 size_t mt_analysis_code_count(const mt_analysis *a) { return a->ncodes; }
 uint64_t mt_analysis_code_value(const mt_analysis *a, uint32_t c) { return a->code_val[c]; }

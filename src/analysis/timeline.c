@@ -47,11 +47,13 @@ typedef struct series {
   double *diff; /* nbins + 1 */
 } series;
 
-/* The first bin whose end is at or after time x (on the common clock). */
-static size_t bin_at(const series *s, double t) {
-  double x = (t + s->off) / s->width;
+size_t mt__timeline_bin(double width, double off, double t) {
+  double x = (t + off) / width;
   return x <= 1 ? 0 : (size_t)ceil(x) - 1;
 }
+
+/* The first bin whose end is at or after time x (on the common clock). */
+static size_t bin_at(const series *s, double t) { return mt__timeline_bin(s->width, s->off, t); }
 
 static int series_visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
   (void)codes;
@@ -136,18 +138,26 @@ static mt_timeline *timeline_new(size_t nbins) {
 }
 
 /* Adds trace a's bins (bytes) to t's, on the grid `shape` gives: live and
- * filtered at each bin's end, least and most within each bin. Where a bin
- * reaches past the trace's span (several traces), the trace holds nothing
- * there, and its least is 0. */
+ * filtered at each bin's end (live and filt: the live samples of every
+ * object and of those passing the filter; NULL: computed here), least and
+ * most within each bin. Where a bin reaches past the trace's span (several
+ * traces), the trace holds nothing there, and its least is 0. */
 static int add_trace(mt_timeline *t, const mt_analysis *a, const mt_filter *f,
-                     const series *shape, mt_live_point *pts) {
+                     const series *shape, mt_live_point *pts, const double *given_live,
+                     const double *given_filt) {
   size_t nbins = t->nbins;
   double *live = malloc(nbins * sizeof *live), *filt = malloc(nbins * sizeof *filt);
   mt_filter none;
   mt_filter_init(&none);
-  int rc = live && filt ? live_series(a, &none, shape, live) : MT_ERR_NOMEM;
-  if (rc == MT_OK && t->filter_selects_all) memcpy(filt, live, nbins * sizeof *live);
-  else if (rc == MT_OK) rc = live_series(a, f, shape, filt);
+  int rc = live && filt ? MT_OK : MT_ERR_NOMEM;
+  if (rc == MT_OK && given_live) {
+    memcpy(live, given_live, nbins * sizeof *live);
+    memcpy(filt, given_filt, nbins * sizeof *filt);
+  } else if (rc == MT_OK) {
+    rc = live_series(a, &none, shape, live);
+    if (rc == MT_OK && t->filter_selects_all) memcpy(filt, live, nbins * sizeof *live);
+    else if (rc == MT_OK) rc = live_series(a, f, shape, filt);
+  }
   if (rc != MT_OK) {
     free(live);
     free(filt);
@@ -194,6 +204,11 @@ static int finish(mt_timeline *t, mt_live_point *pts, int rc, mt_timeline **out)
 
 int mt_timeline_compute(const mt_analysis *a, const mt_filter *f, size_t nbins,
                         mt_timeline **out) {
+  return mt__timeline_of_series(a, f, nbins, NULL, NULL, out);
+}
+
+int mt__timeline_of_series(const mt_analysis *a, const mt_filter *f, size_t nbins,
+                           const double *live, const double *filt, mt_timeline **out) {
   *out = NULL;
   if (nbins == 0) return MT_ERR_INVALID;
   mt_timeline *t = timeline_new(nbins);
@@ -202,7 +217,7 @@ int mt_timeline_compute(const mt_analysis *a, const mt_filter *f, size_t nbins,
   uint64_t to = a->duration ? a->duration : 1; /* a trace of one instant still gets bins */
   series shape = {NULL, (double)to / (double)nbins, 0, -1, nbins, NULL};
   t->filter_selects_all = mt_filter_selects_all(f);
-  if (add_trace(t, a, f, &shape, pts) != MT_OK) goto nomem;
+  if (add_trace(t, a, f, &shape, pts, live, filt) != MT_OK) goto nomem;
   t->sampling = mt_analysis_sampling(a);
   t->duration = a->duration;
   t->start = a->info.start_time;
@@ -236,7 +251,7 @@ int mt_timeline_traces(const mt_analysis *const *as, size_t n, const mt_filter *
   for (size_t k = 0; k < n; k++) {
     double off = (double)(as[k]->info.start_time - from);
     series shape = {NULL, width, off, off + (double)as[k]->duration + 1, nbins, NULL};
-    if (add_trace(t, as[k], f, &shape, pts) != MT_OK) goto nomem;
+    if (add_trace(t, as[k], f, &shape, pts, NULL, NULL) != MT_OK) goto nomem;
   }
   /* the highest bin end: no exact peak without merging every event */
   size_t best = 0;

@@ -129,12 +129,13 @@ typedef struct mt_cli_trace_set {
 } mt_cli_trace_set;
 
 /* Loads the traces the arguments name (mt_cli_traces) into t, keeping
- * `keep` of their objects (mt_analysis_load_keep), on as many threads as
+ * `keep` of their objects (mt_analysis_load_keep; MT_KEEP_FOLDED folds by
+ * fold's conditions, mt_analysis_load_folded), on as many threads as
  * there are cores (at most one a trace); exits 1 naming the first, in the
  * arguments' order, that cannot be loaded. Warnings are printed in that
  * order too. */
 void mt_cli_load_set(const mt_command *cmd, const char *const *args, size_t n, mt_keep keep,
-                     mt_cli_trace_set *t);
+                     const mt_filter *fold, mt_cli_trace_set *t);
 void mt_cli_free_set(mt_cli_trace_set *t);
 /* "[exe pid] " (the executable's base name) for trace k, in buf (n bytes);
  * "[exe pid@host] " when the set's traces come from several hosts. */

@@ -96,6 +96,7 @@ size_t mt_cli_traces(const mt_command *cmd, const char *const *args, size_t n, c
 typedef struct loading {
   mt_cli_trace_set *t;
   mt_keep keep;
+  const mt_filter *fold;
   int *rc;
   size_t next; /* the next trace to take, under lock */
   pthread_mutex_t lock;
@@ -109,16 +110,18 @@ static void *load_worker(void *arg) {
     pthread_mutex_unlock(&l->lock);
     if (i >= l->t->n) return NULL;
     const char *path = l->t->paths[i];
-    l->rc[i] = mt_analysis_load_keep(&l->t->as[i], &path, 1, l->keep, NULL, NULL);
+    l->rc[i] = l->keep == MT_KEEP_FOLDED
+                   ? mt_analysis_load_folded(&l->t->as[i], &path, 1, l->fold, NULL, NULL)
+                   : mt_analysis_load_keep(&l->t->as[i], &path, 1, l->keep, NULL, NULL);
   }
 }
 
 void mt_cli_load_set(const mt_command *cmd, const char *const *args, size_t n, mt_keep keep,
-                     mt_cli_trace_set *t) {
+                     const mt_filter *fold, mt_cli_trace_set *t) {
   t->n = mt_cli_traces(cmd, args, n, &t->paths);
   t->as = mt_cli_xrealloc(cmd, NULL, t->n * sizeof *t->as);
   int *rc = mt_cli_xrealloc(cmd, NULL, t->n * sizeof *rc);
-  loading l = {t, keep, rc, 0, PTHREAD_MUTEX_INITIALIZER};
+  loading l = {t, keep, fold, rc, 0, PTHREAD_MUTEX_INITIALIZER};
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   size_t nthreads = cores > 1 ? (size_t)cores : 1;
   if (nthreads > t->n) nthreads = t->n;

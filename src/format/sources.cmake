@@ -4,6 +4,7 @@ set(MT_FORMAT_SOURCES
   src/format/loccodec.c
   src/format/reader.c
   src/format/reader_many.c
+  src/format/span.c
   src/format/status.c
   src/format/trace_file.c
   src/format/writer.c)

@@ -3,7 +3,8 @@
  * duration; answers that would need collected objects refused. A folded
  * load (MT_KEEP_FOLDED) against a whole one: the same call tree under the
  * same filter, its samples and objects exact, its Horvitz-Thompson sums to
- * the last bits; answers of another kind or filter refused. On
+ * the last bits; rankings by site bit for bit where mt_rank_folds says so;
+ * answers of another kind or filter refused. On
  * memtrace's own traces (promotions: side entries) and on one written here
  * whose frees run through many compactions, with blocks past 2^32 words
  * and past 65535 samples (side entries that must move with their
@@ -183,6 +184,40 @@ static void same_tree(const mt_analysis *all, const mt_analysis *fold, const mt_
 }
 
 /* A folded load under f against the whole one. */
+/* Rankings by function and by line, by bytes and by objects, of a whole
+ * load and a folded one: the same rows, tallies bit for bit. */
+static void same_sites(const mt_analysis *all, const mt_analysis *fold, const mt_filter *f) {
+  for (int k = 0; k < 4; k++) {
+    mt_rank_spec spec = {k & 1 ? MT_BY_LINE : MT_BY_FUNCTION,
+                         k & 2 ? MT_ORDER_OBJECTS : MT_ORDER_BYTES, 0, 0};
+    mt_ranking *x, *y;
+    assert_int_equal(mt_rank(all, f, &spec, &x), MT_OK);
+    int rc = mt_rank(fold, f, &spec, &y);
+    if (!mt_rank_folds(f, &spec)) {
+      assert_int_equal(rc, MT_ERR_INVALID);
+      mt_ranking_free(x);
+      continue;
+    }
+    assert_int_equal(rc, MT_OK);
+    assert_int_equal(x->nrows, y->nrows);
+    assert_int_equal(x->groups, y->groups);
+    same_tally(&x->total, &y->total);
+    same_tally(&x->trace_total, &y->trace_total);
+    for (size_t i = 0; i < x->nrows; i++) {
+      char sx[512], sy[512];
+      assert_string_equal(mt_site_text(&x->rows[i].site, 1, sx, sizeof sx),
+                          mt_site_text(&y->rows[i].site, 1, sy, sizeof sy));
+      same_tally(&x->rows[i].tally, &y->rows[i].tally);
+      assert_int_equal(x->rows[i].oldest, y->rows[i].oldest);
+      assert_int_equal(x->rows[i].newest, y->rows[i].newest);
+      assert_true(x->rows[i].bytes.hi == y->rows[i].bytes.hi);
+      assert_true(x->rows[i].objects.lo == y->rows[i].objects.lo);
+    }
+    mt_ranking_free(x);
+    mt_ranking_free(y);
+  }
+}
+
 static void compare_folded(const char *path, const mt_analysis *all, const mt_filter *f) {
   mt_analysis *fold;
   assert_int_equal(mt_analysis_load_folded(&fold, &path, 1, f, NULL, NULL), MT_OK);
@@ -192,10 +227,20 @@ static void compare_folded(const char *path, const mt_analysis *all, const mt_fi
   g.not_inside = "alpha"; /* conditions on stacks may differ */
   g.hide = "main";
   same_tree(all, fold, &g);
-  /* another answer, or other conditions on objects: refused */
-  mt_rank_spec spec = {MT_BY_FUNCTION, MT_ORDER_BYTES, 10, 0};
+  assert_int_equal(mt_analysis_has_runtime_heap(fold), mt_analysis_has_runtime_heap(all));
+  assert_int_equal(mt_analysis_has_mappings(fold), mt_analysis_has_mappings(all));
+  /* rankings by site, where the fold's conditions are decided at
+   * allocation: a whole load's to the last bit; else refused, as any
+   * other answer and other conditions on objects */
+  same_sites(all, fold, f);
+  mt_rank_spec spec = {MT_BY_STACK, MT_ORDER_BYTES, 10, 0};
   mt_ranking *r;
   assert_int_equal(mt_rank(fold, f, &spec, &r), MT_ERR_INVALID);
+  spec.by = MT_BY_FUNCTION;
+  g = *f;
+  g.inside = "beta";
+  assert_false(mt_rank_folds(&g, &spec));
+  assert_int_equal(mt_rank(fold, &g, &spec, &r), MT_ERR_INVALID);
   g = *f;
   g.size_min += 1;
   mt_calltree *t;
@@ -215,7 +260,11 @@ static void folds(const char *path) {
   compare_folded(path, all, &g);
   g = f;
   g.size_min = 64, g.size_max = 4096;
+  compare_folded(path, all, &g);
   g.lifetime_max = d / 10;
+  compare_folded(path, all, &g);
+  g = f;
+  g.sources = 1u << MT_SOURCE_MAJOR | MT_FILTER_HEAP;
   compare_folded(path, all, &g);
   g = f;
   g.collected = MT_COLLECTED_IN, g.collect_from = d / 3, g.collect_to = d;
@@ -287,8 +336,45 @@ static void test_compactions(void **state) {
   free(freed);
 }
 
+/* A trace of 3 hours: times are kept coarser once it passes 71 minutes.
+ * A folded ranking gives a whole load's times; under a condition on
+ * allocation times it is refused (objects decided at their allocation at
+ * a finer time than a whole load decides them). */
+static void test_long_clock(void **state) {
+  (void)state;
+  mt_writer *w = open_trace(1e-2, resolve);
+  uint64_t t = T0, id;
+  for (size_t i = 0; i < 2000; i++) {
+    uint64_t bt[2] = {0x103, 0x100 + i % 3};
+    assert_int_equal(mt_writer_alloc(w, t += 5400007, 0, 1 + i % 50, 1, MT_SOURCE_EXTERNAL, bt,
+                                     2, &id),
+                     MT_OK);
+    if (i % 3 == 0) assert_int_equal(mt_writer_collect(w, t += 11, 0, id), MT_OK);
+  }
+  assert_int_equal(mt_writer_close(w), MT_OK);
+  fclose(trace_file);
+  const char *path = trace_path;
+  mt_analysis *all, *fold;
+  assert_int_equal(mt_analysis_load_keep(&all, &path, 1, MT_KEEP_ALL, NULL, NULL), MT_OK);
+  mt_filter f;
+  mt_filter_init(&f);
+  assert_int_equal(mt_analysis_load_folded(&fold, &path, 1, &f, NULL, NULL), MT_OK);
+  same_sites(all, fold, &f);
+  mt_analysis_free(fold);
+  f.alloc_from = mt_analysis_duration(all) / 3;
+  assert_int_equal(mt_analysis_load_folded(&fold, &path, 1, &f, NULL, NULL), MT_OK);
+  mt_rank_spec spec = {MT_BY_FUNCTION, MT_ORDER_BYTES, 0, 0};
+  mt_ranking *r;
+  assert_true(mt_rank_folds(&f, &spec));
+  assert_int_equal(mt_rank(fold, &f, &spec, &r), MT_ERR_INVALID);
+  mt_analysis_free(fold);
+  mt_analysis_free(all);
+  unlink(trace_path);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_long_clock),
       cmocka_unit_test(test_shared_traces),
       cmocka_unit_test(test_compactions),
   };

@@ -365,7 +365,7 @@ static int run(int argc, char **argv) {
   /* The input is read whole before the output is created: a bad trace
    * leaves no file behind. */
   mt_cli_trace_set t;
-  mt_cli_load_set(cmd, args, nargs, MT_KEEP_ALL, &t);
+  mt_cli_load_set(cmd, args, nargs, MT_KEEP_ALL, NULL, &t);
   char why[512];
   if (gz_load(why, sizeof why) != 0) {
     fprintf(stderr, "memtrace export: %s\n", why);

@@ -154,7 +154,7 @@ static int run(int argc, char **argv) {
     mt_cli_usage_error(cmd, "--collected contradicts leaks (objects never collected)");
 
   mt_cli_trace_set t; /* leaks are the objects never collected: only those are kept */
-  mt_cli_load_set(cmd, args, nargs, MT_KEEP_LIVE, &t);
+  mt_cli_load_set(cmd, args, nargs, MT_KEEP_LIVE, NULL, &t);
   mt_ranking *r;
   static const mt_rank_order orders[] = {MT_ORDER_BYTES, MT_ORDER_OBJECTS, MT_ORDER_OLDEST};
   int rc = mt_leaks_traces((const mt_analysis *const *)t.as, t.n, &f, orders[sort], limit,

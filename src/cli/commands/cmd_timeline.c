@@ -303,18 +303,37 @@ typedef struct traces {
 
 /* With the resident memory memtrace run recorded beside the trace (of a
  * process tree: beside the program's, the tree's sum), when there is. */
-static mt_timeline *compute(const traces *ts, const mt_filter *f, size_t nbins) {
-  mt_timeline *t;
-  int rc = ts->one ? mt_timeline_compute(ts->one, f, nbins, &t)
-                   : mt_timeline_traces((const mt_analysis *const *)ts->set.as, ts->set.n, f,
-                                        nbins, &t);
-  if (rc != MT_OK) mt_cli_nomem(&mt_cmd_timeline);
+static mt_timeline *with_rss(const traces *ts, mt_timeline *t) {
   mt_rss *r = NULL;
   for (size_t i = 0; i < ts->set.n && !r; i++)
     if (mt_rss_load(ts->set.paths[i], &r) == MT_ERR_NOMEM) mt_cli_nomem(&mt_cmd_timeline);
   if (r && mt_timeline_add_rss(t, r) != MT_OK) mt_cli_nomem(&mt_cmd_timeline);
   mt_rss_free(r);
   return t;
+}
+
+static mt_timeline *compute(const traces *ts, const mt_filter *f, size_t nbins) {
+  mt_timeline *t;
+  int rc = ts->one ? mt_timeline_compute(ts->one, f, nbins, &t)
+                   : mt_timeline_traces((const mt_analysis *const *)ts->set.as, ts->set.n, f,
+                                        nbins, &t);
+  if (rc != MT_OK) mt_cli_nomem(&mt_cmd_timeline);
+  return with_rss(ts, t);
+}
+
+/* One trace: its timeline made while it is read (mt_timeline_load), in
+ * the memory of its live objects. */
+static mt_timeline *load_one(traces *ts, const mt_filter *f, size_t nbins) {
+  mt_timeline *t;
+  int rc = mt_timeline_load(&ts->one, &t, ts->set.paths[0], f, nbins, NULL, NULL);
+  if (rc != MT_OK && ts->one && mt_analysis_error(ts->one)[0]) {
+    fprintf(stderr, "memtrace: %s\n", mt_analysis_error(ts->one));
+    exit(1);
+  }
+  if (rc != MT_OK) mt_cli_nomem(&mt_cmd_timeline);
+  const char *w = mt_analysis_warning(ts->one);
+  if (w) fprintf(stderr, "memtrace: warning: %s\n", w);
+  return with_rss(ts, t);
 }
 
 static int run(int argc, char **argv) {
@@ -341,21 +360,28 @@ static int run(int argc, char **argv) {
   traces ts = {{0}, NULL}; /* the reader checks each rate is in (0, 1] */
   char **paths;
   size_t n = mt_cli_traces(cmd, args, nargs, &paths);
-  if (mt_cli_same_rate((const char *const *)paths, n)) {
+  /* The terminal's width decides its default: one bin per column. */
+  size_t cols = (size_t)(mt_term_columns() - LABEL_WIDTH - 2);
+  size_t shown = nbins ? nbins : format == FORMAT_TABLE ? cols : 400;
+  size_t drawn = nbins ? nbins : 400;
+  mt_timeline *t = NULL;
+  if (n == 1 && (!svg_file || shown == drawn)) { /* one grid: made while reading */
+    ts.set.paths = paths;
+    ts.set.n = n;
+    t = load_one(&ts, &f, shown);
+  } else if (mt_cli_same_rate((const char *const *)paths, n)) {
     ts.one = mt_cli_load_many(cmd, (const char *const *)paths, n);
     ts.set.paths = paths;
     ts.set.n = n;
   } else {
     for (size_t i = 0; i < n; i++) free(paths[i]);
     free(paths);
-    mt_cli_load_set(cmd, args, nargs, MT_KEEP_ALL, &ts.set);
+    mt_cli_load_set(cmd, args, nargs, MT_KEEP_ALL, NULL, &ts.set);
   }
   char many[128];
   snprintf(many, sizeof many, "%zu traces (%s ...)", n, ts.set.paths[0]);
   const char *path = n == 1 ? ts.set.paths[0] : many;
-  /* The terminal's width decides its default: one bin per column. */
-  size_t cols = (size_t)(mt_term_columns() - LABEL_WIDTH - 2);
-  mt_timeline *t = compute(&ts, &f, nbins ? nbins : format == FORMAT_TABLE ? cols : 400);
+  if (!t) t = compute(&ts, &f, shown);
   if (format == FORMAT_JSON) {
     mt_json j;
     mt_cli_json_begin(&j, cmd, n == 1 ? path : NULL, n == 1 ? ts.one : NULL);
@@ -371,9 +397,9 @@ static int run(int argc, char **argv) {
     mt_out_free(&o);
   }
   if (svg_file) {
-    if (t->nbins != (nbins ? nbins : 400)) {
+    if (t->nbins != drawn) {
       mt_timeline_free(t);
-      t = compute(&ts, &f, nbins ? nbins : 400);
+      t = compute(&ts, &f, drawn);
     }
     svg(svg_file, path, t, filtered, &f);
   }

@@ -211,15 +211,23 @@ static int run(int argc, char **argv) {
   mt_cli_spec spec = {options, &f, args, 1, MT_CLI_MAX_TRACES, "TRACE", 0, 0, NULL};
   size_t nargs = mt_cli_parse(cmd, argc, argv, &spec);
 
+  mt_rank_spec rs = {by, sort ? MT_ORDER_OBJECTS : MT_ORDER_BYTES, limit, depth};
+  /* as little as the question needs: sums by site made while reading, or
+   * the objects never collected, or every object */
+  mt_keep keep = mt_rank_folds(&f, &rs)               ? MT_KEEP_FOLDED
+                 : f.collected == MT_COLLECTED_NEVER ? MT_KEEP_LIVE
+                                                     : MT_KEEP_ALL;
   mt_cli_trace_set t;
-  /* never collected: only those objects are kept */
-  mt_cli_load_set(cmd, args, nargs,
-                  f.collected == MT_COLLECTED_NEVER ? MT_KEEP_LIVE : MT_KEEP_ALL, &t);
+  mt_cli_load_set(cmd, args, nargs, keep, &f, &t);
   if (by == MT_BY_STACK && (t.n > 1 || by_process))
     mt_cli_usage_error(cmd, "--by stack ranks one trace (%zu given)", t.n);
-  mt_rank_spec rs = {by, sort ? MT_ORDER_OBJECTS : MT_ORDER_BYTES, limit, depth};
   mt_ranking *r;
   int rc = mt_rank_traces((const mt_analysis *const *)t.as, t.n, &f, &rs, by_process, &r);
+  if (rc == MT_ERR_INVALID && keep == MT_KEEP_FOLDED) { /* see mt_rank_folds */
+    mt_cli_free_set(&t);
+    mt_cli_load_set(cmd, args, nargs, MT_KEEP_ALL, NULL, &t);
+    rc = mt_rank_traces((const mt_analysis *const *)t.as, t.n, &f, &rs, by_process, &r);
+  }
   if (rc != MT_OK) mt_cli_nomem(cmd);
   char many[128];
   snprintf(many, sizeof many, "%zu traces (%s ...)", t.n, t.paths[0]);
