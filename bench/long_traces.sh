@@ -3,11 +3,14 @@
 # grows. Ordinary traces (mt_gen_trace --stacks 3000: a program allocating
 # from 3,000 distinct stacks) of each size in SIZES (events; default 12M
 # and 120M, about 122 MB and 1.2 GB) are generated into a scratch folder
-# (never kept: TRACES_DIR, default a temporary one), and on each `leaks`,
-# `top`, `flamegraph --weight bytes` and `timeline` run once: CPU seconds
-# (user + sys) and peak RSS. The target for traces of any length: each of
-# these under 256 MB at 120M events, at no more CPU than a whole load.
-# Environment: SIZES, BUILD_DIR, TRACES_DIR.
+# (never kept: TRACES_DIR, default a temporary one). On each, `leaks`,
+# `top` (three ways), `flamegraph --weight bytes` and `timeline` run
+# ROUNDS times (default 1) as they are, and as many with every object
+# loaded (MEMTRACE_LOAD=whole: the same output), alternately: the least
+# CPU seconds (user + sys) and peak RSS of each way, and the CPU ratio.
+# The target for traces of any length: each tool under 256 MB at 120M
+# events, at no more CPU than with every object loaded.
+# Environment: SIZES, BUILD_DIR, TRACES_DIR, ROUNDS.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,11 +23,25 @@ dir=${TRACES_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/memtrace-long.XXXXXX")}
 mkdir -p "$dir"
 [ -n "${TRACES_DIR:-}" ] || trap 'rm -rf "$dir"' EXIT
 
-measure() { # measure LABEL CMD...: prints "CPU s  peak MB"
-  local label=$1
-  shift
+rounds=${ROUNDS:-1}
+run() { # run CMD...: "cpu peak_kb" of one run
   /usr/bin/time -f "%U %S %M" -o "$dir/time.txt" "$@" > /dev/null
-  awk -v l="$label" '{ printf "  %-34s %8.2f s %9.1f MB\n", l, $1 + $2, $3 / 1024 }' "$dir/time.txt"
+  awk '{ printf "%.2f %d\n", $1 + $2, $3 }' "$dir/time.txt"
+}
+measure() { # measure LABEL CMD...: the least CPU and the peak of each way, alternately
+  local label=$1 r kept whole kc= kp wc= wp c p
+  shift
+  for ((r = 0; r < rounds; r++)); do
+    read -r c p < <(run "$@")
+    if [ -z "$kc" ] || awk -v a="$c" -v b="$kc" 'BEGIN { exit !(a < b) }'; then kc=$c; fi
+    kp=$p
+    read -r c p < <(MEMTRACE_LOAD=whole run "$@")
+    if [ -z "$wc" ] || awk -v a="$c" -v b="$wc" 'BEGIN { exit !(a < b) }'; then wc=$c; fi
+    wp=$p
+  done
+  awk -v l="$label" -v kc="$kc" -v kp="$kp" -v wc="$wc" -v wp="$wp" 'BEGIN {
+    printf "  %-28s %8.2f s %9.1f MB   every object: %8.2f s %9.1f MB   CPU %5.2fx\n",
+      l, kc, kp / 1024, wc, wp / 1024, kc / wc }'
 }
 
 for n in $sizes; do
@@ -34,6 +51,7 @@ for n in $sizes; do
   measure "leaks" "$build/memtrace" leaks -n 10 "$t"
   measure "top --never-collected" "$build/memtrace" top --never-collected -n 10 "$t"
   measure "top" "$build/memtrace" top -n 10 "$t"
+  measure "top --by line --size 1k.." "$build/memtrace" top --by line --size 1k.. -n 10 "$t"
   measure "flamegraph --weight bytes" "$build/memtrace" flamegraph --weight bytes "$t"
   measure "timeline" "$build/memtrace" timeline "$t"
 done

@@ -72,7 +72,9 @@ MT_API int mt_analysis_load_many(mt_analysis **out, const char *const *paths, si
 typedef enum mt_keep {
   MT_KEEP_ALL = 0,   /* every one: every answer */
   MT_KEEP_LIVE = 1,  /* those never collected: memory follows the live heap */
-  MT_KEEP_FOLDED = 2 /* their tallies by backtrace (mt_analysis_load_folded) */
+  MT_KEEP_FOLDED = 2, /* their tallies by backtrace (mt_analysis_load_folded) */
+  MT_KEEP_SITES = 3   /* those never collected, and sums by allocation site
+                         (mt_analysis_load_sites) */
 } mt_keep;
 
 /* As mt_analysis_load_many, keeping `keep` (MT_KEEP_ALL or MT_KEEP_LIVE;
@@ -105,6 +107,20 @@ MT_API int mt_analysis_load_keep(mt_analysis **out, const char *const *paths, si
  * mt_analysis_load's. */
 MT_API int mt_analysis_load_folded(mt_analysis **out, const char *const *paths, size_t n,
                                    const mt_filter *f, mt_progress_fn progress, void *ctx);
+/* Loads the traces keeping the objects never collected (as MT_KEEP_LIVE)
+ * and, per allocation site, the sum of the objects that pass f's
+ * conditions on objects, each added as it is allocated, in the order a
+ * whole load adds them: f's conditions must be decided at allocation
+ * (mt_filter_decided_at_allocation; MT_ERR_INVALID otherwise). Memory: the
+ * live objects, the distinct backtraces and the sites, whatever the
+ * trace's length; unlike a folded load, nothing per backtrace, so a trace
+ * of millions of distinct stacks costs no more than loading it whole. The
+ * answers: rankings by function or line under a filter with f's
+ * conditions on objects (mt_rank_folds), to the last bit a whole load's;
+ * mt_analysis_tally under such a filter; and a live-only load's (leaks
+ * under collected=never). Errors as mt_analysis_load's. */
+MT_API int mt_analysis_load_sites(mt_analysis **out, const char *const *paths, size_t n,
+                                  const mt_filter *f, mt_progress_fn progress, void *ctx);
 /* What the load of `a` kept. */
 MT_API mt_keep mt_analysis_keeps(const mt_analysis *a);
 

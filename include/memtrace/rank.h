@@ -133,13 +133,14 @@ typedef struct mt_rank_spec {
   size_t depth; /* by stack: frames kept per row; 0: all                    */
 } mt_rank_spec;
 
-/* Whether a load folded by f (mt_analysis_load_folded) ranks by spec
- * under f: by function or line, f's conditions decided at allocation
- * (mt_filter_decided_at_allocation), none on stacks but `hide`. The load
- * then sums each allocation site's objects while reading, in the order a
- * whole load adds them, so the ranking (rows, totals, times) is a whole
- * load's to the last bit, in the memory of the live objects and the
- * sites. It still returns MT_ERR_INVALID for a trace past 71 minutes
+/* Whether a load by f that keeps sums by site (mt_analysis_load_sites;
+ * mt_analysis_load_folded too, when f's conditions are decided at
+ * allocation) ranks by spec under f: by function or line, f's conditions
+ * decided at allocation (mt_filter_decided_at_allocation), none on stacks
+ * but `hide`. The load sums each allocation site's objects while reading,
+ * in the order a whole load adds them, so the ranking (rows, totals,
+ * times) is a whole load's to the last bit, in the memory of the live
+ * objects and the sites. It still returns MT_ERR_INVALID for a trace past 71 minutes
  * under a condition on allocation times, whose objects' times coarsen
  * while it is read (a whole load answers then). */
 MT_API int mt_rank_folds(const mt_filter *f, const mt_rank_spec *spec);

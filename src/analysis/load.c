@@ -567,17 +567,19 @@ static int run_pass(mt_analysis *a, mt_reader *r, const mt__load_spec *how,
   /* the timeline's conditions are decided on objects before any is dropped */
   if (how->tl && mt__tl_begin(a, how->tl)) return nomem(a);
   p.tl = how->tl;
-  if (keep == MT_KEEP_LIVE) a->live_only = p.keep_live = 1;
   mt__query fq;
-  if (keep == MT_KEEP_FOLDED) { /* decided on each object: its stack's aside */
+  if (keep == MT_KEEP_FOLDED || keep == MT_KEEP_SITES) { /* its stack's aside */
     mt_filter cols = *how->fold;
     cols.inside = cols.not_inside = cols.hide = NULL;
     if (mt__query_init(&fq, a, &cols) != MT_OK) return nomem(a);
     a->fold_filter = cols;
     p.fold = &fq;
     p.fold_at_alloc = mt_filter_decided_at_allocation(&cols);
+    p.fold_rows = keep == MT_KEEP_FOLDED;
     p.keep_live = 1;
   }
+  /* after the fold's query, which would refuse a live-only analysis */
+  if (keep == MT_KEEP_LIVE || keep == MT_KEEP_SITES) a->live_only = p.keep_live = 1;
   size_t ntraces = mt_reader_trace_count(r);
   if (ntraces > 1) {
     a->ntraces = ntraces;
@@ -628,7 +630,8 @@ static int run_pass(mt_analysis *a, mt_reader *r, const mt__load_spec *how,
   if (p.tl && p.keep_live && rc >= 0) /* those never collected: their fate is known now */
     for (size_t i = 0; i < a->nobj; i++)
       if (!p.gone[i]) mt__tl_fate(a, p.tl, i, MT_NEVER);
-  if (p.fold && rc >= 0 && mt__fold_finish(a, &p)) rc = nomem(a);
+  if (p.fold && p.fold_rows && rc >= 0 && mt__fold_finish(a, &p)) rc = nomem(a);
+  if (p.fold && !p.fold_rows && rc >= 0) mt__fold_sites_finish(a);
   if (p.keep_live && mt__live_compact(a, &p, 1) && rc >= 0) rc = nomem(a);
   if (p.fold) {
     free(p.site_slot);
@@ -678,7 +681,8 @@ int mt_analysis_load_many(mt_analysis **out, const char *const *paths, size_t n,
 }
 
 mt_keep mt_analysis_keeps(const mt_analysis *a) {
-  return a->live_only ? MT_KEEP_LIVE : a->fold_tally ? MT_KEEP_FOLDED : MT_KEEP_ALL;
+  if (a->live_only) return a->fold_site ? MT_KEEP_SITES : MT_KEEP_LIVE;
+  return a->fold_tally ? MT_KEEP_FOLDED : MT_KEEP_ALL;
 }
 
 int mt__load_paths(mt_analysis **out, const char *const *paths, size_t n,
@@ -721,6 +725,15 @@ int mt_analysis_load_folded(mt_analysis **out, const char *const *paths, size_t 
     return refuse(out, "a folded load cannot select the objects live at the peak: the peak "
                        "is known only at the end");
   mt__load_spec how = {MT_KEEP_FOLDED, f, NULL};
+  return mt__load_paths(out, paths, n, &how, progress, ctx);
+}
+
+int mt_analysis_load_sites(mt_analysis **out, const char *const *paths, size_t n,
+                           const mt_filter *f, mt_progress_fn progress, void *ctx) {
+  if (!mt_filter_decided_at_allocation(f))
+    return refuse(out, "sums by site are made as objects are allocated: a condition on "
+                       "being alive, collected or on lifetimes cannot be decided then");
+  mt__load_spec how = {MT_KEEP_SITES, f, NULL};
   return mt__load_paths(out, paths, n, &how, progress, ctx);
 }
 

@@ -226,7 +226,7 @@ int mt__fold_alloc(mt_analysis *a, pass *p, size_t i, uint64_t t, const mt_tally
   if (!every) mt_tally_add(&a->fold_sum, one);
   if (t < s->oldest) s->oldest = t;
   if (t > s->newest) s->newest = t;
-  return add_to_row(p, a->nbt, a->bt[i], one, t);
+  return p->fold_rows ? add_to_row(p, a->nbt, a->bt[i], one, t) : 0;
 }
 
 /* The site sums at the end of the load: times in the precision the
@@ -234,7 +234,7 @@ int mt__fold_alloc(mt_analysis *a, pass *p, size_t i, uint64_t t, const mt_tally
  * a whole load reports them. Under a condition on allocation times, an
  * object decided before the columns coarsened might be decided otherwise
  * after: the sums are then dropped (answers needing them are refused). */
-static void finish_sites(mt_analysis *a) {
+void mt__fold_sites_finish(mt_analysis *a) {
   if (!a->fold_site) return;
   const mt_filter *f = &a->fold_filter;
   unsigned s = a->time_shift;
@@ -254,7 +254,7 @@ static void finish_sites(mt_analysis *a) {
 }
 
 int mt__fold_finish(mt_analysis *a, pass *p) {
-  finish_sites(a);
+  mt__fold_sites_finish(a);
   /* the objects never collected: their fate is known now */
   for (size_t i = 0; i < a->nobj; i++)
     if (!p->gone[i] && mt__fold_object(a, p, i)) return -1;

@@ -70,6 +70,7 @@ typedef struct pass {
   const mt__query *fold;
   mt__tl_pass *tl;
   int fold_at_alloc; /* and by allocation site, as objects are allocated */
+  int fold_rows;     /* and by backtrace (MT_KEEP_FOLDED) */
   uint32_t *site_slot; /* [0]: no site, [c + 1]: code c; its sum + 1, or 0 */
   size_t site_slot_cap, fold_site_cap;
   uint32_t *fold_row;
@@ -103,6 +104,9 @@ int mt__fold_object(mt_analysis *a, pass *p, size_t i);
  * allocated at time t, its tally `one`, goes to its allocation site's sum
  * and its backtrace's row if it passes the fold's conditions. 0, or -1. */
 int mt__fold_alloc(mt_analysis *a, pass *p, size_t i, uint64_t t, const mt_tally *one);
+/* At the end of a load with sums by site: their times as a whole load
+ * gives them, or the sums dropped (see load_keep.c). */
+void mt__fold_sites_finish(mt_analysis *a);
 /* MT_KEEP_FOLDED, at the end: the rows replace the objects (one object
  * per row, in backtrace order, its tally in a->fold_tally). 0, or -1. */
 int mt__fold_finish(mt_analysis *a, pass *p);

@@ -101,6 +101,10 @@ mt_reader *mt_cli_open(const char *path);
 /* After the event loop: rc < 0 prints the error and exits 1; a warning
  * (truncated trace, skipped packets) is printed to stderr. */
 void mt_cli_finish(mt_reader *r, int rc);
+/* Whether MEMTRACE_LOAD=whole asks every load to keep every object (the
+ * loads that keep less give the same answers: benchmarks and tests
+ * compare the two). */
+int mt_cli_load_whole(void);
 /* Loads a trace into an analysis or exits 1 with a message naming it;
  * prints the analysis' warning (truncated trace...) on stderr. */
 mt_analysis *mt_cli_load(const char *path);
@@ -129,8 +133,9 @@ typedef struct mt_cli_trace_set {
 } mt_cli_trace_set;
 
 /* Loads the traces the arguments name (mt_cli_traces) into t, keeping
- * `keep` of their objects (mt_analysis_load_keep; MT_KEEP_FOLDED folds by
- * fold's conditions, mt_analysis_load_folded), on as many threads as
+ * `keep` of their objects (mt_analysis_load_keep; MT_KEEP_FOLDED and
+ * MT_KEEP_SITES by fold's conditions: mt_analysis_load_folded,
+ * mt_analysis_load_sites), on as many threads as
  * there are cores (at most one a trace); exits 1 naming the first, in the
  * arguments' order, that cannot be loaded. Warnings are printed in that
  * order too. */

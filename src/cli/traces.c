@@ -33,10 +33,16 @@ void mt_cli_finish(mt_reader *r, int rc) {
   if (warn) fprintf(stderr, "memtrace: warning: %s\n", warn);
 }
 
+int mt_cli_load_whole(void) {
+  const char *e = getenv("MEMTRACE_LOAD");
+  return e && strcmp(e, "whole") == 0;
+}
+
 mt_analysis *mt_cli_load(const char *path) { return mt_cli_load_folded(path, NULL); }
 
 mt_analysis *mt_cli_load_folded(const char *path, const mt_filter *fold) {
   mt_analysis *a;
+  if (mt_cli_load_whole()) fold = NULL;
   int rc = fold ? mt_analysis_load_folded(&a, &path, 1, fold, NULL, NULL)
                 : mt_analysis_load(&a, path, NULL, NULL);
   if (rc != MT_OK) {
@@ -110,9 +116,10 @@ static void *load_worker(void *arg) {
     pthread_mutex_unlock(&l->lock);
     if (i >= l->t->n) return NULL;
     const char *path = l->t->paths[i];
-    l->rc[i] = l->keep == MT_KEEP_FOLDED
-                   ? mt_analysis_load_folded(&l->t->as[i], &path, 1, l->fold, NULL, NULL)
-                   : mt_analysis_load_keep(&l->t->as[i], &path, 1, l->keep, NULL, NULL);
+    mt_analysis **a = &l->t->as[i];
+    l->rc[i] = l->keep == MT_KEEP_FOLDED  ? mt_analysis_load_folded(a, &path, 1, l->fold, NULL, NULL)
+               : l->keep == MT_KEEP_SITES ? mt_analysis_load_sites(a, &path, 1, l->fold, NULL, NULL)
+                                          : mt_analysis_load_keep(a, &path, 1, l->keep, NULL, NULL);
   }
 }
 
@@ -121,7 +128,8 @@ void mt_cli_load_set(const mt_command *cmd, const char *const *args, size_t n, m
   t->n = mt_cli_traces(cmd, args, n, &t->paths);
   t->as = mt_cli_xrealloc(cmd, NULL, t->n * sizeof *t->as);
   int *rc = mt_cli_xrealloc(cmd, NULL, t->n * sizeof *rc);
-  loading l = {t, keep, fold, rc, 0, PTHREAD_MUTEX_INITIALIZER};
+  loading l = {t, mt_cli_load_whole() ? MT_KEEP_ALL : keep, fold, rc, 0,
+               PTHREAD_MUTEX_INITIALIZER};
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   size_t nthreads = cores > 1 ? (size_t)cores : 1;
   if (nthreads > t->n) nthreads = t->n;

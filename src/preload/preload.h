@@ -33,6 +33,10 @@ extern MT__HIDDEN void *(*mt__real_mmap)(void *, size_t, int, int, int, off_t);
 extern MT__HIDDEN int (*mt__real_munmap)(void *, size_t);
 extern MT__HIDDEN void *(*mt__real_mremap)(void *, size_t, size_t, int, ...);
 
+/* The C library's _exit in an attached process: its trampoline
+ * (preload_redirect.c), past the jump to this library's _exit; else NULL. */
+extern MT__HIDDEN void (*mt__real__exit)(int);
+
 /* Where the interposer keeps a sampled block's handle: in a header.
  *
  * A sampled block is allocated with room for MT__HDR bytes (or its

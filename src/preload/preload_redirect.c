@@ -57,7 +57,7 @@ static struct {
   size_t (*sallocx)(const void *, int);
   void *(*mallocx)(size_t, int);
   /* the C library's, in an attached process */
-  void *mmap, *munmap, *mremap;
+  void *mmap, *munmap, *mremap, *exit_now;
 } orig;
 
 /* This library's own wrappers (free, malloc_usable_size), for jemalloc's
@@ -205,6 +205,10 @@ static const fn family[] = {
     {"mmap", IF_MOVABLE, &orig.mmap, (void **)&mt__real_mmap, NULL, NULL, 0},
     {"munmap", IF_MOVABLE, &orig.munmap, (void **)&mt__real_munmap, NULL, NULL, 0},
     {"mremap", IF_MOVABLE, &orig.mremap, (void **)&mt__real_mremap, NULL, NULL, 0},
+    /* and its _exit (an alias, _Exit): it runs no exit handler, so the
+     * trace is written out on the way (preload_slow.c) */
+    {"_exit", IF_MOVABLE, &orig.exit_now, (void **)&mt__real__exit, NULL, NULL, 0},
+    {"_Exit", IF_MOVABLE, NULL, NULL, NULL, NULL, 0},
     JE(dallocx), JE(sdallocx), JE(rallocx), JE(xallocx), JE(sallocx),
     CXX("_Znwm"), CXX("_Znam"), CXX("_ZnwmRKSt9nothrow_t"), CXX("_ZnamRKSt9nothrow_t"),
     CXX("_ZnwmSt11align_val_t"), CXX("_ZnamSt11align_val_t"),

@@ -433,12 +433,15 @@ size_t mt__usable_size_ours(void *p) {
   static __typeof__(&name) real_##name; \
   if (!real_##name) *(void **)&real_##name = dlsym(RTLD_NEXT, #name)
 
-/* _exit skips atexit: a forked child ending with it would lose its last
- * events. */
+void (*mt__real__exit)(int);
+
+/* _exit skips atexit: a forked child, or an attached process, ending with
+ * it would lose its last events. Attached, the C library's _exit jumps
+ * here, and goes on through its trampoline. */
 EXPORT void _exit(int status) {
   REAL(_exit);
   mt__trace_before_exit();
-  real__exit(status);
+  (mt__real__exit ? mt__real__exit : real__exit)(status);
   __builtin_unreachable();
 }
 

@@ -218,6 +218,33 @@ static void same_sites(const mt_analysis *all, const mt_analysis *fold, const mt
   }
 }
 
+/* A load keeping sums by site (MT_KEEP_SITES) against a whole one: its
+ * rankings bit for bit, its leaks as a live-only load's; refused where
+ * the filter is not decided at allocation. */
+static void compare_sites(const char *path, const mt_analysis *all, const mt_filter *f) {
+  mt_analysis *s;
+  int rc = mt_analysis_load_sites(&s, &path, 1, f, NULL, NULL);
+  if (!mt_filter_decided_at_allocation(f)) {
+    assert_int_equal(rc, MT_ERR_INVALID);
+    assert_non_null(strstr(mt_analysis_error(s), "allocated"));
+    mt_analysis_free(s);
+    return;
+  }
+  assert_int_equal(rc, MT_OK);
+  assert_int_equal(mt_analysis_keeps(s), MT_KEEP_SITES);
+  same_sites(all, s, f);
+  mt_tally x, y;
+  assert_int_equal(mt_analysis_tally(all, f, &x), MT_OK);
+  assert_int_equal(mt_analysis_tally(s, f, &y), MT_OK);
+  same_tally(&x, &y);
+  mt_filter g;
+  mt_filter_init(&g);
+  same_leaks(all, s, &g);
+  mt_calltree *t; /* nothing by backtrace is kept */
+  assert_int_equal(mt_calltree_build(s, f, MT_TREE_BY_NAME, 0, &t), MT_ERR_INVALID);
+  mt_analysis_free(s);
+}
+
 static void compare_folded(const char *path, const mt_analysis *all, const mt_filter *f) {
   mt_analysis *fold;
   assert_int_equal(mt_analysis_load_folded(&fold, &path, 1, f, NULL, NULL), MT_OK);
@@ -246,6 +273,7 @@ static void compare_folded(const char *path, const mt_analysis *all, const mt_fi
   mt_calltree *t;
   assert_int_equal(mt_calltree_build(fold, &g, MT_TREE_BY_NAME, 0, &t), MT_ERR_INVALID);
   mt_analysis_free(fold);
+  compare_sites(path, all, f);
 }
 
 static void folds(const char *path) {
@@ -359,6 +387,9 @@ static void test_long_clock(void **state) {
   mt_filter f;
   mt_filter_init(&f);
   assert_int_equal(mt_analysis_load_folded(&fold, &path, 1, &f, NULL, NULL), MT_OK);
+  same_sites(all, fold, &f);
+  mt_analysis_free(fold);
+  assert_int_equal(mt_analysis_load_sites(&fold, &path, 1, &f, NULL, NULL), MT_OK);
   same_sites(all, fold, &f);
   mt_analysis_free(fold);
   f.alloc_from = mt_analysis_duration(all) / 3;

@@ -889,6 +889,20 @@ attach)
   for i in $(seq 20); do
     "$bin/check_trace" "c$i.ctf" sites 2> /dev/null | grep -q "^steady_site " && ok || bad "cycle $i: no trace of steady_site"
   done
+  # a program ending with _exit (no exit handler) while attached: its last
+  # events are in the trace; detached before, it ends as it would have
+  "$bin/prog_steady" 1 _exit > ex.txt &
+  prog=$!
+  sleep 0.2
+  "$memtrace" attach -q --rate 1e-2 -o ex.ctf "$prog" 2> ex.err || bad "attach to a program ending with _exit: $(cat ex.err)"
+  wait "$prog" && grep -q "^steady done" ex.txt && ok || bad "prog_steady _exit attached: exit $?, $(cat ex.txt)"
+  "$bin/check_trace" ex.ctf sites 2> /dev/null | grep -q "^last_site " && ok ||
+    bad "the events just before _exit are not in the trace"
+  "$bin/prog_steady" 1 _exit > ex2.txt &
+  prog=$!
+  sleep 0.2
+  "$memtrace" attach -q --duration 0.2 -o ex2.ctf "$prog" 2> ex2.err || bad "a short attach: $(cat ex2.err)"
+  wait "$prog" && grep -q "^steady done" ex2.txt && ok || bad "prog_steady _exit after the detach: exit $?, $(cat ex2.txt)"
   # the errors, each said, with exit status 1 (2 for a bad argument)
   expect_fail() { # expect_fail STATUS TEXT CMD...
     local want=$1 text=$2

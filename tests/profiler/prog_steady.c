@@ -4,13 +4,17 @@
  * (e2e.sh, attach: attached and detached over and over, its output stays
  * the same). `prog_steady SECONDS main`: the main thread allocates too,
  * without sleeping, until the others are done, so that it is nearly always
- * inside malloc or free when it is stopped. */
+ * inside malloc or free when it is stopped. `prog_steady SECONDS _exit`:
+ * allocates and frees 200 blocks of 8000 bytes at last_site once the work
+ * is done, then ends with _exit, which runs no exit handler: a trace has
+ * those last events only if it was flushed on the way out. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define THREADS 4
 #define ROUNDS 300
@@ -38,6 +42,8 @@ static void *work(void *arg) {
   sums[k] = sum;
   return NULL;
 }
+
+__attribute__((noinline)) static void *last_site(size_t n) { return malloc(n); }
 
 /* Joins the workers: their sums folded into one. */
 static uint64_t all_sums;
@@ -68,5 +74,10 @@ int main(int argc, char **argv) {
     join_all(t);
   }
   printf("steady done %016llx\n", (unsigned long long)all_sums);
+  if (argc > 2 && strcmp(argv[2], "_exit") == 0) {
+    for (int i = 0; i < 200; i++) free(last_site(8000));
+    fflush(stdout);
+    _exit(0);
+  }
   return 0;
 }

@@ -365,7 +365,7 @@ static int run(int argc, char **argv) {
   size_t shown = nbins ? nbins : format == FORMAT_TABLE ? cols : 400;
   size_t drawn = nbins ? nbins : 400;
   mt_timeline *t = NULL;
-  if (n == 1 && (!svg_file || shown == drawn)) { /* one grid: made while reading */
+  if (n == 1 && (!svg_file || shown == drawn) && !mt_cli_load_whole()) { /* while reading */
     ts.set.paths = paths;
     ts.set.n = n;
     t = load_one(&ts, &f, shown);

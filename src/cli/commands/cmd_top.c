@@ -214,7 +214,7 @@ static int run(int argc, char **argv) {
   mt_rank_spec rs = {by, sort ? MT_ORDER_OBJECTS : MT_ORDER_BYTES, limit, depth};
   /* as little as the question needs: sums by site made while reading, or
    * the objects never collected, or every object */
-  mt_keep keep = mt_rank_folds(&f, &rs)               ? MT_KEEP_FOLDED
+  mt_keep keep = mt_rank_folds(&f, &rs)               ? MT_KEEP_SITES
                  : f.collected == MT_COLLECTED_NEVER ? MT_KEEP_LIVE
                                                      : MT_KEEP_ALL;
   mt_cli_trace_set t;
@@ -223,7 +223,7 @@ static int run(int argc, char **argv) {
     mt_cli_usage_error(cmd, "--by stack ranks one trace (%zu given)", t.n);
   mt_ranking *r;
   int rc = mt_rank_traces((const mt_analysis *const *)t.as, t.n, &f, &rs, by_process, &r);
-  if (rc == MT_ERR_INVALID && keep == MT_KEEP_FOLDED) { /* see mt_rank_folds */
+  if (rc == MT_ERR_INVALID && keep == MT_KEEP_SITES) { /* see mt_rank_folds */
     mt_cli_free_set(&t);
     mt_cli_load_set(cmd, args, nargs, MT_KEEP_ALL, NULL, &t);
     rc = mt_rank_traces((const mt_analysis *const *)t.as, t.n, &f, &rs, by_process, &r);
