@@ -132,6 +132,9 @@ struct mt_analysis {
   mt_tally fold_sum;
   /* some object came from a runtime heap; some is an anonymous mapping */
   int any_runtime, any_mapping;
+  /* objects are in the order of their allocation times (the reader's
+   * order, unless a trace's times go back) */
+  int alloc_sorted;
 
   /* live heap */
   uint64_t peak_time, peak_samples;
@@ -198,6 +201,9 @@ typedef struct mt__query {
                          NULL without those conditions */
   uint8_t *fn_hidden; /* per function id: hidden by `hide`; NULL when
                          nothing is hidden */
+  /* the objects [lo, hi) hold every one passing: objects in allocation
+   * order narrowed by a time range or a time alive (a binary search) */
+  size_t lo, hi;
 } mt__query;
 
 /* MT_OK; MT_ERR_NOMEM; or MT_ERR_INVALID for a filter that admits

@@ -80,7 +80,7 @@ int mt__scan_codes(const mt__query *q, mt__visit_fn fn, void *ctx) {
   size_t cap = 0, old_cap = 0, cur_n = 0, next = 0;
   const uint8_t *p = a->log;
   int rc = 0;
-  for (size_t i = 0; i < a->nobj && rc == 0; i++) {
+  for (size_t i = q->lo; i < q->hi && rc == 0; i++) {
     uint32_t b = a->bt[i];
     while (next <= b) { /* the log is read in order even past skipped objects */
       if (read_record(&p, &cur, &cap, &cur_n) == SIZE_MAX) goto nomem;

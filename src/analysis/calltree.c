@@ -361,7 +361,7 @@ int mt_calltree_tally(const mt_calltree *t, const mt_analysis *a, const mt_filte
   int qrc = mt__query_init_tallies(&q, a, f);
   if (qrc != MT_OK) return qrc;
   memset(per_node, 0, t->n * sizeof *per_node);
-  for (size_t i = 0; i < a->nobj; i++) {
+  for (size_t i = q.lo; i < q.hi; i++) {
     uint32_t v = mt__passing_leaf(&q, t, i);
     if (v != NONE) mt__tally_object(a, i, &per_node[v]);
   }

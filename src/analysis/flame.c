@@ -247,7 +247,7 @@ void mt_flame_free(mt_flame *g) {
 static void weigh(const mt__query *q, const mt_calltree *t, int by_objects, double *W) {
   const mt_analysis *a = q->a;
   memset(W, 0, t->n * sizeof *W);
-  for (size_t i = 0; i < a->nobj; i++) {
+  for (size_t i = q->lo; i < q->hi; i++) {
     uint32_t v = mt__passing_leaf(q, t, i);
     if (v == NONE) continue;
     if (by_objects) {
@@ -314,7 +314,7 @@ int mt_flame_compute(const mt_calltree *t, const mt_analysis *a, const mt_filter
     if (ot_add(&callers, NONE, F) == NONE || grow_callers(&c, &callers, &tops, thr, deepest))
       goto done;
   }
-  for (size_t i = 0; i < a->nobj; i++) {
+  for (size_t i = q.lo; i < q.hi; i++) {
     if (!mt__query_object(&q, i)) continue;
     mt__tally_object(a, i, &g->total);
     uint32_t leaf = t->leaf[a->bt[i]];
@@ -378,7 +378,7 @@ static int functions_by_walks(const mt__query *q, const mt_calltree *t, mt_funct
                               size_t budget) {
   const mt_analysis *a = q->a;
   size_t steps = 0;
-  for (size_t i = 0; i < a->nobj; i++) {
+  for (size_t i = q->lo; i < q->hi; i++) {
     uint32_t v = mt__passing_leaf(q, t, i);
     if (v == NONE) continue;
     mt_tally ti = {0};
@@ -438,7 +438,7 @@ static int functions_by_sweeps(const mt__query *q, const mt_calltree *t, mt_func
   }
   for (int k = 0; k < 3; k++) {
     memset(acc, 0, bytes);
-    for (size_t i = 0; i < a->nobj; i++) {
+    for (size_t i = q->lo; i < q->hi; i++) {
       uint32_t v = mt__passing_leaf(q, t, i);
       if (v == NONE) continue;
       mt_tally ti = {0};

@@ -451,6 +451,7 @@ static int on_alloc(mt_analysis *a, pass *p, const mt_reader *r, const mt_event 
     if (mt__side_put(a, i, MT__SIDE_SAMPLES, ev->nsamples)) return -1;
   }
   a->alloc_t[i] = store_time(a, t);
+  if (i && a->alloc_t[i] < a->alloc_t[i - 1]) a->alloc_sorted = 0;
   a->free_t[i] = MT__T_NEVER;
   a->bt[i] = bt;
   a->length[i] = (uint32_t)ev->length;
@@ -554,6 +555,7 @@ static mt_analysis *new_analysis(void) {
   a->bin_width = 250; /* us, doubled as the trace grows */
   a->err_off = a->truncated_off = MT_NO_OFFSET;
   a->bt_distinct = 1;
+  a->alloc_sorted = 1;
   return a;
 }
 

@@ -37,6 +37,32 @@ static int same_conditions(const mt_filter *x, const mt_filter *y) {
          x->sources == y->sources;
 }
 
+/* The first object allocated at or after time t (objects sorted). */
+static size_t first_at(const mt_analysis *a, uint64_t t) {
+  size_t lo = 0, hi = a->nobj;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (mt__obj_alloc_time(a, mid) < t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* The objects that can pass q's conditions on allocation times: those
+ * allocated in [alloc_from, alloc_to), and by live_at. */
+static void narrow(mt__query *q) {
+  const mt_analysis *a = q->a;
+  const mt_filter *f = &q->f;
+  q->lo = 0;
+  q->hi = a->nobj;
+  if (!a->alloc_sorted || a->fold_tally) return; /* a fold's rows are by backtrace */
+  uint64_t to = f->alloc_to;
+  if (f->live == MT_LIVE_AT && f->live_at < to) to = f->live_at + 1;
+  if (f->alloc_from) q->lo = first_at(a, f->alloc_from);
+  if (to != UINT64_MAX) q->hi = first_at(a, to);
+  if (q->hi < q->lo) q->hi = q->lo;
+}
+
 static int query_init(mt__query *q, const mt_analysis *a, const mt_filter *f, int tallies) {
   memset(q, 0, sizeof *q);
   /* a live-only load holds nothing of the objects collected; a folded
@@ -52,6 +78,7 @@ static int query_init(mt__query *q, const mt_analysis *a, const mt_filter *f, in
   mt_filter cols = *f;
   cols.inside = cols.not_inside = cols.hide = NULL;
   q->every_object = a->fold_tally || mt_filter_selects_all(&cols);
+  narrow(q);
   int in = f->inside && f->inside[0], out = f->not_inside && f->not_inside[0];
   if (in || out) {
     q->code_bits = calloc(a->ncodes + 1, 1);
@@ -121,6 +148,8 @@ int mt__query_columns(const mt__query *q, size_t i) {
 }
 
 int mt__scan(const mt__query *q, size_t from, size_t to, mt__visit_fn fn, void *ctx) {
+  if (from < q->lo) from = q->lo;
+  if (to > q->hi) to = q->hi;
   for (size_t i = from; i < to; i++) {
     if (!mt__query_object(q, i)) continue;
     int rc = fn(ctx, i, NULL, 0);
