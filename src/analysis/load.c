@@ -637,6 +637,7 @@ static int run_pass(mt_analysis *a, mt_reader *r, const mt__load_spec *how,
   if (p.keep_live && mt__live_compact(a, &p, 1) && rc >= 0) rc = nomem(a);
   if (p.fold) {
     free(p.site_slot);
+    free(p.bt_sum);
     mt__query_free(&fq);
     free(p.fold_row);
     free(p.rows);

@@ -55,7 +55,15 @@ int mt__live_find(const pass *p, uint64_t id, size_t nobj, size_t *out) {
     *out = p->tail_at + (size_t)(id - p->tail_id0);
     return 0;
   }
-  size_t lo = 0, hi = p->tail_at; /* the kept ones, by id */
+  /* the kept ones, by id: searched from the youngest, which the program
+   * frees first, in steps that double, down to where the first id at or
+   * above `id` (at most r) must be; then halved */
+  size_t r = p->tail_at, step = 1;
+  while (r >= step && p->obj_id[r - step] >= id) {
+    r -= step;
+    step *= 2;
+  }
+  size_t lo = r >= step ? r - step + 1 : 0, hi = r;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     if (p->obj_id[mid] < id) lo = mid + 1;
@@ -220,8 +228,25 @@ static mt__site_sum *site_sum(mt_analysis *a, pass *p, uint32_t c) {
 int mt__fold_alloc(mt_analysis *a, pass *p, size_t i, uint64_t t, const mt_tally *one) {
   int every = p->fold->every_object; /* then fold_sum is `all`, set at the end */
   if (!every && !mt__query_columns(p->fold, i)) return 0;
-  mt__site_sum *s = site_sum(a, p, a->bt_site[a->bt[i]]);
-  if (!s) return -1;
+  /* the sum through its backtrace: one lookup where objects repeat their
+   * backtraces (the site's code, then its sum, would be two) */
+  uint32_t b = a->bt[i];
+  mt__site_sum *s;
+  if (b < p->bt_sum_cap && p->bt_sum[b]) {
+    s = &a->fold_site[p->bt_sum[b] - 1];
+  } else {
+    if (b >= p->bt_sum_cap) {
+      size_t cap = p->bt_sum_cap ? p->bt_sum_cap : 1024;
+      while (cap <= b) cap *= 2;
+      uint32_t *v = realloc(p->bt_sum, cap * sizeof *v);
+      if (!v) return -1;
+      memset(v + p->bt_sum_cap, 0, (cap - p->bt_sum_cap) * sizeof *v);
+      p->bt_sum = v;
+      p->bt_sum_cap = cap;
+    }
+    if (!(s = site_sum(a, p, a->bt_site[b]))) return -1;
+    p->bt_sum[b] = (uint32_t)(s - a->fold_site) + 1;
+  }
   mt_tally_add(&s->tally, one);
   if (!every) mt_tally_add(&a->fold_sum, one);
   if (t < s->oldest) s->oldest = t;

@@ -72,7 +72,8 @@ typedef struct pass {
   int fold_at_alloc; /* and by allocation site, as objects are allocated */
   int fold_rows;     /* and by backtrace (MT_KEEP_FOLDED) */
   uint32_t *site_slot; /* [0]: no site, [c + 1]: code c; its sum + 1, or 0 */
-  size_t site_slot_cap, fold_site_cap;
+  uint32_t *bt_sum;    /* per backtrace: its site's sum + 1, or 0 */
+  size_t site_slot_cap, fold_site_cap, bt_sum_cap;
   uint32_t *fold_row;
   size_t fold_row_cap;
   struct mt__fold_row *rows;
