@@ -133,9 +133,8 @@ typedef struct mt_rank_spec {
   size_t depth; /* by stack: frames kept per row; 0: all                    */
 } mt_rank_spec;
 
-/* Whether a load by f that keeps sums by site (mt_analysis_load_sites;
- * mt_analysis_load_folded too, when f's conditions are decided at
- * allocation) ranks by spec under f: by function or line, f's conditions
+/* Whether a load by f that keeps sums by site (mt_analysis_load_sites)
+ * ranks by spec under f: by function or line, f's conditions
  * decided at allocation (mt_filter_decided_at_allocation), none on stacks
  * but `hide`. The load sums each allocation site's objects while reading,
  * in the order a whole load adds them, so the ranking (rows, totals,

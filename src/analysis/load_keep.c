@@ -228,6 +228,7 @@ static mt__site_sum *site_sum(mt_analysis *a, pass *p, uint32_t c) {
 int mt__fold_alloc(mt_analysis *a, pass *p, size_t i, uint64_t t, const mt_tally *one) {
   int every = p->fold->every_object; /* then fold_sum is `all`, set at the end */
   if (!every && !mt__query_columns(p->fold, i)) return 0;
+  if (p->fold_rows) return add_to_row(p, a->nbt, a->bt[i], one, t); /* MT_KEEP_FOLDED */
   /* the sum through its backtrace: one lookup where objects repeat their
    * backtraces (the site's code, then its sum, would be two) */
   uint32_t b = a->bt[i];
@@ -251,7 +252,7 @@ int mt__fold_alloc(mt_analysis *a, pass *p, size_t i, uint64_t t, const mt_tally
   if (!every) mt_tally_add(&a->fold_sum, one);
   if (t < s->oldest) s->oldest = t;
   if (t > s->newest) s->newest = t;
-  return p->fold_rows ? add_to_row(p, a->nbt, a->bt[i], one, t) : 0;
+  return 0;
 }
 
 /* The site sums at the end of the load: times in the precision the

@@ -69,8 +69,8 @@ typedef struct pass {
    * (fold_row[bt] = row + 1) the objects that passed them */
   const mt__query *fold;
   mt__tl_pass *tl;
-  int fold_at_alloc; /* and by allocation site, as objects are allocated */
-  int fold_rows;     /* and by backtrace (MT_KEEP_FOLDED) */
+  int fold_at_alloc; /* decided as objects are allocated */
+  int fold_rows;     /* by backtrace (MT_KEEP_FOLDED); else by site */
   uint32_t *site_slot; /* [0]: no site, [c + 1]: code c; its sum + 1, or 0 */
   uint32_t *bt_sum;    /* per backtrace: its site's sum + 1, or 0 */
   size_t site_slot_cap, fold_site_cap, bt_sum_cap;
@@ -101,9 +101,10 @@ int mt__live_collect(mt_analysis *a, pass *p, size_t i);
  * ended): its tally goes to its backtrace's row if it passes the fold's
  * conditions (unless decided at its allocation). 0, or -1. */
 int mt__fold_object(mt_analysis *a, pass *p, size_t i);
-/* MT_KEEP_FOLDED decided at allocation (fold_at_alloc): object i, just
- * allocated at time t, its tally `one`, goes to its allocation site's sum
- * and its backtrace's row if it passes the fold's conditions. 0, or -1. */
+/* A fold decided at allocation (fold_at_alloc): object i, just allocated
+ * at time t, its tally `one`, goes to its backtrace's row (MT_KEEP_FOLDED)
+ * or its allocation site's sum (MT_KEEP_SITES) if it passes the fold's
+ * conditions. 0, or -1. */
 int mt__fold_alloc(mt_analysis *a, pass *p, size_t i, uint64_t t, const mt_tally *one);
 /* At the end of a load with sums by site: their times as a whole load
  * gives them, or the sums dropped (see load_keep.c). */

@@ -3,8 +3,9 @@
  * duration; answers that would need collected objects refused. A folded
  * load (MT_KEEP_FOLDED) against a whole one: the same call tree under the
  * same filter, its samples and objects exact, its Horvitz-Thompson sums to
- * the last bits; rankings by site bit for bit where mt_rank_folds says so;
- * answers of another kind or filter refused. On
+ * the last bits; answers of another kind or filter refused. A load with
+ * sums by site (MT_KEEP_SITES): rankings by site bit for bit where
+ * mt_rank_folds says so. On
  * memtrace's own traces (promotions: side entries) and on one written here
  * whose frees run through many compactions, with blocks past 2^32 words
  * and past 65535 samples (side entries that must move with their
@@ -256,14 +257,13 @@ static void compare_folded(const char *path, const mt_analysis *all, const mt_fi
   same_tree(all, fold, &g);
   assert_int_equal(mt_analysis_has_runtime_heap(fold), mt_analysis_has_runtime_heap(all));
   assert_int_equal(mt_analysis_has_mappings(fold), mt_analysis_has_mappings(all));
-  /* rankings by site, where the fold's conditions are decided at
-   * allocation: a whole load's to the last bit; else refused, as any
-   * other answer and other conditions on objects */
-  same_sites(all, fold, f);
+  /* rankings are a load with sums by site's (compare_sites): here
+   * refused, as any other answer and other conditions on objects */
   mt_rank_spec spec = {MT_BY_STACK, MT_ORDER_BYTES, 10, 0};
   mt_ranking *r;
   assert_int_equal(mt_rank(fold, f, &spec, &r), MT_ERR_INVALID);
   spec.by = MT_BY_FUNCTION;
+  assert_int_equal(mt_rank(fold, f, &spec, &r), MT_ERR_INVALID);
   g = *f;
   g.inside = "beta";
   assert_false(mt_rank_folds(&g, &spec));
@@ -386,14 +386,11 @@ static void test_long_clock(void **state) {
   assert_int_equal(mt_analysis_load_keep(&all, &path, 1, MT_KEEP_ALL, NULL, NULL), MT_OK);
   mt_filter f;
   mt_filter_init(&f);
-  assert_int_equal(mt_analysis_load_folded(&fold, &path, 1, &f, NULL, NULL), MT_OK);
-  same_sites(all, fold, &f);
-  mt_analysis_free(fold);
   assert_int_equal(mt_analysis_load_sites(&fold, &path, 1, &f, NULL, NULL), MT_OK);
   same_sites(all, fold, &f);
   mt_analysis_free(fold);
   f.alloc_from = mt_analysis_duration(all) / 3;
-  assert_int_equal(mt_analysis_load_folded(&fold, &path, 1, &f, NULL, NULL), MT_OK);
+  assert_int_equal(mt_analysis_load_sites(&fold, &path, 1, &f, NULL, NULL), MT_OK);
   mt_rank_spec spec = {MT_BY_FUNCTION, MT_ORDER_BYTES, 0, 0};
   mt_ranking *r;
   assert_true(mt_rank_folds(&f, &spec));
