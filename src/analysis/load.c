@@ -639,7 +639,6 @@ static int run_pass(mt_analysis *a, mt_reader *r, const mt__load_spec *how,
     free(p.site_slot);
     free(p.bt_sum);
     mt__query_free(&fq);
-    free(p.fold_row);
     free(p.rows);
   }
   if (rc < 0) {

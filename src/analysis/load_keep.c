@@ -173,21 +173,17 @@ int mt__live_compact(mt_analysis *a, pass *p, int last) {
 /* Adds one object's tally (one), allocated at time t, to backtrace bt's
  * row. 0, or -1. */
 static int add_to_row(pass *p, size_t nbt, uint32_t bt, const mt_tally *one, uint64_t t) {
-  if (bt >= p->fold_row_cap) {
+  if (bt >= p->rows_cap) { /* a row for every backtrace: found in one step */
     size_t cap = nbt > bt ? nbt : (size_t)bt + 1;
     cap += cap / 2;
-    uint32_t *v = realloc(p->fold_row, cap * sizeof *v);
+    mt__fold_row *v = realloc(p->rows, cap * sizeof *v);
     if (!v) return -1;
-    memset(v + p->fold_row_cap, 0, (cap - p->fold_row_cap) * sizeof *v);
-    p->fold_row = v;
-    p->fold_row_cap = cap;
+    for (size_t k = p->rows_cap; k < cap; k++) v[k] = (mt__fold_row){.oldest = UINT64_MAX};
+    p->rows = v;
+    p->rows_cap = cap;
   }
-  if (!p->fold_row[bt]) {
-    if (mt__reserve((void **)&p->rows, p->nfold, &p->rows_cap, sizeof *p->rows)) return -1;
-    p->rows[p->nfold] = (mt__fold_row){.oldest = UINT64_MAX};
-    p->fold_row[bt] = (uint32_t)++p->nfold;
-  }
-  mt__fold_row *row = &p->rows[p->fold_row[bt] - 1];
+  mt__fold_row *row = &p->rows[bt];
+  p->nfold += row->tally.objects == 0;
   mt_tally_add(&row->tally, one);
   if (t < row->oldest) row->oldest = t;
   return 0;
@@ -291,11 +287,11 @@ int mt__fold_finish(mt_analysis *a, pass *p) {
   }
   /* one object a row, in backtrace order (first seen first) */
   size_t k = 0;
-  for (size_t bt = 0; bt < p->fold_row_cap && k < p->nfold; bt++) {
-    uint32_t r = p->fold_row[bt];
-    if (!r--) continue;
-    tally[k] = p->rows[r].tally;
-    a->alloc_t[k] = (uint32_t)(p->rows[r].oldest >> a->time_shift);
+  for (size_t bt = 0; bt < p->rows_cap && k < p->nfold; bt++) {
+    const mt__fold_row *r = &p->rows[bt];
+    if (!r->tally.objects) continue;
+    tally[k] = r->tally;
+    a->alloc_t[k] = (uint32_t)(r->oldest >> a->time_shift);
     a->free_t[k] = MT__T_NEVER;
     a->bt[k] = (uint32_t)bt;
     a->nsamples[k] = 0;

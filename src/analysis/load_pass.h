@@ -66,7 +66,8 @@ typedef struct pass {
   size_t side_kept; /* side entries after the last rebuild of the table */
   uint64_t tail_id0;
   /* MT_KEEP_FOLDED: the filter's conditions on objects, and per backtrace
-   * (fold_row[bt] = row + 1) the objects that passed them */
+   * (rows[bt], rows_cap of them) the objects that passed them, nfold
+   * backtraces with some */
   const mt__query *fold;
   mt__tl_pass *tl;
   int fold_at_alloc; /* decided as objects are allocated */
@@ -74,8 +75,6 @@ typedef struct pass {
   uint32_t *site_slot; /* [0]: no site, [c + 1]: code c; its sum + 1, or 0 */
   uint32_t *bt_sum;    /* per backtrace: its site's sum + 1, or 0 */
   size_t site_slot_cap, fold_site_cap, bt_sum_cap;
-  uint32_t *fold_row;
-  size_t fold_row_cap;
   struct mt__fold_row *rows;
   size_t nfold, rows_cap;
 } pass;
