@@ -7,6 +7,8 @@
 #ifndef MT_ANALYSIS_INTERNAL_H
 #define MT_ANALYSIS_INTERNAL_H
 
+#include <math.h>
+
 #include "base/containers.h"
 #include "memtrace/analysis.h"
 #include "memtrace/stats.h"
@@ -216,7 +218,10 @@ int mt__query_init_tallies(mt__query *q, const mt_analysis *a, const mt_filter *
 void mt__query_free(mt__query *q);
 /* The timeline's bin of time t (us) on a clock offset by `off`, bins of
  * `width`: the first whose end is at or after t + off. */
-size_t mt__timeline_bin(double width, double off, double t);
+static inline size_t mt__timeline_bin(double width, double off, double t) {
+  double x = (t + off) / width;
+  return x <= 1 ? 0 : (size_t)ceil(x) - 1;
+}
 /* mt_timeline_compute, the live samples at each bin's end of every object
  * (live) and of those passing f (filt) given, or computed (NULL). */
 int mt__timeline_of_series(const mt_analysis *a, const mt_filter *f, size_t nbins,

@@ -47,11 +47,6 @@ typedef struct series {
   double *diff; /* nbins + 1 */
 } series;
 
-size_t mt__timeline_bin(double width, double off, double t) {
-  double x = (t + off) / width;
-  return x <= 1 ? 0 : (size_t)ceil(x) - 1;
-}
-
 /* The first bin whose end is at or after time x (on the common clock). */
 static size_t bin_at(const series *s, double t) { return mt__timeline_bin(s->width, s->off, t); }
 
