@@ -123,9 +123,8 @@ struct mt_analysis {
    * passed fold_filter's conditions on objects; else NULL */
   mt_tally *fold_tally;
   mt_filter fold_filter;
-  /* A folded load whose conditions are decided at allocation
-   * (mt_filter_decided_at_allocation): per allocation site, the objects
-   * that passed them, each added as it was allocated, as a whole load's
+  /* MT_KEEP_SITES: per allocation site, the objects that passed the
+   * load's conditions (fold_filter), each added as it was allocated, as a whole load's
    * scan adds them, each site's code (or MT__NO_SITE) in fold_site_code;
    * and all of them. NULL otherwise. */
   mt__site_sum *fold_site;
@@ -226,9 +225,9 @@ static inline size_t mt__timeline_bin(double width, double off, double t) {
  * (live) and of those passing f (filt) given, or computed (NULL). */
 int mt__timeline_of_series(const mt_analysis *a, const mt_filter *f, size_t nbins,
                            const double *live, const double *filt, mt_timeline **out);
-/* Whether a is a folded load whose sums by allocation site answer f: they
- * were kept (mt_filter_decided_at_allocation), f has the fold's conditions
- * on objects and none on stacks (`hide` aside). */
+/* Whether a kept sums by allocation site (MT_KEEP_SITES) that answer f:
+ * f has the load's conditions on objects and none on stacks (`hide`
+ * aside). */
 int mt__fold_sites_answer(const mt_analysis *a, const mt_filter *f);
 /* The conditions on object i's own columns (times, size, source). */
 int mt__query_columns(const mt__query *q, size_t i);

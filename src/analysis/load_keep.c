@@ -210,9 +210,10 @@ static mt__site_sum *site_sum(mt_analysis *a, pass *p, uint32_t c) {
     p->site_slot_cap = cap;
   }
   if (!p->site_slot[key]) {
-    size_t n = a->nfold_site, cap = p->fold_site_cap;
+    size_t n = a->nfold_site;
     if (mt__reserve((void **)&a->fold_site, n, &p->fold_site_cap, sizeof *a->fold_site) ||
-        mt__reserve((void **)&a->fold_site_code, n, &cap, sizeof *a->fold_site_code))
+        mt__reserve((void **)&a->fold_site_code, n, &p->fold_code_cap,
+                    sizeof *a->fold_site_code))
       return NULL;
     a->fold_site[n] = (mt__site_sum){.oldest = UINT64_MAX};
     a->fold_site_code[n] = c;

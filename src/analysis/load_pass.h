@@ -74,7 +74,7 @@ typedef struct pass {
   int fold_rows;     /* by backtrace (MT_KEEP_FOLDED); else by site */
   uint32_t *site_slot; /* [0]: no site, [c + 1]: code c; its sum + 1, or 0 */
   uint32_t *bt_sum;    /* per backtrace: its site's sum + 1, or 0 */
-  size_t site_slot_cap, fold_site_cap, bt_sum_cap;
+  size_t site_slot_cap, fold_site_cap, fold_code_cap, bt_sum_cap;
   struct mt__fold_row *rows;
   size_t nfold, rows_cap;
 } pass;

@@ -134,8 +134,8 @@ static void select_first(site_group *v, size_t n, size_t k,
   qsort_r(v, k, sizeof *v, cmp, ctx);
 }
 
-/* A folded load's sums by site code (mt__fold_sites_answer) as the scan
- * of a whole load gives them. */
+/* The sums by site code a load made while reading (MT_KEEP_SITES,
+ * mt__fold_sites_answer), as the scan of a whole load gives them. */
 static void folded_sites(const mt_analysis *a, site_group *per_code) {
   for (size_t k = 0; k < a->nfold_site; k++) {
     const mt__site_sum *s = &a->fold_site[k];
@@ -147,7 +147,7 @@ static void folded_sites(const mt_analysis *a, site_group *per_code) {
   }
 }
 
-/* The objects passing q (a folded load's when q is NULL) grouped by site,
+/* The objects passing q (the load's sums when q is NULL) grouped by site,
  * into groups (every group with objects; *n of them). */
 static int group_sites(const mt_analysis *a, const mt__query *q, int by, site_group **out,
                        size_t *n) {
@@ -314,7 +314,7 @@ static int rank(const mt_analysis *a, const mt_filter *f, const mt_rank_spec *sp
     free(r);
     return MT_ERR_NOMEM;
   }
-  /* a folded load ranks sites from its sums, and nothing else */
+  /* a load with sums by site ranks sites from them, and nothing else */
   int folded = spec->by != MT_BY_STACK && mt__fold_sites_answer(a, f);
   mt__query q;
   int qrc = folded ? MT_OK : mt__query_init(&q, a, f);
