@@ -9,13 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/private_file.h"
 #include "format/trace_file.h"
 
@@ -228,15 +228,9 @@ void mt__dest_send_timeout(int fd) {
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
-static double monotonic_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int write_all(int fd, int is_socket, const char *p, size_t len) {
   while (len > 0) {
-    double t0 = is_socket ? monotonic_s() : 0;
+    double t0 = is_socket ? mt_monotonic_seconds() : 0;
     ssize_t n = is_socket ? send(fd, p, len, MSG_NOSIGNAL) : write(fd, p, len);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -246,7 +240,7 @@ static int write_all(int fd, int is_socket, const char *p, size_t len) {
     }
     /* ... or with some: what the buffers took before it stalled (else each
      * call would wait its own timeout) */
-    if (is_socket && (size_t)n < len && monotonic_s() - t0 >= MT__SEND_TIMEOUT_S)
+    if (is_socket && (size_t)n < len && mt_monotonic_seconds() - t0 >= MT__SEND_TIMEOUT_S)
       return -ETIMEDOUT;
     p += n;
     len -= (size_t)n;

@@ -6,8 +6,9 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "base/clock.h"
 
 struct mt_vconn {
   mt_vconn *next, *prev;
@@ -16,12 +17,6 @@ struct mt_vconn {
   int cut;         /* shut down: waiting for libmicrohttpd to close it */
   void *request;   /* the record of the request in progress (owned) */
 };
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void wake(mt_vconns *w) {
   char b = 1;
@@ -73,7 +68,7 @@ static void *watch(void *arg) {
   struct pollfd p[1 + MT_VCONNS_LINGER_MAX];
   pthread_mutex_lock(&w->lock);
   while (!w->stop) {
-    double t = now_s(), next = 0;
+    double t = mt_monotonic_seconds(), next = 0;
     cut_late(w, t, &next);
     for (int i = w->nlinger - 1; i >= 0; i--)
       if (w->linger[i].until <= t) unlinger(w, i);
@@ -151,7 +146,7 @@ static void linger(mt_vconns *w, int fd) {
   if (d < 0) return;
   shutdown(d, SHUT_WR);
   w->linger[w->nlinger].fd = d;
-  w->linger[w->nlinger++].until = now_s() + w->linger_seconds;
+  w->linger[w->nlinger++].until = mt_monotonic_seconds() + w->linger_seconds;
   wake(w);
 }
 
@@ -172,7 +167,7 @@ void mt_vconns_notify(void *cls, struct MHD_Connection *c, void **socket_context
     }
     e->fd = i->connect_fd;
     pthread_mutex_lock(&w->lock);
-    e->deadline = now_s() + w->head_seconds;
+    e->deadline = mt_monotonic_seconds() + w->head_seconds;
     e->next = w->list;
     if (w->list) w->list->prev = e;
     w->list = e;
@@ -211,5 +206,5 @@ void mt_vconns_request_done(mt_vconns *w, struct MHD_Connection *c) {
   if (!e) return;
   free(e->request);
   e->request = NULL;
-  set_deadline(w, e, now_s() + w->head_seconds);
+  set_deadline(w, e, mt_monotonic_seconds() + w->head_seconds);
 }

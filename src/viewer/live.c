@@ -12,21 +12,16 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
+#include "base/clock.h"
 
 /* Prints progress on a terminal; cancels the load once the server stops. */
 static int progress(void *ctx, uint64_t done, uint64_t total) {
   static double last;
   mt_vlive *l = ctx;
   if (__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) return 1;
-  double t = now_s();
+  double t = mt_monotonic_seconds();
   if (l->tty && total && t - last > 0.1) {
     last = t;
     fprintf(stderr, "\rmemtrace view: loading %5.1f%% of %.1f MB", 100.0 * done / total,
@@ -81,12 +76,12 @@ static int load_base(mt_vlive *l, char *err, size_t n) {
 
 static mt_vsnap *load(mt_vlive *l, const char *path, int tty, char *err, size_t n) {
   mt_analysis *a;
-  double t0 = now_s();
+  double t0 = mt_monotonic_seconds();
   l->tty = tty;
   if (load_base(l, err, n)) return NULL;
   int rc = l->npaths > 1 ? mt_analysis_load_many(&a, l->paths, l->npaths, progress, l)
                          : mt_analysis_load(&a, path, progress, l);
-  if (mt_vdebug()) fprintf(stderr, "memtrace view: [debug] load %.3f s\n", now_s() - t0);
+  if (mt_vdebug()) fprintf(stderr, "memtrace view: [debug] load %.3f s\n", mt_monotonic_seconds() - t0);
   if (tty) fputs("\r\033[K", stderr);
   if (rc != MT_OK) {
     snprintf(err, n, "%s", a ? mt_analysis_error(a) : "out of memory");
@@ -111,22 +106,22 @@ static mt_vsnap *load(mt_vlive *l, const char *path, int tty, char *err, size_t 
 }
 
 static int build(mt_vsnap *s) {
-  double t0 = now_s();
+  double t0 = mt_monotonic_seconds();
   int rc = mt_vsnap_build(s);
-  if (mt_vdebug()) fprintf(stderr, "memtrace view: [debug] call tree %.3f s\n", now_s() - t0);
+  if (mt_vdebug()) fprintf(stderr, "memtrace view: [debug] call tree %.3f s\n", mt_monotonic_seconds() - t0);
   return rc;
 }
 
 static void index_stacks(mt_vsnap *s) {
-  double t0 = now_s();
+  double t0 = mt_monotonic_seconds();
   mt_vsnap_index(s);
-  if (mt_vdebug()) fprintf(stderr, "memtrace view: [debug] stacks indexed %.3f s\n", now_s() - t0);
+  if (mt_vdebug()) fprintf(stderr, "memtrace view: [debug] stacks indexed %.3f s\n", mt_monotonic_seconds() - t0);
 }
 
 /* The page's first view is the unfiltered flame graph: computed here, on
  * the loader's thread, while the page reads info and timeline. */
 static void precompute(mt_vsnap *s) { /* MT_VFLAME_KEY begun */
-  double t0 = now_s();
+  double t0 = mt_monotonic_seconds();
   mt_vquery q;
   mt_vquery_init(&q);
   mt_json j;
@@ -136,7 +131,7 @@ static void precompute(mt_vsnap *s) { /* MT_VFLAME_KEY begun */
   mt_json_free(&j);
   mt_vsnap_cache_end(s, MT_VFLAME_KEY, text, len);
   free(text);
-  if (mt_vdebug()) fprintf(stderr, "memtrace view: [debug] flame precomputed %.3f s\n", now_s() - t0);
+  if (mt_vdebug()) fprintf(stderr, "memtrace view: [debug] flame precomputed %.3f s\n", mt_monotonic_seconds() - t0);
 }
 
 int mt_vlive_load_once(mt_vlive *l, const char *path, const char *name) {
@@ -263,7 +258,7 @@ static void *follow(void *arg) {
   double last_took = 0, last_end = 0;
   while (!__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) {
     usleep(50000);
-    double t = now_s();
+    double t = mt_monotonic_seconds();
     /* at most every 250 ms, and never more often than a load takes */
     if (t - last_end < 0.25 || t - last_end < last_took) continue;
     struct stat st;
@@ -290,7 +285,7 @@ static void *follow(void *arg) {
       s = NULL;
     }
     if (s) index_stacks(s);
-    double e = now_s();
+    double e = mt_monotonic_seconds();
     last_took = e - t;
     last_end = e;
     if (s) {

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "access.h"
 #include "answers.h"
 #include "conns.h"
@@ -301,7 +302,7 @@ static enum MHD_Result answer_api(server *sv, request *rq, struct MHD_Connection
   mt_json_init(&j);
   int rc = 0;
   mt_vsnap *s = NULL;
-  double t0 = mt_vdebug() ? mt_vnow() : 0;
+  double t0 = mt_vdebug() ? mt_monotonic_seconds() : 0;
   char *key = NULL, *text = NULL;
   size_t len = 0;
   if (strcmp(e->path, "/api/status") == 0) {
@@ -331,7 +332,7 @@ static enum MHD_Result answer_api(server *sv, request *rq, struct MHD_Connection
   mt_vsnap_unref(s);
   if (mt_vdebug())
     fprintf(stderr, "memtrace view: [debug] %s %s %.3f s\n", url,
-            key ? key + strlen(e->path) : "", mt_vnow() - t0);
+            key ? key + strlen(e->path) : "", mt_monotonic_seconds() - t0);
   free(key);
   if (rc == -2 || rc == -3 || rc == -4) {
     mt_json_free(&j);

@@ -2,7 +2,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 int mt_vdebug(void) {
   static int v = -1;
@@ -11,12 +10,6 @@ int mt_vdebug(void) {
     v = e && *e && strcmp(e, "0") != 0;
   }
   return v;
-}
-
-double mt_vnow(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 

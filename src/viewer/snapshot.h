@@ -76,8 +76,6 @@ void mt_vsnap_unref(mt_vsnap *s);
 
 /* MEMTRACE_VIEW_DEBUG=1: stage and request timings on stderr. */
 int mt_vdebug(void);
-/* Monotonic seconds. */
-double mt_vnow(void);
 
 
 #endif
