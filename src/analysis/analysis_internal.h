@@ -151,6 +151,15 @@ uint64_t mt__side_get(const mt_analysis *a, size_t obj, unsigned kind);
 int mt__side_put(mt_analysis *a, size_t obj, unsigned kind, uint64_t v);
 
 #define MT__T_NEVER UINT32_MAX
+
+/* The unit objects' times are stored in (2^shift us) once time t (us since
+ * the start) is stored, from a unit of 2^at_least: the least that keeps t
+ * under MT__T_NEVER. */
+static inline unsigned mt__time_shift(uint64_t t, unsigned at_least) {
+  unsigned s = at_least;
+  while ((t >> s) >= MT__T_NEVER) s++;
+  return s;
+}
 /* Object times in microseconds (MT_NEVER for a free time never reached). */
 static inline uint64_t mt__obj_alloc_time(const mt_analysis *a, size_t i) {
   return (uint64_t)a->alloc_t[i] << a->time_shift;
@@ -215,6 +224,11 @@ int mt__query_init(mt__query *q, const mt_analysis *a, const mt_filter *f);
  * folded load, under a filter with the fold's conditions on objects. */
 int mt__query_init_tallies(mt__query *q, const mt_analysis *a, const mt_filter *f);
 void mt__query_free(mt__query *q);
+/* The width (us) of each of nbins bins over a trace of `duration` us (a
+ * trace of one instant still gets bins). */
+static inline double mt__timeline_width(uint64_t duration, size_t nbins) {
+  return (double)(duration ? duration : 1) / (double)nbins;
+}
 /* The timeline's bin of time t (us) on a clock offset by `off`, bins of
  * `width`: the first whose end is at or after t + off. */
 static inline size_t mt__timeline_bin(double width, double off, double t) {
@@ -225,6 +239,13 @@ static inline size_t mt__timeline_bin(double width, double off, double t) {
  * (live) and of those passing f (filt) given, or computed (NULL). */
 int mt__timeline_of_series(const mt_analysis *a, const mt_filter *f, size_t nbins,
                            const double *live, const double *filt, mt_timeline **out);
+/* Whether f selects objects by their stacks (inside, not_inside; `hide`
+ * selects none). */
+int mt__filter_on_stacks(const mt_filter *f);
+/* Whether f's conditions look at times (of allocation, of collection, a
+ * time alive, lifetimes): decided on times as the objects' columns hold
+ * them, which coarsen once a trace passes 71 minutes. */
+int mt__filter_on_times(const mt_filter *f);
 /* Whether a kept sums by allocation site (MT_KEEP_SITES) that answer f:
  * f has the load's conditions on objects and none on stacks (`hide`
  * aside). */

@@ -40,6 +40,15 @@ int mt_filter_has_stack_condition(const mt_filter *f) {
   return nonempty(f->inside) || nonempty(f->not_inside) || nonempty(f->hide);
 }
 
+int mt__filter_on_stacks(const mt_filter *f) {
+  return nonempty(f->inside) || nonempty(f->not_inside);
+}
+
+int mt__filter_on_times(const mt_filter *f) {
+  return f->alloc_from || f->alloc_to != MT_NEVER || f->live == MT_LIVE_AT ||
+         f->collected == MT_COLLECTED_IN || f->lifetime_min || f->lifetime_max != UINT64_MAX;
+}
+
 int mt_filter_decided_at_allocation(const mt_filter *f) {
   return f->live == MT_LIVE_ANY && f->collected == MT_COLLECTED_ANY && f->lifetime_min == 0 &&
          f->lifetime_max == UINT64_MAX;

@@ -205,11 +205,12 @@ static void live_change(mt_analysis *a, uint64_t t, double before, double after)
  * unit (and every stored time) while t does not fit: exact to the
  * microsecond for traces under 71 minutes, then to 2 us, 4 us... */
 static uint32_t store_time(mt_analysis *a, uint64_t t) {
-  while ((t >> a->time_shift) >= MT__T_NEVER) {
-    a->time_shift++;
+  if ((t >> a->time_shift) >= MT__T_NEVER) {
+    unsigned by = mt__time_shift(t, a->time_shift) - a->time_shift;
+    a->time_shift += by;
     for (size_t i = 0; i < a->nobj; i++) {
-      a->alloc_t[i] >>= 1;
-      if (a->free_t[i] != MT__T_NEVER) a->free_t[i] >>= 1;
+      a->alloc_t[i] >>= by;
+      if (a->free_t[i] != MT__T_NEVER) a->free_t[i] >>= by;
     }
   }
   return (uint32_t)(t >> a->time_shift);

@@ -262,7 +262,7 @@ void mt__fold_sites_finish(mt_analysis *a) {
   const mt_filter *f = &a->fold_filter;
   unsigned s = a->time_shift;
   if (mt_filter_selects_all(f)) a->fold_sum = a->all;
-  if (s && (f->alloc_from || f->alloc_to != UINT64_MAX)) {
+  if (s && mt__filter_on_times(f)) {
     free(a->fold_site);
     free(a->fold_site_code);
     a->fold_site = NULL;

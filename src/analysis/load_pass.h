@@ -65,16 +65,17 @@ typedef struct pass {
   size_t keep_cap, ngone, tail_at;
   size_t side_kept; /* side entries after the last rebuild of the table */
   uint64_t tail_id0;
-  /* MT_KEEP_FOLDED: the filter's conditions on objects, and per backtrace
-   * (rows[bt], rows_cap of them) the objects that passed them, nfold
-   * backtraces with some */
+  mt__tl_pass *tl; /* a timeline made while reading, or NULL */
+  /* MT_KEEP_FOLDED and MT_KEEP_SITES: the filter's conditions on objects */
   const mt__query *fold;
-  mt__tl_pass *tl;
   int fold_at_alloc; /* decided as objects are allocated */
   int fold_rows;     /* by backtrace (MT_KEEP_FOLDED); else by site */
+  /* MT_KEEP_SITES: each site's sum, found by code or by backtrace */
   uint32_t *site_slot; /* [0]: no site, [c + 1]: code c; its sum + 1, or 0 */
   uint32_t *bt_sum;    /* per backtrace: its site's sum + 1, or 0 */
   size_t site_slot_cap, fold_site_cap, fold_code_cap, bt_sum_cap;
+  /* MT_KEEP_FOLDED: per backtrace (rows[bt], rows_cap of them) the objects
+   * that passed, nfold backtraces with some */
   struct mt__fold_row *rows;
   size_t nfold, rows_cap;
 } pass;

@@ -355,7 +355,7 @@ static size_t stack_budget(void) {
 
 int mt_rank_folds(const mt_filter *f, const mt_rank_spec *spec) {
   return spec->by != MT_BY_STACK && mt_filter_decided_at_allocation(f) &&
-         !(f->inside && f->inside[0]) && !(f->not_inside && f->not_inside[0]);
+         !mt__filter_on_stacks(f);
 }
 
 int mt_rank(const mt_analysis *a, const mt_filter *f, const mt_rank_spec *spec,

@@ -101,8 +101,7 @@ nomem:
 }
 
 int mt__fold_sites_answer(const mt_analysis *a, const mt_filter *f) {
-  return a->fold_site && same_conditions(f, &a->fold_filter) && !(f->inside && f->inside[0]) &&
-         !(f->not_inside && f->not_inside[0]);
+  return a->fold_site && same_conditions(f, &a->fold_filter) && !mt__filter_on_stacks(f);
 }
 
 int mt__query_init(mt__query *q, const mt_analysis *a, const mt_filter *f) {

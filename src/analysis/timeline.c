@@ -141,22 +141,21 @@ static int add_trace(mt_timeline *t, const mt_analysis *a, const mt_filter *f,
                      const series *shape, mt_live_point *pts, const double *given_live,
                      const double *given_filt) {
   size_t nbins = t->nbins;
-  double *live = malloc(nbins * sizeof *live), *filt = malloc(nbins * sizeof *filt);
-  mt_filter none;
-  mt_filter_init(&none);
-  int rc = live && filt ? MT_OK : MT_ERR_NOMEM;
-  if (rc == MT_OK && given_live) {
-    memcpy(live, given_live, nbins * sizeof *live);
-    memcpy(filt, given_filt, nbins * sizeof *filt);
-  } else if (rc == MT_OK) {
-    rc = live_series(a, &none, shape, live);
-    if (rc == MT_OK && t->filter_selects_all) memcpy(filt, live, nbins * sizeof *live);
-    else if (rc == MT_OK) rc = live_series(a, f, shape, filt);
-  }
-  if (rc != MT_OK) {
-    free(live);
-    free(filt);
-    return rc;
+  const double *live = given_live, *filt = given_filt;
+  double *own = NULL; /* the series computed here: live, then filt */
+  if (!live) {
+    if (!(own = malloc(2 * nbins * sizeof *own))) return MT_ERR_NOMEM;
+    mt_filter none;
+    mt_filter_init(&none);
+    int rc = live_series(a, &none, shape, own);
+    if (rc == MT_OK && t->filter_selects_all) memcpy(own + nbins, own, nbins * sizeof *own);
+    else if (rc == MT_OK) rc = live_series(a, f, shape, own + nbins);
+    if (rc != MT_OK) {
+      free(own);
+      return rc;
+    }
+    live = own;
+    filt = own + nbins;
   }
   double scale = a->word_bytes / a->info.sample_rate, width = shape->width;
   double span_from = shape->off, span_to = shape->gone >= 0 ? shape->gone : INFINITY;
@@ -184,8 +183,7 @@ static int add_trace(mt_timeline *t, const mt_analysis *a, const mt_filter *f,
     t->min[j] += lo * scale;
     t->max[j] += hi * scale;
   }
-  free(live);
-  free(filt);
+  free(own);
   return MT_OK;
 }
 
@@ -209,8 +207,7 @@ int mt__timeline_of_series(const mt_analysis *a, const mt_filter *f, size_t nbin
   mt_timeline *t = timeline_new(nbins);
   mt_live_point *pts = malloc(MT__ENVELOPE_BINS * sizeof *pts);
   if (!t || !pts) goto nomem;
-  uint64_t to = a->duration ? a->duration : 1; /* a trace of one instant still gets bins */
-  series shape = {NULL, (double)to / (double)nbins, 0, -1, nbins, NULL};
+  series shape = {NULL, mt__timeline_width(a->duration, nbins), 0, -1, nbins, NULL};
   t->filter_selects_all = mt_filter_selects_all(f);
   if (add_trace(t, a, f, &shape, pts, live, filt) != MT_OK) goto nomem;
   t->sampling = mt_analysis_sampling(a);

@@ -45,14 +45,6 @@ void mt__tl_fate(const mt_analysis *a, mt__tl_pass *tl, size_t i, uint64_t gone)
   }
 }
 
-/* Whether f's conditions look at times (allocation, collection, life, a
- * time alive): decided at a finer precision while reading than a whole
- * load's once a trace passes 71 minutes. */
-static int times_matter(const mt_filter *f) {
-  return f->alloc_from || f->alloc_to != UINT64_MAX || f->live == MT_LIVE_AT ||
-         f->collected == MT_COLLECTED_IN || f->lifetime_min || f->lifetime_max != UINT64_MAX;
-}
-
 /* The timeline read in one live-only pass; *whole set (*a NULL) when
  * the grid placed before reading is not known to be a whole load's. */
 static int one_pass(mt_analysis **a, mt_timeline **out, const char *path, const mt_filter *f,
@@ -60,14 +52,13 @@ static int one_pass(mt_analysis **a, mt_timeline **out, const char *path, const 
   uint64_t first, last;
   *a = NULL;
   *whole = 1;
-  if (f->live == MT_LIVE_AT_PEAK || (f->inside && f->inside[0]) ||
-      (f->not_inside && f->not_inside[0]) || mt_trace_span(path, &first, &last) != MT_OK ||
-      last < first)
+  if (f->live == MT_LIVE_AT_PEAK || mt__filter_on_stacks(f) ||
+      mt_trace_span(path, &first, &last) != MT_OK || last < first)
     return MT_OK;
   uint64_t d = last - first;
-  mt__tl_pass tl = {.width = (double)(d ? d : 1) / (double)nbins, .nbins = nbins, .f = *f};
-  while ((d >> tl.shift) >= MT__T_NEVER) tl.shift++;
-  if (tl.shift && times_matter(f)) return MT_OK;
+  mt__tl_pass tl = {.width = mt__timeline_width(d, nbins), .nbins = nbins, .f = *f};
+  /* decided on times finer than a whole load keeps them: not exactly its */
+  if ((tl.shift = mt__time_shift(d, 0)) && mt__filter_on_times(f)) return MT_OK;
   *whole = 0;
   tl.f.hide = NULL;
   tl.all = calloc(nbins + 1, sizeof *tl.all);
