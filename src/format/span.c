@@ -25,7 +25,7 @@ int mt_trace_span(const char *path, uint64_t *first, uint64_t *last) {
     return MT_ERR_INVALID;
   }
   uint64_t size = (uint64_t)st.st_size, off = 0, pid = 0, end = 0;
-  for (size_t n = 0; off + SPAN_HEADER <= size; n++) {
+  while (off + SPAN_HEADER <= size) {
     uint8_t h[SPAN_HEADER];
     ssize_t got = pread(fd, h, sizeof h, (off_t)off);
     if (got < 0 && errno == EINTR) continue;
@@ -39,7 +39,7 @@ int mt_trace_span(const char *path, uint64_t *first, uint64_t *last) {
       break;
     }
     if (off + len > size) break; /* a truncated last packet: the reader stops before it */
-    if (n == 0) {
+    if (off == 0) { /* the first packet: the start, and the process */
       *first = mt__ld64(h + OFF_BEGIN);
       pid = mt__ld64(h + OFF_PID);
     }
