@@ -11,7 +11,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # server (stripped programs named after a run).
 DEPS = build-essential cmake libcmocka-dev xz-utils babeltrace2 clang \
        libclang-rt-14-dev time zlib1g-dev libdeflate0 protobuf-compiler \
-       libunwind-dev libdw-dev python3 libmicrohttpd-dev pkg-config \
+       libunwind-dev libdw-dev python3 \
        chromium libjemalloc2 libjemalloc-dev libmimalloc-dev redis-server redis-tools \
        python3-dev python3-numpy python3-pandas python3-matplotlib \
        python3-pytest python3-nbclient python3-nbformat python3-ipykernel \
@@ -77,14 +77,24 @@ test-asan: e2e-deps
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure --timeout 600 -j$(JOBS)
 
-# The tracer's lock-free event queues under ThreadSanitizer: threads
+# Under ThreadSanitizer: the tracer's lock-free event queues, threads
 # allocating and freeing while tracing stops and restarts (the in-process
 # tracer; libunwind's thread-exit destructor crashes TSan's runtime, so the
-# stress unwinds by frame pointers).
+# stress unwinds by frame pointers); and the viewer's HTTP server, a thread
+# per connection, under its request tests and a short run of random
+# requests.
+TSAN_ENV = TSAN_OPTIONS="halt_on_error=1 exitcode=66"
+TRACES ?= ../shared/traces
+PYTHON ?= $(shell command -v /usr/bin/python3 || command -v python3)
 test-tsan: deps
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMT_TSAN=ON >/dev/null
-	cmake --build $(TSAN_BUILD) -j$(JOBS) --target stress_sessions
-	cd $(TSAN_BUILD)/tests/profiler && TSAN_OPTIONS=halt_on_error=1 STRESS_MS=500 ./stress_sessions
+	cmake --build $(TSAN_BUILD) -j$(JOBS) --target stress_sessions memtrace_cli
+	cd $(TSAN_BUILD)/tests/profiler && $(TSAN_ENV) STRESS_MS=500 ./stress_sessions
+	@if [ -e $(TRACES)/workload-1e-4.ctf ]; then set -e; \
+	  for t in limits connections repeated token; do \
+	    $(TSAN_ENV) $(PYTHON) tests/viewer/http_test.py $(TSAN_BUILD)/memtrace $(TRACES) $$t; done; \
+	  $(TSAN_ENV) $(PYTHON) tests/viewer/http_fuzz.py $(TSAN_BUILD)/memtrace $(TRACES) 1 400; \
+	else echo "test-tsan: no $(TRACES)/workload-1e-4.ctf: the viewer's HTTP tests are left out"; fi
 
 # The main job on a bundled example: profile examples/demo_app.c with
 # memtrace run (rate 1e-4), then ask the trace where memory went and what

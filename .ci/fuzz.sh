@@ -7,9 +7,9 @@
 # (roundtrip), tests/fuzz/crashes/viewer_api/ (viewer_api) or
 # tests/fuzz/crashes/analysis/ (analysis), tests/fuzz/crashes/dwline/
 # (dwline), tests/fuzz/crashes/cfi/ (cfi), tests/fuzz/crashes/rustdemangle/
-# (rustdemangle), tests/fuzz/crashes/perfmap/ (perfmap) or
-# tests/fuzz/crashes/insn/ (insn) so that the replay test keeps
-# checking it.
+# (rustdemangle), tests/fuzz/crashes/perfmap/ (perfmap),
+# tests/fuzz/crashes/insn/ (insn) or tests/fuzz/crashes/http_head/
+# (http_head) so that the replay test keeps checking it.
 #
 # Environment:
 #   FUZZ_SECONDS    seconds per target (default 60)
@@ -25,7 +25,7 @@ build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 # The tests are left out: the fuzz targets need nothing of them (nor cmocka).
 CC=${CC:-clang} cmake -S "$root" -B "$build" -DMT_FUZZ=ON -DMT_SANITIZE=ON -DMT_TESTS=OFF
 cmake --build "$build" -j"$(nproc)" --target fuzz_reader fuzz_roundtrip fuzz_rustdemangle \
-  fuzz_viewer_api fuzz_analysis fuzz_dwline fuzz_cfi fuzz_perfmap fuzz_insn
+  fuzz_viewer_api fuzz_analysis fuzz_dwline fuzz_cfi fuzz_perfmap fuzz_insn fuzz_http_head
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/memtrace-fuzz.XXXXXX")
 failed=0
@@ -61,6 +61,7 @@ run fuzz_dwline "$root/tests/fuzz/corpus_dwline"
 run fuzz_cfi "$root/tests/fuzz/corpus_cfi" -dict="$root/tests/fuzz/fuzz_cfi.dict"
 run fuzz_perfmap "$root/tests/fuzz/corpus_perfmap"
 run fuzz_insn "$root/tests/fuzz/corpus_insn"
+run fuzz_http_head "$root/tests/fuzz/corpus_http_head"
 
 if [ "$failed" -ne 0 ]; then
   echo "fuzzing found failures; inputs and logs kept in $work"

@@ -1,7 +1,6 @@
 /* A library the memtrace command opens only when a command needs it, not
- * linked: libmicrohttpd for `memtrace view` (src/viewer/mhd_load.c), zlib
- * for the pprof export. Linked, every command would pay to load them,
- * `memtrace run` among them. */
+ * linked: libdeflate or zlib for the pprof export. Linked, every command
+ * would pay to load them, `memtrace run` among them. */
 #ifndef MT_BASE_DLBIND_H
 #define MT_BASE_DLBIND_H
 

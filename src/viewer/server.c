@@ -1,9 +1,9 @@
-/* memtrace view: the HTTP side (GNU libmicrohttpd, loaded when the server
- * starts: see mhd_load.c). Only GET and HEAD; assets from memory; every
- * /api/ answer computed from the current snapshot, which a request holds a
- * reference to while it answers. Every request gets a status: the limits
- * below are answered in JSON, a token guards a server bound beyond
- * loopback (access.c), and slow clients are cut off (conns.c). */
+/* memtrace view: the HTTP side (http.h: our own HTTP/1.1 server). Only
+ * GET and HEAD; assets from memory; every /api/ answer computed from the
+ * current snapshot, which a request holds a reference to while it answers.
+ * Every request gets a status: the limits below are answered in JSON by
+ * the HTTP layer, and a token guards a server bound beyond loopback
+ * (access.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,9 +18,8 @@
 #include "base/clock.h"
 #include "access.h"
 #include "answers.h"
-#include "conns.h"
+#include "http.h"
 #include "live.h"
-#include "mhd_load.h"
 #include "base/private_file.h"
 #include "base/tcp_listen.h"
 #include "viewer.h"
@@ -28,40 +27,28 @@
 /* The limits of a request (docs/viewer.md, "Limits"). A browser's
  * requests stay far below them: the longest query the page makes holds
  * three filter strings of 1024 bytes, under 10 KiB percent-encoded. */
-#define MAX_ARGS 48              /* query parameters (each parsed once): 400 */
-#define MAX_TARGET 16384         /* bytes of the request target: 414 */
-#define MAX_HEADER_BYTES 16384   /* bytes of the header fields: 431 */
-#define MAX_HEADERS 100          /* header fields: 431 */
-/* libmicrohttpd's memory for one connection. It holds the request head
- * and the answer's header, so it has room for a head at the limits above
- * (32 KiB and 148 entries of 64 bytes) and an answer; a head that does
- * not fit gets libmicrohttpd's own 414 or 431. */
-#define CONN_MEMORY ((size_t)64 * 1024)
+static const mt_http_limits LIMITS = {
+    .max_target = 16384,       /* bytes of the request target: 414 */
+    .max_args = 48,            /* query parameters (each parsed once): 400 */
+    .max_header_bytes = 16384, /* bytes of the header fields: 431 */
+    .max_headers = 100,        /* header fields: 431 */
+};
+#define MAX_ARGS 48
 /* A thread each (an answer may compute for seconds); beyond loopback no
  * single address may hold more than MAX_PER_ADDRESS of them. */
 #define MAX_CONNECTIONS 256u
 #define MAX_PER_ADDRESS 32u
-#define HEAD_SECONDS 10.0  /* to send a whole request head */
-#define LINGER_SECONDS 2.0 /* a closed connection drains its input at most this long */
-#define IDLE_SECONDS 60u  /* libmicrohttpd's: without progress, once answering */
+#define HEAD_SECONDS 10.0   /* to send a whole request head */
+#define LINGER_SECONDS 2.0  /* a closing connection drains its input at most this long */
+#define IDLE_SECONDS 60.0   /* sending an answer without progress */
 
 typedef struct server {
   mt_vlive *live;
-  mt_vconns conns;
   int need_token;
   char token[MT_VTOKEN_LEN + 1];
   char cookie[40];      /* the cookie's name, with the port: ports share cookies */
   char set_cookie[160]; /* the header that sets it */
 } server;
-
-/* One request: from its request line (on_uri) to its end (on_done, or the
- * connection's close); held by the connection's entry (conns.h). */
-typedef struct request {
-  size_t target;   /* bytes of the request target, undecoded */
-  unsigned params; /* query parameters */
-  int answered;    /* a response is queued */
-  int set_cookie;  /* the token came in the query: the answer sets the cookie */
-} request;
 
 const mt_vasset *mt_vasset_find(const char *path) {
   if (strcmp(path, "/") == 0) path = "/index.html";
@@ -70,28 +57,17 @@ const mt_vasset *mt_vasset_find(const char *path) {
   return NULL;
 }
 
-static enum MHD_Result reply(struct MHD_Connection *c, const server *sv, request *rq,
-                            unsigned status, const char *mime, const void *data, size_t len,
-                            enum MHD_ResponseMemoryMode mode, int api) {
-  struct MHD_Response *r = mt_mhd.create_response_from_buffer(len, (void *)data, mode);
-  if (!r) {
-    if (mode == MHD_RESPMEM_MUST_FREE) free((void *)data);
-    return MHD_NO;
-  }
-  if (rq) rq->answered = 1;
-  if (rq && rq->set_cookie) mt_mhd.add_response_header(r, "Set-Cookie", sv->set_cookie);
-  mt_mhd.add_response_header(r, "Content-Type", mime);
-  mt_mhd.add_response_header(r, "X-Content-Type-Options", "nosniff");
-  if (api) mt_mhd.add_response_header(r, "Cache-Control", "no-store");
-  else mt_mhd.add_response_header(r, "Cache-Control", "no-cache");
-  if (status == MHD_HTTP_METHOD_NOT_ALLOWED) mt_mhd.add_response_header(r, "Allow", "GET, HEAD");
-  enum MHD_Result ok = mt_mhd.queue_response(c, status, r);
-  mt_mhd.destroy_response(r);
-  return ok;
+static void reply(mt_http_response *out, unsigned status, const char *mime, const char *data,
+                  size_t len, int free_body, int api) {
+  out->status = status;
+  out->type = mime;
+  out->body = data;
+  out->len = len;
+  out->free_body = free_body;
+  out->cache = api ? "no-store" : "no-cache";
 }
 
-static enum MHD_Result send_error(struct MHD_Connection *c, const server *sv, request *rq,
-                                  unsigned status, const char *msg) {
+static void send_error(mt_http_response *out, unsigned status, const char *msg) {
   mt_json j;
   mt_json_init(&j);
   mt_json_obj(&j);
@@ -101,51 +77,44 @@ static enum MHD_Result send_error(struct MHD_Connection *c, const server *sv, re
   size_t len;
   char *text = mt_json_take(&j, &len);
   if (!text)
-    return reply(c, sv, rq, 500, "application/json; charset=utf-8",
-                 "{\"error\":\"out of memory\"}", 25, MHD_RESPMEM_PERSISTENT, 1);
-  return reply(c, sv, rq, status, "application/json; charset=utf-8", text, len,
-               MHD_RESPMEM_MUST_FREE, 1);
+    reply(out, 500, "application/json; charset=utf-8", "{\"error\":\"out of memory\"}", 25, 0, 1);
+  else reply(out, status, "application/json; charset=utf-8", text, len, 1, 1);
+}
+
+/* The HTTP layer's own refusals (mt_http_error). */
+static void on_error(void *ctx, unsigned status, const char *msg, mt_http_response *out) {
+  (void)ctx;
+  send_error(out, status, msg);
 }
 
 typedef struct args {
   mt_vquery q;
-  unsigned allowed;
   char err[512];
-  int bad;
-  const char *name[MAX_ARGS]; /* every name given, to refuse a repeated one */
-  int names;
   /* the parameters with a value, for the answer cache's key */
   const char *key[MAX_ARGS], *value[MAX_ARGS];
   int n;
 } args;
 
-static enum MHD_Result each_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-                                const char *value) {
-  args *a = cls;
-  (void)kind;
-  if (a->bad) return MHD_NO;
-  /* a repeated parameter is refused as an unknown one is: taking either
-   * value would let a slip change the data shown */
-  for (int i = 0; i < a->names; i++)
-    if (strcmp(a->name[i], key) == 0) {
-      snprintf(a->err, sizeof a->err, "repeated parameter '%.100s' (give each parameter once)",
-               key);
-      a->bad = 1;
-      return MHD_NO;
+/* Reads the query's parameters into a->q: 0, or -1 with why in a->err. A
+ * repeated parameter is refused as an unknown one is: taking either value
+ * would let a slip change the data shown. */
+static int read_args(const mt_http_request *rq, unsigned allowed, args *a) {
+  for (unsigned i = 0; i < rq->nargs; i++) {
+    const char *key = rq->args[i].name, *value = rq->args[i].value;
+    for (unsigned k = 0; k < i; k++)
+      if (strcmp(rq->args[k].name, key) == 0) {
+        snprintf(a->err, sizeof a->err,
+                 "repeated parameter '%.100s' (give each parameter once)", key);
+        return -1;
+      }
+    if (strcmp(key, "token") == 0) continue; /* access, checked before (allowed) */
+    if (mt_vquery_set(&a->q, allowed, key, value, a->err, sizeof a->err)) return -1;
+    if (value && *value && a->n < MAX_ARGS) { /* an empty value is an absent parameter */
+      a->key[a->n] = key;
+      a->value[a->n++] = value;
     }
-  if (a->names == MAX_ARGS) { /* on_uri counted them: not reached */
-    snprintf(a->err, sizeof a->err, "too many query parameters (at most %d)", MAX_ARGS);
-    a->bad = 1;
-    return MHD_NO;
   }
-  a->name[a->names++] = key;
-  if (strcmp(key, "token") == 0) return MHD_YES; /* access, checked before (allowed) */
-  if (mt_vquery_set(&a->q, a->allowed, key, value, a->err, sizeof a->err)) a->bad = 1;
-  if (value && *value) { /* an empty value is an absent parameter */
-    a->key[a->n] = key;
-    a->value[a->n++] = value;
-  }
-  return a->bad ? MHD_NO : MHD_YES;
+  return 0;
 }
 
 /* The cache key of a request: the path and its non-empty parameters sorted
@@ -196,107 +165,79 @@ static void status_json(mt_vlive *l, mt_json *j) {
   pthread_mutex_unlock(&l->lock);
 }
 
-typedef struct header_size {
-  size_t bytes;
-  unsigned fields;
-} header_size;
-
-static enum MHD_Result each_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                   const char *value) {
-  header_size *h = cls;
-  (void)kind;
-  h->bytes += strlen(key) + (value ? strlen(value) : 0) + 4; /* ": " and CRLF */
-  h->fields++;
-  return MHD_YES;
-}
-
 /* Whether the request may be answered: always on loopback (and with
  * --no-token); beyond, with the token in the cookie or in the query (then
  * the answer sets the cookie, so that the page's own requests pass). */
-static int allowed(const server *sv, struct MHD_Connection *c, request *rq) {
+static int allowed(const server *sv, const mt_http_request *rq, int *set_cookie) {
   if (!sv->need_token) return 1;
-  if (mt_vaccess_token_equal(mt_mhd.lookup_connection_value(c, MHD_COOKIE_KIND, sv->cookie),
-                             sv->token))
+  char given[MT_VTOKEN_LEN + 2];
+  if (mt_http_cookie(rq, sv->cookie, given, sizeof given) &&
+      mt_vaccess_token_equal(given, sv->token))
     return 1;
-  if (mt_vaccess_token_equal(mt_mhd.lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token"),
-                             sv->token)) {
-    rq->set_cookie = 1;
+  const char *query = NULL;
+  for (unsigned i = 0; i < rq->nargs; i++)
+    if (strcmp(rq->args[i].name, "token") == 0) query = rq->args[i].value;
+  if (mt_vaccess_token_equal(query, sv->token)) {
+    *set_cookie = 1;
     return 1;
   }
   return 0;
 }
 
-static enum MHD_Result answer_api(server *sv, request *rq, struct MHD_Connection *c,
-                                  const char *url);
+static void answer_api(server *sv, const mt_http_request *rq, mt_http_response *out);
 
-static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
-                              const char *method, const char *version, const char *upload,
-                              size_t *upload_size, void **con_cls) {
-  server *sv = cls;
-  request *rq = *con_cls;
-  (void)version;
-  (void)upload;
-  /* Every request is answered at its first call, once its head is in: a
-   * body is never read (libmicrohttpd then closes the connection after
-   * the answer). */
-  if (rq && rq->answered) {
-    *upload_size = 0;
-    return MHD_YES;
+/* mt_http_handler: every request whose head is within the limits. */
+static void handle(void *ctx, const mt_http_request *rq, mt_http_response *out) {
+  server *sv = ctx;
+  int set_cookie = 0;
+  if (!allowed(sv, rq, &set_cookie))
+    send_error(out, 403,
+               "this server needs its access token: open the URL memtrace view printed "
+               "(.../?token=...)");
+  else if (strcmp(rq->method, "GET") != 0 && strcmp(rq->method, "HEAD") != 0)
+    send_error(out, 405, "only GET and HEAD");
+  else if (strncmp(rq->path, "/api/", 5) == 0)
+    answer_api(sv, rq, out);
+  else {
+    const mt_vasset *a = mt_vasset_find(rq->path);
+    if (!a) send_error(out, 404, "not found");
+    else reply(out, 200, a->mime, (const char *)a->data, a->len, 0, 0);
   }
-  mt_vconns_head_done(&sv->conns, c);
-  if (!rq) return send_error(c, sv, NULL, 500, "out of memory");
-  char msg[200];
-  if (rq->target > MAX_TARGET) {
-    snprintf(msg, sizeof msg, "request target too long: %zu bytes (at most %d)", rq->target,
-             MAX_TARGET);
-    return send_error(c, sv, rq, MHD_HTTP_URI_TOO_LONG, msg);
-  }
-  if (rq->params > MAX_ARGS) {
-    snprintf(msg, sizeof msg, "too many query parameters: %u (at most %d)", rq->params, MAX_ARGS);
-    return send_error(c, sv, rq, MHD_HTTP_BAD_REQUEST, msg);
-  }
-  header_size h = {0, 0};
-  mt_mhd.get_connection_values(c, MHD_HEADER_KIND, each_header, &h);
-  if (h.bytes > MAX_HEADER_BYTES || h.fields > MAX_HEADERS) {
-    snprintf(msg, sizeof msg,
-             "request header fields too large: %zu bytes in %u fields (at most %d bytes in %d "
-             "fields)",
-             h.bytes, h.fields, MAX_HEADER_BYTES, MAX_HEADERS);
-    return send_error(c, sv, rq, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE, msg);
-  }
-  if (!allowed(sv, c, rq))
-    return send_error(c, sv, rq, MHD_HTTP_FORBIDDEN,
-                      "this server needs its access token: open the URL memtrace view printed "
-                      "(.../?token=...)");
-  if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-    return send_error(c, sv, rq, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD");
-  if (strncmp(url, "/api/", 5) != 0) {
-    const mt_vasset *a = mt_vasset_find(url);
-    if (!a) return send_error(c, sv, rq, MHD_HTTP_NOT_FOUND, "not found");
-    return reply(c, sv, rq, MHD_HTTP_OK, a->mime, a->data, a->len, MHD_RESPMEM_PERSISTENT, 0);
-  }
-  return answer_api(sv, rq, c, url);
+  if (set_cookie) out->set_cookie = sv->set_cookie;
+}
+
+/* Why an answer was refused (its code: answers.h), or NULL. */
+static const char *refusal(int rc, const args *a, char *msg, size_t n, unsigned *status) {
+  *status = 400;
+  if (rc == -2)
+    snprintf(msg, n, "bad value for 'focus': '%lld' (no such function)", (long long)a->q.focus);
+  else if (rc == -3)
+    snprintf(msg, n, "bad value for 'collected': a window of collection times contradicts "
+                     "leaks (objects never collected)");
+  else if (rc == -4) {
+    snprintf(msg, n, "no base trace to compare with (memtrace view --base OLD NEW)");
+    *status = 404;
+  } else
+    return NULL;
+  return msg;
 }
 
 /* An /api/ request, answered from the current snapshot. */
-static enum MHD_Result answer_api(server *sv, request *rq, struct MHD_Connection *c,
-                                  const char *url) {
+static void answer_api(server *sv, const mt_http_request *rq, mt_http_response *out) {
   mt_vlive *l = sv->live;
+  const char *url = rq->path;
   const mt_vendpoint *e = NULL;
   for (size_t i = 0; i < MT_VENDPOINTS; i++)
     if (strcmp(url, mt_vendpoints[i].path) == 0) e = &mt_vendpoints[i];
-  if (!e) return send_error(c, sv, rq, MHD_HTTP_NOT_FOUND, "no such endpoint");
+  if (!e) return send_error(out, 404, "no such endpoint");
   args *a = malloc(sizeof *a);
-  if (!a) return send_error(c, sv, rq, 500, "out of memory");
+  if (!a) return send_error(out, 500, "out of memory");
   mt_vquery_init(&a->q);
-  a->allowed = e->params;
-  a->bad = 0;
-  a->names = a->n = 0;
-  mt_mhd.get_connection_values(c, MHD_GET_ARGUMENT_KIND, each_arg, a);
-  if (a->bad) {
-    enum MHD_Result r = send_error(c, sv, rq, MHD_HTTP_BAD_REQUEST, a->err);
+  a->n = 0;
+  if (read_args(rq, e->params, a)) {
+    send_error(out, 400, a->err);
     free(a);
-    return r;
+    return;
   }
   mt_json j;
   mt_json_init(&j);
@@ -313,7 +254,7 @@ static enum MHD_Result answer_api(server *sv, request *rq, struct MHD_Connection
     pthread_mutex_lock(&l->lock);
     snprintf(msg, sizeof msg, "no trace loaded yet%s%s", l->message[0] ? ": " : "", l->message);
     pthread_mutex_unlock(&l->lock);
-    return send_error(c, sv, rq, MHD_HTTP_SERVICE_UNAVAILABLE, msg);
+    return send_error(out, 503, msg);
   } else if (!e->answer) {
     rc = mt_vanswer_info(s, l->live, &j);
   } else {
@@ -334,132 +275,88 @@ static enum MHD_Result answer_api(server *sv, request *rq, struct MHD_Connection
     fprintf(stderr, "memtrace view: [debug] %s %s %.3f s\n", url,
             key ? key + strlen(e->path) : "", mt_monotonic_seconds() - t0);
   free(key);
-  if (rc == -2 || rc == -3 || rc == -4) {
+  char msg[160];
+  unsigned status;
+  if (refusal(rc, a, msg, sizeof msg, &status)) {
     mt_json_free(&j);
-    char msg[160];
-    if (rc == -2)
-      snprintf(msg, sizeof msg, "bad value for 'focus': '%lld' (no such function)",
-               (long long)a->q.focus);
-    else if (rc == -3)
-      snprintf(msg, sizeof msg, "bad value for 'collected': a window of collection times "
-                                "contradicts leaks (objects never collected)");
-    else
-      snprintf(msg, sizeof msg, "no base trace to compare with (memtrace view --base OLD NEW)");
     free(a);
-    return send_error(c, sv, rq, rc == -4 ? MHD_HTTP_NOT_FOUND : MHD_HTTP_BAD_REQUEST, msg);
+    return send_error(out, status, msg);
   }
   free(a);
   if (rc == 0 && !text) text = mt_json_take(&j, &len);
   mt_json_free(&j);
-  if (!text) return send_error(c, sv, rq, 500, "out of memory");
-  return reply(c, sv, rq, MHD_HTTP_OK, "application/json; charset=utf-8", text, len,
-               MHD_RESPMEM_MUST_FREE, 1);
+  if (!text) return send_error(out, 500, "out of memory");
+  reply(out, 200, "application/json; charset=utf-8", text, len, 1, 1);
 }
 
-/* Decodes %XX in place, as libmicrohttpd would, except that %00 becomes
- * DEL instead of ending the string: "/app.js%00.txt" must not name
- * "/app.js". */
-static size_t unescape(void *cls, struct MHD_Connection *c, char *s) {
-  (void)cls;
-  (void)c;
-  char *w = s;
-  for (const char *r = s; *r; r++) {
-    unsigned v;
-    if (r[0] == '%' && r[1] && r[2] && sscanf(r + 1, "%2x", &v) == 1 &&
-        strchr("0123456789abcdefABCDEF", r[1]) && strchr("0123456789abcdefABCDEF", r[2])) {
-      *w++ = v ? (char)v : 0x7f;
-      r += 2;
-    } else {
-      *w++ = *r;
-    }
+/* A socket listening on sa at port (set in sa here): the socket, or -1
+ * with errno (EADDRINUSE: another process listens there). */
+static int listen_on(struct sockaddr_storage *sa, int port) {
+  int v6 = sa->ss_family == AF_INET6;
+  if (v6) ((struct sockaddr_in6 *)sa)->sin6_port = htons((uint16_t)port);
+  else ((struct sockaddr_in *)sa)->sin_port = htons((uint16_t)port);
+  int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+  if (fd < 0) return -1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  socklen_t len = v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  if (bind(fd, (struct sockaddr *)sa, len) || listen(fd, 128)) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
   }
-  *w = 0;
-  return (size_t)(w - s);
+  return fd;
 }
 
-/* The query's parameters as libmicrohttpd splits them: at each '&', an
- * empty last one left out. */
-static unsigned count_params(const char *q) {
-  unsigned n = 0;
-  while (*q) {
-    n++;
-    const char *amp = strchr(q, '&');
-    if (!amp) break;
-    q = amp + 1;
+/* Serves on the address sa at port, or on the next 20 if busy; the port
+ * taken in *got. */
+static mt_http_server *start(server *sv, struct sockaddr_storage *sa, const char *host, int port,
+                             int *got) {
+  int fd = -1, p = port, e = 0;
+  for (; p <= port + 20 && p <= 65535; p++) {
+    if ((fd = listen_on(sa, p)) >= 0 || errno != EADDRINUSE || port == 0) break;
   }
-  return n;
-}
-
-/* Called with the raw request target once the request line is in, before
- * libmicrohttpd splits the query: its record for each parameter (64 bytes,
- * even for an empty one) comes from the connection's memory, and
- * libmicrohttpd 0.9.75 fills that memory with a long query and then can
- * send no answer at all. A target past the limits is answered 400 or 414
- * (handle) without its query, which is cut here, in libmicrohttpd's
- * buffer, right after the '?' it found: it then parses an empty query. */
-static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
-  (void)cls;
-  size_t target = strlen(uri);
-  char *q = strchr(uri, '?');
-  unsigned params = q ? count_params(q + 1) : 0;
-  if (q && (target > MAX_TARGET || params > MAX_ARGS)) q[1] = 0;
-  request *rq = calloc(1, sizeof *rq);
-  if (!rq) return NULL;
-  rq->target = target;
-  rq->params = params;
-  if (mt_vconns_hold_request(c, rq) < 0) {
-    free(rq);
+  e = errno;
+  if (fd < 0) {
+    if (e == EADDRINUSE)
+      fprintf(stderr, "memtrace view: cannot listen on %s ports %d to %d (other processes listen "
+                      "there: choose another port with --port, or 0 for any free one)\n",
+              host, port, port + 20);
+    else fprintf(stderr, "memtrace view: cannot listen on %s port %d: %s\n", host, p, strerror(e));
     return NULL;
   }
-  return rq;
-}
-
-static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
-                    enum MHD_RequestTerminationCode toe) {
-  server *sv = cls;
-  (void)toe;
-  *con_cls = NULL; /* the record is freed with the request's end below */
-  mt_vconns_request_done(&sv->conns, c);
-}
-
-/* Binds the address sa (port set here) on port, or on the next 20 if
- * busy. */
-static struct MHD_Daemon *start(server *sv, struct sockaddr_storage *sa, const char *host,
-                                int port, int *got) {
-  int v6 = sa->ss_family == AF_INET6;
-  for (int p = port; p <= port + 20 && p <= 65535; p++) {
-    if (v6) ((struct sockaddr_in6 *)sa)->sin6_port = htons((uint16_t)p);
-    else ((struct sockaddr_in *)sa)->sin_port = htons((uint16_t)p);
-    snprintf(sv->cookie, sizeof sv->cookie, "memtrace_token_%d", p);
-    snprintf(sv->set_cookie, sizeof sv->set_cookie, "%s=%s; Path=/; HttpOnly; SameSite=Strict",
-             sv->cookie, sv->token);
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                     MHD_USE_POLL | (v6 ? MHD_USE_IPv6 : 0);
-    /* on loopback the clients share one address: a limit per address
-     * would be the total limit */
-    unsigned per_address = mt_vaccess_loopback((struct sockaddr *)sa) ? 0 : MAX_PER_ADDRESS;
-    struct MHD_Daemon *d = mt_mhd.start_daemon(
-        flags, (uint16_t)p, NULL, NULL, handle, sv, MHD_OPTION_SOCK_ADDR, sa,
-        MHD_OPTION_CONNECTION_LIMIT, MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        per_address, MHD_OPTION_CONNECTION_TIMEOUT, IDLE_SECONDS,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONN_MEMORY, MHD_OPTION_URI_LOG_CALLBACK, on_uri,
-        sv, MHD_OPTION_NOTIFY_COMPLETED, on_done, sv, MHD_OPTION_NOTIFY_CONNECTION,
-        mt_vconns_notify, &sv->conns, MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
-        MHD_OPTION_END);
-    if (d) {
-      *got = p;
-      if (p != port)
-        fprintf(stderr, "memtrace view: port %d is taken (another process listens there): "
-                        "serving on %d\n",
-                port, p);
-      return d;
-    }
-    if (port == 0) break;
+  struct sockaddr_storage bound;
+  socklen_t blen = sizeof bound;
+  if (getsockname(fd, (struct sockaddr *)&bound, &blen) == 0)
+    p = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                          : ((struct sockaddr_in *)&bound)->sin_port);
+  snprintf(sv->cookie, sizeof sv->cookie, "memtrace_token_%d", p);
+  snprintf(sv->set_cookie, sizeof sv->set_cookie, "%s=%s; Path=/; HttpOnly; SameSite=Strict",
+           sv->cookie, sv->token);
+  /* on loopback the clients share one address: a limit per address would
+   * be the total limit */
+  mt_http_config cfg = {.limits = LIMITS,
+                        .head_seconds = HEAD_SECONDS,
+                        .idle_seconds = IDLE_SECONDS,
+                        .linger_seconds = LINGER_SECONDS,
+                        .max_connections = MAX_CONNECTIONS,
+                        .max_per_address =
+                            mt_vaccess_loopback((struct sockaddr *)sa) ? 0 : MAX_PER_ADDRESS,
+                        .handler = handle,
+                        .error = on_error,
+                        .ctx = sv};
+  char err[200];
+  mt_http_server *h = mt_http_start(fd, &cfg, err, sizeof err);
+  if (!h) {
+    fprintf(stderr, "memtrace view: %s\n", err);
+    return NULL;
   }
-  fprintf(stderr, "memtrace view: cannot listen on %s ports %d to %d (other processes listen "
-                  "there: choose another port with --port, or 0 for any free one)\n",
-          host, port, port + 20);
-  return NULL;
+  *got = p;
+  if (port && p != port)
+    fprintf(stderr, "memtrace view: port %d is taken (another process listens there): "
+                    "serving on %d\n",
+            port, p);
+  return h;
 }
 
 /* host's address in sa; 0, or -1 after saying why. */
@@ -517,11 +414,6 @@ int mt_viewer_serve(const mt_viewer_opts *o) {
                        .listen_fd = -1};
   static server sv = {.live = &l};
   const char *host = o->host ? o->host : "127.0.0.1";
-  char why[600];
-  if (mt_mhd_load(why, sizeof why)) { /* before any work: nothing to undo */
-    fprintf(stderr, "memtrace view: %s\n", why);
-    return 1;
-  }
   struct sockaddr_storage sa;
   if (resolve(host, &sa) || set_access(&sv, &sa, host, o->no_token)) return 1;
   /* Signals are taken by sigwait below, in this thread only. */
@@ -579,12 +471,8 @@ int mt_viewer_serve(const mt_viewer_opts *o) {
     return 1;
   }
   int port = 0;
-  struct MHD_Daemon *d = NULL;
-  if (mt_vconns_start(&sv.conns, HEAD_SECONDS, LINGER_SECONDS))
-    fprintf(stderr, "memtrace view: cannot start a thread\n");
-  else d = start(&sv, &sa, host, o->port, &port);
+  mt_http_server *d = start(&sv, &sa, host, o->port, &port);
   if (!d) {
-    mt_vconns_stop(&sv.conns);
     mt_vlive_stop(&l);
     if (tmp) unlink(tmp);
     return 1;
@@ -605,8 +493,7 @@ int mt_viewer_serve(const mt_viewer_opts *o) {
   }
   int sig;
   sigwait(&set, &sig);
-  mt_mhd.stop_daemon(d);
-  mt_vconns_stop(&sv.conns);
+  mt_http_stop(d);
   mt_vlive_stop(&l);
   if (tmp) unlink(tmp);
   return l.failed ? 1 : 0;

@@ -4,12 +4,16 @@
 #include <string.h>
 
 int mt_vdebug(void) {
+  /* asked by every connection's thread: the first ones may all read the
+   * environment, and store the same answer */
   static int v = -1;
-  if (v < 0) {
+  int got = __atomic_load_n(&v, __ATOMIC_RELAXED);
+  if (got < 0) {
     const char *e = getenv("MEMTRACE_VIEW_DEBUG");
-    v = e && *e && strcmp(e, "0") != 0;
+    got = e && *e && strcmp(e, "0") != 0;
+    __atomic_store_n(&v, got, __ATOMIC_RELAXED);
   }
-  return v;
+  return got;
 }
 
 

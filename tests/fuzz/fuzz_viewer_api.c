@@ -4,7 +4,7 @@
  * The HTTP server hands each request's decoded parameters to mt_vquery_set
  * and, if every one is accepted, the query to one endpoint's answer. Here
  * the input is that request: its first byte picks the endpoint, the rest is
- * "key=value&key=value..." (no '=': a key without a value, as MHD gives
+ * "key=value&key=value..." (no '=': a key without a value, as the HTTP layer gives
  * it). The answers run on a snapshot, its call tree built as the server
  * has it, of one of three traces made once with the writer (the first
  * byte's bits 3-4 pick it): a small one (every source, sizes of 1 word to
@@ -124,7 +124,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const mt_vendpoint *ep = &mt_vendpoints[data[0] % MT_VANSWERS]; /* as the server's */
   /* bits 3-4: the trace (3: the first again) */
   mt_vsnap *s = snapshot((data[0] >> 3) % 4 % 3);
-  /* the parameters, NUL-terminated in a copy, as MHD hands them over */
+  /* the parameters, NUL-terminated in a copy, as the HTTP layer hands them over */
   char *text = malloc(size);
   memcpy(text, data + 1, size - 1);
   text[size - 1] = 0;

@@ -1,16 +1,19 @@
-# The tracer's readers of what the profiled program maps or writes, each
-# fuzzed on its own sources (tests/fuzz/fuzz_NAME.c): Rust's symbol names,
-# DWARF line tables, unwind tables and the steps by them, a JIT's perf map;
-# and the instruction decoder of the allocator redirection (insn).
+# The readers of bytes from outside that need nothing but their own sources,
+# each fuzzed alone (tests/fuzz/fuzz_NAME.c): the tracer's readers of what
+# the profiled program maps or writes (Rust's symbol names, DWARF line
+# tables, unwind tables and the steps by them, a JIT's perf map), the
+# instruction decoder of the allocator redirection (insn), and the viewer's
+# HTTP head parser (http_head).
 # Included by tests/fuzz (the libFuzzer targets) and tests/fuzz_replay (the
 # corpora replayed in every test run), so that the two list the same.
-set(MT_FUZZ_TRACER_TARGETS rustdemangle dwline cfi perfmap insn)
+set(MT_FUZZ_TRACER_TARGETS rustdemangle dwline cfi perfmap insn http_head)
 set(mt_fuzz_tracer_rustdemangle src/tracer/runtimes/rustdemangle.c)
 set(mt_fuzz_tracer_dwline src/tracer/symbols/dwline.c src/base/containers.c)
 set(mt_fuzz_tracer_cfi src/tracer/unwind/cfi.c src/tracer/unwind/ehframe.c)
 set(mt_fuzz_tracer_perfmap src/tracer/runtimes/perfmap.c src/tracer/unwind/stackmap.c
   src/base/containers.c)
 set(mt_fuzz_tracer_insn src/preload/hotpatch.c)
+set(mt_fuzz_tracer_http_head src/viewer/http_head.c)
 
 # mt_fuzz_tracer_target(TARGET NAME HARNESS...): TARGET built from the
 # harness files given and NAME's sources, with the tracer's include paths.

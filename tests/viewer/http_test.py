@@ -66,8 +66,8 @@ def get(target, *headers):
 
 def test_limits():
     """Every request too large gets its status and a JSON message: too many
-    query parameters 400, a long target 414, large header fields 431; past
-    libmicrohttpd's memory for a connection, its own 414 or 431."""
+    query parameters 400, a long target 414, large header fields 431, and
+    so for heads of any size, past the buffer a head is read into too."""
     srv = Server(TRACE)
     try:
         srv.wait_ready()
@@ -75,7 +75,7 @@ def test_limits():
             q = "&".join(f"x{i}=1" for i in range(n))
             json_error(srv, get("/api/summary?" + q), 400,
                        ["too many query parameters", str(n), str(MAX_ARGS)])
-        # empty parameters cost libmicrohttpd as much as any
+        # empty parameters count as any
         json_error(srv, get("/api/summary?" + "&" * 3000), 400, ["too many query parameters"])
         # at the limit: the parameters are read (an unknown one is named)
         q = "&".join(f"x{i}=1" for i in range(MAX_ARGS))
@@ -95,13 +95,102 @@ def test_limits():
         r = ask(srv, get("/api/summary?inside=" + "%41" * 1024 + "&hide=" + "%42" * 1024,
                          *[f"X-H{i}: v" for i in range(MAX_HEADERS - 2)], "Cookie: " + "c" * 4000))
         check(r and r[0] == 200, f"a large request within the limits: {r and r[:2]}")
-        # past libmicrohttpd's memory: its own answers
-        for data, status in ((get("/" + "a" * 100000), 414),
-                             (get("/api/status", "X-Big: " + "b" * 100000), 431),
-                             (get("/api/status", *[f"X{i}: v" for i in range(3000)]), 431)):
-            r = ask(srv, data)
-            check(r and r[0] == status, f"{data[:60]!r}... past the memory: {r and r[:2]}, want {status}")
+        # past the head's buffer: still answered in JSON
+        for data, status, words in (
+                (get("/" + "a" * 100000), 414, ["request target too long", "over"]),
+                (get("/api/status", "X-Big: " + "b" * 100000), 431, ["request header fields too large"]),
+                (get("/api/status", *[f"X{i}: v" for i in range(3000)]), 431, ["3001 fields"])):
+            json_error(srv, data, status, words)
+        # every size of head around the buffer's 64 KiB gets its answer
+        for size in range(63 * 1024, 66 * 1024, 97):
+            pad = size - len(get("/api/status", "X-Pad: "))
+            json_error(srv, get("/api/status", "X-Pad: " + "p" * pad), 431,
+                       ["request header fields too large"])
+            json_error(srv, get("/api/status?" + "q" * pad), 414, ["request target too long"])
         srv.json("/api/status")
+    finally:
+        srv.stop()
+
+
+class Conn:
+    """One connection, its answers read one at a time."""
+
+    def __init__(self, srv):
+        self.s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        self.buf = b""
+
+    def send(self, data):
+        self.s.sendall(data)
+
+    def answer(self, method="GET"):
+        """The next answer: (status, headers, body); None at the end of the
+        stream."""
+        while True:
+            head, sep, rest = self.buf.partition(b"\r\n\r\n")
+            if sep:
+                st, h = viewer_server.parse_head(head)
+                n = 0 if method == "HEAD" else int(h["content-length"])
+                if len(rest) >= n:
+                    self.buf = rest[n:]
+                    return st, h, rest[:n]
+            chunk = self.s.recv(65536)
+            if not chunk:
+                check(self.buf == b"", f"bytes before the end: {self.buf[:100]!r}")
+                return None
+            self.buf += chunk
+
+    def ends(self, what):
+        """Checks that the server closes the connection next (without a
+        reset)."""
+        try:
+            check(self.answer() is None, f"{what}: the connection closes")
+        except OSError as e:
+            check(False, f"{what}: {e}")
+        self.s.close()
+
+
+def test_connections():
+    """Persistent connections: answers in order, pipelined requests, HEAD,
+    and the cases that close (HTTP/1.0, Connection: close, a body, a
+    malformed head, a head cut by the client's end)."""
+    srv = Server(TRACE)
+    try:
+        srv.wait_ready()
+        c = Conn(srv)
+        for path in ("/api/status", "/api/summary", "/app.js"):
+            c.send(get(path))
+            st, h, body = c.answer()
+            check(st == 200 and h.get("connection") is None, f"{path} kept alive: {st} {h}")
+        # three at once: three answers, in order
+        c.send(get("/api/status") + get("/nowhere") + get("/api/sites?n=2"))
+        got = [c.answer() for _ in range(3)]
+        check([a[0] for a in got] == [200, 404, 200], f"pipelined: {[a[0] for a in got]}")
+        check(json.loads(got[2][2]).get("shown") == 2, "pipelined answers in their order")
+        # HEAD: the length of GET's body, no body
+        c.send(b"HEAD /app.js HTTP/1.1\r\nHost: x\r\n\r\n")
+        st, h, _ = c.answer("HEAD")
+        c.send(get("/app.js"))
+        st2, h2, body = c.answer()
+        check(st == 200 and int(h["content-length"]) == len(body) > 0, f"HEAD: {st} {h}")
+        c.send(get("/api/status", "Connection: close"))
+        st, h, _ = c.answer()
+        check(st == 200 and h.get("connection") == "close", f"Connection: close: {h}")
+        c.ends("after Connection: close")
+        for data, status, what in (
+                (b"GET /api/status HTTP/1.0\r\n\r\n", 200, "HTTP/1.0"),
+                (b"POST /api/status HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello" +
+                 get("/api/status"), 405, "a request with a body"),
+                (b"GET /a b HTTP/1.1\r\nHost: x\r\n\r\n" + get("/api/status"), 400, "a malformed line"),
+                (get("/api/status", "Bad Name: v"), 400, "a malformed field")):
+            c = Conn(srv)
+            c.send(data)
+            st, h, body = c.answer()
+            check(st == status and h.get("connection") == "close", f"{what}: {st} {h}")
+            c.ends(what)
+        # the client ends inside a head: told so
+        json_error(srv, b"GET /api/status HTTP/1.1\r\nHost: x\r\nX-Half: ", 400,
+                   ["ended inside a request head"])
+        check(raw(srv.port, b"\r\n\r\n") == b"", "blank lines only: closed without an answer")
     finally:
         srv.stop()
 
@@ -127,7 +216,7 @@ class Trickler:
     ending it."""
 
     def __init__(self, port, n, source=None):
-        self.socks, self.done = [], set()
+        self.socks, self.done, self.got = [], set(), {}
         for _ in range(n):
             s = socket.create_connection(("127.0.0.1", port), timeout=5,
                                          source_address=(source, 0) if source else None)
@@ -156,7 +245,9 @@ class Trickler:
         for s in self.socks:
             while s not in self.done:
                 try:
-                    if s.recv(4096) == b"":
+                    chunk = s.recv(4096)
+                    self.got[s] = self.got.get(s, b"") + chunk
+                    if chunk == b"":
                         self.done.add(s)
                 except BlockingIOError:
                     break
@@ -226,6 +317,8 @@ def test_slow_clients():
         took = time.time() - t0
         check(slow.closed() == 70, f"slow clients cut: {slow.closed()} of 70 after {took:.1f} s")
         check(took >= HEAD_SECONDS - 1, f"slow clients cut after {took:.1f} s, before the deadline")
+        told = sum(1 for s in slow.socks if slow.got.get(s, b"").startswith(b"HTTP/1.1 408 "))
+        check(told == 70, f"slow clients told 408: {told} of 70")
         for s, what in [(s, "a silent connection is closed") for s in idle] + [
                 (ka, "an answered connection is closed")]:
             s.settimeout(HEAD_SECONDS)
