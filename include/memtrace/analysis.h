@@ -40,8 +40,13 @@ extern "C" {
 typedef struct mt_analysis mt_analysis;
 
 /* Called now and then during loading with bytes read so far and the total
- * (0 if unknown). Return non-zero to cancel the load (MT_ERR_INVALID). */
+ * (0 if unknown). Return 0 to go on, MT_PROGRESS_END to end the load there
+ * (the analysis is then that of the trace as if it ended after the events
+ * read so far: an object not collected by then is live at its end; a
+ * preview of a long trace), or any other value to cancel the load
+ * (MT_ERR_INVALID). */
 typedef int (*mt_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+#define MT_PROGRESS_END 2
 
 /* Loads the trace at `path`. On success returns MT_OK and *out. On failure
  * returns a negative status, and *out is still an analysis whose

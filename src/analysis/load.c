@@ -594,7 +594,7 @@ static int run_pass(mt_analysis *a, mt_reader *r, const mt__load_spec *how,
     }
   }
   mt_event ev;
-  int rc;
+  int rc, ended = 0;
   uint64_t n = 0;
   while ((rc = mt_reader_next(r, &ev)) > 0) {
     uint64_t t = ev.time - start;
@@ -611,7 +611,13 @@ static int run_pass(mt_analysis *a, mt_reader *r, const mt__load_spec *how,
     if (progress && (++n & 0xffff) == 0) {
       uint64_t done, total;
       mt_reader_progress(r, &done, &total);
-      if (progress(ctx, done, total)) {
+      int go = progress(ctx, done, total);
+      if (go == MT_PROGRESS_END) { /* the trace as if it ended here */
+        rc = 0;
+        ended = 1;
+        break;
+      }
+      if (go) {
         rc = fail(a, MT_ERR_INVALID, "loading cancelled");
         break;
       }
@@ -627,7 +633,11 @@ static int run_pass(mt_analysis *a, mt_reader *r, const mt__load_spec *how,
   mt__u64map_free(&p.ids);
   if (p.live_by) { /* every trace's end, ended before the last event or not */
     drop_ended(a, &p, r, a->duration);
-    for (size_t k = 0; k < a->ntraces; k++) a->trace_end[k] = mt_reader_trace_end(r, k) - start;
+    for (size_t k = 0; k < a->ntraces; k++) {
+      a->trace_end[k] = mt_reader_trace_end(r, k) - start;
+      /* ended early: a trace's reader has read one event ahead */
+      if (ended && a->trace_end[k] > a->duration) a->trace_end[k] = a->duration;
+    }
   }
   free(p.live_by);
   if (p.tl && p.keep_live && rc >= 0) /* those never collected: their fate is known now */

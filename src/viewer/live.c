@@ -36,6 +36,7 @@ static void install(mt_vlive *l, mt_vsnap *s) {
   l->snap = s;
   l->state = "ready";
   l->message[0] = 0;
+  __atomic_store_n(&l->complete, 1, __ATOMIC_RELAXED); /* no preview replaces it */
   pthread_cond_broadcast(&l->changed);
   pthread_mutex_unlock(&l->lock);
   mt_vsnap_unref(old);
@@ -74,15 +75,19 @@ static int load_base(mt_vlive *l, char *err, size_t n) {
   return 0;
 }
 
-static mt_vsnap *load(mt_vlive *l, const char *path, int tty, char *err, size_t n) {
+/* A load of the trace(s), with fn as its progress (progress, on l: the
+ * whole load, printing on a terminal when l->tty). */
+static mt_vsnap *load(mt_vlive *l, const char *path, mt_progress_fn fn, void *ctx, char *err,
+                      size_t n) {
   mt_analysis *a;
   double t0 = mt_monotonic_seconds();
-  l->tty = tty;
   if (load_base(l, err, n)) return NULL;
-  int rc = l->npaths > 1 ? mt_analysis_load_many(&a, l->paths, l->npaths, progress, l)
-                         : mt_analysis_load(&a, path, progress, l);
-  if (mt_vdebug()) fprintf(stderr, "memtrace view: [debug] load %.3f s\n", mt_monotonic_seconds() - t0);
-  if (tty) fputs("\r\033[K", stderr);
+  int rc = l->npaths > 1 ? mt_analysis_load_many(&a, l->paths, l->npaths, fn, ctx)
+                         : mt_analysis_load(&a, path, fn, ctx);
+  if (mt_vdebug())
+    fprintf(stderr, "memtrace view: [debug] load%s %.3f s\n", fn == progress ? "" : " (preview)",
+            mt_monotonic_seconds() - t0);
+  if (fn == progress && l->tty) fputs("\r\033[K", stderr);
   if (rc != MT_OK) {
     snprintf(err, n, "%s", a ? mt_analysis_error(a) : "out of memory");
     mt_analysis_free(a);
@@ -138,7 +143,8 @@ int mt_vlive_load_once(mt_vlive *l, const char *path, const char *name) {
   char err[1024];
   l->path = path;
   l->name = name;
-  mt_vsnap *s = load(l, path, isatty(2), err, sizeof err);
+  l->tty = isatty(2);
+  mt_vsnap *s = load(l, path, progress, l, err, sizeof err);
   if (s && build(s) == 0) index_stacks(s);
   else if (s) {
     snprintf(err, sizeof err, "%s: out of memory", path);
@@ -155,13 +161,112 @@ int mt_vlive_load_once(mt_vlive *l, const char *path, const char *name) {
   return 0;
 }
 
+/* Installs s, the whole trace's snapshot or (preview non-NULL: what the
+ * page says of it) a preview of a long trace, and prepares its first
+ * answers: info, summary, timeline... are answered from then on, the rest
+ * once the call tree is built; the unfiltered flame graph, the page's
+ * first view, is computed here meanwhile. Takes the caller's reference to
+ * s. 0, or -1 for a preview that came after the whole trace (dropped). */
+static int show(mt_vlive *l, mt_vsnap *s, const char *preview) {
+  mt_vsnap_ref(s);
+  /* the unfiltered flame graph is pending from the start: its requests
+   * wait for this thread's answer instead of computing their own */
+  char *t;
+  size_t tl;
+  int claimed = mt_vsnap_cache_begin(s, MT_VFLAME_KEY, &t, &tl) == 0;
+  if (!preview) {
+    install(l, s);
+  } else {
+    pthread_mutex_lock(&l->lock);
+    int late = __atomic_load_n(&l->complete, __ATOMIC_RELAXED);
+    mt_vsnap *old = late ? s : l->snap;
+    if (!late) {
+      l->snap = s;
+      l->state = "partial";
+      snprintf(l->message, sizeof l->message, "%s", preview);
+      pthread_cond_broadcast(&l->changed);
+    }
+    pthread_mutex_unlock(&l->lock);
+    mt_vsnap_unref(old);
+    if (late) {
+      if (claimed) mt_vsnap_cache_end(s, MT_VFLAME_KEY, NULL, 0);
+      mt_vsnap_unref(s);
+      return -1;
+    }
+  }
+  int built = build(s) == 0;
+  if (built && claimed && !__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) precompute(s);
+  else if (claimed) mt_vsnap_cache_end(s, MT_VFLAME_KEY, NULL, 0);
+  if (built && !__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) index_stacks(s);
+  mt_vsnap_unref(s);
+  return 0;
+}
+
+/* ---- previews of a long trace (docs/viewer.md, "Loading") ----
+ *
+ * While the whole trace loads on one core, the other loads ever longer
+ * prefixes of it, each shown until the next (or the whole) replaces it:
+ * the first bytes (64 MiB: a second or two), then four times as many, as
+ * long as that is at most half the trace. Each preview re-reads from the
+ * start (the format cannot be read from the middle: its backtraces are
+ * coded against what came before), so the previews cost at most as much
+ * again as the whole load, on a core that would be idle. */
+#define PREVIEW_FIRST ((uint64_t)64 << 20)
+
+typedef struct prefix {
+  mt_vlive *l;
+  uint64_t limit; /* bytes */
+} prefix;
+
+static int prefix_progress(void *ctx, uint64_t done, uint64_t total) {
+  prefix *p = ctx;
+  (void)total;
+  if (__atomic_load_n(&p->l->stop, __ATOMIC_RELAXED) ||
+      __atomic_load_n(&p->l->complete, __ATOMIC_RELAXED))
+    return 1; /* cancelled: no longer wanted */
+  return done >= p->limit ? MT_PROGRESS_END : 0;
+}
+
+/* The first preview's bytes: MEMTRACE_VIEW_PREVIEW_BYTES (0: none), else
+ * PREVIEW_FIRST. */
+static uint64_t preview_first(void) {
+  const char *e = getenv("MEMTRACE_VIEW_PREVIEW_BYTES");
+  return e && *e ? strtoull(e, NULL, 10) : PREVIEW_FIRST;
+}
+
+static uint64_t input_bytes(const mt_vlive *l) {
+  uint64_t total = 0;
+  for (size_t i = 0; i < (l->npaths > 1 ? l->npaths : 1); i++) {
+    struct stat st;
+    if (stat(l->npaths > 1 ? l->paths[i] : l->path, &st) == 0 && S_ISREG(st.st_mode))
+      total += (uint64_t)st.st_size;
+  }
+  return total;
+}
+
+static void *previews(void *arg) {
+  mt_vlive *l = arg;
+  uint64_t total = input_bytes(l);
+  for (uint64_t limit = preview_first(); limit && limit <= total / 2; limit *= 4) {
+    prefix p = {l, limit};
+    char err[1024], msg[200];
+    mt_vsnap *s = load(l, l->path, prefix_progress, &p, err, sizeof err);
+    if (!s) break; /* cancelled, or the whole load will say why */
+    snprintf(msg, sizeof msg,
+             "showing the first %.0f%% of the trace (%.1f s) while the rest loads",
+             100.0 * (double)limit / (double)total, s->duration);
+    if (show(l, s, msg)) break;
+  }
+  return NULL;
+}
+
 static void *load_bg(void *arg) {
   mt_vlive *l = arg;
   char err[1024];
   /* tests: a slow load, to see the server answer while loading */
   const char *delay = getenv("MEMTRACE_VIEW_TEST_DELAY");
   if (delay) usleep((useconds_t)(atof(delay) * 1e6));
-  mt_vsnap *s = load(l, l->path, isatty(2), err, sizeof err);
+  mt_vsnap *s = load(l, l->path, progress, l, err, sizeof err);
   if (!s && __atomic_load_n(&l->stop, __ATOMIC_RELAXED)) return NULL; /* cancelled */
   if (!s) {
     fprintf(stderr, "memtrace view: %s\n", err);
@@ -176,20 +281,7 @@ static void *load_bg(void *arg) {
   }
   const char *w = mt_analysis_warning(s->a);
   if (w) fprintf(stderr, "memtrace view: warning: %s\n", w);
-  mt_vsnap_ref(s);
-  /* the unfiltered flame graph is pending from the start: its requests
-   * wait for this thread's answer instead of computing their own */
-  char *t;
-  size_t tl;
-  int claimed = mt_vsnap_cache_begin(s, MT_VFLAME_KEY, &t, &tl) == 0;
-  install(l, s);
-  /* info, summary, timeline... are answered from here on; the rest waits
-   * for the tree */
-  int built = build(s) == 0;
-  if (built && claimed && !__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) precompute(s);
-  else if (claimed) mt_vsnap_cache_end(s, MT_VFLAME_KEY, NULL, 0);
-  if (built && !__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) index_stacks(s);
-  mt_vsnap_unref(s);
+  show(l, s, NULL);
   return NULL;
 }
 
@@ -198,8 +290,13 @@ int mt_vlive_load_bg(mt_vlive *l, const char *path, const char *name) {
   l->name = name;
   l->main_thread = pthread_self();
   l->state = "loading";
+  l->tty = isatty(2);
   l->running = 1;
   if (pthread_create(&l->thread, NULL, load_bg, l) != 0) return l->running = 0, -1;
+  /* a differential view loads its base once, on the whole load's thread */
+  uint64_t first = preview_first();
+  l->previewing = !l->nbase && first && input_bytes(l) >= 4 * first &&
+                  pthread_create(&l->preview_thread, NULL, previews, l) == 0;
   return 0;
 }
 
@@ -276,7 +373,7 @@ static void *follow(void *arg) {
       continue;
     }
     char err[1024];
-    mt_vsnap *s = load(l, l->path, 0, err, sizeof err);
+    mt_vsnap *s = load(l, l->path, progress, l, err, sizeof err);
     /* the tree and the stacks' index are built before the new snapshot
      * replaces the old one, which keeps answering meanwhile */
     if (s && build(s)) {
@@ -329,7 +426,8 @@ void mt_vlive_stop(mt_vlive *l) {
   pthread_cond_broadcast(&l->changed);
   pthread_mutex_unlock(&l->lock);
   if (l->running) pthread_join(l->thread, NULL);
-  l->running = 0;
+  if (l->previewing) pthread_join(l->preview_thread, NULL);
+  l->running = l->previewing = 0;
   mt_vsnap_unref(l->snap);
   l->snap = NULL;
   mt_calltree_free(l->base_tree);

@@ -12,7 +12,7 @@ typedef struct mt_vlive {
   pthread_mutex_t lock;
   mt_vsnap *snap; /* current, or NULL */
   uint64_t generation;
-  const char *state; /* "ready", "loading", "waiting", "error" */
+  const char *state; /* "ready", "loading", "partial" (a preview), "waiting", "error" */
   char message[1024];
   int live;
   const char *path, *name;
@@ -36,6 +36,11 @@ typedef struct mt_vlive {
   /* view of one trace: loaded in the background while the server already
    * answers (/api/status says "loading"); requests wait for it */
   pthread_cond_t changed; /* a snapshot was installed, or the load failed */
+  /* a long trace's previews (live.c): a thread loading ever longer
+   * prefixes while the whole loads; none once `complete` (the whole
+   * trace's snapshot installed; read atomically) */
+  pthread_t preview_thread;
+  int previewing, complete;
   int failed;
   pthread_t main_thread; /* told (SIGTERM) when the load fails */
 } mt_vlive;

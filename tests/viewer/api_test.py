@@ -505,6 +505,60 @@ def test_errors():
     check(p.returncode == 1 and "missing.ctf" in p.stderr, f"missing trace: {p.stderr!r}")
 
 
+def test_preview():
+    """A long trace is shown in previews while it loads: its first part,
+    as if the trace ended there (state "partial", said on the page), then
+    the whole, whose answers are those of a load without previews."""
+    path, truth = synth("--rate", "1", "--seed", "7", "--scale", "40")  # ~10 MB
+    os.environ["MEMTRACE_VIEW_PREVIEW_BYTES"] = "1000000"  # previews of 1 and 4 MB
+    os.environ["MEMTRACE_VIEW_TEST_DELAY"] = "4"  # the whole load starts late
+    try:
+        srv = Server(path)
+    finally:
+        del os.environ["MEMTRACE_VIEW_PREVIEW_BYTES"], os.environ["MEMTRACE_VIEW_TEST_DELAY"]
+    ref = Server(path)  # under 256 MB: no preview
+    try:
+        deadline, st = time.time() + 30, {}
+        while st.get("state") != "partial" and time.time() < deadline:
+            st = srv.json("/api/status")
+            time.sleep(0.02)
+        check(st.get("state") == "partial" and "showing the first" in st.get("message", ""),
+              f"a preview while loading: {st}")
+        # answers of one preview (a later one may replace it between two requests)
+        for _ in range(20):
+            info = srv.json("/api/info")
+            never = srv.json("/api/summary?collected=never")["objects"]["value"]
+            again = srv.json("/api/info")
+            if again["generation"] == info["generation"]:
+                break
+        check(info["generation"] == again["generation"], "two answers of one preview")
+        d = round(info["duration"] * 1e6)
+        allocs = [o["alloc"] for o in objs(truth)]
+        lo, hi = sum(a < d for a in allocs), sum(a <= d for a in allocs)
+        check(0 < info["duration"] < truth["duration_us"] / 1e6 and lo <= info["sampled_objects"] <= hi,
+              f"the preview is the trace's first {d} us: {info['sampled_objects']} objects, want {lo}..{hi}")
+        # as if the trace ended there: whatever is not freed by then is live
+        live = [o for o in objs(truth) if o["alloc"] <= d and (o["free"] is None or o["free"] >= d)]
+        sure = sum(1 for o in live if o["alloc"] < d and (o["free"] is None or o["free"] > d))
+        check(sure <= never <= len(live), f"live at the preview's end: {never}, want {sure}..{len(live)}")
+        for ep in ("/api/flame", "/api/timeline", "/api/sites?n=5", "/api/leaks"):
+            check(srv.get(ep)[0] == 200, f"{ep} answered on the preview")
+        gen = st["generation"]
+        st = srv.wait_ready()
+        check(st["state"] == "ready" and st["generation"] > gen and "message" not in st,
+              f"the whole trace after the preview: {st}")
+        ref.wait_ready()
+        for ep in ("/api/info", "/api/summary?collected=never", "/api/flame", "/api/timeline?bins=50",
+                   "/api/sites?n=20", "/api/leaks", "/api/histograms"):
+            a, b = srv.json(ep), ref.json(ep)
+            for doc in (a, b):
+                doc.pop("generation", None)
+            check(a == b, f"{ep}: the whole trace after previews differs from a plain load")
+    finally:
+        srv.stop()
+        ref.stop()
+
+
 def test_loading():
     """The server answers while the trace loads: status says loading, data
     requests wait for the load and then answer; the answer cache keeps one

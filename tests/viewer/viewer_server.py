@@ -69,11 +69,12 @@ class Server:
             return {}
 
     def wait_ready(self, timeout=60):
-        """/api/status until it says ready (the trace loads in the background)."""
+        """/api/status until it says ready (the trace loads in the background,
+        and a long one shows previews meanwhile)."""
         end = time.time() + timeout
         while True:
             st = self.json("/api/status")
-            if st["state"] != "loading" or time.time() > end:
+            if st["state"] not in ("loading", "partial") or time.time() > end:
                 return st
             time.sleep(0.05)
 

@@ -1377,7 +1377,8 @@
     /* the status says "ready" once the page shows the trace: a new
      * generation's info and views are loaded first (said before, #status
      * read "ready" while #info was still empty) */
-    if (s.state === 'ready' && s.generation !== state.generation) await reloadAll(s.generation);
+    const shown = s.state === 'ready' || s.state === 'partial';
+    if (shown && s.generation !== state.generation) await reloadAll(s.generation);
     applyStatus(s);
     if (state.live || s.state !== 'ready') pollSoon();
   }
@@ -1394,12 +1395,17 @@
       if (!state.info) showWaiting(s.message || s.error || 'waiting for a program to connect');
     } else if (s.state === 'loading' && !state.info) {
       setStatus('loading', 'loading');
+    } else if (s.state === 'partial') {
+      /* a preview of a long trace: its first part, while the whole loads */
+      setStatus('loading', 'loading', s.message || 'showing the first part of the trace while the rest loads');
     } else if (s.state === 'ready') {
       setStatus(s.live ? 'live' : 'ready', s.live ? 'live' : 'ready', s.live ? 'the trace is still growing; the page follows it' : 'the trace is loaded');
       if ($('#error').textContent === (state.lastStatusError || '\u0000')) showError('');
     }
     state.lastStatusError = s.state === 'error' ? (s.error || 'the trace could not be loaded') : null;
-    if (s.live && s.state === 'ready' && s.duration != null) { dur.hidden = false; dur.textContent = fmtSeconds(s.duration) + ' · ' + fmtCount(s.objects) + ' sampled objects'; } else dur.hidden = true;
+    if (s.live && s.state === 'ready' && s.duration != null) { dur.hidden = false; dur.textContent = fmtSeconds(s.duration) + ' · ' + fmtCount(s.objects) + ' sampled objects'; }
+    else if (s.state === 'partial' && s.message) { dur.hidden = false; dur.textContent = s.message; }
+    else dur.hidden = true;
   }
 
   async function reloadAll(gen) {
