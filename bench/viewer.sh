@@ -6,9 +6,10 @@
 # live=peak, size range, inside=, source=, focus, hide), and the server's
 # peak RSS (VmHWM). The server listens at once and loads in the background
 # (/api/info waits for the load, or for the first preview of a trace of
-# 256 MB or more: docs/viewer.md, "Loading"). MEMTRACE_VIEW_DEBUG=1 in the environment
-# prints the stage timings (load, call tree, precomputed flame, requests). Targets (issue 5): usable <= 3 s, each filter change
-# <= 0.5 s, RSS <= 1 GB. Uses the trace bench/run.sh / bench/tools.sh
+# 256 MB or more: docs/viewer.md, "Command lines"). MEMTRACE_VIEW_DEBUG=1 in the environment
+# prints the stage timings (load, call tree, precomputed flame, requests).
+# Targets (docs/benchmarks.md): usable <= 3 s, each filter change <= 0.5 s,
+# RSS <= 1 GB. Uses the trace bench/run.sh / bench/tools.sh
 # generate (12M events), generating it if missing, and also any
 # bench/out/ordinary-*.ctf trace (mt_gen_trace --stacks, written by bench/tools.sh) present.
 # Environment: BUILD_DIR, EVENTS (12000000), PORT (18600).

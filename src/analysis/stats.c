@@ -54,10 +54,19 @@ static int size_bin(uint64_t words) {
   return b;
 }
 
-/* 1 + the number of decimal digits: bin k >= 1 holds [10^(k-1), 10^k). */
+/* The number of decimal digits (0 for 0): bin k >= 1 holds [10^(k-1),
+ * 10^k). Compared with the powers of ten, not divided by ten: this runs
+ * for every object a histogram counts. */
 static int life_bin(uint64_t life) {
+  static const uint64_t pow10[20] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull,
+                                     1000000ull, 10000000ull, 100000000ull, 1000000000ull,
+                                     10000000000ull, 100000000000ull, 1000000000000ull,
+                                     10000000000000ull, 100000000000000ull,
+                                     1000000000000000ull, 10000000000000000ull,
+                                     100000000000000000ull, 1000000000000000000ull,
+                                     10000000000000000000ull};
   int k = 0;
-  while (life > 0) life /= 10, k++;
+  while (k < 20 && life >= pow10[k]) k++;
   return k;
 }
 
@@ -65,7 +74,21 @@ static int life_bin(uint64_t life) {
  * its edges are rounded up to whole microseconds once, so that binning is
  * a search over integers rather than a logarithm per object. */
 static uint64_t life_edges[MT_STATS_LIFE_FINE_BINS];
+/* by bit length L (1..64): the bin of 2^(L-1), where a lifetime of that
+ * length starts its search */
+static int life_from_bits[65];
 static pthread_once_t life_once = PTHREAD_ONCE_INIT;
+
+static int life_search(uint64_t us) {
+  int lo = 0, hi = MT_STATS_LIFE_FINE_BINS - 1; /* the last edge at or below us */
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (life_edges[mid] <= us) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
 static void life_init(void) {
   life_edges[0] = 0;
   for (int b = 1; b < MT_STATS_LIFE_FINE_BINS; b++) {
@@ -74,16 +97,18 @@ static void life_init(void) {
     double e = ceil(pow(10, (b - 1) / 3.0) - 1e-9);
     life_edges[b] = e < 18446744073709551616.0 ? (uint64_t)e : UINT64_MAX;
   }
+  for (int L = 1; L <= 64; L++) life_from_bits[L] = life_search((uint64_t)1 << (L - 1));
 }
 
+/* life_search's answer, from the bin of us's power of two on: an edge or
+ * two further at most (bins are a third of a decade, wider than a power of
+ * two but near the start), where a search over all the edges mispredicts
+ * a branch at most steps; this runs for every object a histogram counts. */
 static int life_fine_bin(uint64_t us) {
-  int lo = 0, hi = MT_STATS_LIFE_FINE_BINS - 1; /* the last edge at or below us */
-  while (lo < hi) {
-    int mid = (lo + hi + 1) / 2;
-    if (life_edges[mid] <= us) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
+  if (us == 0) return 0;
+  int b = life_from_bits[64 - __builtin_clzll(us)];
+  while (b + 1 < MT_STATS_LIFE_FINE_BINS && life_edges[b + 1] <= us) b++;
+  return b;
 }
 
 void mt_stats_size_log2_bin(int b, double *lo, double *hi) {
@@ -105,7 +130,9 @@ static void moments_add(mt_moments *m, double x, double w) {
   m->m2 += w * d * (x - m->mean);
 }
 
-static void group_add(mt_stats_group *g, const mt_object *o, const mt_tally *t) {
+/* o's promote_time is not read: `promoted` says whether it has one (its
+ * time is in the side table, a lookup per object this pass does not need) */
+static void group_add(mt_stats_group *g, const mt_object *o, int promoted, const mt_tally *t) {
   mt_tally_add(&g->all, t);
   mt_tally_add(&g->size[size_bin(o->length)], t);
   if (o->free_time == MT_NEVER) {
@@ -115,7 +142,7 @@ static void group_add(mt_stats_group *g, const mt_object *o, const mt_tally *t) 
     mt_tally_add(&g->life[life_bin(life)], t);
   }
   mt_tally_add(&g->source[o->source], t);
-  if (o->source == MT_SOURCE_MINOR && o->promote_time != MT_NEVER) mt_tally_add(&g->promoted, t);
+  if (o->source == MT_SOURCE_MINOR && promoted) mt_tally_add(&g->promoted, t);
   moments_add(&g->sampled, (double)o->length, 1.0);
   moments_add(&g->population, (double)o->length, t->ht);
   if (o->length > g->sampled.max) g->sampled.max = o->length;
@@ -129,15 +156,33 @@ typedef struct pass {
   int shift;       /* log2 of the word's bytes */
 } pass;
 
+/* o in the finer histograms: sizes by powers of two of bytes, lifetimes by
+ * thirds of a decade. */
+static void fine_add(pass *p, const mt_object *o, const mt_tally *t) {
+  mt_stats *s = p->s;
+  /* below 0 only for words under 8 bits (a corrupt trace's) */
+  int sb = o->length ? 63 - __builtin_clzll(o->length) + p->shift : 0;
+  mt_tally_add(&s->size_log2[sb < 0 ? 0 : sb < MT_STATS_SIZE_LOG2_BINS ? sb : MT_STATS_SIZE_LOG2_BINS - 1],
+               t);
+  if (o->free_time != MT_NEVER)
+    mt_tally_add(&s->life_fine[life_fine_bin(o->free_time - o->alloc_time)], t);
+}
+
 static int visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
   (void)codes;
   (void)n;
   pass *p = ctx;
   mt_stats *s = p->s;
-  mt_object o = mt_analysis_object(p->a, i);
+  const mt_analysis *a = p->a;
+  mt_object o;
+  o.alloc_time = mt__obj_alloc_time(a, i);
+  o.free_time = mt__obj_free_time(a, i);
+  o.length = mt__obj_length(a, i);
+  o.source = (mt_source)(a->source[i] & 3);
+  int promoted = (a->source[i] & MT__OBJ_PROMOTED) != 0;
   mt_tally t = {0};
-  mt__tally_object(p->a, i, &t);
-  group_add(&s->all, &o, &t);
+  mt__tally_object(a, i, &t);
+  group_add(&s->all, &o, promoted, &t);
   if (s->nchunks > 1) {
     /* Chunk k holds times in [lo + k(hi-lo)/N, lo + (k+1)(hi-lo)/N), in
      * exact integer arithmetic; the trace's last instant joins the last. */
@@ -146,13 +191,26 @@ static int visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
                               (p->hi - p->lo))
                    : 0;
     if (k >= s->nchunks) k = s->nchunks - 1;
-    group_add(&s->chunks[k], &o, &t);
+    group_add(&s->chunks[k], &o, promoted, &t);
   }
-  /* below 0 only for words under 8 bits (a corrupt trace's) */
-  int sb = o.length ? 63 - __builtin_clzll(o.length) + p->shift : 0;
-  mt_tally_add(&s->size_log2[sb < 0 ? 0 : sb < MT_STATS_SIZE_LOG2_BINS ? sb : MT_STATS_SIZE_LOG2_BINS - 1],
-               &t);
-  if (o.free_time != MT_NEVER) mt_tally_add(&s->life_fine[life_fine_bin(o.free_time - o.alloc_time)], &t);
+  fine_add(p, &o, &t);
+  return 0;
+}
+
+/* The histograms' pass: the finer bins, and the objects never collected. */
+static int visit_fine(void *ctx, size_t i, const uint32_t *codes, size_t n) {
+  (void)codes;
+  (void)n;
+  pass *p = ctx;
+  const mt_analysis *a = p->a;
+  mt_object o;
+  o.alloc_time = mt__obj_alloc_time(a, i);
+  o.free_time = mt__obj_free_time(a, i);
+  o.length = mt__obj_length(a, i);
+  mt_tally t = {0};
+  mt__tally_object(a, i, &t);
+  if (o.free_time == MT_NEVER) mt_tally_add(&p->s->all.never, &t);
+  fine_add(p, &o, &t);
   return 0;
 }
 
@@ -162,7 +220,8 @@ void mt_stats_free(mt_stats *s) {
   free(s);
 }
 
-int mt_stats_compute(const mt_analysis *a, const mt_filter *f, size_t nchunks, mt_stats **out) {
+static int compute(const mt_analysis *a, const mt_filter *f, size_t nchunks, int fine_only,
+                   mt_stats **out) {
   *out = NULL;
   if (nchunks == 0) return MT_ERR_INVALID;
   pthread_once(&life_once, life_init);
@@ -193,9 +252,17 @@ int mt_stats_compute(const mt_analysis *a, const mt_filter *f, size_t nchunks, m
     s->chunks[k].to = lo + (uint64_t)((span * (k + 1) + nchunks - 1) / nchunks);
   }
   pass p = {a, s, lo, hi, (int)log2(a->word_bytes)};
-  mt__scan(&q, 0, a->nobj, visit, &p);
+  mt__scan(&q, 0, a->nobj, fine_only ? visit_fine : visit, &p);
   mt__query_free(&q);
   *out = s;
   return MT_OK;
+}
+
+int mt_stats_compute(const mt_analysis *a, const mt_filter *f, size_t nchunks, mt_stats **out) {
+  return compute(a, f, nchunks, 0, out);
+}
+
+int mt_stats_histograms(const mt_analysis *a, const mt_filter *f, mt_stats **out) {
+  return compute(a, f, 1, 1, out);
 }
 

@@ -151,7 +151,9 @@ int mt_vanswer_leaks(const mt_vsnap *s, const mt_vquery *q, mt_json *j) {
 
 static int stats(const mt_vsnap *s, const mt_vquery *q, mt_json *j, int histograms) {
   mt_stats *st;
-  if (mt_stats_compute(s->a, &q->f, histograms ? 1 : (size_t)q->chunks, &st) != MT_OK) return -1;
+  int rc = histograms ? mt_stats_histograms(s->a, &q->f, &st)
+                      : mt_stats_compute(s->a, &q->f, (size_t)q->chunks, &st);
+  if (rc != MT_OK) return -1;
   mt_json_obj(j);
   if (histograms) mt_json_histograms(j, st);
   else mt_json_stats(j, st, &q->f);

@@ -202,7 +202,7 @@ static int show(mt_vlive *l, mt_vsnap *s, const char *preview) {
   return 0;
 }
 
-/* ---- previews of a long trace (docs/viewer.md, "Loading") ----
+/* ---- previews of a long trace (docs/viewer.md, "Command lines") ----
  *
  * While the whole trace loads on one core, the other loads ever longer
  * prefixes of it, each shown until the next (or the whole) replaces it:

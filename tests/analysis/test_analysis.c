@@ -357,6 +357,41 @@ typedef struct bt_check {
   uint32_t *const *want; /* per object: its code ids */
 } bt_check;
 
+/* mt_stats_histograms against mt_stats_compute on real traces (OCaml ones
+ * with promotions among them), under filters of each kind: the same bins,
+ * bit for bit. */
+static void test_histograms_alone(void **state) {
+  (void)state;
+  static const char *names[] = {"ocamlopt", "workload-1e-3", "workload-1e-4"};
+  static const char *filters[][2] = {
+      {NULL, NULL}, {"size", "1k.."}, {"alloc", "0.1..0.5"}, {"live", "peak"},
+      {"collected", "never"}, {"lifetime", "..0.001"}, {"inside", "main"}, {"source", "major"}};
+  for (int t = 0; t < 3; t++) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/%s.ctf", MT_SHARED_TRACES, names[t]);
+    if (access(p, R_OK) != 0) continue;
+    mt_analysis *a;
+    assert_int_equal(mt_analysis_load(&a, p, NULL, NULL), MT_OK);
+    for (size_t k = 0; k < sizeof filters / sizeof *filters; k++) {
+      mt_filter f;
+      mt_filter_init(&f);
+      char err[256];
+      if (filters[k][0]) assert_int_equal(mt_filter_set(&f, filters[k][0], filters[k][1], err, sizeof err), MT_OK);
+      mt_stats *s, *h;
+      assert_int_equal(mt_stats_compute(a, &f, 1, &s), MT_OK);
+      assert_int_equal(mt_stats_histograms(a, &f, &h), MT_OK);
+      assert_memory_equal(s->size_log2, h->size_log2, sizeof s->size_log2);
+      assert_memory_equal(s->life_fine, h->life_fine, sizeof s->life_fine);
+      assert_memory_equal(&s->all.never, &h->all.never, sizeof s->all.never);
+      assert_memory_equal(&s->sampling, &h->sampling, sizeof s->sampling);
+      assert_true(k > 0 || s->all.all.objects > 0);
+      mt_stats_free(s);
+      mt_stats_free(h);
+    }
+    mt_analysis_free(a);
+  }
+}
+
 static int check_distinct(void *ctx, size_t b, const uint32_t *codes, size_t n) {
   bt_check *c = ctx;
   static uint32_t buf[64];
@@ -455,6 +490,7 @@ int main(void) {
       cmocka_unit_test(test_exact),
       cmocka_unit_test(test_backtraces_golden),
       cmocka_unit_test(test_interned),
+      cmocka_unit_test(test_histograms_alone),
       cmocka_unit_test(test_coverage),
       cmocka_unit_test(test_coverage_objects),
   };
