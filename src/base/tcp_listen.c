@@ -8,6 +8,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+int mt_tcp_listen_on(const struct sockaddr *sa, socklen_t len, int backlog) {
+  int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+  if (fd < 0) return -1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(fd, sa, len) != 0 || listen(fd, backlog) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
 int mt_tcp_listen(const char *spec, char *shown, size_t n, char *err, size_t errn) {
   char host[256] = "127.0.0.1";
   const char *port = spec, *colon = strrchr(spec, ':');
@@ -35,16 +48,14 @@ int mt_tcp_listen(const char *spec, char *shown, size_t n, char *err, size_t err
     snprintf(err, errn, "cannot resolve %s: %s", host, gai_strerror(gai));
     return -1;
   }
-  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-  if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1) != 0) {
+  int fd = mt_tcp_listen_on(res->ai_addr, res->ai_addrlen, 1);
+  if (fd < 0) {
     int e = errno;
     snprintf(err, errn, "cannot listen on %s:%s: %s%s", host, port, strerror(e),
              e == EADDRINUSE ? " (another process listens there: choose another port, or 0 "
                                "for any free one)"
                              : "");
     freeaddrinfo(res);
-    if (fd >= 0) close(fd);
     return -1;
   }
   freeaddrinfo(res);

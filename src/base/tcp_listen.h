@@ -5,6 +5,12 @@
 #define MT_BASE_TCP_LISTEN_H
 
 #include <stddef.h>
+#include <sys/socket.h>
+
+/* A close-on-exec socket bound to sa (SO_REUSEADDR) and listening with
+ * `backlog`: the socket, or -1 with errno set (EADDRINUSE: another process
+ * listens there). */
+int mt_tcp_listen_on(const struct sockaddr *sa, socklen_t len, int backlog);
 
 /* Returns the socket (close-on-exec, backlog 1: one traced program), with
  * "HOST:PORT" as bound in shown[0..n). On failure returns -2 when the spec

@@ -295,17 +295,8 @@ static int listen_on(struct sockaddr_storage *sa, int port) {
   int v6 = sa->ss_family == AF_INET6;
   if (v6) ((struct sockaddr_in6 *)sa)->sin6_port = htons((uint16_t)port);
   else ((struct sockaddr_in *)sa)->sin_port = htons((uint16_t)port);
-  int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-  if (fd < 0) return -1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  socklen_t len = v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-  if (bind(fd, (struct sockaddr *)sa, len) || listen(fd, 128)) {
-    int e = errno;
-    close(fd);
-    errno = e;
-    return -1;
-  }
-  return fd;
+  return mt_tcp_listen_on((struct sockaddr *)sa,
+                          v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in), 128);
 }
 
 /* Serves on the address sa at port, or on the next 20 if busy; the port
