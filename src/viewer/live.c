@@ -30,17 +30,28 @@ static int progress(void *ctx, uint64_t done, uint64_t total) {
   return 0;
 }
 
-static void install(mt_vlive *l, mt_vsnap *s) {
+/* Makes s (its reference taken) the snapshot served: the trace's, or
+ * (preview non-NULL: what the page says of it) a preview of a long trace,
+ * refused once the trace's own is served. 0, or -1 for a refused preview
+ * (s untouched). */
+static int install_as(mt_vlive *l, mt_vsnap *s, const char *preview) {
   pthread_mutex_lock(&l->lock);
+  if (preview && __atomic_load_n(&l->complete, __ATOMIC_RELAXED)) {
+    pthread_mutex_unlock(&l->lock);
+    return -1;
+  }
   mt_vsnap *old = l->snap;
   l->snap = s;
-  l->state = "ready";
-  l->message[0] = 0;
-  __atomic_store_n(&l->complete, 1, __ATOMIC_RELAXED); /* no preview replaces it */
+  l->state = preview ? "partial" : "ready";
+  snprintf(l->message, sizeof l->message, "%s", preview ? preview : "");
+  if (!preview) __atomic_store_n(&l->complete, 1, __ATOMIC_RELAXED); /* no preview replaces it */
   pthread_cond_broadcast(&l->changed);
   pthread_mutex_unlock(&l->lock);
   mt_vsnap_unref(old);
+  return 0;
 }
+
+static void install(mt_vlive *l, mt_vsnap *s) { install_as(l, s, NULL); }
 
 static void set_state(mt_vlive *l, const char *state, const char *msg) {
   pthread_mutex_lock(&l->lock);
@@ -174,25 +185,11 @@ static int show(mt_vlive *l, mt_vsnap *s, const char *preview) {
   char *t;
   size_t tl;
   int claimed = mt_vsnap_cache_begin(s, MT_VFLAME_KEY, &t, &tl) == 0;
-  if (!preview) {
-    install(l, s);
-  } else {
-    pthread_mutex_lock(&l->lock);
-    int late = __atomic_load_n(&l->complete, __ATOMIC_RELAXED);
-    mt_vsnap *old = late ? s : l->snap;
-    if (!late) {
-      l->snap = s;
-      l->state = "partial";
-      snprintf(l->message, sizeof l->message, "%s", preview);
-      pthread_cond_broadcast(&l->changed);
-    }
-    pthread_mutex_unlock(&l->lock);
-    mt_vsnap_unref(old);
-    if (late) {
-      if (claimed) mt_vsnap_cache_end(s, MT_VFLAME_KEY, NULL, 0);
-      mt_vsnap_unref(s);
-      return -1;
-    }
+  if (install_as(l, s, preview)) { /* the caller's reference and ours */
+    if (claimed) mt_vsnap_cache_end(s, MT_VFLAME_KEY, NULL, 0);
+    mt_vsnap_unref(s);
+    mt_vsnap_unref(s);
+    return -1;
   }
   int built = build(s) == 0;
   if (built && claimed && !__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) precompute(s);

@@ -33,7 +33,6 @@ static const mt_http_limits LIMITS = {
     .max_header_bytes = 16384, /* bytes of the header fields: 431 */
     .max_headers = 100,        /* header fields: 431 */
 };
-#define MAX_ARGS 48
 /* A thread each (an answer may compute for seconds); beyond loopback no
  * single address may hold more than MAX_PER_ADDRESS of them. */
 #define MAX_CONNECTIONS 256u
@@ -90,8 +89,9 @@ static void on_error(void *ctx, unsigned status, const char *msg, mt_http_respon
 typedef struct args {
   mt_vquery q;
   char err[512];
-  /* the parameters with a value, for the answer cache's key */
-  const char *key[MAX_ARGS], *value[MAX_ARGS];
+  /* the parameters with a value, for the answer cache's key (a request
+   * holds MT_HTTP_ARGS_MAX at most) */
+  const char *key[MT_HTTP_ARGS_MAX], *value[MT_HTTP_ARGS_MAX];
   int n;
 } args;
 
@@ -109,7 +109,7 @@ static int read_args(const mt_http_request *rq, unsigned allowed, args *a) {
       }
     if (strcmp(key, "token") == 0) continue; /* access, checked before (allowed) */
     if (mt_vquery_set(&a->q, allowed, key, value, a->err, sizeof a->err)) return -1;
-    if (value && *value && a->n < MAX_ARGS) { /* an empty value is an absent parameter */
+    if (value && *value) { /* an empty value is an absent parameter */
       a->key[a->n] = key;
       a->value[a->n++] = value;
     }
@@ -121,7 +121,7 @@ static int read_args(const mt_http_request *rq, unsigned allowed, args *a) {
  * by name (each name given once), each value prefixed by its length so
  * that no value can fake a separator. NULL when out of memory. */
 static char *cache_key(const char *path, args *a) {
-  int order[MAX_ARGS];
+  int order[MT_HTTP_ARGS_MAX];
   size_t len = strlen(path) + 2;
   for (int i = 0; i < a->n; i++) {
     order[i] = i;
