@@ -86,10 +86,10 @@ typedef struct mt_stats {
 MT_API int mt_stats_compute(const mt_analysis *a, const mt_filter *f, size_t nchunks,
                             mt_stats **out);
 MT_API void mt_stats_free(mt_stats *s);
-/* The finer histograms alone: size_log2, life_fine, all.never and the
- * sampling figures, equal to mt_stats_compute's (nchunks 1), every other
- * member zero. Far cheaper: no groups, no moments. Errors as
- * mt_stats_compute's. */
+/* The finer histograms alone: size_log2, life_fine and all.never equal to
+ * mt_stats_compute's (nchunks 1), as are sampling, duration, nlife,
+ * nchunks and all's time span; the groups' other tallies and moments are
+ * zero. Far cheaper: no groups, no moments. Errors as mt_stats_compute's. */
 MT_API int mt_stats_histograms(const mt_analysis *a, const mt_filter *f, mt_stats **out);
 
 /* Bin k's bounds in words (max UINT64_MAX for the last, open, bin). */

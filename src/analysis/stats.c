@@ -156,6 +156,17 @@ typedef struct pass {
   int shift;       /* log2 of the word's bytes */
 } pass;
 
+/* Object i's columns the passes read: its promote_time is left out (a
+ * lookup in the side table; the flag says whether it has one). */
+static mt_object columns(const mt_analysis *a, size_t i) {
+  mt_object o;
+  o.alloc_time = mt__obj_alloc_time(a, i);
+  o.free_time = mt__obj_free_time(a, i);
+  o.length = mt__obj_length(a, i);
+  o.source = (mt_source)(a->source[i] & 3);
+  return o;
+}
+
 /* o in the finer histograms: sizes by powers of two of bytes, lifetimes by
  * thirds of a decade. */
 static void fine_add(pass *p, const mt_object *o, const mt_tally *t) {
@@ -174,11 +185,7 @@ static int visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
   pass *p = ctx;
   mt_stats *s = p->s;
   const mt_analysis *a = p->a;
-  mt_object o;
-  o.alloc_time = mt__obj_alloc_time(a, i);
-  o.free_time = mt__obj_free_time(a, i);
-  o.length = mt__obj_length(a, i);
-  o.source = (mt_source)(a->source[i] & 3);
+  mt_object o = columns(a, i);
   int promoted = (a->source[i] & MT__OBJ_PROMOTED) != 0;
   mt_tally t = {0};
   mt__tally_object(a, i, &t);
@@ -203,10 +210,7 @@ static int visit_fine(void *ctx, size_t i, const uint32_t *codes, size_t n) {
   (void)n;
   pass *p = ctx;
   const mt_analysis *a = p->a;
-  mt_object o;
-  o.alloc_time = mt__obj_alloc_time(a, i);
-  o.free_time = mt__obj_free_time(a, i);
-  o.length = mt__obj_length(a, i);
+  mt_object o = columns(a, i);
   mt_tally t = {0};
   mt__tally_object(a, i, &t);
   if (o.free_time == MT_NEVER) mt_tally_add(&p->s->all.never, &t);
