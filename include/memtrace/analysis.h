@@ -60,6 +60,47 @@ MT_API int mt_analysis_load(mt_analysis **out, const char *path,
  * reader is consumed to its end but not closed. */
 MT_API int mt_analysis_load_reader(mt_analysis **out, mt_reader *r,
                                    mt_progress_fn progress, void *progress_ctx);
+/* ---- A trace still being written, read as it grows ---------------------
+ *
+ * mt_follow keeps one analysis of a trace file that a program is still
+ * writing, and adds to it what each call finds appended: every packet is
+ * decoded once, so a step costs what arrived, not the whole trace. After
+ * each step the analysis is that of the trace as written so far (its
+ * whole packets; a partial one waits for its end): every answer is the
+ * one a load of the file at that point gives.
+ *
+ * The analysis changes only inside mt_follow_read and mt_follow_end, and
+ * nothing else may use it while one runs (a server serving it from other
+ * threads holds a reader-writer lock). Its stacks' index is dropped by a
+ * step that adds backtraces (mt_analysis_index_stacks again). */
+typedef struct mt_follow mt_follow;
+
+/* Opens the trace at `path` and reads its trace_info packet (no events
+ * yet). MT_OK with *out; on failure a negative status with *out NULL and
+ * the reader's message in err[0..n) (a file that does not yet hold a whole
+ * first packet is MT_ERR_CORRUPT: try again once it has grown). */
+MT_API int mt_follow_open(mt_follow **out, const char *path, char *err, size_t n);
+/* Adds the events appended since the last call: at most `limit` (0: no
+ * bound; the rest comes at the next call). *events (may be NULL) gets
+ * how many were read. MT_OK, or a negative status (a corrupt packet, out
+ * of memory; mt_analysis_error says which): the analysis then keeps what
+ * was read before, and every later call fails alike. */
+MT_API int mt_follow_read(mt_follow *f, uint64_t limit, uint64_t *events);
+/* The writer is done: reads the rest to the file's end, which is now the
+ * trace's end (a partial last packet is a truncation, and
+ * mt_analysis_warning says so). MT_OK or a negative status as
+ * mt_follow_read's; later reads find nothing. */
+MT_API int mt_follow_end(mt_follow *f);
+/* The analysis (owned by f: valid until mt_follow_close). */
+MT_API mt_analysis *mt_follow_analysis(const mt_follow *f);
+/* Bytes of the file consumed so far (whole packets). */
+MT_API uint64_t mt_follow_offset(const mt_follow *f);
+/* Whether some code the trace had left undescribed got its locations in
+ * the last step (a tree built from the analysis must then be built
+ * again: mt_calltree_extend refuses it). */
+MT_API int mt_follow_described_late(const mt_follow *f);
+MT_API void mt_follow_close(mt_follow *f);
+
 /* Loads several traces as one (a process tree, a fleet; mt_reader_open_many
  * merges them by wall-clock time): every answer then covers them all,
  * times counted from the earliest start, at the lowest of their sample

@@ -36,7 +36,10 @@ enum {
   /* with either rule: functions of one name are one function, whatever
    * their file (as memtrace's `flamegraph` names them); a node's function
    * is then the lowest id of that name */
-  MT_TREE_BY_NAME = 2
+  MT_TREE_BY_NAME = 2,
+  /* with either rule, for a tree of every backtrace (no filter, not
+   * inverted, not by name): keep what mt_calltree_extend needs (some 3 MB) */
+  MT_TREE_EXTENSIBLE = 4
 };
 
 typedef struct mt_calltree mt_calltree;
@@ -46,6 +49,14 @@ typedef struct mt_calltree mt_calltree;
  * with MT_TREE_BY_NAME or not. MT_OK with *out, or MT_ERR_NOMEM. */
 MT_API int mt_calltree_build(const mt_analysis *a, const mt_filter *f, int rule, int inverted,
                              mt_calltree **out);
+/* A tree built with MT_TREE_EXTENSIBLE from a, which has gained
+ * backtraces since (a trace followed as it grows: mt_follow_read), takes
+ * the new ones: the tree is then the one a build would give now. MT_OK;
+ * MT_ERR_INVALID for a tree built otherwise (or from another analysis);
+ * MT_ERR_NOMEM, after which the tree must be built again. After a step
+ * that described codes late (mt_follow_described_late), build it again:
+ * its paths through those codes have changed. */
+MT_API int mt_calltree_extend(mt_calltree *t, const mt_analysis *a);
 MT_API void mt_calltree_free(mt_calltree *t);
 
 MT_API size_t mt_calltree_size(const mt_calltree *t); /* nodes, the root included */

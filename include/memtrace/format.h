@@ -205,6 +205,18 @@ MT_API const mt_trace_info *mt_reader_info(const mt_reader *r);
  * A truncated last packet ends the trace (0) and sets mt_reader_warning. */
 MT_API int mt_reader_next(mt_reader *r, mt_event *ev);
 
+/* Reading a trace still being written: while `on`, the end of the file
+ * is only the end for now. mt_reader_next then returns 0 after the last
+ * whole packet written so far (a partial packet is left unread, and no
+ * warning is set), and a later call reads what was appended since. With
+ * several domains, events come in the order a read of the whole file
+ * gives them: an event waits while a domain's next packet may still come
+ * (up to the same bound of packets read ahead). Turned off, the next end
+ * of the file is the trace's end (a partial last packet a truncation).
+ * MT_OK; MT_ERR_INVALID for a reader of several traces, or one that has
+ * already ended. */
+MT_API int mt_reader_follow(mt_reader *r, int on);
+
 /* The locations a code stands for, outermost first, or NULL when none are
  * known (no location event named the code, or one named it with an empty
  * list); *n receives the count. Valid until mt_reader_close. */

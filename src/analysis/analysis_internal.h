@@ -94,6 +94,11 @@ struct mt_analysis {
    * bt_flat[bt_off[b] .. bt_off[b + 1]); else NULL. */
   uint32_t *bt_flat, *bt_off;
   size_t bt_codes_total;
+  /* the expansion so far (mt__expand_backtraces): backtraces expanded,
+   * where the next one starts in the log, the arrays' room; dropped for
+   * good once the codes pass MT__FLAT_MAX */
+  size_t nbt_expanded, expand_pos, bt_off_cap, bt_flat_cap;
+  int flat_dropped;
   uint64_t *bt_fp; /* mt_analysis_index_stacks: fingerprints, NULL until
                       complete (read atomically) */
   mt__u64map side;    /* (object << 2 | kind) -> index in side_vals */
@@ -108,6 +113,7 @@ struct mt_analysis {
   int8_t *code_described; /* during loading: 1 if located, 0 if not, -1 unknown */
   uint32_t code_cache[1u << 16]; /* recent code value -> id + 1, by hash */
   uint32_t *code_first, *code_n; /* into frames */
+  size_t ncodes_resolved, code_meta_cap; /* codes [0, ncodes_resolved) have them */
   mt__u64map code_index;         /* code value -> code id */
   mt_frame *frames;
   size_t nframes, frames_cap;
@@ -188,8 +194,9 @@ static inline uint64_t mt__obj_samples(const mt_analysis *a, size_t i) {
                                                : a->nsamples[i];
 }
 
-/* After loading: fills bt_flat and bt_off when the distinct backtraces are
- * few (MT__FLAT_MAX). Returns 0, or -1 when out of memory. */
+/* After loading (and after each step of a load read in steps): fills
+ * bt_flat and bt_off when the distinct backtraces are few (MT__FLAT_MAX).
+ * Returns 0, or -1 when out of memory. */
 int mt__expand_backtraces(mt_analysis *a);
 
 /* Backtrace b's codes into out[0..cap); returns its length. */

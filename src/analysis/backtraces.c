@@ -132,30 +132,49 @@ int mt_analysis_each_distinct_backtrace(const mt_analysis *a, mt_backtrace_fn fn
   return rc;
 }
 
+/* Room for need elements: exactly need at first (a whole load expands
+ * once), then doubling (a load read in steps expands each step). */
+static int room(uint32_t **p, size_t *cap, size_t need) {
+  if (need <= *cap) return 0;
+  size_t nc = *cap ? *cap * 2 : need;
+  if (nc < need) nc = need;
+  uint32_t *q = realloc(*p, nc * sizeof *q);
+  if (!q) return -1;
+  *p = q;
+  *cap = nc;
+  return 0;
+}
+
 /* Few distinct backtraces (an ordinary program's): keep them expanded too,
- * for direct access without replaying the log. */
+ * for direct access without replaying the log. The backtraces logged
+ * since the last call are appended (each record's shared prefix copied
+ * from the one before it); past MT__FLAT_MAX codes the copy is dropped
+ * for good. */
 int mt__expand_backtraces(mt_analysis *a) {
-  if (a->bt_codes_total > MT__FLAT_MAX) return 0;
-  uint32_t *off = malloc((a->nbt + 1) * sizeof *off);
-  uint32_t *flat = malloc((a->bt_codes_total + 1) * sizeof *flat);
-  uint32_t *cur = NULL;
-  size_t cap = 0, n, at = 0;
-  const uint8_t *p = a->log;
-  if (!off || !flat) goto fail;
-  for (size_t b = 0; b < a->nbt; b++) {
-    if (read_record(&p, &cur, &cap, &n) == SIZE_MAX) goto fail;
+  if (a->flat_dropped) return 0;
+  if (a->bt_codes_total > MT__FLAT_MAX) {
+    free(a->bt_flat);
+    free(a->bt_off);
+    a->bt_flat = a->bt_off = NULL;
+    a->flat_dropped = 1;
+    return 0;
+  }
+  if (a->bt_off && a->nbt_expanded == a->nbt) return 0;
+  if (room(&a->bt_off, &a->bt_off_cap, a->nbt + 1) ||
+      room(&a->bt_flat, &a->bt_flat_cap, a->bt_codes_total + 1))
+    return -1;
+  uint32_t *off = a->bt_off, *flat = a->bt_flat;
+  const uint8_t *p = a->log + a->expand_pos;
+  size_t b = a->nbt_expanded, at = b ? off[b] : 0;
+  for (; b < a->nbt; b++) {
+    size_t shared = (size_t)read_uint(&p), fresh = (size_t)read_uint(&p);
+    if (shared) memmove(flat + at, flat + off[b - 1], shared * sizeof *flat);
+    for (size_t k = 0; k < fresh; k++) flat[at + shared + k] = (uint32_t)read_uint(&p);
     off[b] = (uint32_t)at;
-    if (n) memcpy(flat + at, cur, n * sizeof *cur); /* cur is NULL until a non-empty record */
-    at += n;
+    at += shared + fresh;
   }
   off[a->nbt] = (uint32_t)at;
-  free(cur);
-  a->bt_off = off;
-  a->bt_flat = flat;
+  a->nbt_expanded = a->nbt;
+  a->expand_pos = (size_t)(p - a->log);
   return 0;
-fail:
-  free(cur);
-  free(off);
-  free(flat);
-  return -1;
 }

@@ -19,6 +19,21 @@
 #define WIDE 8
 #define MEMO_BITS 18
 
+/* Walking an analysis' backtraces into a tree: the previous backtrace
+ * walked and the path position after each of its codes. Kept in the tree
+ * (t->ext) when it may be extended. */
+typedef struct mt__tree_feed {
+  mt_calltree *t;
+  const mt__query *q;
+  const uint8_t *used; /* per backtrace id, or NULL: all */
+  uint32_t *prev;      /* the previous backtrace walked */
+  size_t prev_n, prev_cap;
+  size_t *mark;        /* path position after each of its codes */
+  size_t mark_cap;
+  size_t depth;        /* the path's depth after the last backtrace */
+  int oom;
+} feed;
+
 static int grow_nodes(mt_calltree *t) {
   size_t nc = t->cap ? t->cap * 2 : 1024;
   uint32_t **arrays[] = {&t->parent, &t->fn, &t->first, &t->next, &t->line};
@@ -77,6 +92,11 @@ void mt_calltree_free(mt_calltree *t) {
   free(t->leaf);
   free(t->memo);
   free(t->canon);
+  if (t->ext) {
+    free(t->ext->prev);
+    free(t->ext->mark);
+    free(t->ext);
+  }
   free(t->scratch);
   mt__u64map_free(&t->wide);
   if (t->cap) pthread_mutex_destroy(&t->lock);
@@ -248,17 +268,6 @@ static int push_code(mt_calltree *t, const mt__query *q, uint32_t code) {
   return MT_OK;
 }
 
-typedef struct feed {
-  mt_calltree *t;
-  const mt__query *q;
-  const uint8_t *used; /* per backtrace id, or NULL: all */
-  uint32_t *prev;      /* the previous backtrace walked */
-  size_t prev_n, prev_cap;
-  size_t *mark;        /* path position after each of its codes */
-  size_t mark_cap;
-  int oom;
-} feed;
-
 static int feed_backtrace(void *ctx, size_t bt, const uint32_t *codes, size_t n) {
   feed *fd = ctx;
   mt_calltree *t = fd->t;
@@ -321,11 +330,14 @@ int mt_calltree_build(const mt_analysis *a, const mt_filter *f, int rule, int in
   int qrc = mt__query_init_tallies(&q, a, f ? f : &all);
   if (qrc != MT_OK) return qrc;
   mt_calltree *t = mt_calltree_new(rule, inverted);
-  feed fd = {t, &q, NULL, NULL, 0, 0, NULL, 0, 0};
+  feed fd = {t, &q, NULL, NULL, 0, 0, NULL, 0, 0, 0};
   uint8_t *used = NULL;
   int rc = MT_ERR_NOMEM;
+  int extensible = (rule & MT_TREE_EXTENSIBLE) && !inverted && !(rule & MT_TREE_BY_NAME) &&
+                   (!f || mt_filter_selects_all(f));
   if (!t || !(t->leaf = malloc((a->nbt + 1) * sizeof *t->leaf))) goto out;
   t->nbt = a->nbt;
+  t->leaf_cap = a->nbt + 1;
   memset(t->leaf, 0xff, (a->nbt + 1) * sizeof *t->leaf); /* NONE: not in the tree */
   if (!inverted && (t->memo = malloc(sizeof *t->memo << MEMO_BITS)))
     memset(t->memo, 0xff, sizeof *t->memo << MEMO_BITS);
@@ -337,11 +349,19 @@ int mt_calltree_build(const mt_analysis *a, const mt_filter *f, int rule, int in
     fd.used = used;
   }
   if (mt_analysis_each_distinct_backtrace(a, feed_backtrace, &fd) != MT_OK || fd.oom) goto out;
+  fd.depth = t->depth;
   mt_calltree_rewind(t, 0);
-  free(t->memo);
   free(t->canon);
-  t->memo = NULL;
   t->canon = NULL;
+  if (extensible && (t->ext = malloc(sizeof *t->ext))) {
+    fd.q = NULL; /* the query is the build's: extend makes its own */
+    *t->ext = fd;
+    fd.prev = NULL;
+    fd.mark = NULL;
+  } else {
+    free(t->memo);
+    t->memo = NULL;
+  }
   *out = t;
   t = NULL;
   rc = MT_OK;
@@ -352,6 +372,39 @@ out:
   free(fd.prev);
   free(fd.mark);
   return rc;
+}
+
+int mt_calltree_extend(mt_calltree *t, const mt_analysis *a) {
+  if (!t->ext || a->nbt < t->nbt) return MT_ERR_INVALID;
+  if (a->nbt == t->nbt) return MT_OK;
+  size_t cap = t->leaf_cap;
+  if (mt__grow((void **)&t->leaf, &cap, a->nbt + 1, sizeof *t->leaf, 1024)) return MT_ERR_NOMEM;
+  memset(t->leaf + t->leaf_cap, 0xff, (cap - t->leaf_cap) * sizeof *t->leaf);
+  t->leaf_cap = cap;
+  mt_filter all;
+  mt_filter_init(&all);
+  mt__query q;
+  int rc = mt__query_init_tallies(&q, a, &all);
+  if (rc != MT_OK) return rc;
+  /* the walk goes on where the build (or the last extension) left it */
+  feed *fd = t->ext;
+  fd->q = &q;
+  t->depth = fd->depth;
+  uint32_t *cur = NULL;
+  size_t ncur = 0;
+  for (size_t b = t->nbt; b < a->nbt && !fd->oom; b++) {
+    size_t n = mt__bt_codes_grow(a, (uint32_t)b, &cur, &ncur);
+    if (n == SIZE_MAX) fd->oom = 1;
+    else feed_backtrace(fd, b, cur, n);
+  }
+  free(cur);
+  fd->q = NULL;
+  mt__query_free(&q);
+  if (fd->oom) return MT_ERR_NOMEM; /* the tree no longer extends */
+  fd->depth = t->depth;
+  mt_calltree_rewind(t, 0);
+  t->nbt = a->nbt;
+  return MT_OK;
 }
 
 int mt_calltree_tally(const mt_calltree *t, const mt_analysis *a, const mt_filter *f,

@@ -36,8 +36,9 @@ struct mt_calltree {
   size_t pos_cap;
   /* from an analysis: each backtrace id's node (UINT32_MAX: not in it) */
   uint32_t *leaf;
-  size_t nbt;
-  struct mt__tree_memo *memo; /* while building */
+  size_t nbt, leaf_cap;
+  struct mt__tree_memo *memo; /* while building (and extending: kept with ext) */
+  struct mt__tree_feed *ext;  /* MT_TREE_EXTENSIBLE: where the walk stopped */
   uint32_t *canon;            /* while building by name: function -> its name's */
   /* a block the answers reuse between calls (mt__calltree_scratch_*) */
   pthread_mutex_t lock;

@@ -129,27 +129,40 @@ static int function_id(mt_analysis *a, const char *name, const char *file, uint3
   return 0;
 }
 
-/* After the pass: every code's locations, from the reader's table. */
-static int resolve_codes(mt_analysis *a, const mt_reader *r) {
-  a->code_first = malloc((a->ncodes + 1) * sizeof *a->code_first);
-  a->code_n = malloc((a->ncodes + 1) * sizeof *a->code_n);
-  if (!a->code_first || !a->code_n) return -1;
-  for (size_t c = 0; c < a->ncodes; c++) {
-    size_t n;
-    const mt_location *l = mt_reader_lookup(r, a->code_val[c], &n);
-    if (grow((void **)&a->frames, &a->frames_cap, a->nframes + n + 1, sizeof *a->frames))
-      return -1;
-    a->code_first[c] = (uint32_t)a->nframes;
-    a->code_n[c] = (uint32_t)n;
-    for (size_t i = 0; i < n; i++) {
-      mt_frame *f = &a->frames[a->nframes++];
-      if (function_id(a, l[i].defname, l[i].filename, &f->function)) return -1;
-      f->line = l[i].line;
-      f->start_char = l[i].start_char;
-      f->end_char = l[i].end_char;
-    }
+/* Code c's locations from the reader's table, appended to the frames. */
+static int describe(mt_analysis *a, const mt_reader *r, size_t c) {
+  size_t n;
+  const mt_location *l = mt_reader_lookup(r, a->code_val[c], &n);
+  if (grow((void **)&a->frames, &a->frames_cap, a->nframes + n + 1, sizeof *a->frames))
+    return -1;
+  a->code_first[c] = (uint32_t)a->nframes;
+  a->code_n[c] = (uint32_t)n;
+  for (size_t i = 0; i < n; i++) {
+    mt_frame *f = &a->frames[a->nframes++];
+    if (function_id(a, l[i].defname, l[i].filename, &f->function)) return -1;
+    f->line = l[i].line;
+    f->start_char = l[i].start_char;
+    f->end_char = l[i].end_char;
   }
   return 0;
+}
+
+/* After the pass (after each step of one read in steps): the locations
+ * of the codes seen since the last call. */
+static int resolve_codes(mt_analysis *a, const mt_reader *r) {
+  size_t cap = a->code_meta_cap;
+  if (grow((void **)&a->code_first, &cap, a->ncodes + 1, sizeof *a->code_first) ||
+      grow((void **)&a->code_n, &a->code_meta_cap, a->ncodes + 1, sizeof *a->code_n))
+    return -1;
+  for (size_t c = a->ncodes_resolved; c < a->ncodes; c++)
+    if (describe(a, r, c)) return -1;
+  a->ncodes_resolved = a->ncodes;
+  return 0;
+}
+
+int mt__describe_late(mt_analysis *a, const mt_reader *r, uint32_t c) {
+  if (a->code_n[c] || !mt_reader_lookup(r, a->code_val[c], &(size_t){0})) return 0;
+  return describe(a, r, c) ? -1 : 1;
 }
 
 /* ---- live heap envelope ---- */
@@ -550,7 +563,7 @@ static int copy_info(mt_analysis *a, const mt_trace_info *in) {
   return 0;
 }
 
-static mt_analysis *new_analysis(void) {
+mt_analysis *mt__analysis_new(void) {
   mt_analysis *a = calloc(1, sizeof *a);
   if (!a) return NULL;
   a->bin_width = 250; /* us, doubled as the trace grows */
@@ -560,86 +573,117 @@ static mt_analysis *new_analysis(void) {
   return a;
 }
 
-static int run_pass(mt_analysis *a, mt_reader *r, const mt__load_spec *how,
-                    mt_progress_fn progress, void *ctx) {
+int mt__pass_begin(mt_analysis *a, pass *p, mt_reader *r, const mt__load_spec *how,
+                   mt__query *fq) {
   mt_keep keep = how->keep;
   if (copy_info(a, mt_reader_info(r))) return nomem(a);
   set_weights(a);
-  uint64_t start = a->info.start_time;
-  pass p = {0};
   /* the timeline's conditions are decided on objects before any is dropped */
   if (how->tl && mt__tl_begin(a, how->tl)) return nomem(a);
-  p.tl = how->tl;
-  mt__query fq;
+  p->tl = how->tl;
   if (keep == MT_KEEP_FOLDED || keep == MT_KEEP_SITES) { /* its stack's aside */
     mt_filter cols = *how->fold;
     cols.inside = cols.not_inside = cols.hide = NULL;
-    if (mt__query_init(&fq, a, &cols) != MT_OK) return nomem(a);
+    if (mt__query_init(fq, a, &cols) != MT_OK) return nomem(a);
     a->fold_filter = cols;
-    p.fold = &fq;
-    p.fold_at_alloc = mt_filter_decided_at_allocation(&cols);
-    p.fold_rows = keep == MT_KEEP_FOLDED;
-    p.keep_live = 1;
+    p->fold = fq;
+    p->fold_at_alloc = mt_filter_decided_at_allocation(&cols);
+    p->fold_rows = keep == MT_KEEP_FOLDED;
+    p->keep_live = 1;
   }
   /* after the fold's query, which would refuse a live-only analysis */
-  if (keep == MT_KEEP_LIVE || keep == MT_KEEP_SITES) a->live_only = p.keep_live = 1;
+  if (keep == MT_KEEP_LIVE || keep == MT_KEEP_SITES) a->live_only = p->keep_live = 1;
   size_t ntraces = mt_reader_trace_count(r);
   if (ntraces > 1) {
     a->ntraces = ntraces;
     a->trace_end = calloc(ntraces, sizeof *a->trace_end);
-    p.live_by = calloc(ntraces, sizeof *p.live_by);
-    if (!a->trace_end || !p.live_by) {
-      free(p.live_by);
-      return nomem(a);
-    }
+    p->live_by = calloc(ntraces, sizeof *p->live_by);
+    if (!a->trace_end || !p->live_by) return nomem(a);
   }
+  return MT_OK;
+}
+
+int mt__pass_read(mt_analysis *a, pass *p, mt_reader *r, uint64_t limit,
+                  mt_progress_fn progress, void *ctx, uint64_t *count) {
+  uint64_t start = a->info.start_time, n = 0, unused;
+  if (!count) count = &unused;
+  *count = 0;
   mt_event ev;
-  int rc, ended = 0;
-  uint64_t n = 0;
+  int rc;
   while ((rc = mt_reader_next(r, &ev)) > 0) {
     uint64_t t = ev.time - start;
     a->duration = t;
-    if (p.live_by) drop_ended(a, &p, r, t);
+    if (p->live_by) drop_ended(a, p, r, t);
     int err = 0;
-    if (ev.kind == MT_EVENT_ALLOC) err = on_alloc(a, &p, r, &ev, t);
-    else if (ev.kind == MT_EVENT_PROMOTE) err = on_promote(a, &p, &ev, t);
-    else err = on_collect(a, &p, &ev, t);
-    if (err) {
-      rc = nomem(a);
-      break;
-    }
-    if (progress && (++n & 0xffff) == 0) {
+    if (ev.kind == MT_EVENT_ALLOC) err = on_alloc(a, p, r, &ev, t);
+    else if (ev.kind == MT_EVENT_PROMOTE) err = on_promote(a, p, &ev, t);
+    else err = on_collect(a, p, &ev, t);
+    if (err) return nomem(a);
+    *count = ++n;
+    if (n == limit) return 1;
+    if (progress && (n & 0xffff) == 0) {
       uint64_t done, total;
       mt_reader_progress(r, &done, &total);
       int go = progress(ctx, done, total);
-      if (go == MT_PROGRESS_END) { /* the trace as if it ended here */
-        rc = 0;
-        ended = 1;
-        break;
-      }
-      if (go) {
-        rc = fail(a, MT_ERR_INVALID, "loading cancelled");
-        break;
-      }
+      if (go == MT_PROGRESS_END) return 1; /* the trace as if it ended here */
+      if (go) return fail(a, MT_ERR_INVALID, "loading cancelled");
     }
   }
-  free(p.prev_codes);
-  free(p.prev_ids);
-  free(p.prefix_hash);
-  free(p.last_ids);
-  free(p.slots);
-  free(p.bt_hash);
-  free(p.bt_mapping);
-  mt__u64map_free(&p.ids);
+  if (rc < 0 && a->status >= 0) {
+    fail(a, rc, "%s", mt_reader_error(r));
+    a->err_off = mt_reader_error_offset(r);
+  }
+  return rc < 0 ? a->status : 0;
+}
+
+void mt__pass_free(pass *p) {
+  free(p->prev_codes);
+  free(p->prev_ids);
+  free(p->prefix_hash);
+  free(p->last_ids);
+  free(p->slots);
+  free(p->bt_hash);
+  free(p->bt_mapping);
+  mt__u64map_free(&p->ids);
+  free(p->live_by);
+}
+
+int mt__pass_publish(mt_analysis *a, const pass *p, const mt_reader *r) {
+  if (resolve_codes(a, r) || mt__expand_backtraces(a)) return nomem(a);
+  fill_bins(a);
+  a->truncated_off = mt_reader_truncated(r);
+  const char *w = mt_reader_warning(r);
+  if (w) snprintf(a->warn, sizeof a->warn, "%s", w);
+  else if (p->unknown_ids || p->double_frees)
+    snprintf(a->warn, sizeof a->warn,
+             "%llu promotions/collections named objects the trace never "
+             "allocated, %llu objects were collected twice; those events were "
+             "ignored",
+             (unsigned long long)p->unknown_ids, (unsigned long long)p->double_frees);
+  a->has_warn = a->warn[0] != 0;
+  return MT_OK;
+}
+
+static int run_pass(mt_analysis *a, mt_reader *r, const mt__load_spec *how,
+                    mt_progress_fn progress, void *ctx) {
+  pass p = {0};
+  mt__query fq;
+  int rc = mt__pass_begin(a, &p, r, how, &fq);
+  if (rc != MT_OK) {
+    mt__pass_free(&p);
+    return rc;
+  }
+  rc = mt__pass_read(a, &p, r, 0, progress, ctx, NULL);
+  int ended = rc == 1;
+  if (ended) rc = 0;
   if (p.live_by) { /* every trace's end, ended before the last event or not */
     drop_ended(a, &p, r, a->duration);
     for (size_t k = 0; k < a->ntraces; k++) {
-      a->trace_end[k] = mt_reader_trace_end(r, k) - start;
+      a->trace_end[k] = mt_reader_trace_end(r, k) - a->info.start_time;
       /* ended early: a trace's reader has read one event ahead */
       if (ended && a->trace_end[k] > a->duration) a->trace_end[k] = a->duration;
     }
   }
-  free(p.live_by);
   if (p.tl && p.keep_live && rc >= 0) /* those never collected: their fate is known now */
     for (size_t i = 0; i < a->nobj; i++)
       if (!p.gone[i]) mt__tl_fate(a, p.tl, i, MT_NEVER);
@@ -652,31 +696,14 @@ static int run_pass(mt_analysis *a, mt_reader *r, const mt__load_spec *how,
     mt__query_free(&fq);
     free(p.rows);
   }
-  if (rc < 0) {
-    if (a->status >= 0) {
-      fail(a, rc, "%s", mt_reader_error(r));
-      a->err_off = mt_reader_error_offset(r);
-    }
-    return a->status;
-  }
-  if (resolve_codes(a, r) || mt__expand_backtraces(a)) return nomem(a);
-  fill_bins(a);
-  a->truncated_off = mt_reader_truncated(r);
-  const char *w = mt_reader_warning(r);
-  if (w) snprintf(a->warn, sizeof a->warn, "%s", w);
-  else if (p.unknown_ids || p.double_frees)
-    snprintf(a->warn, sizeof a->warn,
-             "%llu promotions/collections named objects the trace never "
-             "allocated, %llu objects were collected twice; those events were "
-             "ignored",
-             (unsigned long long)p.unknown_ids, (unsigned long long)p.double_frees);
-  a->has_warn = a->warn[0] != 0;
-  return MT_OK;
+  if (rc >= 0) rc = mt__pass_publish(a, &p, r);
+  mt__pass_free(&p);
+  return rc;
 }
 
 static int load_reader(mt_analysis **out, mt_reader *r, const mt__load_spec *how,
                        mt_progress_fn progress, void *ctx) {
-  mt_analysis *a = new_analysis();
+  mt_analysis *a = mt__analysis_new();
   *out = a;
   if (!a) return MT_ERR_NOMEM;
   return run_pass(a, r, how, progress, ctx);
@@ -703,7 +730,7 @@ int mt__load_paths(mt_analysis **out, const char *const *paths, size_t n,
   mt_reader *r;
   int rc = mt_reader_open_many(&r, paths, n);
   if (rc != MT_OK) {
-    mt_analysis *a = new_analysis();
+    mt_analysis *a = mt__analysis_new();
     *out = a;
     if (a && r) {
       fail(a, rc, "%s", mt_reader_error(r));
@@ -719,7 +746,7 @@ int mt__load_paths(mt_analysis **out, const char *const *paths, size_t n,
 
 /* An analysis that holds only why it was not loaded. */
 static int refuse(mt_analysis **out, const char *why) {
-  mt_analysis *a = new_analysis();
+  mt_analysis *a = mt__analysis_new();
   *out = a;
   return a ? fail(a, MT_ERR_INVALID, "%s", why) : MT_ERR_NOMEM;
 }

@@ -87,6 +87,28 @@ typedef struct mt__fold_row {
   uint64_t oldest;
 } mt__fold_row;
 
+/* A pass in steps (load.c): readies a and p to read r as `how` says
+ * (fq: room for the fold's query). MT_OK or MT_ERR_NOMEM. */
+int mt__pass_begin(mt_analysis *a, pass *p, mt_reader *r, const mt__load_spec *how,
+                   mt__query *fq);
+/* Reads r's events into a: up to the reader's end (its end for now when
+ * following: 0), at most `limit` of them (0: no bound), or until progress
+ * ends the load (both: 1); *count (may be NULL) gets how many. A negative
+ * status on error (a's error set). */
+int mt__pass_read(mt_analysis *a, pass *p, mt_reader *r, uint64_t limit,
+                  mt_progress_fn progress, void *ctx, uint64_t *count);
+/* Brings what queries read up to date with the events read so far: the
+ * new codes' locations, the expanded backtraces, the live heap's envelope,
+ * the warnings. MT_OK or MT_ERR_NOMEM. */
+int mt__pass_publish(mt_analysis *a, const pass *p, const mt_reader *r);
+/* Frees the pass's reading state. */
+void mt__pass_free(pass *p);
+/* Code c, left undescribed when resolved, gets the locations the reader
+ * now knows for it: 1 if it has some now, 0 if not, -1 (no memory). */
+int mt__describe_late(mt_analysis *a, const mt_reader *r, uint32_t c);
+/* A new analysis, empty. NULL when out of memory. */
+mt_analysis *mt__analysis_new(void);
+
 /* Room for `need` objects in every column of a; 0, or -1. */
 int mt__grow_objects(mt_analysis *a, size_t need);
 

@@ -10,6 +10,7 @@ set(MT_ANALYSIS_SOURCES
   src/analysis/filter.c
   src/analysis/flame.c
   src/analysis/flame_diff.c
+  src/analysis/follow.c
   src/analysis/frames.c
   src/analysis/json_answers.c
   src/analysis/leaks_traces.c

@@ -67,6 +67,9 @@ struct mt_reader {
   uint64_t in_off; /* file offset of in[0] */
   int in_eof;      /* read() returned 0 */
   int done;        /* no more packets will be read */
+  /* mt_reader_follow: the end of the file is the end for now; `waiting`
+   * once a read found no whole packet there (cleared by the next call) */
+  int follow, waiting;
 
   mt_trace_info info;
   mt__strtab strings;
@@ -299,6 +302,14 @@ static void recycle_packet(mt_reader *r, packet *p) {
   r->free_packets = p;
 }
 
+/* Following a growing file, no whole packet is there yet: nothing was
+ * consumed, and the next read() asks the file again. */
+static int wait_for_more(mt_reader *r) {
+  r->in_eof = 0;
+  r->waiting = 1;
+  return 0;
+}
+
 /* Reads the next packet of this process into its domain's queue. Returns 1
  * if one was queued, 0 at the end of the trace, or a negative status. */
 static int read_packet(mt_reader *r) {
@@ -308,6 +319,7 @@ static int read_packet(mt_reader *r) {
     uint64_t off = r->in_off + r->in_pos;
     int rc = read_header(r, &h, &present);
     if (rc < 0) return rc;
+    if (rc == 0 && r->follow) return wait_for_more(r);
     if (rc == 0) {
       if (present == 0) r->done = 1;
       else truncated(r, off, MT__HEADER_V2, present);
@@ -316,6 +328,7 @@ static int read_packet(mt_reader *r) {
     size_t size = h.header_len + h.content_len;
     long avail = fill(r, size);
     if (avail < 0) return (int)avail;
+    if ((size_t)avail < size && r->follow) return wait_for_more(r);
     if ((size_t)avail < size) {
       truncated(r, off, size, (size_t)avail);
       return 0;
@@ -415,6 +428,9 @@ static domain *pick_domain(mt_reader *r) {
     if (missing && !r->done && r->queued < MAX_QUEUED) {
       int rc = read_packet(r);
       if (rc < 0) return NULL;
+      /* following: the domains' order waits for the packet not yet
+       * written, as a read of the whole file would have it */
+      if (rc == 0 && r->waiting) return NULL;
       continue;
     }
     domain *best = NULL;
@@ -627,6 +643,10 @@ int mt_reader_next(mt_reader *r, mt_event *ev) {
     domain *d = r->ndoms == 1 ? r->doms[0] : NULL;
     if (!d || !d->cur || d->rd.p >= d->rd.end) d = pick_domain(r);
     if (r->status < 0) return r->status;
+    if (!d && r->waiting) {
+      r->waiting = 0;
+      return 0;
+    }
     if (!d) {
       if (r->skipped_pid && !r->warn_set)
         set_warning(r,
@@ -830,6 +850,13 @@ const char *mt_reader_warning(const mt_reader *r) {
 uint64_t mt_reader_error_offset(const mt_reader *r) {
   if (r->many) return mt__many_error_offset(r->many);
   return r->status < 0 ? r->err_off : MT_NO_OFFSET;
+}
+
+int mt_reader_follow(mt_reader *r, int on) {
+  if (r->many || r->done) return MT_ERR_INVALID;
+  r->follow = on != 0;
+  r->in_eof = 0; /* the file may have grown since it was seen to end */
+  return MT_OK;
 }
 
 uint64_t mt_reader_truncated(const mt_reader *r) {
