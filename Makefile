@@ -88,12 +88,14 @@ TRACES ?= ../shared/traces
 PYTHON ?= $(shell command -v /usr/bin/python3 || command -v python3)
 test-tsan: deps
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMT_TSAN=ON >/dev/null
-	cmake --build $(TSAN_BUILD) -j$(JOBS) --target stress_sessions memtrace_cli
+	cmake --build $(TSAN_BUILD) -j$(JOBS) --target stress_sessions memtrace_cli mt_tools_synth
 	cd $(TSAN_BUILD)/tests/profiler && $(TSAN_ENV) STRESS_MS=500 ./stress_sessions
 	@if [ -e $(TRACES)/workload-1e-4.ctf ]; then set -e; \
 	  for t in limits connections repeated token; do \
 	    $(TSAN_ENV) $(PYTHON) tests/viewer/http_test.py $(TSAN_BUILD)/memtrace $(TRACES) $$t; done; \
 	  $(TSAN_ENV) $(PYTHON) tests/viewer/http_fuzz.py $(TSAN_BUILD)/memtrace $(TRACES) 1 400; \
+	  $(TSAN_ENV) $(PYTHON) tests/viewer/api_test.py $(TSAN_BUILD)/memtrace \
+	    $(TSAN_BUILD)/tests/tools/mt_tools_synth - - $(TRACES) follow_steps; \
 	else echo "test-tsan: no $(TRACES)/workload-1e-4.ctf: the viewer's HTTP tests are left out"; fi
 
 # The main job on a bundled example: profile examples/demo_app.c with

@@ -11,10 +11,12 @@ installs: its lag (how long before it was installed the last packet it
 covers had been sent; a load reads on to the end of what has arrived, so this
 is short), the time since the previous snapshot (what a user waits to see
 what happened: up to that plus the lag), and the viewer's resident memory and
-CPU. One
-line at each tenth of the stream and at each snapshot past the end, then a
-summary. After the last byte the viewer gets SETTLE seconds (default 300) to
-show the whole trace.
+CPU. A page is simulated too: on each new generation it fetches what the
+page fetches for its first view (info, summary, timeline, unfiltered flame
+graph), and the time that took is its refresh time. One line at each tenth
+of the stream and at each snapshot past the end, then a summary. After the
+last byte the viewer gets SETTLE seconds (default 300) to show the whole
+trace.
 """
 import bisect
 import json
@@ -68,6 +70,7 @@ def proc(pid):
 
 def main():
     pk = packets(TRACE)
+    page = {"refresh": [], "stop": False}  # (when, seconds) of each page refresh
     size, start = pk[-1][0], pk[0][1]
     ends = [te for _, te in pk]
     bytes_per_s = size * RATE / EVENTS
@@ -103,13 +106,30 @@ def main():
             s.close()
             state["done"] = time.monotonic()
 
+        def browse():
+            seen = None
+            while not page["stop"]:
+                with urllib.request.urlopen(base + "/api/status", timeout=60) as r:
+                    g = json.load(r)["generation"]
+                if g == seen or g == 0:
+                    time.sleep(0.1)
+                    continue
+                seen, t = g, time.monotonic()
+                for ep in ("/api/info", "/api/summary", "/api/timeline?bins=400", "/api/flame"):
+                    with urllib.request.urlopen(base + ep, timeout=600) as r:
+                        r.read()
+                page["refresh"].append((t, time.monotonic() - t))
+
         feeder = threading.Thread(target=feed, daemon=True)
+        browser = threading.Thread(target=browse, daemon=True)
         t0 = time.monotonic()
         feeder.start()
+        browser.start()
         print(f"trace: {os.path.basename(TRACE)}, {EVENTS / 1e6:.0f}M events, {size / 1e6:.0f} MB, "
               f"sent at {RATE / 1e3:.0f}k events/s ({bytes_per_s / 1e6:.2f} MB/s)")
-        print("| sent s | events sent | snapshot: events | lag s | since previous s | RSS MB | CPU % |")
-        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        print("| sent s | events sent | snapshot: events | lag s | since previous s | page refresh s "
+              "| RSS MB | CPU % |")
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         gen, last_new, last_cpu, last_t, tenth = 0, t0, 0.0, t0, 0
         lags, peak = [], 0.0
         while True:
@@ -131,9 +151,10 @@ def main():
                 if show:
                     tenth = int(frac * 10)
                     pcpu = 100 * (cpu - last_cpu) / max(now - last_t, 1e-9)
+                    refresh = page["refresh"][-1][1] if page["refresh"] else float("nan")
                     print(f"| {now - t0:.0f} | {state['sent'] / size * EVENTS / 1e6:.1f}M | "
-                          f"{frac * EVENTS / 1e6:.1f}M | {lag:.1f} | {now - last_new:.1f} | {rss:.0f} | "
-                          f"{pcpu:.0f} |", flush=True)
+                          f"{frac * EVENTS / 1e6:.1f}M | {lag:.1f} | {now - last_new:.1f} | {refresh:.2f} | "
+                          f"{rss:.0f} | {pcpu:.0f} |", flush=True)
                     last_cpu, last_t = cpu, now
                 last_new = now
                 if state["done"] is not None and k == len(pk) - 1:
@@ -158,7 +179,11 @@ def main():
             print(f"staleness (the newest data shown, just before the next snapshot): largest "
                   f"{max(stale):.1f} s")
         print(f"viewer: peak RSS {peak:.0f} MB, CPU {cpu:.0f} s ({100 * cpu / (now - t0):.0f}% of a core)")
+        rs = sorted(x for _, x in page["refresh"])
+        if rs:
+            print(f"page: {len(rs)} refreshes, median {rs[len(rs) // 2]:.2f} s, largest {rs[-1]:.2f} s")
     finally:
+        page["stop"] = True
         v.terminate()
         v.wait()
         log.close()

@@ -70,7 +70,7 @@ static int base_flame(const mt_vsnap *s, const mt_vquery *q, const mt_flame *g, 
 int mt_vanswer_flame(const mt_vsnap *s, const mt_vquery *q, mt_json *j) {
   mt_flame_spec spec = {q->focus, q->min, q->by_objects};
   mt_flame *g;
-  int rc = mt_flame_compute(s->tree, s->a, &q->f, &spec, &g);
+  int rc = mt_flame_compute(mt_vsnap_tree(s), s->a, &q->f, &spec, &g);
   if (rc == MT_ERR_INVALID) return -2;
   if (rc != MT_OK) return -1;
   mt_tally base_total, *callees = NULL, *callers = NULL;
@@ -108,7 +108,7 @@ int mt_vanswer_diff(const mt_vsnap *s, const mt_vquery *q, mt_json *j) {
 int mt_vanswer_functions(const mt_vsnap *s, const mt_vquery *q, mt_json *j) {
   mt_function_row *rows;
   size_t n;
-  if (mt_calltree_functions(s->tree, s->a, &q->f, q->sort_total, (size_t)q->n, &rows, &n) !=
+  if (mt_calltree_functions(mt_vsnap_tree(s), s->a, &q->f, q->sort_total, (size_t)q->n, &rows, &n) !=
       MT_OK)
     return -1;
   mt_json_obj(j);

@@ -53,7 +53,9 @@ static int install_as(mt_vlive *l, mt_vsnap *s, const char *preview) {
 
 static void install(mt_vlive *l, mt_vsnap *s) { install_as(l, s, NULL); }
 
-static void set_state(mt_vlive *l, const char *state, const char *msg) {
+void mt_vlive_install(mt_vlive *l, mt_vsnap *s) { install(l, s); }
+
+void mt_vlive_set_state(mt_vlive *l, const char *state, const char *msg) {
   pthread_mutex_lock(&l->lock);
   l->state = state;
   snprintf(l->message, sizeof l->message, "%s", msg ? msg : "");
@@ -128,7 +130,7 @@ static int build(mt_vsnap *s) {
   return rc;
 }
 
-static void index_stacks(mt_vsnap *s) {
+void mt_vlive_index_stacks(mt_vsnap *s) {
   double t0 = mt_monotonic_seconds();
   mt_vsnap_index(s);
   if (mt_vdebug()) fprintf(stderr, "memtrace view: [debug] stacks indexed %.3f s\n", mt_monotonic_seconds() - t0);
@@ -156,7 +158,7 @@ int mt_vlive_load_once(mt_vlive *l, const char *path, const char *name) {
   l->name = name;
   l->tty = isatty(2);
   mt_vsnap *s = load(l, path, progress, l, err, sizeof err);
-  if (s && build(s) == 0) index_stacks(s);
+  if (s && build(s) == 0) mt_vlive_index_stacks(s);
   else if (s) {
     snprintf(err, sizeof err, "%s: out of memory", path);
     mt_vsnap_unref(s);
@@ -194,7 +196,7 @@ static int show(mt_vlive *l, mt_vsnap *s, const char *preview) {
   int built = build(s) == 0;
   if (built && claimed && !__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) precompute(s);
   else if (claimed) mt_vsnap_cache_end(s, MT_VFLAME_KEY, NULL, 0);
-  if (built && !__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) index_stacks(s);
+  if (built && !__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) mt_vlive_index_stacks(s);
   mt_vsnap_unref(s);
   return 0;
 }
@@ -294,126 +296,6 @@ int mt_vlive_load_bg(mt_vlive *l, const char *path, const char *name) {
   uint64_t first = preview_first();
   l->previewing = !l->nbase && first && input_bytes(l) >= 4 * first &&
                   pthread_create(&l->preview_thread, NULL, previews, l) == 0;
-  return 0;
-}
-
-/* --listen: accepts one program and copies its stream into the file,
- * while the loader follows the file. */
-static void *receive(void *arg) {
-  mt_vlive *l = arg;
-  int fd = -1;
-  while (!__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) {
-    struct pollfd p = {l->listen_fd, POLLIN, 0};
-    if (poll(&p, 1, 200) > 0) {
-      fd = accept4(l->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-      if (fd >= 0) break;
-    }
-  }
-  close(l->listen_fd);
-  l->listen_fd = -1;
-  if (fd < 0) return NULL;
-  int out = open(l->path, O_WRONLY | O_TRUNC | O_CLOEXEC);
-  if (out < 0) {
-    char m[600];
-    snprintf(m, sizeof m, "%s: cannot write: %s", l->path, strerror(errno));
-    set_state(l, "error", m);
-    close(fd);
-    return NULL;
-  }
-  set_state(l, "loading", "a program is connected");
-  static char buf[1 << 16];
-  while (!__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) {
-    struct pollfd p = {fd, POLLIN, 0};
-    if (poll(&p, 1, 200) <= 0) continue;
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    for (ssize_t o = 0; o < n;) {
-      ssize_t w = write(out, buf + o, (size_t)(n - o));
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) {
-        n = -1;
-        break;
-      }
-      o += w;
-    }
-    if (n < 0) break;
-  }
-  close(fd);
-  close(out);
-  return NULL;
-}
-
-static void *follow(void *arg) {
-  mt_vlive *l = arg;
-  pthread_t rx;
-  int has_rx = l->listen_fd >= 0 && pthread_create(&rx, NULL, receive, l) == 0;
-  off_t last_size = -1;
-  double last_took = 0, last_end = 0;
-  while (!__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) {
-    usleep(50000);
-    double t = mt_monotonic_seconds();
-    /* at most every 250 ms, and never more often than a load takes */
-    if (t - last_end < 0.25 || t - last_end < last_took) continue;
-    struct stat st;
-    if (stat(l->path, &st) != 0) {
-      if (!has_rx) {
-        char m[600];
-        snprintf(m, sizeof m, "%s: %s (waiting for it)", l->path, strerror(errno));
-        set_state(l, "waiting", m);
-      }
-      last_end = t;
-      continue;
-    }
-    if (st.st_size == last_size || st.st_size == 0) {
-      last_end = t;
-      continue;
-    }
-    char err[1024];
-    mt_vsnap *s = load(l, l->path, progress, l, err, sizeof err);
-    /* the tree and the stacks' index are built before the new snapshot
-     * replaces the old one, which keeps answering meanwhile */
-    if (s && build(s)) {
-      snprintf(err, sizeof err, "%s: out of memory", l->path);
-      mt_vsnap_unref(s);
-      s = NULL;
-    }
-    if (s) index_stacks(s);
-    double e = mt_monotonic_seconds();
-    last_took = e - t;
-    last_end = e;
-    if (s) {
-      last_size = st.st_size;
-      install(l, s);
-    } else {
-      /* with a snapshot shown, keep it (the file may have been caught
-       * mid-header); without, say why */
-      pthread_mutex_lock(&l->lock);
-      int have = l->snap != NULL;
-      pthread_mutex_unlock(&l->lock);
-      if (!have) set_state(l, "error", err);
-    }
-  }
-  if (has_rx) pthread_join(rx, NULL);
-  return NULL;
-}
-
-int mt_vlive_start(mt_vlive *l, const char *path, const char *name, int listen_fd) {
-  l->path = path;
-  l->name = name;
-  l->live = 1;
-  l->listen_fd = listen_fd;
-  /* The first state, before the page can ask (the server starts next):
-   * set by the thread, a request could come first and see "loading" */
-  if (listen_fd >= 0) {
-    char m[400];
-    snprintf(m, sizeof m, "waiting for a program on %s", l->listen_shown);
-    set_state(l, "waiting", m);
-  } else {
-    set_state(l, "loading", "");
-  }
-  l->running = 1;
-  if (pthread_create(&l->thread, NULL, follow, l) != 0) return l->running = 0, -1;
   return 0;
 }
 

@@ -42,6 +42,7 @@ typedef struct mt_vlive {
   pthread_t preview_thread;
   int previewing, complete;
   int failed;
+  int stream_ended; /* --listen: the program's stream has ended (atomic) */
   pthread_t main_thread; /* told (SIGTERM) when the load fails */
 } mt_vlive;
 
@@ -60,6 +61,13 @@ int mt_vlive_load_bg(mt_vlive *l, const char *path, const char *name);
  * listen_fd first when it is >= 0). */
 int mt_vlive_start(mt_vlive *l, const char *path, const char *name, int listen_fd);
 void mt_vlive_stop(mt_vlive *l);
+
+/* For the loaders (live.c, live_follow.c): makes s (its reference taken)
+ * the snapshot served; sets the state the page shows; indexes a
+ * snapshot's stacks (by the loader, the analysis' only writer). */
+void mt_vlive_install(mt_vlive *l, mt_vsnap *s);
+void mt_vlive_set_state(mt_vlive *l, const char *state, const char *msg);
+void mt_vlive_index_stacks(mt_vsnap *s);
 /* The current snapshot with a reference (NULL if none): unref it. Loading
  * once in the background, it waits for the load. */
 mt_vsnap *mt_vlive_get(mt_vlive *l);

@@ -256,7 +256,9 @@ static void answer_api(server *sv, const mt_http_request *rq, mt_http_response *
     pthread_mutex_unlock(&l->lock);
     return send_error(out, 503, msg);
   } else if (!e->answer) {
+    mt_vsnap_read_begin(s);
     rc = mt_vanswer_info(s, l->live, &j);
+    mt_vsnap_read_end(s);
   } else {
     key = cache_key(e->path, a);
     int cached = key ? mt_vsnap_cache_begin(s, key, &text, &len) : -1;
@@ -265,7 +267,9 @@ static void answer_api(server *sv, const mt_http_request *rq, mt_http_response *
     } else if (e->tree && mt_vsnap_wait(s)) {
       rc = -1;
     } else {
+      mt_vsnap_read_begin(s);
       rc = e->answer(s, &a->q, &j);
+      mt_vsnap_read_end(s);
       if (rc == 0 && cached == 0) text = mt_json_take(&j, &len);
     }
     if (cached == 0) mt_vsnap_cache_end(s, key, rc == 0 ? text : NULL, len);

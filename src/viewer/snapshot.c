@@ -35,6 +35,66 @@ mt_vsnap *mt_vsnap_new(mt_analysis *a, const char *name, uint64_t generation) {
   return s;
 }
 
+mt_vshared *mt_vshared_new(mt_follow *fw) {
+  mt_vshared *sh = calloc(1, sizeof *sh);
+  pthread_rwlockattr_t at;
+  pthread_rwlockattr_init(&at);
+  /* a stream of requests must not keep the loader out */
+  pthread_rwlockattr_setkind_np(&at, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+  if (!sh || pthread_rwlock_init(&sh->rw, &at) != 0) {
+    pthread_rwlockattr_destroy(&at);
+    free(sh);
+    mt_follow_close(fw);
+    return NULL;
+  }
+  pthread_rwlockattr_destroy(&at);
+  sh->fw = fw;
+  sh->refs = 1;
+  return sh;
+}
+
+void mt_vshared_ref(mt_vshared *sh) { __atomic_add_fetch(&sh->refs, 1, __ATOMIC_RELAXED); }
+
+void mt_vshared_unref(mt_vshared *sh) {
+  if (!sh || __atomic_sub_fetch(&sh->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+  mt_calltree_free(sh->tree);
+  for (size_t i = 0; i < sh->nretired; i++) mt_calltree_free(sh->retired[i]);
+  free(sh->retired);
+  mt_follow_close(sh->fw);
+  pthread_rwlock_destroy(&sh->rw);
+  free(sh);
+}
+
+mt_vsnap *mt_vsnap_new_shared(mt_vshared *sh, const char *name, uint64_t generation) {
+  mt_vsnap *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  mt_vshared_ref(sh);
+  s->shared = sh;
+  s->a = mt_follow_analysis(sh->fw);
+  s->refs = 1;
+  s->generation = generation;
+  s->name = name;
+  s->nobj = mt_analysis_object_count(s->a);
+  s->duration = (double)mt_analysis_duration(s->a) / 1e6;
+  s->state = 1; /* the loader keeps the tree */
+  pthread_mutex_init(&s->lock, NULL);
+  pthread_cond_init(&s->built, NULL);
+  pthread_cond_init(&s->answered, NULL);
+  return s;
+}
+
+const mt_calltree *mt_vsnap_tree(const mt_vsnap *s) {
+  return s->shared ? s->shared->tree : s->tree;
+}
+
+void mt_vsnap_read_begin(const mt_vsnap *s) {
+  if (s->shared) pthread_rwlock_rdlock(&s->shared->rw);
+}
+
+void mt_vsnap_read_end(const mt_vsnap *s) {
+  if (s->shared) pthread_rwlock_unlock(&s->shared->rw);
+}
+
 int mt_vsnap_build(mt_vsnap *s) {
   pthread_mutex_lock(&s->lock);
   int st = s->state;
@@ -155,8 +215,12 @@ void mt_vsnap_ref(mt_vsnap *s) { __atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXE
 
 void mt_vsnap_unref(mt_vsnap *s) {
   if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
-  mt_calltree_free(s->tree);
-  mt_analysis_free(s->a);
+  if (s->shared) {
+    mt_vshared_unref(s->shared);
+  } else {
+    mt_calltree_free(s->tree);
+    mt_analysis_free(s->a);
+  }
   mt_rss_free(s->rss);
   while (s->cache) {
     mt_vcache_entry *e = s->cache;

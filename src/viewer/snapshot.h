@@ -25,9 +25,29 @@
 #include "memtrace/stats.h"
 #include "memtrace/calltree.h"
 
+/* A trace followed as it grows (--follow, --listen): one analysis and its
+ * call tree, changed by the loader under the write side of `rw` while the
+ * snapshots made of it answer under its read side. Refcounted: the
+ * loader and each snapshot hold a reference. */
+typedef struct mt_vshared {
+  pthread_rwlock_t rw;
+  int refs; /* atomic */
+  mt_follow *fw;
+  mt_calltree *tree;     /* of every backtrace (MT_TREE_EXTENSIBLE), or NULL */
+  mt_calltree **retired; /* trees replaced, freed with the whole */
+  size_t nretired;
+} mt_vshared;
+
+/* A shared analysis of fw (taken), no tree yet; one reference. NULL when
+ * out of memory (fw is then closed). */
+mt_vshared *mt_vshared_new(mt_follow *fw);
+void mt_vshared_ref(mt_vshared *sh);
+void mt_vshared_unref(mt_vshared *sh);
+
 typedef struct mt_vsnap {
   mt_analysis *a;
-  mt_calltree *tree; /* once built (mt_vsnap_wait) */
+  mt_calltree *tree; /* once built (mt_vsnap_wait); shared: mt_vsnap_tree */
+  mt_vshared *shared; /* a followed trace's, or NULL: a and tree owned */
   /* the differential view's base trace(s), or NULL: loaded once, owned by
    * the loader (mt_vlive), shared by every snapshot */
   const mt_analysis *base;
@@ -51,6 +71,17 @@ typedef struct mt_vsnap {
  * not built yet. Returns NULL when out of memory (the analysis is then
  * freed). */
 mt_vsnap *mt_vsnap_new(mt_analysis *a, const char *name, uint64_t generation);
+/* A snapshot of a followed trace as it is now (a reference to sh taken),
+ * its tree built. NULL when out of memory. */
+mt_vsnap *mt_vsnap_new_shared(mt_vshared *sh, const char *name, uint64_t generation);
+/* The call tree the answers use (after mt_vsnap_wait; of a shared
+ * snapshot, between mt_vsnap_read_begin and _end). */
+const mt_calltree *mt_vsnap_tree(const mt_vsnap *s);
+/* Around every use of a snapshot's analysis or tree by an answer: a
+ * shared one holds its lock's read side meanwhile (not to be nested);
+ * nothing for the others. */
+void mt_vsnap_read_begin(const mt_vsnap *s);
+void mt_vsnap_read_end(const mt_vsnap *s);
 /* Builds the call tree (once) and wakes the waiters; 0 or -1 (out of
  * memory: the waiters then fail too). */
 int mt_vsnap_build(mt_vsnap *s);
