@@ -112,7 +112,10 @@ static void same_as_load(mt_follow *fw, const mt_calltree *t, const char *path, 
     assert_int_equal(mt_analysis_index_stacks(a), MT_OK);
     assert_int_equal(mt_analysis_index_stacks(b), MT_OK);
   }
-  for (size_t k = 0; k < sizeof filters / sizeof *filters; k++) {
+  size_t nf = sizeof filters / sizeof *filters;
+  for (size_t k = 0; k < nf; k++) {
+    /* every filter at the end; else the unfiltered answers and one more */
+    if (!whole && k && k != 1 + next_rand() % (nf - 1)) continue;
     char *x = answers(a, t, filters[k][0], filters[k][1]);
     char *y = answers(b, tb, filters[k][0], filters[k][1]);
     if (strcmp(x, y) != 0) fail_msg("%s, filter %s: the followed analysis answers\n%.600s\nwhere a load answers\n%.600s", path, filters[k][0] ? filters[k][0] : "none", x, y);
