@@ -120,8 +120,15 @@ def main():
                         r.read()
                 page["refresh"].append((t, time.monotonic() - t))
 
+        def browse_until_stopped():
+            try:
+                browse()
+            except OSError:
+                if not page["stop"]:
+                    raise
+
         feeder = threading.Thread(target=feed, daemon=True)
-        browser = threading.Thread(target=browse, daemon=True)
+        browser = threading.Thread(target=browse_until_stopped, daemon=True)
         t0 = time.monotonic()
         feeder.start()
         browser.start()

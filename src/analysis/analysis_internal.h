@@ -101,6 +101,10 @@ struct mt_analysis {
   int flat_dropped;
   uint64_t *bt_fp; /* mt_analysis_index_stacks: fingerprints, NULL until
                       complete (read atomically) */
+  /* mt__bt_all: each backtrace's tally of every object, once asked for
+   * (read atomically); of objects [0, bt_all_nobj), bt_all_cap entries */
+  mt_tally *bt_all;
+  size_t bt_all_nobj, bt_all_cap;
   mt__u64map side;    /* (object << 2 | kind) -> index in side_vals */
   const uint64_t *side_key; /* while a live-only load runs: each object's id,
                                the side table's key (objects move); else NULL */
@@ -284,6 +288,19 @@ int mt__scan_codes(const mt__query *q, mt__visit_fn fn, void *ctx);
 /* Runs fn(arg[0]) and fn(arg[1]), on two threads when `threaded` and a
  * thread can be started, else one after the other. */
 void mt__run_pair(void (*fn)(void *), void *arg0, void *arg1, int threaded);
+/* Each backtrace's tally of the objects passing q into out[0..a->nbt):
+ * one pass, its halves on two threads when the objects are many (the
+ * sums then differ from one pass's in their last bits, but not from run
+ * to run). 0, or -1 when out of memory. */
+int mt__tally_backtraces(const mt__query *q, mt_tally *out);
+/* Each backtrace's tally of every object (a->nbt of them), computed once
+ * (safe while other threads query; NULL when out of memory, and for a
+ * folded load): the answers whose filter has no condition on objects'
+ * own columns count backtraces instead of objects. */
+const mt_tally *mt__bt_all(const mt_analysis *a);
+/* A followed trace's step (load in steps) added objects: the tallies of
+ * mt__bt_all, if made, take them. 0, or -1 when out of memory. */
+int mt__bt_all_extend(mt_analysis *a);
 
 /* ---- Printed frames (frames.c) ---- */
 

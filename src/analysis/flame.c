@@ -243,11 +243,19 @@ void mt_flame_free(mt_flame *g) {
   free(g);
 }
 
-/* Each selected object's weight into its leaf's W, subtrees summed. */
-static void weigh(const mt__query *q, const mt_calltree *t, int by_objects, double *W) {
+/* Each selected object's weight into its leaf's W, subtrees summed: from
+ * the objects' tallies by backtrace when given (per_bt), else object by
+ * object. */
+static void weigh(const mt__query *q, const mt_calltree *t, int by_objects,
+                  const mt_tally *per_bt, double *W) {
   const mt_analysis *a = q->a;
   memset(W, 0, t->n * sizeof *W);
-  for (size_t i = q->lo; i < q->hi; i++) {
+  for (size_t b = 0; per_bt && b < a->nbt; b++) {
+    uint32_t v = t->leaf[b];
+    if (v == NONE || !per_bt[b].objects || (q->bt_pass && !q->bt_pass[b])) continue;
+    W[v] += by_objects ? per_bt[b].ht : (double)per_bt[b].samples;
+  }
+  for (size_t i = q->lo; !per_bt && i < q->hi; i++) {
     uint32_t v = mt__passing_leaf(q, t, i);
     if (v == NONE) continue;
     if (by_objects) {
@@ -270,6 +278,7 @@ int mt_flame_compute(const mt_calltree *t, const mt_analysis *a, const mt_filter
   size_t n = t->n, scratch_bytes = n * (sizeof(double) + 2 * sizeof(uint32_t));
   otree callees = {0}, callers = {0};
   vec tops = {0};
+  mt_tally *own_bt = NULL;
   uint32_t *fidx = NULL, *deepest = NULL;
   mt__query q;
   int qrc = mt__query_init(&q, a, f);
@@ -284,7 +293,17 @@ int mt_flame_compute(const mt_calltree *t, const mt_analysis *a, const mt_filter
   if (!g || !scratch || !c.gid || !(g->named = calloc(a->nfn + 1, 1))) goto done;
   g->nfunctions = a->nfn;
   memset(c.gid, 0xff, (a->nfn + 1) * sizeof *c.gid);
-  weigh(&q, t, spec->by_objects, c.W);
+  /* Few backtraces against the objects: one pass sums the objects by
+   * backtrace (every object's sums are kept for a filter without
+   * conditions on objects' columns), and the graph reads those sums. */
+  const mt_tally *per_bt = NULL;
+  if (!a->fold_tally && q.every_object && q.lo == 0 && q.hi == a->nobj) {
+    per_bt = mt__bt_all(a);
+  } else if (!a->fold_tally && a->nbt * 4 <= q.hi - q.lo &&
+             (own_bt = malloc((a->nbt + 1) * sizeof *own_bt))) {
+    if (mt__tally_backtraces(&q, own_bt) == 0) per_bt = own_bt;
+  }
+  weigh(&q, t, spec->by_objects, per_bt, c.W);
   memset(c.out, 0xff, n * sizeof *c.out); /* NONE */
   double root_w = 0;
   uint32_t F = focused ? (uint32_t)spec->focus : NONE;
@@ -314,7 +333,20 @@ int mt_flame_compute(const mt_calltree *t, const mt_analysis *a, const mt_filter
     if (ot_add(&callers, NONE, F) == NONE || grow_callers(&c, &callers, &tops, thr, deepest))
       goto done;
   }
-  for (size_t i = q.lo; i < q.hi; i++) {
+  /* every object: the trace's total as loaded (to the last bit the one
+   * the summary gives, summed object by object) */
+  int every = mt_filter_selects_all(f);
+  if (per_bt && every) g->total = a->all;
+  for (size_t b = 0; per_bt && b < a->nbt; b++) {
+    const mt_tally *bt = &per_bt[b];
+    if (!bt->objects || (q.bt_pass && !q.bt_pass[b])) continue;
+    if (!every) mt_tally_add(&g->total, bt);
+    uint32_t leaf = t->leaf[b];
+    if (leaf == NONE || c.out[leaf] == EXCL) continue;
+    mt_tally_add(&callees.nodes[c.out[leaf]].self, bt);
+    if (focused) mt_tally_add(&callers.nodes[deepest[fidx[leaf]]].self, bt);
+  }
+  for (size_t i = q.lo; !per_bt && i < q.hi; i++) {
     if (!mt__query_object(&q, i)) continue;
     mt__tally_object(a, i, &g->total);
     uint32_t leaf = t->leaf[a->bt[i]];
@@ -336,6 +368,7 @@ int mt_flame_compute(const mt_calltree *t, const mt_analysis *a, const mt_filter
   rc = MT_OK;
 done:
   mt__query_free(&q);
+  free(own_bt);
   free(callees.nodes);
   free(callers.nodes);
   free(tops.v);

@@ -56,7 +56,8 @@ static int step(mt_follow *f, uint64_t limit, uint64_t *events) {
   size_t nbt = a->nbt;
   f->late = 0;
   int rc = mt__pass_read(a, &f->p, f->r, limit, NULL, NULL, events);
-  if (rc >= 0 && (rc = mt__pass_publish(a, &f->p, f->r)) == MT_OK && recheck_codes(f))
+  if (rc >= 0 && (rc = mt__pass_publish(a, &f->p, f->r)) == MT_OK &&
+      (recheck_codes(f) || mt__bt_all_extend(a)))
     rc = MT_ERR_NOMEM;
   /* the stacks' index covers the backtraces and frames it was made from */
   if ((a->nbt != nbt || f->late) && a->bt_fp) {

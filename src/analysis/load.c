@@ -788,7 +788,8 @@ void mt_analysis_free(mt_analysis *a) {
                     a->bt_site,  a->bt_flat,   a->bt_off,      a->log,      a->code_described,
                     a->checkpoints, a->source, a->side_vals,   a->code_val, a->code_first,
                     a->code_n,   a->frames,    a->fn_name,     a->fn_file,  a->bt_fp,
-                    a->trace_of, a->trace_end, a->fold_tally, a->fold_site, a->fold_site_code};
+                    a->trace_of, a->trace_end, a->fold_tally, a->fold_site, a->fold_site_code,
+                    a->bt_all};
   for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
   mt__u64map_free(&a->side);
   mt__u64map_free(&a->code_index);

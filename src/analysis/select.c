@@ -178,6 +178,83 @@ void mt__run_pair(void (*fn)(void *), void *arg0, void *arg1, int threaded) {
   else fn(arg1);
 }
 
+/* ---- tallies by backtrace ---- */
+
+/* Below this many objects a pass stays on one thread. */
+#define PAIR_MIN ((size_t)1 << 20)
+
+typedef struct bt_part {
+  const mt__query *q; /* NULL: every object */
+  const mt_analysis *a;
+  size_t from, to;
+  mt_tally *out;
+} bt_part;
+
+static void tally_part(void *p) {
+  bt_part *h = p;
+  const mt_analysis *a = h->a;
+  for (size_t i = h->from; i < h->to; i++)
+    if (!h->q || mt__query_object(h->q, i)) mt__tally_object(a, i, &h->out[a->bt[i]]);
+}
+
+int mt__tally_backtraces(const mt__query *q, mt_tally *out) {
+  const mt_analysis *a = q->a;
+  memset(out, 0, a->nbt * sizeof *out);
+  size_t n = q->hi > q->lo ? q->hi - q->lo : 0;
+  if (n < PAIR_MIN) {
+    bt_part h = {q, a, q->lo, q->hi, out};
+    tally_part(&h);
+    return 0;
+  }
+  mt_tally *second = calloc(a->nbt, sizeof *second);
+  if (!second) return -1;
+  size_t mid = q->lo + n / 2;
+  bt_part h0 = {q, a, q->lo, mid, out}, h1 = {q, a, mid, q->hi, second};
+  mt__run_pair(tally_part, &h0, &h1, 1);
+  for (size_t b = 0; b < a->nbt; b++)
+    if (second[b].objects) mt_tally_add(&out[b], &second[b]);
+  free(second);
+  return 0;
+}
+
+int mt__bt_all_extend(mt_analysis *a) {
+  if (!a->bt_all) return 0;
+  if (a->nbt > a->bt_all_cap) {
+    size_t cap = a->bt_all_cap * 2 > a->nbt ? a->bt_all_cap * 2 : a->nbt;
+    mt_tally *t = realloc(a->bt_all, cap * sizeof *t);
+    if (!t) return -1;
+    memset(t + a->bt_all_cap, 0, (cap - a->bt_all_cap) * sizeof *t);
+    a->bt_all = t;
+    a->bt_all_cap = cap;
+  }
+  bt_part h = {NULL, a, a->bt_all_nobj, a->nobj, a->bt_all};
+  tally_part(&h);
+  a->bt_all_nobj = a->nobj;
+  return 0;
+}
+
+const mt_tally *mt__bt_all(const mt_analysis *ca) {
+  mt_tally *t = __atomic_load_n(&ca->bt_all, __ATOMIC_ACQUIRE);
+  if (t || ca->fold_tally) return t;
+  mt_analysis *a = (mt_analysis *)ca; /* the cache only, installed atomically */
+  if (!(t = calloc(a->nbt + 1, sizeof *t))) return NULL;
+  /* one pass in allocation order, as a followed trace's steps extend it:
+   * both sum alike to the last bit */
+  bt_part h = {NULL, a, 0, a->nobj, t};
+  tally_part(&h);
+  mt_tally *expected = NULL;
+  if (__atomic_compare_exchange_n(&a->bt_all, &expected, t, 0, __ATOMIC_RELEASE,
+                                  __ATOMIC_ACQUIRE)) {
+    /* read only by mt__bt_all_extend, which a followed trace's writer
+     * calls once the readers are done */
+    a->bt_all_nobj = a->nobj;
+    a->bt_all_cap = a->nbt + 1;
+    return t;
+  }
+  free(t);
+  return expected;
+}
+
 /* ---- the public bulk queries ---- */
 
 int mt_analysis_select(const mt_analysis *a, const mt_filter *f, uint8_t *mask, size_t *count) {

@@ -71,22 +71,43 @@ static int series_visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
   return 0;
 }
 
+typedef struct series_part {
+  series s;
+  const mt__query *q;
+  size_t from, to;
+} series_part;
+
+static void series_of_part(void *p) {
+  series_part *h = p;
+  mt__scan(h->q, h->from, h->to, series_visit, &h->s);
+}
+
+/* Below this many objects the series' pass stays on one thread. */
+#define PAIR_MIN ((size_t)1 << 20)
+
 static int live_series(const mt_analysis *a, const mt_filter *f, const series *shape,
                        double *out) {
   mt__query q;
-  series s = *shape;
-  s.a = a;
-  s.diff = calloc(s.nbins + 1, sizeof(double));
-  int qrc = !s.diff ? MT_ERR_NOMEM : mt__query_init(&q, a, f);
+  series_part h[2] = {{*shape, &q, 0, 0}, {*shape, &q, 0, 0}};
+  h[0].s.a = h[1].s.a = a;
+  /* the halves' differences are whole sample counts: their sum is exact in
+   * any order */
+  h[0].s.diff = calloc(2 * (shape->nbins + 1), sizeof(double));
+  h[1].s.diff = h[0].s.diff ? h[0].s.diff + shape->nbins + 1 : NULL;
+  int qrc = !h[0].s.diff ? MT_ERR_NOMEM : mt__query_init(&q, a, f);
   if (qrc != MT_OK) {
-    free(s.diff);
+    free(h[0].s.diff);
     return qrc;
   }
-  mt__scan(&q, 0, a->nobj, series_visit, &s);
+  size_t lo = q.lo, hi = q.hi, mid = lo + (hi - lo) / 2;
+  h[0].from = lo;
+  h[0].to = h[1].from = mid;
+  h[1].to = hi;
+  mt__run_pair(series_of_part, &h[0], &h[1], hi - lo >= PAIR_MIN);
   mt__query_free(&q);
   double run = 0;
-  for (size_t j = 0; j < s.nbins; j++) out[j] = run += s.diff[j];
-  free(s.diff);
+  for (size_t j = 0; j < shape->nbins; j++) out[j] = run += h[0].s.diff[j] + h[1].s.diff[j];
+  free(h[0].s.diff);
   return MT_OK;
 }
 
