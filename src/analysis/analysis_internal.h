@@ -105,6 +105,9 @@ struct mt_analysis {
    * (read atomically); of objects [0, bt_all_nobj), bt_all_cap entries */
   mt_tally *bt_all;
   size_t bt_all_nobj, bt_all_cap;
+  /* the first live series of every object a timeline made (timeline.c;
+   * read atomically), kept for the next timeline on that grid */
+  struct mt__live_cache *live_cache;
   mt__u64map side;    /* (object << 2 | kind) -> index in side_vals */
   const uint64_t *side_key; /* while a live-only load runs: each object's id,
                                the side table's key (objects move); else NULL */
@@ -301,6 +304,9 @@ const mt_tally *mt__bt_all(const mt_analysis *a);
 /* A followed trace's step (load in steps) added objects: the tallies of
  * mt__bt_all, if made, take them. 0, or -1 when out of memory. */
 int mt__bt_all_extend(mt_analysis *a);
+/* Drops the live series a timeline kept (timeline.c), which a step of a
+ * followed trace makes stale; frees it with the analysis. */
+void mt__live_cache_drop(mt_analysis *a);
 
 /* ---- Printed frames (frames.c) ---- */
 

@@ -59,6 +59,7 @@ static int step(mt_follow *f, uint64_t limit, uint64_t *events) {
   if (rc >= 0 && (rc = mt__pass_publish(a, &f->p, f->r)) == MT_OK &&
       (recheck_codes(f) || mt__bt_all_extend(a)))
     rc = MT_ERR_NOMEM;
+  mt__live_cache_drop(a); /* of the objects before this step */
   /* the stacks' index covers the backtraces and frames it was made from */
   if ((a->nbt != nbt || f->late) && a->bt_fp) {
     free(a->bt_fp);

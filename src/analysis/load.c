@@ -791,6 +791,7 @@ void mt_analysis_free(mt_analysis *a) {
                     a->trace_of, a->trace_end, a->fold_tally, a->fold_site, a->fold_site_code,
                     a->bt_all};
   for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
+  mt__live_cache_drop(a);
   mt__u64map_free(&a->side);
   mt__u64map_free(&a->code_index);
   mt__u64map_free(&a->fn_index);

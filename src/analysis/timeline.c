@@ -111,6 +111,45 @@ static int live_series(const mt_analysis *a, const mt_filter *f, const series *s
   return MT_OK;
 }
 
+/* Every object's live series on a trace's own grid (bins from 0, the
+ * objects never collected live to the end): the first one made is kept
+ * (a page asks it of each filter, at its width), of an analysis of nobj
+ * objects over `duration`. */
+typedef struct mt__live_cache {
+  size_t nbins, nobj;
+  uint64_t duration;
+  double v[];
+} mt__live_cache;
+
+static int every_series(const mt_analysis *ca, const series *shape, double *out) {
+  mt__live_cache *c = __atomic_load_n(&ca->live_cache, __ATOMIC_ACQUIRE);
+  int own_grid = shape->off == 0 && shape->gone < 0;
+  if (own_grid && c && c->nbins == shape->nbins && c->nobj == ca->nobj &&
+      c->duration == ca->duration) {
+    memcpy(out, c->v, c->nbins * sizeof *out);
+    return MT_OK;
+  }
+  mt_filter none;
+  mt_filter_init(&none);
+  int rc = live_series(ca, &none, shape, out);
+  if (rc != MT_OK || !own_grid || c) return rc;
+  mt__live_cache *n = malloc(sizeof *n + shape->nbins * sizeof *n->v);
+  if (!n) return MT_OK; /* kept another time */
+  *n = (mt__live_cache){shape->nbins, ca->nobj, ca->duration};
+  memcpy(n->v, out, shape->nbins * sizeof *out);
+  mt_analysis *a = (mt_analysis *)ca; /* the cache only, installed atomically */
+  mt__live_cache *expected = NULL;
+  if (!__atomic_compare_exchange_n(&a->live_cache, &expected, n, 0, __ATOMIC_RELEASE,
+                                   __ATOMIC_RELAXED))
+    free(n);
+  return MT_OK;
+}
+
+void mt__live_cache_drop(mt_analysis *a) {
+  free(a->live_cache);
+  a->live_cache = NULL;
+}
+
 /* The envelope bin holding integer time t: envelope bin k covers
  * [T(k-1), T(k)) where T(k) = pts[k].time, the last one also the trace's
  * last instant. */
@@ -166,9 +205,7 @@ static int add_trace(mt_timeline *t, const mt_analysis *a, const mt_filter *f,
   double *own = NULL; /* the series computed here: live, then filt */
   if (!live) {
     if (!(own = malloc(2 * nbins * sizeof *own))) return MT_ERR_NOMEM;
-    mt_filter none;
-    mt_filter_init(&none);
-    int rc = live_series(a, &none, shape, own);
+    int rc = every_series(a, shape, own);
     if (rc == MT_OK && t->filter_selects_all) memcpy(own + nbins, own, nbins * sizeof *own);
     else if (rc == MT_OK) rc = live_series(a, f, shape, own + nbins);
     if (rc != MT_OK) {

@@ -808,7 +808,7 @@ def test_follow_steps():
     busy = {"stop": False, "bad": []}
 
     def hammer():
-        eps = ("/api/flame", "/api/sites?n=5&size=100..", "/api/timeline?bins=30", "/api/leaks")
+        eps = ("/api/flame", "/api/sites?n=5&size=100..", "/api/timeline?bins=50", "/api/leaks")
         k = 0
         while not busy["stop"]:
             code = srv.get(eps[k % len(eps)])[0]
