@@ -297,10 +297,11 @@ int mt_flame_compute(const mt_calltree *t, const mt_analysis *a, const mt_filter
    * backtrace (every object's sums are kept for a filter without
    * conditions on objects' columns), and the graph reads those sums. */
   const mt_tally *per_bt = NULL;
-  if (!a->fold_tally && q.every_object && q.lo == 0 && q.hi == a->nobj) {
+  if (a->fold_tally || a->nbt * 4 > q.hi - q.lo) {
+    /* object by object */
+  } else if (q.every_object && q.lo == 0 && q.hi == a->nobj) {
     per_bt = mt__bt_all(a);
-  } else if (!a->fold_tally && a->nbt * 4 <= q.hi - q.lo &&
-             (own_bt = malloc((a->nbt + 1) * sizeof *own_bt))) {
+  } else if ((own_bt = malloc((a->nbt + 1) * sizeof *own_bt))) {
     if (mt__tally_backtraces(&q, own_bt) == 0) per_bt = own_bt;
   }
   weigh(&q, t, spec->by_objects, per_bt, c.W);
