@@ -9,8 +9,11 @@
  *
  * Also compiled without libFuzzer into the replay test (tests/fuzz_replay),
  * so it must stay plain C that any compiler builds. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "fuzz_util.h"
@@ -104,6 +107,77 @@ static void check_many(int fd) {
   mt_reader_close(r);
 }
 
+/* A second descriptor of the memory file fd, at its start (the reader's
+ * position is its own). */
+static int open_at_start(int fd) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  int fd2 = open(path, O_RDONLY | O_CLOEXEC);
+  FUZZ_CHECK(fd2 >= 0);
+  return fd2;
+}
+
+/* A digest of everything an event says. */
+static uint64_t digest(uint64_t h, const mt_event *ev) {
+  uint64_t v[] = {ev->kind, ev->time, ev->obj_id, ev->length, ev->nsamples, ev->source,
+                  ev->domain, ev->backtrace_len};
+  for (size_t i = 0; i < sizeof v / sizeof *v; i++) h = (h ^ v[i]) * 0x100000001b3ull;
+  for (size_t i = 0; i < ev->backtrace_len; i++) h = (h ^ ev->backtrace[i]) * 0x100000001b3ull;
+  return h;
+}
+
+static void append(int fd, const uint8_t *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    FUZZ_CHECK(w > 0);
+    p += w;
+    n -= (size_t)w;
+  }
+}
+
+/* The input followed as it is written in three steps (cut at a third and
+ * two thirds, anywhere): the reader gives the events a read of the whole
+ * gives (want: their digest and count), and ends alike (rc). */
+static void check_follow(const uint8_t *data, size_t size, uint64_t want, uint64_t nwant,
+                         int want_rc) {
+  int fd = memfd_create("fuzz-follow", MFD_CLOEXEC);
+  FUZZ_CHECK(fd >= 0);
+  size_t cuts[3] = {size / 3, 2 * size / 3, size}, at = 0;
+  mt_reader *r = NULL;
+  uint64_t h = 0xcbf29ce484222325ull, n = 0;
+  int rc = 0, fd2 = -1;
+  for (size_t k = 0; k < 3; k++) {
+    append(fd, data + at, cuts[k] - at);
+    at = cuts[k];
+    if (!r) {
+      /* no whole first packet yet: open again once more is written */
+      fd2 = open_at_start(fd);
+      if (mt_reader_open_fd(&r, fd2, "fuzz-follow") != MT_OK) {
+        mt_reader_close(r);
+        r = NULL;
+        close(fd2);
+        continue;
+      }
+      FUZZ_CHECK(mt_reader_follow(r, 1) == MT_OK);
+    }
+    if (k == 2) mt_reader_follow(r, 0); /* the writer is done */
+    mt_event ev;
+    while ((rc = mt_reader_next(r, &ev)) == 1) {
+      h = digest(h, &ev);
+      n++;
+    }
+    if (rc < 0) break;
+  }
+  if (r) { /* an input no reader opens was refused by the whole read too */
+    FUZZ_CHECK(rc == want_rc);
+    FUZZ_CHECK(n == nwant && h == want);
+    mt_reader_close(r);
+    close(fd2);
+  }
+  close(fd);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int fd = fuzz_memfd(data, size);
   mt_reader *r = NULL;
@@ -120,7 +194,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check_info(mt_reader_info(r));
 
   mt_event ev;
-  while ((rc = mt_reader_next(r, &ev)) == 1) check_event(r, &ev);
+  uint64_t h = 0xcbf29ce484222325ull, n = 0;
+  while ((rc = mt_reader_next(r, &ev)) == 1) {
+    check_event(r, &ev);
+    h = digest(h, &ev);
+    n++;
+  }
 
   const char *warning = mt_reader_warning(r);
   if (warning) touch_string(warning);
@@ -140,6 +219,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   mt_reader_close(r);
   check_many(fd);
+  check_follow(data, size, h, n, rc);
   close(fd);
   return 0;
 }
