@@ -71,8 +71,8 @@ MT_API int mt_analysis_load_reader(mt_analysis **out, mt_reader *r,
  *
  * The analysis changes only inside mt_follow_read and mt_follow_end, and
  * nothing else may use it while one runs (a server serving it from other
- * threads holds a reader-writer lock). Its stacks' index is dropped by a
- * step that adds backtraces (mt_analysis_index_stacks again). */
+ * threads holds a reader-writer lock). A step extends the stacks' index
+ * (mt_analysis_index_stacks) by its new backtraces. */
 typedef struct mt_follow mt_follow;
 
 /* Opens the trace at `path` and reads its trace_info packet (no events

@@ -100,7 +100,8 @@ struct mt_analysis {
   size_t nbt_expanded, expand_pos, bt_off_cap, bt_flat_cap;
   int flat_dropped;
   uint64_t *bt_fp; /* mt_analysis_index_stacks: fingerprints, NULL until
-                      complete (read atomically) */
+                      complete (read atomically), of backtraces [0, bt_fp_n) */
+  size_t bt_fp_n;
   /* mt__bt_all: each backtrace's tally of every object, once asked for
    * (read atomically); of objects [0, bt_all_nobj), bt_all_cap entries */
   mt_tally *bt_all;
@@ -304,6 +305,10 @@ const mt_tally *mt__bt_all(const mt_analysis *a);
 /* A followed trace's step (load in steps) added objects: the tallies of
  * mt__bt_all, if made, take them. 0, or -1 when out of memory. */
 int mt__bt_all_extend(mt_analysis *a);
+/* A followed trace's step added backtraces: the stacks' index, if made,
+ * takes theirs. 0, or -1 when out of memory (the index is then dropped
+ * by the caller). */
+int mt__index_stacks_extend(mt_analysis *a);
 /* Drops the live series a timeline kept (timeline.c), which a step of a
  * followed trace makes stale; frees it with the analysis. */
 void mt__live_cache_drop(mt_analysis *a);

@@ -53,15 +53,15 @@ static int recheck_codes(mt_follow *f) {
 
 static int step(mt_follow *f, uint64_t limit, uint64_t *events) {
   mt_analysis *a = f->a;
-  size_t nbt = a->nbt;
   f->late = 0;
   int rc = mt__pass_read(a, &f->p, f->r, limit, NULL, NULL, events);
   if (rc >= 0 && (rc = mt__pass_publish(a, &f->p, f->r)) == MT_OK &&
       (recheck_codes(f) || mt__bt_all_extend(a)))
     rc = MT_ERR_NOMEM;
   mt__live_cache_drop(a); /* of the objects before this step */
-  /* the stacks' index covers the backtraces and frames it was made from */
-  if ((a->nbt != nbt || f->late) && a->bt_fp) {
+  /* the stacks' index takes the new backtraces; codes described late
+   * change the old ones' */
+  if (a->bt_fp && (f->late || rc < 0 || mt__index_stacks_extend(a))) {
     free(a->bt_fp);
     a->bt_fp = NULL;
   }

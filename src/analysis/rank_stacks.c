@@ -492,11 +492,43 @@ int mt_analysis_index_stacks(mt_analysis *a) {
       mt_analysis_each_distinct_backtrace(a, on_distinct, &r) == MT_OK && !r.oom) {
     uint64_t *expected = NULL;
     if (__atomic_compare_exchange_n(&a->bt_fp, &expected, r.bt_fp, 0, __ATOMIC_RELEASE,
-                                    __ATOMIC_RELAXED))
+                                    __ATOMIC_RELAXED)) {
       r.bt_fp = NULL; /* the analysis owns it now */
+      a->bt_fp_n = a->nbt; /* read by mt__index_stacks_extend, after the readers */
+    }
     rc = MT_OK;
   }
   rank_free(&r);
   mt__query_free(&q);
+  return rc;
+}
+
+int mt__index_stacks_extend(mt_analysis *a) {
+  if (!a->bt_fp || a->bt_fp_n == a->nbt) return 0;
+  uint64_t *fp = realloc(a->bt_fp, (a->nbt + 1) * sizeof *fp);
+  if (!fp) return -1;
+  a->bt_fp = fp;
+  mt_filter none;
+  mt__query q;
+  mt_filter_init(&none);
+  if (mt__query_init(&q, a, &none) != MT_OK) return -1;
+  rank r;
+  memset(&r, 0, sizeof r);
+  r.q = &q;
+  r.a = a;
+  uint32_t *codes = NULL;
+  size_t cap = 0;
+  int rc = prepare_codes(&r);
+  /* a fingerprint is its backtrace's own: the new ones alone are made */
+  for (size_t b = a->bt_fp_n; rc == 0 && b < a->nbt; b++) {
+    size_t n = mt__bt_codes_grow(a, (uint32_t)b, &codes, &cap);
+    if (n == SIZE_MAX) rc = -1;
+    else fp[b] = fingerprint(&r, codes, n);
+    if (r.oom) rc = -1;
+  }
+  free(codes);
+  rank_free(&r);
+  mt__query_free(&q);
+  if (rc == 0) a->bt_fp_n = a->nbt;
   return rc;
 }
