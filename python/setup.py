@@ -46,7 +46,7 @@ class build_with_library(build_ext):
 
 core = Extension(
     "memtrace_c._core",
-    sources=[os.path.join("src", n) for n in ("module.c", "objects.c", "answers.c")],
+    sources=[os.path.join("src", n) for n in ("module.c", "objects.c", "answers.c", "follow.c")],
     include_dirs=[os.path.join(ROOT, "include"), os.path.join(ROOT, "src"), numpy.get_include()],
     define_macros=[("_GNU_SOURCE", None), ("MT_VERSION_STRING", '"%s"' % version())],
     extra_compile_args=["-std=gnu11", "-fvisibility=hidden", "-O2"],

@@ -88,9 +88,10 @@ MT_API int mt_follow_open(mt_follow **out, const char *path, char *err, size_t n
 MT_API int mt_follow_read(mt_follow *f, uint64_t limit, uint64_t *events);
 /* The writer is done: reads the rest to the file's end, which is now the
  * trace's end (a partial last packet is a truncation, and
- * mt_analysis_warning says so). MT_OK or a negative status as
- * mt_follow_read's; later reads find nothing. */
-MT_API int mt_follow_end(mt_follow *f);
+ * mt_analysis_warning says so); *events (may be NULL) as for
+ * mt_follow_read. MT_OK or a negative status as mt_follow_read's; later
+ * reads find nothing. */
+MT_API int mt_follow_end(mt_follow *f, uint64_t *events);
 /* The analysis (owned by f: valid until mt_follow_close). */
 MT_API mt_analysis *mt_follow_analysis(const mt_follow *f);
 /* Bytes of the file consumed so far (whole packets). */

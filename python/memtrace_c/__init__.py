@@ -11,13 +11,15 @@ viewer, so that the figures here equal theirs to the last digit:
     t.top(by="line", n=20, live_at="peak")
     t.leaks(); t.timeline(); t.stats(chunks=10)
     t.backtrace(bt_id)
+    live = mt.follow("app.ctf")     # a trace still being written
+    live.update()                   # reads what was written since
 
 Filters are keywords (memtrace_c.filters). Bad traces raise TraceError,
 bad filters ValueError.
 """
 
 from ._core import TraceError, library_version
-from .trace import SOURCES, Trace, open
+from .trace import SOURCES, Trace, follow, open
 
 __version__ = library_version
-__all__ = ["open", "Trace", "TraceError", "SOURCES", "__version__"]
+__all__ = ["open", "follow", "Trace", "TraceError", "SOURCES", "__version__"]

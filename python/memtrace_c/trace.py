@@ -76,6 +76,16 @@ def open(path, progress=False, allow_truncated=False):  # noqa: A001 (the module
     return Trace(core)
 
 
+def follow(path):
+    """Reads the trace at `path` (str or path-like) while a program is still
+    writing it (a `memtrace run -o FILE`, `memtrace listen -o FILE`): the
+    Trace holds what was written so far, and Trace.update() adds what was
+    written since, reading each packet once. A packet not yet whole waits
+    for its end. Raises TraceError for a file that is not (yet) a trace.
+    """
+    return Trace(_core.follow(path))
+
+
 def _estimates(d, name):
     return {name: d[name], name + "_lo": d[name + "_lo"], name + "_hi": d[name + "_hi"]}
 
@@ -86,6 +96,21 @@ class Trace:
 
     def __init__(self, core):
         self._core = core
+        self._describe()
+
+    def update(self, end=False):
+        """A trace opened with memtrace_c.follow: reads what the program has
+        written since, so that every answer from then on covers it; returns
+        the number of events read. end=True says the writer is done: the
+        rest of the file is read as the trace's end (a last packet cut short
+        is then a truncation, in Trace.warning). Raises ValueError for a
+        trace loaded whole, TraceError for a corrupt packet."""
+        n = self._core.update(bool(end))
+        self._describe()
+        return n
+
+    def _describe(self):
+        core = self._core
         raw = core.info()
         self._raw = raw
         start = datetime.datetime.fromtimestamp(raw["start_time_us"] / 1e6, datetime.timezone.utc)

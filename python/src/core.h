@@ -30,6 +30,7 @@ typedef struct {
   PyObject_HEAD
   mt_analysis *a;
   PyObject *path; /* str */
+  mt_follow *fw;  /* a trace followed as it grows (follow.c), which owns a; or NULL */
 } mt_py_trace;
 
 extern PyTypeObject mt_py_trace_type;
@@ -54,6 +55,16 @@ int mt_py_set(PyObject *d, const char *key, PyObject *value);
 /* Raises MemoryError for MT_ERR_NOMEM, ValueError for MT_ERR_INVALID with
  * `what`; returns NULL. */
 PyObject *mt_py_status(int status, const char *what);
+
+/* Raises TraceError(message) with its path, offset (MT_NO_OFFSET: None)
+ * and status name; returns NULL. */
+PyObject *mt_py_trace_error_raise(PyObject *path, const char *message, uint64_t offset,
+                                  const char *status);
+
+/* follow(path) -> Trace: a trace still being written (follow.c). */
+PyObject *mt_py_follow(PyObject *module, PyObject *args);
+/* Trace.update(end) -> events read since (follow.c). */
+PyObject *mt_py_update(mt_py_trace *self, PyObject *args);
 
 /* The methods of Trace, by file. */
 PyObject *mt_py_objects(mt_py_trace *self, PyObject *args);   /* objects.c  */

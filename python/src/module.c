@@ -86,8 +86,8 @@ static int on_progress(void *vctx, uint64_t done, uint64_t total) {
 
 /* Raises TraceError(message) with its path, offset (None when the problem
  * has no place) and status name. */
-static PyObject *trace_error(PyObject *path, const char *message, uint64_t offset,
-                             const char *status) {
+PyObject *mt_py_trace_error_raise(PyObject *path, const char *message, uint64_t offset,
+                                  const char *status) {
   PyObject *e = PyObject_CallFunction(mt_py_trace_error, "s", message);
   if (!e) return NULL;
   PyObject *off = offset == MT_NO_OFFSET ? Py_NewRef(Py_None)
@@ -177,18 +177,19 @@ static PyObject *load(PyObject *module, PyObject *args) {
   } else if (rc == MT_ERR_NOMEM && !a) {
     PyErr_NoMemory();
   } else if (rc != MT_OK) {
-    trace_error(path, mt_analysis_error(a), mt_analysis_error_offset(a), mt_status_name(rc));
+    mt_py_trace_error_raise(path, mt_analysis_error(a), mt_analysis_error_offset(a), mt_status_name(rc));
   } else if (!allow_truncated && mt_analysis_truncated(a) != MT_NO_OFFSET) {
     char msg[1024];
     snprintf(msg, sizeof msg,
              "%s (open it with allow_truncated=True to read those packets)",
              mt_analysis_warning(a));
-    trace_error(path, msg, mt_analysis_truncated(a), "truncated trace");
+    mt_py_trace_error_raise(path, msg, mt_analysis_truncated(a), "truncated trace");
   } else {
     mt_py_trace *t = PyObject_New(mt_py_trace, &mt_py_trace_type);
     if (t) {
       t->a = a;
       t->path = path;
+      t->fw = NULL;
       return (PyObject *)t;
     }
   }
@@ -200,7 +201,8 @@ static PyObject *load(PyObject *module, PyObject *args) {
 /* ---- Trace ----------------------------------------------------------------- */
 
 static void trace_dealloc(mt_py_trace *self) {
-  mt_analysis_free(self->a);
+  if (self->fw) mt_follow_close(self->fw); /* and its analysis */
+  else mt_analysis_free(self->a);
   Py_XDECREF(self->path);
   PyObject_Free(self);
 }
@@ -250,6 +252,8 @@ static PyMethodDef trace_methods[] = {
      "stats(nchunks, filter) -> the statistics document (JSON text)."},
     {"backtrace", (PyCFunction)mt_py_backtrace, METH_VARARGS,
      "backtrace(id) -> dict of columns, one row per frame, innermost first."},
+    {"update", (PyCFunction)mt_py_update, METH_VARARGS,
+     "update(end) -> events read since; a followed trace only (end: the writer is done)."},
     {NULL, NULL, 0, NULL}};
 
 PyTypeObject mt_py_trace_type = {
@@ -266,6 +270,8 @@ PyTypeObject mt_py_trace_type = {
 static PyMethodDef module_methods[] = {
     {"load", load, METH_VARARGS,
      "load(path or [paths], progress, allow_truncated) -> Trace; raises TraceError."},
+    {"follow", mt_py_follow, METH_VARARGS,
+     "follow(path) -> Trace of a trace still being written; raises TraceError."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {

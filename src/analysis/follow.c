@@ -100,10 +100,11 @@ int mt_follow_read(mt_follow *f, uint64_t limit, uint64_t *events) {
   return step(f, limit, events);
 }
 
-int mt_follow_end(mt_follow *f) {
+int mt_follow_end(mt_follow *f, uint64_t *events) {
+  if (events) *events = 0;
   if (f->status < 0) return f->status;
   mt_reader_follow(f->r, 0); /* refused by a reader already ended: nothing to do */
-  return step(f, 0, NULL);
+  return step(f, 0, events);
 }
 
 void mt_follow_close(mt_follow *f) {

@@ -165,7 +165,7 @@ static int64_t step(follower *fo, int end) {
   mt_vshared *sh = fo->sh;
   uint64_t got = 0;
   pthread_rwlock_wrlock(&sh->rw);
-  int rc = end ? mt_follow_end(sh->fw) : mt_follow_read(sh->fw, STEP_EVENTS, &got);
+  int rc = end ? mt_follow_end(sh->fw, &got) : mt_follow_read(sh->fw, STEP_EVENTS, &got);
   if (rc == MT_OK && update_tree(sh)) rc = MT_ERR_NOMEM;
   pthread_rwlock_unlock(&sh->rw);
   if (rc == MT_OK) return end ? 1 : (int64_t)got;

@@ -201,7 +201,7 @@ static void follow_in_steps(const char *src, size_t steps, size_t end_at, int do
   }
   close(fd);
   assert_non_null(fw);
-  assert_int_equal(mt_follow_end(fw), MT_OK);
+  assert_int_equal(mt_follow_end(fw, NULL), MT_OK);
   assert_int_equal(mt_calltree_extend(t, mt_follow_analysis(fw)), MT_OK);
   same_as_load(fw, t, path, 1);
   if (end_at < n) assert_true(mt_analysis_warning(mt_follow_analysis(fw)) != NULL);

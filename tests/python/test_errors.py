@@ -209,3 +209,42 @@ def test_several_traces_read_as_one(tmp_path):
     _sp.run([SYNTH, other, other + ".json", "--rate", "1", "--seed", "5"], check=True)
     mixed = mt.open([paths[0], other])  # read at the lower rate, the other thinned
     assert mixed.info["sample_rate"] == 1e-2 and "thinned" in mixed.info["context"]
+
+
+def test_follow(tmp_path):
+    """A trace followed as it is written in steps answers, after each
+    update, as a trace opened whole from the same bytes; update(end=True)
+    reads the end; a trace opened whole has no update; a file that is no
+    trace yet raises TraceError."""
+    data = open(shared("workload-1e-3.ctf"), "rb").read()
+    p, cut = tmp_path / "growing.ctf", tmp_path / "cut.ctf"
+    p.write_bytes(data[:40])
+    with pytest.raises(mt.TraceError) as e:
+        mt.follow(str(p))
+    assert e.value.path == str(p)
+    p.write_bytes(data[:300000])
+    live = mt.follow(p)
+    for at in (300000, 300007, 1200000, len(data) - 5, len(data)):
+        with open(p, "r+b") as f:
+            f.seek(0, 2)
+            f.write(data[f.tell():at])
+        if at != 300000:
+            assert live.update() >= 0
+        cut.write_bytes(data[:at])
+        whole = mt.open(str(cut), allow_truncated=True)
+        assert live.info["sampled_objects"] == whole.info["sampled_objects"]
+        assert live.info["duration"] == whole.info["duration"]
+        assert live.top(n=10).equals(whole.top(n=10))
+        assert live.leaks(n=10).equals(whole.leaks(n=10))
+        assert live.objects(size=(100, None)).equals(whole.objects(size=(100, None)))
+        assert live.warning is None  # a packet not yet whole is no truncation
+    assert live.update(end=True) == 0
+    assert live.warning is None and live.update() == 0
+    assert live.info["sampled_objects"] == mt.open(shared("workload-1e-3.ctf")).info["sampled_objects"]
+    with pytest.raises(ValueError, match="update"):
+        whole.update()
+    # a writer that stopped inside a packet: the end says truncated
+    p.write_bytes(data[: len(data) - 1000])
+    cutoff = mt.follow(p)
+    cutoff.update(end=True)
+    assert "truncated" in cutoff.warning
