@@ -142,9 +142,9 @@ PyObject *mt_py_top(mt_py_trace *self, PyObject *args) {
   mt_rank_spec rs = {(mt_group_by)by, (mt_rank_order)order, (size_t)limit, (size_t)depth};
   mt_ranking *r;
   int rc;
-  Py_BEGIN_ALLOW_THREADS
+  MT_PY_RELEASE(self)
   rc = mt_rank(self->a, &f, &rs, &r);
-  Py_END_ALLOW_THREADS
+  MT_PY_REACQUIRE(self)
   if (rc != MT_OK) return mt_py_status(rc, "top");
   PyObject *d = ranking_dict(self->a, r, &f);
   mt_ranking_free(r);
@@ -164,9 +164,9 @@ PyObject *mt_py_leaks(mt_py_trace *self, PyObject *args) {
   if (mt_py_filter(spec, &f) < 0) return NULL;
   mt_ranking *r;
   int rc;
-  Py_BEGIN_ALLOW_THREADS
+  MT_PY_RELEASE(self)
   rc = mt_leaks(self->a, &f, (mt_rank_order)order, (size_t)limit, (size_t)depth, &r);
-  Py_END_ALLOW_THREADS
+  MT_PY_REACQUIRE(self)
   if (rc == MT_ERR_INVALID) {
     PyErr_SetString(PyExc_ValueError,
                     "collected: leaks are the objects never collected; a window of "
@@ -197,7 +197,7 @@ PyObject *mt_py_stats(mt_py_trace *self, PyObject *args) {
   int rc;
   char *text = NULL;
   size_t len = 0;
-  Py_BEGIN_ALLOW_THREADS
+  MT_PY_RELEASE(self)
   rc = mt_stats_compute(self->a, &f, (size_t)nchunks, &s);
   if (rc == MT_OK) {
     mt_json j;
@@ -214,7 +214,7 @@ PyObject *mt_py_stats(mt_py_trace *self, PyObject *args) {
     mt_stats_free(s);
     if (!text) rc = MT_ERR_NOMEM;
   }
-  Py_END_ALLOW_THREADS
+  MT_PY_REACQUIRE(self)
   if (rc != MT_OK) return mt_py_status(rc, "stats");
   PyObject *str = PyUnicode_DecodeUTF8(text, (Py_ssize_t)len, "strict");
   free(text);

@@ -31,7 +31,18 @@ typedef struct {
   mt_analysis *a;
   PyObject *path; /* str */
   mt_follow *fw;  /* a trace followed as it grows (follow.c), which owns a; or NULL */
+  int busy;       /* answers computing with the GIL released (update refuses then) */
 } mt_py_trace;
+
+/* Around an answer's work on the analysis with the GIL released: counted,
+ * so that a followed trace's update (which holds the GIL throughout) never
+ * changes the analysis under it. */
+#define MT_PY_RELEASE(t) \
+  (t)->busy++;           \
+  Py_BEGIN_ALLOW_THREADS
+#define MT_PY_REACQUIRE(t) \
+  Py_END_ALLOW_THREADS     \
+  (t)->busy--;
 
 extern PyTypeObject mt_py_trace_type;
 extern PyObject *mt_py_trace_error; /* memtrace_c.TraceError */

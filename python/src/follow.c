@@ -1,8 +1,8 @@
 /* memtrace_c._core: a trace still being written, read as it grows
  * (mt_follow): a Trace whose analysis update() brings up to date with
- * what the writer has appended, each packet read once. Python holds the
- * GIL around every use of a Trace, so the analysis never changes under an
- * answer. */
+ * what the writer has appended, each packet read once. An update holds
+ * the GIL throughout, and refuses while an answer computes with the GIL
+ * released (Trace.busy), so the analysis never changes under an answer. */
 #include "core.h"
 
 PyObject *mt_py_follow(PyObject *module, PyObject *args) {
@@ -39,6 +39,7 @@ PyObject *mt_py_follow(PyObject *module, PyObject *args) {
     return NULL;
   }
   t->fw = fw;
+  t->busy = 0;
   t->a = mt_follow_analysis(fw);
   t->path = path;
   return (PyObject *)t;
@@ -52,11 +53,15 @@ PyObject *mt_py_update(mt_py_trace *self, PyObject *args) {
                     "update: this trace was loaded whole (memtrace_c.follow reads one as it grows)");
     return NULL;
   }
+  if (self->busy) {
+    PyErr_SetString(PyExc_RuntimeError,
+                    "update: another thread is computing an answer from this trace; "
+                    "update once it has its answer");
+    return NULL;
+  }
+  /* the GIL is held throughout: no answer starts meanwhile */
   uint64_t events = 0;
-  int rc;
-  Py_BEGIN_ALLOW_THREADS
-  rc = end ? mt_follow_end(self->fw, &events) : mt_follow_read(self->fw, 0, &events);
-  Py_END_ALLOW_THREADS
+  int rc = end ? mt_follow_end(self->fw, &events) : mt_follow_read(self->fw, 0, &events);
   if (rc == MT_ERR_NOMEM) return PyErr_NoMemory();
   if (rc != MT_OK)
     return mt_py_trace_error_raise(self->path, mt_analysis_error(self->a),

@@ -190,6 +190,7 @@ static PyObject *load(PyObject *module, PyObject *args) {
       t->a = a;
       t->path = path;
       t->fw = NULL;
+      t->busy = 0;
       return (PyObject *)t;
     }
   }

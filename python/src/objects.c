@@ -65,9 +65,9 @@ PyObject *mt_py_objects(mt_py_trace *self, PyObject *args) {
     mask = malloc(nobj ? nobj : 1);
     if (!mask) return PyErr_NoMemory();
     int rc;
-    Py_BEGIN_ALLOW_THREADS
+    MT_PY_RELEASE(self)
     rc = mt_analysis_select(a, &f, mask, &n);
-    Py_END_ALLOW_THREADS
+    MT_PY_REACQUIRE(self)
     if (rc != MT_OK) {
       free(mask);
       return mt_py_status(rc, "selecting objects");
@@ -82,9 +82,9 @@ PyObject *mt_py_objects(mt_py_trace *self, PyObject *args) {
                  DATA(C_WORDS),    DATA(C_NSAMPLES), DATA(C_SOURCE), DATA(C_MAPPING),
                  DATA(C_BACKTRACE)};
 #undef DATA
-    Py_BEGIN_ALLOW_THREADS
+    MT_PY_RELEASE(self)
     fill(a, mask, nobj, &c);
-    Py_END_ALLOW_THREADS
+    MT_PY_REACQUIRE(self)
     for (int k = 0; ok && k < NCOLS; k++) ok = PyDict_SetItemString(d, col_names[k], arrays[k]) == 0;
   }
   free(mask);
@@ -140,9 +140,9 @@ PyObject *mt_py_timeline(mt_py_trace *self, PyObject *args) {
   if (mt_py_filter(spec, &f) < 0) return NULL;
   mt_timeline *t;
   int rc;
-  Py_BEGIN_ALLOW_THREADS
+  MT_PY_RELEASE(self)
   rc = mt_timeline_compute(self->a, &f, (size_t)nbins, &t);
-  Py_END_ALLOW_THREADS
+  MT_PY_REACQUIRE(self)
   if (rc != MT_OK) return mt_py_status(rc, "timeline");
   size_t n = t->nbins;
   PyObject *d = PyDict_New();
