@@ -220,6 +220,7 @@ typedef struct mt__query {
   const mt_analysis *a;
   mt_filter f;        /* the filter, `live` at the peak resolved to a time */
   int every_object;   /* no condition on an object's own columns */
+  int need_alloc, need_free; /* the conditions read allocation, free times */
   uint8_t *code_bits; /* per code: 1 a location matches inside, 2 not_inside;
                          NULL without those conditions */
   uint8_t *bt_pass;   /* per backtrace id: passes inside and not_inside;

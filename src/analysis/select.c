@@ -78,6 +78,9 @@ static int query_init(mt__query *q, const mt_analysis *a, const mt_filter *f, in
   mt_filter cols = *f;
   cols.inside = cols.not_inside = cols.hide = NULL;
   q->every_object = a->fold_tally || mt_filter_selects_all(&cols);
+  int lifetimes = f->lifetime_min || f->lifetime_max != UINT64_MAX;
+  q->need_alloc = f->alloc_from || f->alloc_to != MT_NEVER || q->f.live == MT_LIVE_AT || lifetimes;
+  q->need_free = q->f.live == MT_LIVE_AT_END || f->collected != MT_COLLECTED_ANY;
   narrow(q);
   int in = f->inside && f->inside[0], out = f->not_inside && f->not_inside[0];
   if (in || out) {
@@ -122,7 +125,10 @@ void mt__query_free(mt__query *q) {
 int mt__query_columns(const mt__query *q, size_t i) {
   const mt_analysis *a = q->a;
   const mt_filter *f = &q->f;
-  uint64_t at = mt__obj_alloc_time(a, i), ft = mt__obj_free_time(a, i);
+  /* only the columns the conditions read are loaded: a pass over tens of
+   * millions of objects is bound by the memory it reads */
+  uint64_t at = q->need_alloc ? mt__obj_alloc_time(a, i) : 0;
+  uint64_t ft = q->need_free ? mt__obj_free_time(a, i) : 0;
   if (at < f->alloc_from || at >= f->alloc_to) return 0;
   if (f->live == MT_LIVE_AT_END && ft != MT_NEVER) return 0;
   if (f->live == MT_LIVE_AT && (at > f->live_at || mt__obj_gone_time(a, i) <= f->live_at))
