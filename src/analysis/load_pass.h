@@ -106,6 +106,11 @@ void mt__pass_free(pass *p);
 /* Code c, left undescribed when resolved, gets the locations the reader
  * now knows for it: 1 if it has some now, 0 if not, -1 (no memory). */
 int mt__describe_late(mt_analysis *a, const mt_reader *r, uint32_t c);
+/* The backtrace id of the object ev allocates (load_intern.c): an interned
+ * one, or a new distinct backtrace logged with its site. 0, or -1 (no
+ * memory). */
+int mt__intern_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev,
+                         uint32_t *out);
 /* A new analysis, empty. NULL when out of memory. */
 mt_analysis *mt__analysis_new(void);
 

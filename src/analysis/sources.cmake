@@ -15,6 +15,7 @@ set(MT_ANALYSIS_SOURCES
   src/analysis/json_answers.c
   src/analysis/leaks_traces.c
   src/analysis/load.c
+  src/analysis/load_intern.c
   src/analysis/load_keep.c
   src/analysis/profile.c
   src/analysis/rank.c

@@ -1,0 +1,239 @@
+/* Backtraces interned while loading (load.c's pass): each object's
+ * backtrace as code ids, hashed from the previous object's shared prefix
+ * and looked up in an open-addressing table of distinct backtraces; a new
+ * one is appended to the delta log with its allocation site. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "load_pass.h"
+
+static int grow(void **p, size_t *cap, size_t need, size_t size) {
+  return mt__grow(p, cap, need, size, 1024);
+}
+
+static int code_id(mt_analysis *a, uint64_t value, uint32_t *out) {
+  /* Most frames repeat recent codes: a direct-mapped cache answers them
+   * without the hash map. */
+  uint32_t *slot = &a->code_cache[mt__hash64(value) >> 48];
+  if (*slot && a->code_val[*slot - 1] == value) {
+    *out = *slot - 1;
+    return 0;
+  }
+  uint32_t *ix = mt__u64map_get(&a->code_index, value);
+  if (ix) {
+    *out = *ix - 1;
+    *slot = *ix;
+    return 0;
+  }
+  size_t cap = a->code_cap;
+  if (grow((void **)&a->code_val, &cap, a->ncodes + 1, sizeof *a->code_val) ||
+      grow((void **)&a->code_described, &a->code_cap, a->ncodes + 1, 1))
+    return -1;
+  a->code_val[a->ncodes] = value;
+  a->code_described[a->ncodes] = -1;
+  if (mt__u64map_put(&a->code_index, value, (uint32_t)a->ncodes)) return -1;
+  *out = (uint32_t)a->ncodes++;
+  *slot = *out + 1;
+  return 0;
+}
+
+
+/* Appends an unsigned LEB128 number to the backtrace log. */
+static int log_uint(mt_analysis *a, uint64_t v) {
+  if (a->log_cap - a->log_len < 10 &&
+      grow((void **)&a->log, &a->log_cap, a->log_len + 10, 1))
+    return -1;
+  uint8_t *p = a->log + a->log_len;
+  while (v >= 0x80) {
+    *p++ = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = (uint8_t)v;
+  a->log_len = (size_t)(p - a->log);
+  return 0;
+}
+
+/* One step of the backtrace hash: a full 64-bit mix per code, so that
+ * sequences collide only by chance (about n^2 / 2^65 for n distinct
+ * backtraces: 4e-7 for 4 million). */
+static inline uint64_t hash_step(uint64_t h, uint32_t code) {
+  h ^= code + 0x9e3779b97f4a7c15ull + (h << 6);
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 33;
+  return h;
+}
+
+static int grow_u32(uint32_t **p, size_t *cap, size_t need) {
+  if (need <= *cap) return 0;
+  size_t nc = need * 2;
+  uint32_t *q = realloc(*p, nc * sizeof *q);
+  if (!q) return -1;
+  *p = q;
+  *cap = nc;
+  return 0;
+}
+
+/* A hash's home slot among cap: its high bits scaled (any cap works, so the
+ * table grows by half, not double: on a trace of millions of distinct
+ * backtraces the table is the load's largest transient). */
+static inline size_t home_slot(uint64_t h, size_t cap) {
+  return (size_t)(((unsigned __int128)h * cap) >> 64);
+}
+
+static int rehash(pass *p, size_t nbt) {
+  size_t cap = p->nslots ? p->nslots + p->nslots / 2 : 4096;
+  uint32_t *s = calloc(cap, sizeof *s);
+  if (!s) return -1;
+  for (size_t b = 0; b < nbt; b++) {
+    size_t j = home_slot(p->bt_hash[b], cap);
+    while (s[j]) j = j + 1 == cap ? 0 : j + 1;
+    s[j] = (uint32_t)b + 1;
+  }
+  free(p->slots);
+  p->slots = s;
+  p->nslots = cap;
+  return 0;
+}
+
+enum { CODE_UNDESCRIBED = 0, CODE_DESCRIBED = 1, CODE_MAPPING = 2 };
+
+/* What code id c, the frame `back` places from the innermost of ev's
+ * backtrace, is: asked of the reader once (a code's location event
+ * precedes its first use). */
+static int code_kind(mt_analysis *a, const mt_reader *r, const mt_event *ev, uint32_t c,
+                     size_t back) {
+  if (a->code_described[c] < 0) {
+    size_t nl;
+    const mt_location *l = mt_reader_lookup(r, ev->backtrace[ev->backtrace_len - 1 - back], &nl);
+    a->code_described[c] = !nl ? CODE_UNDESCRIBED
+                           : nl == 1 && strcmp(l->filename, MT_MAPPING_FILENAME) == 0 &&
+                                   strcmp(l->defname, MT_MAPPING_FUNCTION) == 0
+                               ? CODE_MAPPING
+                               : CODE_DESCRIBED;
+  }
+  return a->code_described[c];
+}
+
+/* A new distinct backtrace (p->prev_ids[0..n)): logs it against the last
+ * one and finds its site: the last frame the trace describes, skipping at
+ * most 2 undescribed ones as memtrace does (else the last frame). */
+static int add_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev,
+                         uint64_t hash, size_t slot, uint32_t *out) {
+  size_t n = ev->backtrace_len, b = a->nbt, k = 0;
+  if (b >= UINT32_MAX - 2) return -1;
+  if (b == a->bt_cap) {
+    size_t nc = a->bt_cap ? a->bt_cap * 2 : 4096;
+    uint32_t *si = realloc(a->bt_site, nc * sizeof *si);
+    if (si) a->bt_site = si;
+    uint64_t *h = p->no_intern ? NULL : realloc(p->bt_hash, nc * sizeof *h);
+    if (h) p->bt_hash = h;
+    if (!si || (!h && !p->no_intern)) return -1;
+    a->bt_cap = nc;
+  }
+  if (b % MT__LOG_CHECKPOINT != 0) {
+    while (k < n && k < p->last_len && p->prev_ids[k] == p->last_ids[k]) k++;
+  } else {
+    if (grow((void **)&a->checkpoints, &a->checkpoints_cap, a->ncheckpoints + 1,
+             sizeof *a->checkpoints))
+      return -1;
+    a->checkpoints[a->ncheckpoints++] = a->log_len;
+  }
+  if (grow_u32(&p->last_ids, &p->last_cap, n) || log_uint(a, k) || log_uint(a, n - k))
+    return -1;
+  for (size_t i = k; i < n; i++) {
+    if (log_uint(a, p->prev_ids[i])) return -1;
+    p->last_ids[i] = p->prev_ids[i];
+  }
+  p->last_len = n;
+  a->bt_codes_total += n;
+  /* an anonymous mapping's own frame, innermost: the site is its caller */
+  size_t from = n && code_kind(a, r, ev, p->prev_ids[n - 1], 0) == CODE_MAPPING && n > 1;
+  if (p->bt_mapping_cap <= b / 8 &&
+      grow((void **)&p->bt_mapping, &p->bt_mapping_cap, b / 8 + 1, 1))
+    return -1;
+  if (!(b % 8)) p->bt_mapping[b / 8] = 0;
+  if (from) p->bt_mapping[b / 8] |= (uint8_t)(1u << (b % 8));
+  uint32_t site = MT__NO_SITE;
+  for (size_t back = from; back < from + 3 && back < n; back++) {
+    if (code_kind(a, r, ev, p->prev_ids[n - 1 - back], back) != CODE_UNDESCRIBED) {
+      site = p->prev_ids[n - 1 - back];
+      break;
+    }
+  }
+  if (site == MT__NO_SITE && n) site = p->prev_ids[n - 1 - from];
+  a->bt_site[b] = site;
+  a->nbt++;
+  *out = (uint32_t)b;
+  if (p->no_intern) return 0;
+  p->bt_hash[b] = hash;
+  p->slots[slot] = (uint32_t)b + 1;
+  if (a->nbt * 4 <= p->nslots * 3) return 0; /* load <= 3/4 keeps probes short */
+  if (a->nbt >= MT__INTERN_TRIAL && a->nbt * 2 > a->nobj + 1) {
+    /* Most backtraces are new (a trace of nearly all distinct stacks):
+     * interning would cost more (~14 bytes per backtrace while loading)
+     * than it saves. From here on, an object shares a backtrace id only
+     * with the object before it when their backtraces are equal. */
+    free(p->slots);
+    free(p->bt_hash);
+    p->slots = NULL;
+    p->bt_hash = NULL;
+    p->nslots = 0;
+    p->no_intern = 1;
+    a->bt_distinct = 0;
+    return 0;
+  }
+  return rehash(p, a->nbt);
+}
+
+/* The backtrace id of the object being added: its codes' hash (from the
+ * previous object's prefix hashes, so only frames past the shared prefix
+ * cost anything) looked up in the intern table. */
+int mt__intern_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev,
+                            uint32_t *out) {
+  size_t n = ev->backtrace_len, k = 0;
+  while (k < n && k < p->prev_len && ev->backtrace[k] == p->prev_codes[k]) k++;
+  if (n + 1 > p->prev_cap) {
+    size_t nc = (n + 1) * 2;
+    uint64_t *c = realloc(p->prev_codes, nc * sizeof *c);
+    if (c) p->prev_codes = c;
+    uint32_t *d = realloc(p->prev_ids, nc * sizeof *d);
+    if (d) p->prev_ids = d;
+    uint64_t *h = realloc(p->prefix_hash, nc * sizeof *h);
+    if (h) p->prefix_hash = h;
+    if (!c || !d || !h) return -1;
+    p->prev_cap = nc;
+  }
+  p->prefix_hash[0] = 0x243f6a8885a308d3ull;
+  for (size_t i = k; i < n; i++) {
+    uint32_t code;
+    if (code_id(a, ev->backtrace[i], &code)) return -1;
+    p->prev_codes[i] = ev->backtrace[i];
+    p->prev_ids[i] = code;
+    p->prefix_hash[i + 1] = hash_step(p->prefix_hash[i], code);
+  }
+  int same = k == n && n == p->prev_len && a->nobj > 0;
+  p->prev_len = n;
+  if (p->no_intern) {
+    if (same) *out = p->prev_bt;
+    else if (add_backtrace(a, p, r, ev, 0, 0, out)) return -1;
+    p->prev_bt = *out;
+    return 0;
+  }
+  uint64_t h = hash_step(p->prefix_hash[n], (uint32_t)n ^ 0x5bd1e995u);
+  if (!p->slots && rehash(p, 0)) return -1;
+  size_t cap = p->nslots, j = home_slot(h, cap);
+  for (; p->slots[j]; j = j + 1 == cap ? 0 : j + 1) {
+    uint32_t b = p->slots[j] - 1;
+    if (p->bt_hash[b] == h) {
+      *out = p->prev_bt = b;
+      return 0;
+    }
+  }
+  if (add_backtrace(a, p, r, ev, h, j, out)) return -1;
+  p->prev_bt = *out;
+  return 0;
+}
+
