@@ -164,8 +164,12 @@ int mt__expand_backtraces(mt_analysis *a) {
       room(&a->bt_flat, &a->bt_flat_cap, a->bt_codes_total + 1))
     return -1;
   uint32_t *off = a->bt_off, *flat = a->bt_flat;
-  const uint8_t *p = a->log + a->expand_pos;
   size_t b = a->nbt_expanded, at = b ? off[b] : 0;
+  if (b == a->nbt) { /* none new (no log yet, if none at all) */
+    off[b] = (uint32_t)at;
+    return 0;
+  }
+  const uint8_t *p = a->log + a->expand_pos;
   for (; b < a->nbt; b++) {
     size_t shared = (size_t)read_uint(&p), fresh = (size_t)read_uint(&p);
     if (shared) memmove(flat + at, flat + off[b - 1], shared * sizeof *flat);
