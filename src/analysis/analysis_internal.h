@@ -293,6 +293,8 @@ int mt__scan_codes(const mt__query *q, mt__visit_fn fn, void *ctx);
 /* Runs fn(arg[0]) and fn(arg[1]), on two threads when `threaded` and a
  * thread can be started, else one after the other. */
 void mt__run_pair(void (*fn)(void *), void *arg0, void *arg1, int threaded);
+/* Below this many objects a pass over them stays on one thread. */
+#define MT__PAIR_MIN ((size_t)1 << 20)
 /* Each backtrace's tally of the objects passing q into out[0..a->nbt):
  * one pass, its halves on two threads when the objects are many (the
  * sums then differ from one pass's in their last bits, but not from run

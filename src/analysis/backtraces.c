@@ -132,19 +132,6 @@ int mt_analysis_each_distinct_backtrace(const mt_analysis *a, mt_backtrace_fn fn
   return rc;
 }
 
-/* Room for need elements: exactly need at first (a whole load expands
- * once), then doubling (a load read in steps expands each step). */
-static int room(uint32_t **p, size_t *cap, size_t need) {
-  if (need <= *cap) return 0;
-  size_t nc = *cap ? *cap * 2 : need;
-  if (nc < need) nc = need;
-  uint32_t *q = realloc(*p, nc * sizeof *q);
-  if (!q) return -1;
-  *p = q;
-  *cap = nc;
-  return 0;
-}
-
 /* Few distinct backtraces (an ordinary program's): keep them expanded too,
  * for direct access without replaying the log. The backtraces logged
  * since the last call are appended (each record's shared prefix copied
@@ -160,8 +147,11 @@ int mt__expand_backtraces(mt_analysis *a) {
     return 0;
   }
   if (a->bt_off && a->nbt_expanded == a->nbt) return 0;
-  if (room(&a->bt_off, &a->bt_off_cap, a->nbt + 1) ||
-      room(&a->bt_flat, &a->bt_flat_cap, a->bt_codes_total + 1))
+  /* exactly what is needed at first (a whole load expands once), then
+   * doubling (a load read in steps expands at each step) */
+  size_t off_need = a->nbt + 1, flat_need = a->bt_codes_total + 1;
+  if (mt__grow((void **)&a->bt_off, &a->bt_off_cap, off_need, sizeof *a->bt_off, off_need) ||
+      mt__grow((void **)&a->bt_flat, &a->bt_flat_cap, flat_need, sizeof *a->bt_flat, flat_need))
     return -1;
   uint32_t *off = a->bt_off, *flat = a->bt_flat;
   size_t b = a->nbt_expanded, at = b ? off[b] : 0;

@@ -22,11 +22,6 @@ static int fail(mt_analysis *a, int status, const char *fmt, ...) {
 
 static int nomem(mt_analysis *a) { return fail(a, MT_ERR_NOMEM, "out of memory"); }
 
-/* Grows an array of `size`-byte elements to hold at least `need`. */
-static int grow(void **p, size_t *cap, size_t need, size_t size) {
-  return mt__grow(p, cap, need, size, 1024);
-}
-
 int mt__grow_objects(mt_analysis *a, size_t need) {
   if (need <= a->obj_cap) return 0;
   size_t nc = a->obj_cap ? a->obj_cap * 2 : 65536;
@@ -65,7 +60,7 @@ uint64_t mt__side_get(const mt_analysis *a, size_t obj, unsigned kind) {
 }
 
 int mt__side_put(mt_analysis *a, size_t obj, unsigned kind, uint64_t v) {
-  if (grow((void **)&a->side_vals, &a->side_cap, a->nside + 1, sizeof *a->side_vals))
+  if (mt__load_grow((void **)&a->side_vals, &a->side_cap, a->nside + 1, sizeof *a->side_vals))
     return -1;
   a->side_vals[a->nside] = v;
   if (mt__u64map_put(&a->side, side_key(a, obj, kind), (uint32_t)a->nside)) return -1;
@@ -92,8 +87,8 @@ static int function_id(mt_analysis *a, const char *name, const char *file, uint3
     return 0;
   }
   size_t cap = a->fn_cap;
-  if (grow((void **)&a->fn_name, &cap, a->nfn + 1, sizeof *a->fn_name) ||
-      grow((void **)&a->fn_file, &a->fn_cap, a->nfn + 1, sizeof *a->fn_file))
+  if (mt__load_grow((void **)&a->fn_name, &cap, a->nfn + 1, sizeof *a->fn_name) ||
+      mt__load_grow((void **)&a->fn_file, &a->fn_cap, a->nfn + 1, sizeof *a->fn_file))
     return -1;
   a->fn_name[a->nfn] = mt__strtab_intern(&a->strings, name, ln);
   a->fn_file[a->nfn] = mt__strtab_intern(&a->strings, file, lf);
@@ -107,7 +102,7 @@ static int function_id(mt_analysis *a, const char *name, const char *file, uint3
 static int describe(mt_analysis *a, const mt_reader *r, size_t c) {
   size_t n;
   const mt_location *l = mt_reader_lookup(r, a->code_val[c], &n);
-  if (grow((void **)&a->frames, &a->frames_cap, a->nframes + n + 1, sizeof *a->frames))
+  if (mt__load_grow((void **)&a->frames, &a->frames_cap, a->nframes + n + 1, sizeof *a->frames))
     return -1;
   a->code_first[c] = (uint32_t)a->nframes;
   a->code_n[c] = (uint32_t)n;
@@ -125,8 +120,8 @@ static int describe(mt_analysis *a, const mt_reader *r, size_t c) {
  * of the codes seen since the last call. */
 static int resolve_codes(mt_analysis *a, const mt_reader *r) {
   size_t cap = a->code_meta_cap;
-  if (grow((void **)&a->code_first, &cap, a->ncodes + 1, sizeof *a->code_first) ||
-      grow((void **)&a->code_n, &a->code_meta_cap, a->ncodes + 1, sizeof *a->code_n))
+  if (mt__load_grow((void **)&a->code_first, &cap, a->ncodes + 1, sizeof *a->code_first) ||
+      mt__load_grow((void **)&a->code_n, &a->code_meta_cap, a->ncodes + 1, sizeof *a->code_n))
     return -1;
   for (size_t c = a->ncodes_resolved; c < a->ncodes; c++)
     if (describe(a, r, c)) return -1;

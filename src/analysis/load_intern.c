@@ -7,10 +7,6 @@
 
 #include "load_pass.h"
 
-static int grow(void **p, size_t *cap, size_t need, size_t size) {
-  return mt__grow(p, cap, need, size, 1024);
-}
-
 static int code_id(mt_analysis *a, uint64_t value, uint32_t *out) {
   /* Most frames repeat recent codes: a direct-mapped cache answers them
    * without the hash map. */
@@ -26,8 +22,8 @@ static int code_id(mt_analysis *a, uint64_t value, uint32_t *out) {
     return 0;
   }
   size_t cap = a->code_cap;
-  if (grow((void **)&a->code_val, &cap, a->ncodes + 1, sizeof *a->code_val) ||
-      grow((void **)&a->code_described, &a->code_cap, a->ncodes + 1, 1))
+  if (mt__load_grow((void **)&a->code_val, &cap, a->ncodes + 1, sizeof *a->code_val) ||
+      mt__load_grow((void **)&a->code_described, &a->code_cap, a->ncodes + 1, 1))
     return -1;
   a->code_val[a->ncodes] = value;
   a->code_described[a->ncodes] = -1;
@@ -41,7 +37,7 @@ static int code_id(mt_analysis *a, uint64_t value, uint32_t *out) {
 /* Appends an unsigned LEB128 number to the backtrace log. */
 static int log_uint(mt_analysis *a, uint64_t v) {
   if (a->log_cap - a->log_len < 10 &&
-      grow((void **)&a->log, &a->log_cap, a->log_len + 10, 1))
+      mt__load_grow((void **)&a->log, &a->log_cap, a->log_len + 10, 1))
     return -1;
   uint8_t *p = a->log + a->log_len;
   while (v >= 0x80) {
@@ -136,7 +132,7 @@ static int add_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
   if (b % MT__LOG_CHECKPOINT != 0) {
     while (k < n && k < p->last_len && p->prev_ids[k] == p->last_ids[k]) k++;
   } else {
-    if (grow((void **)&a->checkpoints, &a->checkpoints_cap, a->ncheckpoints + 1,
+    if (mt__load_grow((void **)&a->checkpoints, &a->checkpoints_cap, a->ncheckpoints + 1,
              sizeof *a->checkpoints))
       return -1;
     a->checkpoints[a->ncheckpoints++] = a->log_len;
@@ -152,7 +148,7 @@ static int add_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
   /* an anonymous mapping's own frame, innermost: the site is its caller */
   size_t from = n && code_kind(a, r, ev, p->prev_ids[n - 1], 0) == CODE_MAPPING && n > 1;
   if (p->bt_mapping_cap <= b / 8 &&
-      grow((void **)&p->bt_mapping, &p->bt_mapping_cap, b / 8 + 1, 1))
+      mt__load_grow((void **)&p->bt_mapping, &p->bt_mapping_cap, b / 8 + 1, 1))
     return -1;
   if (!(b % 8)) p->bt_mapping[b / 8] = 0;
   if (from) p->bt_mapping[b / 8] |= (uint8_t)(1u << (b % 8));

@@ -114,6 +114,12 @@ int mt__intern_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
 /* A new analysis, empty. NULL when out of memory. */
 mt_analysis *mt__analysis_new(void);
 
+/* Grows an array of `size`-byte elements to hold at least `need` (the
+ * loading pass's tables: 1024 at first, then doubling). 0, or -1. */
+static inline int mt__load_grow(void **p, size_t *cap, size_t need, size_t size) {
+  return mt__grow(p, cap, need, size, 1024);
+}
+
 /* Room for `need` objects in every column of a; 0, or -1. */
 int mt__grow_objects(mt_analysis *a, size_t need);
 

@@ -186,9 +186,6 @@ void mt__run_pair(void (*fn)(void *), void *arg0, void *arg1, int threaded) {
 
 /* ---- tallies by backtrace ---- */
 
-/* Below this many objects a pass stays on one thread. */
-#define PAIR_MIN ((size_t)1 << 20)
-
 typedef struct bt_part {
   const mt__query *q; /* NULL: every object */
   const mt_analysis *a;
@@ -207,7 +204,7 @@ int mt__tally_backtraces(const mt__query *q, mt_tally *out) {
   const mt_analysis *a = q->a;
   memset(out, 0, a->nbt * sizeof *out);
   size_t n = q->hi > q->lo ? q->hi - q->lo : 0;
-  if (n < PAIR_MIN) {
+  if (n < MT__PAIR_MIN) {
     bt_part h = {q, a, q->lo, q->hi, out};
     tally_part(&h);
     return 0;
@@ -225,14 +222,10 @@ int mt__tally_backtraces(const mt__query *q, mt_tally *out) {
 
 int mt__bt_all_extend(mt_analysis *a) {
   if (!a->bt_all) return 0;
-  if (a->nbt > a->bt_all_cap) {
-    size_t cap = a->bt_all_cap * 2 > a->nbt ? a->bt_all_cap * 2 : a->nbt;
-    mt_tally *t = realloc(a->bt_all, cap * sizeof *t);
-    if (!t) return -1;
-    memset(t + a->bt_all_cap, 0, (cap - a->bt_all_cap) * sizeof *t);
-    a->bt_all = t;
-    a->bt_all_cap = cap;
-  }
+  size_t old = a->bt_all_cap;
+  if (mt__grow((void **)&a->bt_all, &a->bt_all_cap, a->nbt, sizeof *a->bt_all, a->nbt))
+    return -1;
+  memset(a->bt_all + old, 0, (a->bt_all_cap - old) * sizeof *a->bt_all);
   bt_part h = {NULL, a, a->bt_all_nobj, a->nobj, a->bt_all};
   tally_part(&h);
   a->bt_all_nobj = a->nobj;

@@ -82,9 +82,6 @@ static void series_of_part(void *p) {
   mt__scan(h->q, h->from, h->to, series_visit, &h->s);
 }
 
-/* Below this many objects the series' pass stays on one thread. */
-#define PAIR_MIN ((size_t)1 << 20)
-
 static int live_series(const mt_analysis *a, const mt_filter *f, const series *shape,
                        double *out) {
   mt__query q;
@@ -103,7 +100,7 @@ static int live_series(const mt_analysis *a, const mt_filter *f, const series *s
   h[0].from = lo;
   h[0].to = h[1].from = mid;
   h[1].to = hi;
-  mt__run_pair(series_of_part, &h[0], &h[1], hi - lo >= PAIR_MIN);
+  mt__run_pair(series_of_part, &h[0], &h[1], hi - lo >= MT__PAIR_MIN);
   mt__query_free(&q);
   double run = 0;
   for (size_t j = 0; j < shape->nbins; j++) out[j] = run += h[0].s.diff[j] + h[1].s.diff[j];

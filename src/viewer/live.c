@@ -4,13 +4,9 @@
 
 #include "answers.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,9 +47,7 @@ static int install_as(mt_vlive *l, mt_vsnap *s, const char *preview) {
   return 0;
 }
 
-static void install(mt_vlive *l, mt_vsnap *s) { install_as(l, s, NULL); }
-
-void mt_vlive_install(mt_vlive *l, mt_vsnap *s) { install(l, s); }
+void mt_vlive_install(mt_vlive *l, mt_vsnap *s) { install_as(l, s, NULL); }
 
 void mt_vlive_set_state(mt_vlive *l, const char *state, const char *msg) {
   pthread_mutex_lock(&l->lock);
@@ -170,7 +164,7 @@ int mt_vlive_load_once(mt_vlive *l, const char *path, const char *name) {
   }
   const char *w = mt_analysis_warning(s->a);
   if (w) fprintf(stderr, "memtrace view: warning: %s\n", w);
-  install(l, s);
+  mt_vlive_install(l, s);
   return 0;
 }
 
