@@ -9,7 +9,6 @@
  *
  * Also compiled without libFuzzer into the replay test (tests/fuzz_replay),
  * so it must stay plain C that any compiler builds. */
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -126,16 +125,6 @@ static uint64_t digest(uint64_t h, const mt_event *ev) {
   return h;
 }
 
-static void append(int fd, const uint8_t *p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    FUZZ_CHECK(w > 0);
-    p += w;
-    n -= (size_t)w;
-  }
-}
-
 /* The input followed as it is written in three steps (cut at a third and
  * two thirds, anywhere): the reader gives the events a read of the whole
  * gives (want: their digest and count), and ends alike (rc). */
@@ -148,7 +137,7 @@ static void check_follow(const uint8_t *data, size_t size, uint64_t want, uint64
   uint64_t h = 0xcbf29ce484222325ull, n = 0;
   int rc = 0, fd2 = -1;
   for (size_t k = 0; k < 3; k++) {
-    append(fd, data + at, cuts[k] - at);
+    fuzz_write_all(fd, data + at, cuts[k] - at);
     at = cuts[k];
     if (!r) {
       /* no whole first packet yet: open again once more is written */

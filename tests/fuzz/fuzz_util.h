@@ -25,9 +25,8 @@
  * then sees a regular file, as for a trace on disk (so its size is known),
  * and nothing touches the file system. Failing here is the harness's fault
  * (leaked descriptors, no memory), never the input's: abort. */
-static inline int fuzz_memfd(const void *data, size_t size) {
-  int fd = memfd_create("fuzz-input", MFD_CLOEXEC);
-  FUZZ_CHECK(fd >= 0);
+/* Writes data[0..size) at fd's position; failing is the harness's fault. */
+static inline void fuzz_write_all(int fd, const void *data, size_t size) {
   const uint8_t *p = data;
   while (size > 0) {
     ssize_t n = write(fd, p, size);
@@ -36,6 +35,12 @@ static inline int fuzz_memfd(const void *data, size_t size) {
     p += n;
     size -= (size_t)n;
   }
+}
+
+static inline int fuzz_memfd(const void *data, size_t size) {
+  int fd = memfd_create("fuzz-input", MFD_CLOEXEC);
+  FUZZ_CHECK(fd >= 0);
+  fuzz_write_all(fd, data, size);
   FUZZ_CHECK(lseek(fd, 0, SEEK_SET) == 0);
   return fd;
 }
