@@ -301,12 +301,20 @@ MT_API size_t mt_analysis_live_envelope(const mt_analysis *a,
 
 /* ---- Tallies and estimates ------------------------------------------------- */
 
-/* Sums over a set of sampled objects; add them to combine sets. */
+/* Sums over a set of sampled objects; add them to combine sets.
+ *
+ * The Horvitz-Thompson sums are kept in fixed point (units of 2^-32, 128
+ * bits, low word first), so that they add exactly: a set's tally is the
+ * same whatever the order or grouping its objects were added in (object
+ * by object, by backtrace first, on several threads), and so is every
+ * estimate made of it. Each object's terms are cut to whole units (an
+ * error under 2.4e-10 each). Read them with mt_tally_ht and
+ * mt_tally_ht_var. */
 typedef struct mt_tally {
   uint64_t samples;   /* sum of nsamples                                   */
   uint64_t objects;   /* sampled objects                                   */
-  double ht;          /* Horvitz-Thompson object count: sum of 1/P(sampled) */
-  double ht_var;      /* its variance estimate: sum of (1-P)/P^2            */
+  uint64_t ht_fx[2];  /* Horvitz-Thompson object count: sum of 1/P(sampled) */
+  uint64_t var_fx[2]; /* its variance estimate: sum of (1-P)/P^2            */
   double w_max;       /* the largest 1/P of the objects tallied (added last:
                          the interval on the object count uses it; 0 in a
                          tally made by hand falls back to the mean weight) */
@@ -316,13 +324,34 @@ typedef struct mt_estimate {
   double value, lo, hi; /* point estimate and 95% confidence interval     */
 } mt_estimate;
 
+/* to += v, two 128-bit fixed-point sums */
+static inline void mt_tally_fx_add(uint64_t to[2], const uint64_t v[2]) {
+  uint64_t lo = to[0] + v[0];
+  to[1] += v[1] + (lo < v[0]);
+  to[0] = lo;
+}
+
+/* A fixed-point sum as a double: the same sum gives the same double. */
+static inline double mt_tally_fx_value(const uint64_t v[2]) {
+  return (double)v[1] * 4294967296.0 + (double)v[0] * (1.0 / 4294967296.0);
+}
+
 static inline void mt_tally_add(mt_tally *to, const mt_tally *t) {
   to->samples += t->samples;
   to->objects += t->objects;
-  to->ht += t->ht;
-  to->ht_var += t->ht_var;
+  mt_tally_fx_add(to->ht_fx, t->ht_fx);
+  mt_tally_fx_add(to->var_fx, t->var_fx);
   if (t->w_max > to->w_max) to->w_max = t->w_max;
 }
+
+/* The Horvitz-Thompson object count, and its variance estimate. */
+static inline double mt_tally_ht(const mt_tally *t) { return mt_tally_fx_value(t->ht_fx); }
+static inline double mt_tally_ht_var(const mt_tally *t) { return mt_tally_fx_value(t->var_fx); }
+
+/* Adds one object of weight w = 1/P (>= 1) and variance term
+ * v = (1-P)/P^2 to the Horvitz-Thompson sums and to w_max, for tallies
+ * made by hand; samples and objects are the caller's. */
+MT_API void mt_tally_add_weight(mt_tally *t, double w, double v);
 
 /* Adds object i to a tally. */
 MT_API void mt_tally_object(const mt_analysis *a, size_t i, mt_tally *t);

@@ -60,7 +60,9 @@ struct mt_analysis {
   uint64_t duration;
   double word_bytes;
   double log1m_rate; /* log(1 - rate), for P(sampled) */
-  double ht_w[MT__HT_CACHE], ht_v[MT__HT_CACHE]; /* 1/P and (1-P)/P^2 */
+  double ht_w[MT__HT_CACHE]; /* 1/P */
+  /* 1/P and (1-P)/P^2 in a tally's fixed point (mt__fx_of) */
+  uint64_t ht_wfx[MT__HT_CACHE][2], ht_vfx[MT__HT_CACHE][2];
 
   /* objects */
   size_t nobj, obj_cap;
@@ -212,6 +214,9 @@ size_t mt__bt_codes(const mt_analysis *a, uint32_t b, uint32_t *out, size_t cap)
 
 /* Adds object i to a tally. */
 void mt__tally_object(const mt_analysis *a, size_t i, mt_tally *t);
+/* x >= 0 in a tally's fixed point (units of 2^-32, low word first), cut
+ * to whole units; saturated past 2^96. */
+void mt__fx_of(double x, uint64_t out[2]);
 
 /* ---- Queries (select.c): the one place that decides which objects a
  * filter keeps, and which frames it hides ---- */

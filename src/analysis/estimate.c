@@ -6,6 +6,33 @@
 
 #include "analysis_internal.h"
 
+void mt__fx_of(double x, uint64_t out[2]) {
+  /* x * 2^32, cut to a whole number: exact steps in double arithmetic
+   * (scaling by powers of two, the high word's multiple of 2^64 taken off
+   * a value that holds it), so a term is the same wherever it is made */
+  double s = x * 0x1p32;
+  if (!(s >= 1)) { /* also NaN */
+    out[0] = out[1] = 0;
+    return;
+  }
+  if (s >= 0x1p128) {
+    out[0] = out[1] = UINT64_MAX;
+    return;
+  }
+  double hi = floor(s * 0x1p-64);
+  out[1] = (uint64_t)hi;
+  out[0] = (uint64_t)(s - hi * 0x1p64);
+}
+
+void mt_tally_add_weight(mt_tally *t, double w, double v) {
+  uint64_t fw[2], fv[2];
+  mt__fx_of(w, fw);
+  mt__fx_of(v, fv);
+  mt_tally_fx_add(t->ht_fx, fw);
+  mt_tally_fx_add(t->var_fx, fv);
+  if (w > t->w_max) t->w_max = w;
+}
+
 void mt__tally_object(const mt_analysis *a, size_t i, mt_tally *t) {
   if (a->fold_tally) { /* a folded load: a row's objects */
     mt_tally_add(t, &a->fold_tally[i]);
@@ -19,13 +46,17 @@ void mt__tally_object(const mt_analysis *a, size_t i, mt_tally *t) {
   double wt;
   if (w < MT__HT_CACHE) {
     wt = a->ht_w[w];
-    t->ht_var += a->ht_v[w];
+    mt_tally_fx_add(t->ht_fx, a->ht_wfx[w]);
+    mt_tally_fx_add(t->var_fx, a->ht_vfx[w]);
   } else {
     double p = -expm1((double)w * a->log1m_rate);
+    uint64_t fw[2], fv[2];
     wt = 1.0 / p;
-    t->ht_var += (1.0 - p) / (p * p);
+    mt__fx_of(wt, fw);
+    mt__fx_of((1.0 - p) / (p * p), fv);
+    mt_tally_fx_add(t->ht_fx, fw);
+    mt_tally_fx_add(t->var_fx, fv);
   }
-  t->ht += wt;
   if (wt > t->w_max) t->w_max = wt;
 }
 
@@ -101,7 +132,7 @@ mt_estimate mt_sampling_objects(const mt_sampling *s, const mt_tally *t) {
    * (docs/estimators.md): Garwood's Poisson interval on the effective
    * number of objects Y^2/V, scaled by V/Y, with the upper end computed as
    * if one more object of the largest weight had been sampled. */
-  double y = t->ht, v = t->ht_var;
+  double y = mt_tally_ht(t), v = mt_tally_ht_var(t);
   mt_estimate e = {y, y, y};
   if (t->objects == 0) {
     /* Nothing sampled: up to -ln(0.025) = 3.69 expected sampled objects

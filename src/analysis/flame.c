@@ -253,7 +253,7 @@ static void weigh(const mt__query *q, const mt_calltree *t, int by_objects,
   for (size_t b = 0; per_bt && b < a->nbt; b++) {
     uint32_t v = t->leaf[b];
     if (v == NONE || !per_bt[b].objects || (q->bt_pass && !q->bt_pass[b])) continue;
-    W[v] += by_objects ? per_bt[b].ht : (double)per_bt[b].samples;
+    W[v] += by_objects ? mt_tally_ht(&per_bt[b]) : (double)per_bt[b].samples;
   }
   for (size_t i = q->lo; !per_bt && i < q->hi; i++) {
     uint32_t v = mt__passing_leaf(q, t, i);
@@ -261,7 +261,7 @@ static void weigh(const mt__query *q, const mt_calltree *t, int by_objects,
     if (by_objects) {
       mt_tally one = {0};
       mt__tally_object(a, i, &one);
-      W[v] += one.ht;
+      W[v] += mt_tally_ht(&one);
     } else {
       W[v] += (double)mt__obj_samples(a, i);
     }
@@ -433,24 +433,28 @@ typedef union pair {
   double d[2];
 } pair;
 
-/* Component pair k of a tally: samples and objects, ht and its variance,
- * the largest weight. */
+/* Component pair k of a tally: samples and objects, the Horvitz-Thompson
+ * sum, its variance's (fixed point, two words each), the largest weight. */
+enum { NPAIRS = 4 };
+
 static void pair_add(int k, pair *to, const mt_tally *t) {
   if (k == 0) to->u[0] += t->samples, to->u[1] += t->objects;
-  else if (k == 1) to->d[0] += t->ht, to->d[1] += t->ht_var;
+  else if (k == 1) mt_tally_fx_add(to->u, t->ht_fx);
+  else if (k == 2) mt_tally_fx_add(to->u, t->var_fx);
   else if (t->w_max > to->d[0]) to->d[0] = t->w_max;
 }
 
 static void pair_merge(int k, pair *to, const pair *p) {
   if (k == 0) to->u[0] += p->u[0], to->u[1] += p->u[1];
-  else if (k == 1) to->d[0] += p->d[0], to->d[1] += p->d[1];
+  else if (k < 3) mt_tally_fx_add(to->u, p->u);
   else if (p->d[0] > to->d[0]) to->d[0] = p->d[0];
 }
 
 static void pair_to_tally(int k, mt_tally *to, const pair *p) {
   mt_tally t = {0};
   if (k == 0) t.samples = p->u[0], t.objects = p->u[1];
-  else if (k == 1) t.ht = p->d[0], t.ht_var = p->d[1];
+  else if (k == 1) t.ht_fx[0] = p->u[0], t.ht_fx[1] = p->u[1];
+  else if (k == 2) t.var_fx[0] = p->u[0], t.var_fx[1] = p->u[1];
   else t.w_max = p->d[0];
   mt_tally_add(to, &t);
 }
@@ -470,7 +474,7 @@ static int functions_by_sweeps(const mt__query *q, const mt_calltree *t, mt_func
     for (size_t v = 1; v < n; v++)
       vis[v] = mt__query_hidden(q, t->fn[v]) ? vis[t->parent[v]] : (uint32_t)v;
   }
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < NPAIRS; k++) {
     memset(acc, 0, bytes);
     for (size_t i = q->lo; i < q->hi; i++) {
       uint32_t v = mt__passing_leaf(q, t, i);
@@ -495,7 +499,7 @@ static int functions_by_sweeps(const mt__query *q, const mt_calltree *t, mt_func
 int mt_calltree_functions(const mt_calltree *t, const mt_analysis *a, const mt_filter *f,
                           int by_total, size_t limit, mt_function_row **rows, size_t *nrows) {
   /* a step of a walk costs a few times less than a node's share of the
-   * sweeps (three passes of four touches each, and the objects' tallies) */
+   * sweeps (four passes of four touches each, and the objects' tallies) */
   return mt__calltree_functions(t, a, f, by_total, limit, 8 * t->n, rows, nrows);
 }
 

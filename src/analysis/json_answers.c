@@ -439,7 +439,7 @@ static void stats_tally(mt_json *j, const mt_sampling *s, const mt_tally *t,
   key_estimate(j, "bytes", mt_sampling_bytes(s, t));
   if (whole) {
     mt_json_key(j, "objects_share");
-    mt_json_num(j, share(t->ht, whole->ht));
+    mt_json_num(j, share(mt_tally_ht(t), mt_tally_ht(whole)));
     mt_json_key(j, "bytes_share");
     mt_json_num(j, share((double)t->samples, (double)whole->samples));
   }
@@ -532,7 +532,7 @@ static void group_json(mt_json *j, const mt_stats *s, const mt_stats_group *g) {
   mt_json_obj(j);
   stats_tally(j, sp, pr, NULL);
   mt_json_key(j, "rate");
-  mt_json_num(j, mi->objects ? share(pr->ht, mi->ht) : NAN);
+  mt_json_num(j, mi->objects ? share(mt_tally_ht(pr), mt_tally_ht(mi)) : NAN);
   mt_json_key(j, "rate_bytes");
   mt_json_num(j, mi->objects ? share((double)pr->samples, (double)mi->samples) : NAN);
   mt_json_key(j, "rate_sampled");

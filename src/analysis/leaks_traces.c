@@ -39,7 +39,8 @@ static int cmp_order(const void *x, const void *y, void *order) {
   const mt_rank_row *a = x, *b = y;
   mt_rank_order o = *(mt_rank_order *)order;
   if (o == MT_ORDER_OLDEST && a->oldest != b->oldest) return a->oldest < b->oldest ? -1 : 1;
-  if (o == MT_ORDER_OBJECTS && a->tally.ht != b->tally.ht) return a->tally.ht > b->tally.ht ? -1 : 1;
+  if (o == MT_ORDER_OBJECTS && mt_tally_ht(&a->tally) != mt_tally_ht(&b->tally))
+    return mt_tally_ht(&a->tally) > mt_tally_ht(&b->tally) ? -1 : 1;
   if (a->bytes.value != b->bytes.value) return a->bytes.value > b->bytes.value ? -1 : 1;
   int by_process = 1;
   return cmp_stack(a, b, &by_process);

@@ -319,7 +319,8 @@ static void set_weights(mt_analysis *a) {
   for (size_t w = 0; w < MT__HT_CACHE; w++) {
     double pr = w ? -expm1((double)w * a->log1m_rate) : 1.0;
     a->ht_w[w] = 1.0 / pr;
-    a->ht_v[w] = (1.0 - pr) / (pr * pr);
+    mt__fx_of(1.0 / pr, a->ht_wfx[w]);
+    mt__fx_of((1.0 - pr) / (pr * pr), a->ht_vfx[w]);
   }
 }
 

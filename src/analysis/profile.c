@@ -57,8 +57,8 @@ static int emit(prof *p, const uint32_t *codes, size_t n) {
   for (int k = 0; k < (p->merge ? 1 : 3) && !p->rc; k++) {
     const mt_tally *al = &p->cur.alloc[k], *in = &p->cur.inuse[k];
     if (!al->objects) continue;
-    int64_t v[MT_PROFILE_VALUES] = {round_est(al->ht), round_est((double)al->samples * scale),
-                                    in->objects ? round_est(in->ht) : 0,
+    int64_t v[MT_PROFILE_VALUES] = {round_est(mt_tally_ht(al)), round_est((double)al->samples * scale),
+                                    in->objects ? round_est(mt_tally_ht(in)) : 0,
                                     in->objects ? round_est((double)in->samples * scale) : 0};
     p->rc = p->fn(p->ctx, codes, n, p->merge ? -1 : k, v);
   }

@@ -92,9 +92,9 @@ static int site_cmp(const mt_site *x, const mt_site *y) {
 static int site_order(const void *px, const void *py, void *ctx) {
   const int *order = ctx;
   const site_group *x = px, *y = py;
-  if (*order == MT_ORDER_OBJECTS ? x->tally.ht != y->tally.ht
-                                 : x->tally.samples != y->tally.samples) {
-    if (*order == MT_ORDER_OBJECTS) return x->tally.ht > y->tally.ht ? -1 : 1;
+  double xo = mt_tally_ht(&x->tally), yo = mt_tally_ht(&y->tally);
+  if (*order == MT_ORDER_OBJECTS ? xo != yo : x->tally.samples != y->tally.samples) {
+    if (*order == MT_ORDER_OBJECTS) return xo > yo ? -1 : 1;
     return x->tally.samples > y->tally.samples ? -1 : 1;
   }
   int c = site_cmp(&x->site, &y->site);

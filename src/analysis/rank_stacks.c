@@ -203,7 +203,7 @@ static void group_add(const mt_analysis *a, mt__stack_group *g, size_t i) {
 
 /* Slot s's key from a group's whole record. */
 static void key_of(rank *r, size_t s, const mt__stack_group *g) {
-  if (r->order == MT_ORDER_OBJECTS) r->ky[s] = g->tally.ht;
+  if (r->order == MT_ORDER_OBJECTS) r->ky[s] = mt_tally_ht(&g->tally);
   else if (r->order == MT_ORDER_OLDEST) r->kx[s] = g->oldest, r->ky[s] = (double)g->tally.samples;
   else r->kx[s] = g->tally.samples;
 }
@@ -252,7 +252,7 @@ static int add_object(rank *r, size_t i, uint32_t bt, uint64_t fp) {
   mt_tally t = {0};
   mt__tally_object(r->a, i, &t);
   if (r->order == MT_ORDER_OBJECTS) {
-    r->ky[s] += t.ht;
+    r->ky[s] += mt_tally_ht(&t);
   } else if (r->order == MT_ORDER_OLDEST) {
     uint64_t at = mt__obj_alloc_time(r->a, i);
     if (at < r->kx[s]) r->kx[s] = at;

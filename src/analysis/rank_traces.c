@@ -29,8 +29,9 @@ static int cmp_site(const void *x, const void *y, void *by_process) {
  * the estimates (at one rate, in the order of the samples). */
 static int cmp_rank(const void *x, const void *y, void *order) {
   const mt_rank_row *a = x, *b = y;
-  if (*(mt_rank_order *)order == MT_ORDER_OBJECTS && a->tally.ht != b->tally.ht)
-    return a->tally.ht > b->tally.ht ? -1 : 1;
+  if (*(mt_rank_order *)order == MT_ORDER_OBJECTS &&
+      mt_tally_ht(&a->tally) != mt_tally_ht(&b->tally))
+    return mt_tally_ht(&a->tally) > mt_tally_ht(&b->tally) ? -1 : 1;
   if (a->bytes.value != b->bytes.value) return a->bytes.value > b->bytes.value ? -1 : 1;
   int c = cmp_str(a->site.function, b->site.function);
   if (!c) c = cmp_str(a->site.file, b->site.file);

@@ -144,7 +144,7 @@ static void group_add(mt_stats_group *g, const mt_object *o, int promoted, const
   mt_tally_add(&g->source[o->source], t);
   if (o->source == MT_SOURCE_MINOR && promoted) mt_tally_add(&g->promoted, t);
   moments_add(&g->sampled, (double)o->length, 1.0);
-  moments_add(&g->population, (double)o->length, t->ht);
+  moments_add(&g->population, (double)o->length, mt_tally_ht(t));
   if (o->length > g->sampled.max) g->sampled.max = o->length;
   g->population.max = g->sampled.max;
 }

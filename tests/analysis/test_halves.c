@@ -61,10 +61,6 @@ static void test_series(void **state) {
   }
 }
 
-static void close_to(double x, double y) {
-  if (fabs(x - y) > 1e-9 * fabs(y)) fail_msg("%.17g against %.17g", x, y);
-}
-
 static void test_flame(void **state) {
   (void)state;
   mt_analysis *a;
@@ -83,10 +79,8 @@ static void test_flame(void **state) {
     const mt_tally *got = &g->total;
     assert_int_equal(got->samples, want.samples);
     assert_int_equal(got->objects, want.objects);
-    if (k == 0) assert_memory_equal(got, &want, sizeof want); /* the trace's own total */
-    close_to(got->ht, want.ht);
-    close_to(got->ht_var, want.ht_var);
-    assert_true(got->w_max == want.w_max);
+    /* the halves' sums add up exactly: the tally of one pass, to the bit */
+    assert_memory_equal(got, &want, sizeof want);
     /* with no cut, the nodes hold every object the graph shows */
     assert_int_equal(g->callees[0].total.samples, want.samples);
     mt_flame_free(g);

@@ -60,12 +60,13 @@ int main(int argc, char **argv) {
       size_t nf = 0;
       const mt_frame *fr = code == MT_NO_CODE ? NULL : mt_analysis_code_frames(a, code, &nf);
       size_t f = nf ? fr[nf - 1].function : nfn; /* the site's innermost location */
-      mt_tally t = {o.nsamples, 1, 0, 0, 0};
+      mt_tally t = {0};
+      t.samples = o.nsamples;
+      t.objects = 1;
       /* at rate 1 every object is sampled: the count is exact */
       double w = (double)o.length;
       double p = in->sample_rate >= 1 ? 1 : -expm1(w * log1p(-in->sample_rate));
-      t.ht = 1 / p;
-      t.ht_var = (1 - p) / (p * p);
+      mt_tally_add_weight(&t, 1 / p, (1 - p) / (p * p));
       mt_tally_add(&all[f], &t);
       if (o.free_time == MT_NEVER) mt_tally_add(&live[f], &t);
     }

@@ -175,11 +175,11 @@ static void sizes_in_words(mt_out *o, const ctx *c, const mt_stats_group *g, row
     draw_rows(o, rows, NSIZE, c->cols, c->ascii);
   }
   double big_o = 0, big_s = 0;
-  for (int b = 2; b < NSIZE; b++) big_o += g->size[b].ht, big_s += (double)g->size[b].samples;
+  for (int b = 2; b < NSIZE; b++) big_o += mt_tally_ht(&g->size[b]), big_s += (double)g->size[b].samples;
   mt_out_printf(o,
                 "\nOver 256 words (allocated directly on the major heap):\n"
                 "  %.2f%% of allocations, %.2f%% of bytes\n",
-                100 * share(big_o, g->all.ht), 100 * share(big_s, (double)g->all.samples));
+                100 * share(big_o, mt_tally_ht(&g->all)), 100 * share(big_s, (double)g->all.samples));
 }
 
 /* The size histograms of a native trace: powers of two of bytes, from the
@@ -271,7 +271,7 @@ static void sources(mt_out *o, const ctx *c, const mt_stats_group *g, row *rows)
     mt_out_printf(o,
                   "\nPromotion: %.2f%% of minor allocations were promoted\n"
                   "  (%.2f%% of minor bytes; %llu of %llu sampled)\n",
-                  100 * share(pr->ht, mi->ht), 100 * share((double)pr->samples, (double)mi->samples),
+                  100 * share(mt_tally_ht(pr), mt_tally_ht(mi)), 100 * share((double)pr->samples, (double)mi->samples),
                   (unsigned long long)pr->objects, (unsigned long long)mi->objects);
   else mt_out_printf(o, "\nPromotion: no minor allocations\n");
 }
@@ -319,8 +319,8 @@ static void chunk_table(mt_out *o, const ctx *c, const mt_stats_group *chunks) {
                     mt_human_count(mx, sizeof mx, k * (double)g->sampled.max));
     if (big) {
       double big_o = 0, big_s = 0;
-      for (int b = 2; b < NSIZE; b++) big_o += g->size[b].ht, big_s += (double)g->size[b].samples;
-      mt_out_printf(o, " %5.1f%% %5.1f%%", 100 * share(big_o, g->all.ht),
+      for (int b = 2; b < NSIZE; b++) big_o += mt_tally_ht(&g->size[b]), big_s += (double)g->size[b].samples;
+      mt_out_printf(o, " %5.1f%% %5.1f%%", 100 * share(big_o, mt_tally_ht(&g->all)),
                     100 * share(big_s, (double)g->all.samples));
     }
     if (bw >= 4) {
@@ -377,7 +377,7 @@ static void svgs(const ctx *c, const char *dir, const mt_stats_group *g, const m
       mt_estimate e = by_bytes ? mt_sampling_bytes(sp, &g->size[b])
                                : mt_sampling_objects(sp, &g->size[b]);
       double sh = by_bytes ? share((double)g->size[b].samples, (double)g->all.samples)
-                           : share(g->size[b].ht, g->all.ht);
+                           : share(mt_tally_ht(&g->size[b]), mt_tally_ht(&g->all));
       snprintf(notes[b], sizeof notes[b], "%.1f%%", 100 * sh);
       bars[b] = (mt_svg_bar){mt_stats_size_name(b), e.value, e.lo, e.hi, notes[b], 0};
     }
