@@ -301,10 +301,23 @@ void mt__run_pair(void (*fn)(void *), void *arg0, void *arg1, int threaded);
 /* Below this many objects a pass over them stays on one thread. */
 #define MT__PAIR_MIN ((size_t)1 << 20)
 /* Each backtrace's tally of the objects passing q into out[0..a->nbt):
- * one pass, its halves on two threads when the objects are many (the
- * sums then differ from one pass's in their last bits, but not from run
- * to run). 0, or -1 when out of memory. */
+ * one pass, its halves on two threads when the objects are many (tallies
+ * add exactly: the sums are one pass's). 0, or -1 when out of memory. */
 int mt__tally_backtraces(const mt__query *q, mt_tally *out);
+/* What a ranking needs of a backtrace's passing objects beside their
+ * tally: their allocation times' span, and the first one's index (the
+ * group it starts in allocation order). None: oldest UINT64_MAX, first
+ * SIZE_MAX. */
+typedef struct mt__bt_span {
+  uint64_t oldest, newest;
+  size_t first;
+} mt__bt_span;
+/* mt__tally_backtraces, and each backtrace's span into span[0..a->nbt). */
+int mt__tally_backtraces_spans(const mt__query *q, mt_tally *out, mt__bt_span *span);
+/* Whether answers over q's objects are cheaper from tallies by backtrace
+ * (a pass over the objects into few sums, then the sums) than object by
+ * object: objects outnumber backtraces, and the load kept objects. */
+int mt__by_backtrace(const mt__query *q);
 /* Each backtrace's tally of every object (a->nbt of them), computed once
  * (safe while other threads query; NULL when out of memory, and for a
  * folded load): the answers whose filter has no condition on objects'

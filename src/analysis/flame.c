@@ -297,7 +297,7 @@ int mt_flame_compute(const mt_calltree *t, const mt_analysis *a, const mt_filter
    * backtrace (every object's sums are kept for a filter without
    * conditions on objects' columns), and the graph reads those sums. */
   const mt_tally *per_bt = NULL;
-  if (a->fold_tally || a->nbt * 4 > q.hi - q.lo) {
+  if (!mt__by_backtrace(&q)) {
     /* object by object */
   } else if (q.every_object && q.lo == 0 && q.hi == a->nobj) {
     per_bt = mt__bt_all(a);

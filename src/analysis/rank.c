@@ -147,6 +147,30 @@ static void folded_sites(const mt_analysis *a, site_group *per_code) {
   }
 }
 
+/* The objects passing q summed by backtrace first: one pass on two
+ * threads into few sums, which add up to what the objects do (tallies
+ * add exactly). */
+static int sites_by_backtrace(const mt__query *q, site_group *per_code) {
+  const mt_analysis *a = q->a;
+  mt_tally *t = malloc((a->nbt + 1) * sizeof *t);
+  mt__bt_span *span = malloc((a->nbt + 1) * sizeof *span);
+  int rc = -1;
+  if (t && span && mt__tally_backtraces_spans(q, t, span) == 0) {
+    for (size_t b = 0; b < a->nbt; b++) {
+      if (!t[b].objects) continue;
+      uint32_t c = a->bt_site[b];
+      site_group *g = &per_code[c == MT__NO_SITE ? a->ncodes : c];
+      mt_tally_add(&g->tally, &t[b]);
+      if (span[b].oldest < g->oldest) g->oldest = span[b].oldest;
+      if (span[b].newest > g->newest) g->newest = span[b].newest;
+    }
+    rc = 0;
+  }
+  free(t);
+  free(span);
+  return rc;
+}
+
 /* The objects passing q (the load's sums when q is NULL) grouped by site,
  * into groups (every group with objects; *n of them). */
 static int group_sites(const mt_analysis *a, const mt__query *q, int by, site_group **out,
@@ -157,8 +181,16 @@ static int group_sites(const mt_analysis *a, const mt__query *q, int by, site_gr
   *n = 0;
   if (!p.per_code) return MT_ERR_NOMEM;
   for (size_t c = 0; c <= a->ncodes; c++) p.per_code[c].oldest = UINT64_MAX;
-  if (q) mt__scan(q, 0, a->nobj, site_visit, &p);
-  else folded_sites(a, p.per_code);
+  if (!q) {
+    folded_sites(a, p.per_code);
+  } else if (mt__by_backtrace(q)) {
+    if (sites_by_backtrace(q, p.per_code)) {
+      free(p.per_code);
+      return MT_ERR_NOMEM;
+    }
+  } else {
+    mt__scan(q, 0, a->nobj, site_visit, &p);
+  }
   /* groups are gathered in place, at the front of per_code */
   size_t ng = 0;
   for (size_t c = 0; c <= a->ncodes; c++) {

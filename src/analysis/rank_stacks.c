@@ -49,6 +49,10 @@ typedef struct rank {
   uint32_t *clen;        /* per code: printed frames */
   uint64_t *bt_fp;       /* per backtrace id when few (0: not yet), or NULL */
   int borrowed;          /* bt_fp is the analysis' index */
+  /* with few backtraces and many objects, passes read each backtrace's
+   * passing objects' tally and span instead of the objects */
+  mt_tally *bt_tally;
+  mt__bt_span *bt_span;
   uint32_t last_bt;      /* the previous object's, whose fingerprint is */
   uint64_t last_fp;
   int have_last;
@@ -263,6 +267,47 @@ static int add_object(rank *r, size_t i, uint32_t bt, uint64_t fp) {
   return 0;
 }
 
+static void group_add_backtrace(mt__stack_group *g, const mt_tally *t, const mt__bt_span *s) {
+  mt_tally_add(&g->tally, t);
+  if (s->oldest < g->oldest) g->oldest = s->oldest;
+  if (s->newest > g->newest) g->newest = s->newest;
+}
+
+/* Adds backtrace bt's passing objects to a pass that keeps whole records
+ * (one pass): what their objects one by one add, and the same group's
+ * representative, the backtrace of its first object. */
+static int add_backtrace(rank *r, uint32_t bt) {
+  const mt_tally *t = &r->bt_tally[bt];
+  const mt__bt_span *sp = &r->bt_span[bt];
+  uint64_t fp = r->bt_fp[bt];
+  if (r->final) {
+    uint32_t *row = mt__u64map_get(&r->shown, fp);
+    if (row) group_add_backtrace(&r->rows[*row - 1], t, sp);
+    return 0;
+  }
+  size_t s = slot_of(fp, r->cap);
+  while (r->rep[s] && r->fp[s] != fp) s = (s + 1) & (r->cap - 1);
+  if (!r->rep[s]) {
+    if ((r->count + 1) * 4 > r->cap * 3) {
+      if (grow(r)) {
+        r->oom = 1;
+        return 1;
+      }
+      return add_backtrace(r, bt);
+    }
+    r->fp[s] = fp;
+    r->rep[s] = bt + 1;
+    group_init(&r->full[s], bt);
+    r->count++;
+  } else if (sp->first < r->bt_span[r->rep[s] - 1].first) {
+    r->rep[s] = bt + 1;
+    r->full[s].bt = bt;
+  }
+  group_add_backtrace(&r->full[s], t, sp);
+  key_of(r, s, &r->full[s]);
+  return 0;
+}
+
 static int on_object(void *ctx, size_t i, const uint32_t *codes, size_t n) {
   rank *r = ctx;
   uint32_t bt = r->a->bt[i];
@@ -279,6 +324,11 @@ static int on_distinct(void *ctx, size_t bt, const uint32_t *codes, size_t n) {
 }
 
 static int run_pass(rank *r) {
+  if (r->bt_tally) {
+    for (size_t b = 0; b < r->a->nbt; b++)
+      if (r->bt_tally[b].objects && add_backtrace(r, (uint32_t)b)) return 1;
+    return r->oom;
+  }
   if (r->bt_fp) return mt__scan(r->q, 0, r->a->nobj, on_object, r) || r->oom;
   return mt__scan_codes(r->q, on_object, r) != 0 || r->oom;
 }
@@ -351,6 +401,8 @@ static void rank_free(rank *r) {
   free(r->cadd);
   free(r->clen);
   if (!r->borrowed) free(r->bt_fp);
+  free(r->bt_tally);
+  free(r->bt_span);
   free(r->pcodes);
   free(r->px);
   free(r->plen);
@@ -424,13 +476,7 @@ int mt__rank_stacks(const mt__query *q, int order, size_t limit, size_t budget,
   r.order = order;
   *groups = NULL;
   *n = *ngroups = 0;
-  /* groups are at most the backtrace ids, and the objects passing */
   size_t nbt = a->nbt, bound = nbt, passing = 0;
-  if (!q->every_object || q->bt_pass) {
-    mt__scan(q, 0, a->nobj, count_visit, &passing);
-    if (passing < bound) bound = passing;
-  }
-  r.limit = limit == 0 || limit > bound + 1 ? bound + 1 : limit;
   if (prepare_codes(&r)) goto nomem;
   uint64_t *index = q->fn_hidden ? NULL : __atomic_load_n(&a->bt_fp, __ATOMIC_ACQUIRE);
   if (index) {
@@ -441,7 +487,25 @@ int mt__rank_stacks(const mt__query *q, int order, size_t limit, size_t budget,
     if (!r.bt_fp || mt_analysis_each_distinct_backtrace(a, on_distinct, &r) != MT_OK || r.oom)
       goto nomem;
   }
+  if (r.bt_fp && mt__by_backtrace(q)) {
+    r.bt_tally = malloc((nbt + 1) * sizeof *r.bt_tally);
+    r.bt_span = malloc((nbt + 1) * sizeof *r.bt_span);
+    if (!r.bt_tally || !r.bt_span || mt__tally_backtraces_spans(q, r.bt_tally, r.bt_span))
+      goto nomem;
+    for (size_t b = 0; b < nbt; b++) passing += r.bt_tally[b].objects;
+  } else if (!q->every_object || q->bt_pass) {
+    mt__scan(q, 0, a->nobj, count_visit, &passing);
+  }
+  /* groups are at most the backtrace ids, and the objects passing */
+  if ((r.bt_tally || !q->every_object || q->bt_pass) && passing < bound) bound = passing;
+  r.limit = limit == 0 || limit > bound + 1 ? bound + 1 : limit;
   if (tables(&r, bound, budget)) goto nomem;
+  if (r.bits && r.bt_tally) { /* passes keep keys only: object by object */
+    free(r.bt_tally);
+    free(r.bt_span);
+    r.bt_tally = NULL;
+    r.bt_span = NULL;
+  }
   for (uint64_t p = 0; p < (1ull << r.bits); p++) {
     r.part = p;
     r.have_last = 0;

@@ -191,33 +191,75 @@ typedef struct bt_part {
   const mt_analysis *a;
   size_t from, to;
   mt_tally *out;
+  mt__bt_span *span; /* or NULL */
 } bt_part;
 
 static void tally_part(void *p) {
   bt_part *h = p;
   const mt_analysis *a = h->a;
-  for (size_t i = h->from; i < h->to; i++)
-    if (!h->q || mt__query_object(h->q, i)) mt__tally_object(a, i, &h->out[a->bt[i]]);
+  if (!h->span) {
+    for (size_t i = h->from; i < h->to; i++)
+      if (!h->q || mt__query_object(h->q, i)) mt__tally_object(a, i, &h->out[a->bt[i]]);
+    return;
+  }
+  for (size_t i = h->from; i < h->to; i++) {
+    if (h->q && !mt__query_object(h->q, i)) continue;
+    uint32_t b = a->bt[i];
+    mt__tally_object(a, i, &h->out[b]);
+    mt__bt_span *s = &h->span[b];
+    uint64_t t = mt__obj_alloc_time(a, i);
+    if (s->first == SIZE_MAX) s->first = i;
+    if (t < s->oldest) s->oldest = t;
+    if (t > s->newest) s->newest = t;
+  }
 }
 
-int mt__tally_backtraces(const mt__query *q, mt_tally *out) {
+static void spans_init(mt__bt_span *s, size_t n) {
+  for (size_t b = 0; b < n; b++) s[b] = (mt__bt_span){UINT64_MAX, 0, SIZE_MAX};
+}
+
+int mt__tally_backtraces_spans(const mt__query *q, mt_tally *out, mt__bt_span *span) {
   const mt_analysis *a = q->a;
   memset(out, 0, a->nbt * sizeof *out);
+  if (span) spans_init(span, a->nbt);
   size_t n = q->hi > q->lo ? q->hi - q->lo : 0;
   if (n < MT__PAIR_MIN) {
-    bt_part h = {q, a, q->lo, q->hi, out};
+    bt_part h = {q, a, q->lo, q->hi, out, span};
     tally_part(&h);
     return 0;
   }
-  mt_tally *second = calloc(a->nbt, sizeof *second);
-  if (!second) return -1;
+  mt_tally *second = calloc(a->nbt + 1, sizeof *second);
+  mt__bt_span *span2 = span ? malloc((a->nbt + 1) * sizeof *span2) : NULL;
+  if (!second || (span && !span2)) {
+    free(second);
+    free(span2);
+    return -1;
+  }
+  if (span2) spans_init(span2, a->nbt);
   size_t mid = q->lo + n / 2;
-  bt_part h0 = {q, a, q->lo, mid, out}, h1 = {q, a, mid, q->hi, second};
+  bt_part h0 = {q, a, q->lo, mid, out, span}, h1 = {q, a, mid, q->hi, second, span2};
   mt__run_pair(tally_part, &h0, &h1, 1);
-  for (size_t b = 0; b < a->nbt; b++)
-    if (second[b].objects) mt_tally_add(&out[b], &second[b]);
+  for (size_t b = 0; b < a->nbt; b++) {
+    if (!second[b].objects) continue;
+    mt_tally_add(&out[b], &second[b]);
+    if (!span) continue;
+    /* the first half's objects come first */
+    if (span[b].first == SIZE_MAX) span[b].first = span2[b].first;
+    if (span2[b].oldest < span[b].oldest) span[b].oldest = span2[b].oldest;
+    if (span2[b].newest > span[b].newest) span[b].newest = span2[b].newest;
+  }
   free(second);
+  free(span2);
   return 0;
+}
+
+int mt__tally_backtraces(const mt__query *q, mt_tally *out) {
+  return mt__tally_backtraces_spans(q, out, NULL);
+}
+
+int mt__by_backtrace(const mt__query *q) {
+  const mt_analysis *a = q->a;
+  return !a->fold_tally && q->hi > q->lo && a->nbt * 4 <= q->hi - q->lo;
 }
 
 int mt__bt_all_extend(mt_analysis *a) {
@@ -226,7 +268,7 @@ int mt__bt_all_extend(mt_analysis *a) {
   if (mt__grow((void **)&a->bt_all, &a->bt_all_cap, a->nbt, sizeof *a->bt_all, a->nbt))
     return -1;
   memset(a->bt_all + old, 0, (a->bt_all_cap - old) * sizeof *a->bt_all);
-  bt_part h = {NULL, a, a->bt_all_nobj, a->nobj, a->bt_all};
+  bt_part h = {NULL, a, a->bt_all_nobj, a->nobj, a->bt_all, NULL};
   tally_part(&h);
   a->bt_all_nobj = a->nobj;
   return 0;
@@ -239,7 +281,7 @@ const mt_tally *mt__bt_all(const mt_analysis *ca) {
   if (!(t = calloc(a->nbt + 1, sizeof *t))) return NULL;
   /* one pass in allocation order, as a followed trace's steps extend it:
    * both sum alike to the last bit */
-  bt_part h = {NULL, a, 0, a->nobj, t};
+  bt_part h = {NULL, a, 0, a->nobj, t, NULL};
   tally_part(&h);
   mt_tally *expected = NULL;
   if (__atomic_compare_exchange_n(&a->bt_all, &expected, t, 0, __ATOMIC_RELEASE,
