@@ -218,6 +218,41 @@ static int visit_fine(void *ctx, size_t i, const uint32_t *codes, size_t n) {
   return 0;
 }
 
+/* The histograms' pass over objects [from, to) into s. */
+typedef struct fine_part {
+  pass p;
+  const mt__query *q;
+  size_t from, to;
+} fine_part;
+
+static void fine_run(void *arg) {
+  fine_part *h = arg;
+  mt__scan(h->q, h->from, h->to, visit_fine, &h->p);
+}
+
+/* The histograms' pass, its halves on two threads when the objects are
+ * many: their tallies add exactly, so the sums are one pass's. */
+static int fine_pass(const mt__query *q, pass *p) {
+  size_t n = q->hi > q->lo ? q->hi - q->lo : 0;
+  fine_part h0 = {*p, q, q->lo, q->hi};
+  if (n < MT__PAIR_MIN) {
+    fine_run(&h0);
+    return 0;
+  }
+  mt_stats *second = calloc(1, sizeof *second);
+  if (!second) return -1;
+  fine_part h1 = {*p, q, q->lo + n / 2, q->hi};
+  h1.p.s = second;
+  h0.to = h1.from;
+  mt__run_pair(fine_run, &h0, &h1, 1);
+  mt_stats *s = p->s;
+  mt_tally_add(&s->all.never, &second->all.never);
+  for (int b = 0; b < MT_STATS_SIZE_LOG2_BINS; b++) mt_tally_add(&s->size_log2[b], &second->size_log2[b]);
+  for (int b = 0; b < MT_STATS_LIFE_FINE_BINS; b++) mt_tally_add(&s->life_fine[b], &second->life_fine[b]);
+  free(second);
+  return 0;
+}
+
 void mt_stats_free(mt_stats *s) {
   if (!s) return;
   free(s->chunks);
@@ -256,8 +291,14 @@ static int compute(const mt_analysis *a, const mt_filter *f, size_t nchunks, int
     s->chunks[k].to = lo + (uint64_t)((span * (k + 1) + nchunks - 1) / nchunks);
   }
   pass p = {a, s, lo, hi, (int)log2(a->word_bytes)};
-  mt__scan(&q, 0, a->nobj, fine_only ? visit_fine : visit, &p);
+  int rc = MT_OK;
+  if (!fine_only) mt__scan(&q, 0, a->nobj, visit, &p);
+  else if (fine_pass(&q, &p)) rc = MT_ERR_NOMEM;
   mt__query_free(&q);
+  if (rc != MT_OK) {
+    mt_stats_free(s);
+    return rc;
+  }
   *out = s;
   return MT_OK;
 }

@@ -5,7 +5,8 @@
  * the kept series; the flame graph read by backtrace against the summary's
  * object-by-object sums, to the bit; the rankings by site and by stack
  * and the leaks, summed by backtrace on two threads, against the objects
- * summed one by one in allocation order, to the bit. */
+ * summed one by one in allocation order, to the bit; the histograms'
+ * halves against the statistics' one pass, to the bit. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -175,6 +176,27 @@ static void test_rankings(void **state) {
   mt_analysis_free(a);
 }
 
+/* The histograms' halves against mt_stats_compute's one pass in order. */
+static void test_histograms(void **state) {
+  (void)state;
+  mt_analysis *a;
+  assert_int_equal(mt_analysis_load(&a, path, NULL, NULL), MT_OK);
+  for (size_t k = 0; k < sizeof filters / sizeof *filters; k++) {
+    mt_filter f;
+    set(&f, k);
+    mt_stats *h, *s;
+    assert_int_equal(mt_stats_histograms(a, &f, &h), MT_OK);
+    assert_int_equal(mt_stats_compute(a, &f, 1, &s), MT_OK);
+    assert_true(s->all.all.objects > 0);
+    assert_memory_equal(h->size_log2, s->size_log2, sizeof h->size_log2);
+    assert_memory_equal(h->life_fine, s->life_fine, sizeof h->life_fine);
+    assert_memory_equal(&h->all.never, &s->all.never, sizeof h->all.never);
+    mt_stats_free(h);
+    mt_stats_free(s);
+  }
+  mt_analysis_free(a);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 77;
   gen_trace = argv[1];
@@ -189,7 +211,8 @@ int main(int argc, char **argv) {
   int st;
   if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) return 1;
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_series), cmocka_unit_test(test_flame),
-                                     cmocka_unit_test(test_rankings)};
+                                     cmocka_unit_test(test_rankings),
+                                     cmocka_unit_test(test_histograms)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   unlink(path);
   return rc;
