@@ -304,6 +304,9 @@ void mt__run_pair(void (*fn)(void *), void *arg0, void *arg1, int threaded);
  * one pass, its halves on two threads when the objects are many (tallies
  * add exactly: the sums are one pass's). 0, or -1 when out of memory. */
 int mt__tally_backtraces(const mt__query *q, mt_tally *out);
+/* The tally of every object passing q, its halves on two threads when the
+ * objects are many. */
+void mt__tally_query(const mt__query *q, mt_tally *t);
 /* What a ranking needs of a backtrace's passing objects beside their
  * tally: their allocation times' span, and the first one's index (the
  * group it starts in allocation order). None: oldest UINT64_MAX, first
@@ -378,9 +381,12 @@ typedef struct mt__stack_group {
  * (an mt_rank_order), ties broken by printed frames. Uses about `budget`
  * bytes for a pass's groups; more groups take more passes. Returns MT_OK
  * with *groups (free it; *n of them) and the number of groups in all, or
- * MT_ERR_NOMEM. */
+ * MT_ERR_NOMEM. When the groups were made from each backtrace's tally,
+ * *total is their sum (the objects passing q) and *have_total 1; else
+ * *have_total is 0. */
 int mt__rank_stacks(const mt__query *q, int order, size_t limit, size_t budget,
-                    mt__stack_group **groups, size_t *n, size_t *ngroups);
+                    mt__stack_group **groups, size_t *n, size_t *ngroups, mt_tally *total,
+                    int *have_total);
 
 /* A backtrace's codes into a buffer grown as needed (*buf, *cap);
  * returns its length, or SIZE_MAX when out of memory. */

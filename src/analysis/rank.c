@@ -222,11 +222,16 @@ static int group_sites(const mt_analysis *a, const mt__query *q, int by, site_gr
   return MT_OK;
 }
 
+/* With have_total, r->total is made too: the sum of every group's. */
 static int rank_sites(const mt_analysis *a, const mt__query *q, const mt_rank_spec *spec,
-                      mt_ranking *r) {
+                      mt_ranking *r, int *have_total) {
   site_group *g;
   size_t n;
   if (group_sites(a, q, spec->by, &g, &n) != MT_OK) return MT_ERR_NOMEM;
+  /* the groups hold every passing object once: their tallies add up
+   * exactly to the objects' */
+  *have_total = q != NULL;
+  for (size_t i = 0; q && i < n; i++) mt_tally_add(&r->total, &g[i].tally);
   int order = spec->order;
   select_first(g, n, spec->limit, site_order, &order);
   r->groups = n;
@@ -300,10 +305,11 @@ out:
 }
 
 static int rank_stacks(const mt__query *q, const mt_rank_spec *spec, size_t budget,
-                       mt_ranking *r) {
+                       mt_ranking *r, int *have_total) {
   mt__stack_group *g;
   size_t n;
-  if (mt__rank_stacks(q, spec->order, spec->limit, budget, &g, &n, &r->groups) != MT_OK)
+  if (mt__rank_stacks(q, spec->order, spec->limit, budget, &g, &n, &r->groups, &r->total,
+                      have_total) != MT_OK)
     return MT_ERR_NOMEM;
   r->nrows = n;
   r->rows = calloc(n + 1, sizeof *r->rows);
@@ -359,10 +365,11 @@ static int rank(const mt_analysis *a, const mt_filter *f, const mt_rank_spec *sp
   r->sampling = mt_analysis_sampling(a);
   r->duration = a->duration;
   r->trace_total = a->all;
-  int rc = spec->by == MT_BY_STACK ? rank_stacks(&q, spec, budget, r)
-                                   : rank_sites(a, folded ? NULL : &q, spec, r);
+  int have_total = 0;
+  int rc = spec->by == MT_BY_STACK ? rank_stacks(&q, spec, budget, r, &have_total)
+                                   : rank_sites(a, folded ? NULL : &q, spec, r, &have_total);
   if (!folded) mt__query_free(&q);
-  if (rc != MT_OK || mt_analysis_tally(a, f, &r->total) != MT_OK) {
+  if (rc != MT_OK || (!have_total && mt_analysis_tally(a, f, &r->total) != MT_OK)) {
     mt_ranking_free(r);
     return MT_ERR_NOMEM;
   }

@@ -467,7 +467,8 @@ static int count_visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
 }
 
 int mt__rank_stacks(const mt__query *q, int order, size_t limit, size_t budget,
-                    mt__stack_group **groups, size_t *n, size_t *ngroups) {
+                    mt__stack_group **groups, size_t *n, size_t *ngroups, mt_tally *total,
+                    int *have_total) {
   const mt_analysis *a = q->a;
   rank r;
   memset(&r, 0, sizeof r);
@@ -476,6 +477,8 @@ int mt__rank_stacks(const mt__query *q, int order, size_t limit, size_t budget,
   r.order = order;
   *groups = NULL;
   *n = *ngroups = 0;
+  *have_total = 0;
+  memset(total, 0, sizeof *total);
   size_t nbt = a->nbt, bound = nbt, passing = 0;
   if (prepare_codes(&r)) goto nomem;
   uint64_t *index = q->fn_hidden ? NULL : __atomic_load_n(&a->bt_fp, __ATOMIC_ACQUIRE);
@@ -530,6 +533,8 @@ int mt__rank_stacks(const mt__query *q, int order, size_t limit, size_t budget,
     r.rows[i].bt = r.heap[i].bt;
   }
   if (!r.full && last_pass(&r)) goto nomem;
+  for (size_t b = 0; r.bt_tally && b < nbt; b++) mt_tally_add(total, &r.bt_tally[b]);
+  *have_total = r.bt_tally != NULL;
   *groups = r.rows;
   *n = r.hn;
   r.rows = NULL;

@@ -346,6 +346,32 @@ static int tally_visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
   return 0;
 }
 
+typedef struct total_part {
+  const mt__query *q;
+  size_t from, to;
+  mt_tally t;
+} total_part;
+
+static void total_run(void *p) {
+  total_part *h = p;
+  const void *ctx[2] = {h->q->a, &h->t};
+  mt__scan(h->q, h->from, h->to, tally_visit, ctx);
+}
+
+void mt__tally_query(const mt__query *q, mt_tally *t) {
+  /* halves on two threads when the objects are many: tallies add exactly */
+  size_t n = q->hi > q->lo ? q->hi - q->lo : 0;
+  total_part h0 = {q, q->lo, q->hi, {0}}, h1 = {q, q->lo + n / 2, q->hi, {0}};
+  if (n >= MT__PAIR_MIN) {
+    h0.to = h1.from;
+    mt__run_pair(total_run, &h0, &h1, 1);
+    mt_tally_add(&h0.t, &h1.t);
+  } else {
+    total_run(&h0);
+  }
+  *t = h0.t;
+}
+
 int mt_analysis_tally(const mt_analysis *a, const mt_filter *f, mt_tally *t) {
   memset(t, 0, sizeof *t);
   if (mt_filter_selects_all(f)) {
@@ -359,8 +385,7 @@ int mt_analysis_tally(const mt_analysis *a, const mt_filter *f, mt_tally *t) {
   mt__query q;
   int qrc = mt__query_init_tallies(&q, a, f);
   if (qrc != MT_OK) return qrc;
-  const void *ctx[2] = {a, t};
-  mt__scan(&q, 0, a->nobj, tally_visit, ctx);
+  mt__tally_query(&q, t);
   mt__query_free(&q);
   return MT_OK;
 }
