@@ -146,10 +146,9 @@ MT_API int mt_analysis_load_keep(mt_analysis **out, const char *const *paths, si
  * trace's length. The answers are those made of tallies alone: call trees
  * (mt_calltree_build, mt_calltree_tally) and totals (mt_analysis_tally),
  * under a filter with f's conditions on objects and any on stacks; any
- * other answer or filter returns MT_ERR_INVALID. A tally's sampled objects
- * and samples (so estimated bytes) are those of a whole load; its
- * Horvitz-Thompson sums, added up by backtrace first, may differ from a
- * whole load's in the last bits. f live at the peak is refused
+ * other answer or filter returns MT_ERR_INVALID. A tally is a whole
+ * load's, to the bit (tallies add exactly: mt_tally). f live at the peak
+ * is refused
  * (MT_ERR_INVALID: the peak is known only at the end). Errors as
  * mt_analysis_load's. */
 MT_API int mt_analysis_load_folded(mt_analysis **out, const char *const *paths, size_t n,

@@ -212,11 +212,30 @@ int mt__expand_backtraces(mt_analysis *a);
 /* Backtrace b's codes into out[0..cap); returns its length. */
 size_t mt__bt_codes(const mt_analysis *a, uint32_t b, uint32_t *out, size_t cap);
 
-/* Adds object i to a tally. */
-void mt__tally_object(const mt_analysis *a, size_t i, mt_tally *t);
 /* x >= 0 in a tally's fixed point (units of 2^-32, low word first), cut
  * to whole units; saturated past 2^96. */
 void mt__fx_of(double x, uint64_t out[2]);
+/* Object i's terms of lengths past the weights' cache, into t. */
+void mt__tally_big(const mt_analysis *a, uint64_t words, mt_tally *t);
+/* Adds object i to t: inline, as passes over millions of objects call it
+ * for each. */
+static inline void mt__tally_object(const mt_analysis *a, size_t i, mt_tally *t) {
+  if (a->fold_tally) { /* a folded load: a row's objects */
+    mt_tally_add(t, &a->fold_tally[i]);
+    return;
+  }
+  /* OCaml heap blocks are sampled over their header word too. */
+  uint64_t w = mt__obj_length(a, i) + ((a->source[i] & 3) != MT_SOURCE_EXTERNAL);
+  t->samples += mt__obj_samples(a, i);
+  t->objects++;
+  if (__builtin_expect(w >= MT__HT_CACHE, 0)) {
+    mt__tally_big(a, w, t);
+    return;
+  }
+  mt_tally_fx_add(t->ht_fx, a->ht_wfx[w]);
+  mt_tally_fx_add(t->var_fx, a->ht_vfx[w]);
+  if (a->ht_w[w] > t->w_max) t->w_max = a->ht_w[w];
+}
 
 /* ---- Queries (select.c): the one place that decides which objects a
  * filter keeps, and which frames it hides ---- */

@@ -33,30 +33,13 @@ void mt_tally_add_weight(mt_tally *t, double w, double v) {
   if (w > t->w_max) t->w_max = w;
 }
 
-void mt__tally_object(const mt_analysis *a, size_t i, mt_tally *t) {
-  if (a->fold_tally) { /* a folded load: a row's objects */
-    mt_tally_add(t, &a->fold_tally[i]);
-    return;
-  }
-  uint64_t len = mt__obj_length(a, i);
-  /* OCaml heap blocks are sampled over their header word too. */
-  uint64_t w = len + ((a->source[i] & 3) != MT_SOURCE_EXTERNAL);
-  t->samples += mt__obj_samples(a, i);
-  t->objects++;
-  double wt;
-  if (w < MT__HT_CACHE) {
-    wt = a->ht_w[w];
-    mt_tally_fx_add(t->ht_fx, a->ht_wfx[w]);
-    mt_tally_fx_add(t->var_fx, a->ht_vfx[w]);
-  } else {
-    double p = -expm1((double)w * a->log1m_rate);
-    uint64_t fw[2], fv[2];
-    wt = 1.0 / p;
-    mt__fx_of(wt, fw);
-    mt__fx_of((1.0 - p) / (p * p), fv);
-    mt_tally_fx_add(t->ht_fx, fw);
-    mt_tally_fx_add(t->var_fx, fv);
-  }
+void mt__tally_big(const mt_analysis *a, uint64_t words, mt_tally *t) {
+  double p = -expm1((double)words * a->log1m_rate), wt = 1.0 / p;
+  uint64_t fw[2], fv[2];
+  mt__fx_of(wt, fw);
+  mt__fx_of((1.0 - p) / (p * p), fv);
+  mt_tally_fx_add(t->ht_fx, fw);
+  mt_tally_fx_add(t->var_fx, fv);
   if (wt > t->w_max) t->w_max = wt;
 }
 

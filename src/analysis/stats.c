@@ -73,7 +73,7 @@ static int life_bin(uint64_t life) {
 /* Bin b >= 1 of the finer lifetimes holds [10^((b-1)/3), 10^(b/3)) us;
  * its edges are rounded up to whole microseconds once, so that binning is
  * a search over integers rather than a logarithm per object. */
-static uint64_t life_edges[MT_STATS_LIFE_FINE_BINS];
+static uint64_t life_edges[MT_STATS_LIFE_FINE_BINS + 2]; /* two past the end: UINT64_MAX */
 /* by bit length L (1..64): the bin of 2^(L-1), where a lifetime of that
  * length starts its search */
 static int life_from_bits[65];
@@ -97,18 +97,21 @@ static void life_init(void) {
     double e = ceil(pow(10, (b - 1) / 3.0) - 1e-9);
     life_edges[b] = e < 18446744073709551616.0 ? (uint64_t)e : UINT64_MAX;
   }
+  life_edges[MT_STATS_LIFE_FINE_BINS] = life_edges[MT_STATS_LIFE_FINE_BINS + 1] = UINT64_MAX;
   for (int L = 1; L <= 64; L++) life_from_bits[L] = life_search((uint64_t)1 << (L - 1));
 }
 
 /* life_search's answer, from the bin of us's power of two on: an edge or
  * two further at most (bins are a third of a decade, wider than a power of
- * two but near the start), where a search over all the edges mispredicts
- * a branch at most steps; this runs for every object a histogram counts. */
-static int life_fine_bin(uint64_t us) {
+ * two, and the edges near the start, 1, 3 and 5, are the only ones closer),
+ * taken without a branch, where a search over all the edges mispredicts
+ * at most steps; this runs for every object a histogram counts. */
+static inline int life_fine_bin(uint64_t us) {
   if (us == 0) return 0;
   int b = life_from_bits[64 - __builtin_clzll(us)];
-  while (b + 1 < MT_STATS_LIFE_FINE_BINS && life_edges[b + 1] <= us) b++;
-  return b;
+  b += life_edges[b + 1] <= us;
+  b += life_edges[b + 1] <= us;
+  return b < MT_STATS_LIFE_FINE_BINS ? b : MT_STATS_LIFE_FINE_BINS - 1;
 }
 
 void mt_stats_size_log2_bin(int b, double *lo, double *hi) {
@@ -158,7 +161,7 @@ typedef struct pass {
 
 /* Object i's columns the passes read: its promote_time is left out (a
  * lookup in the side table; the flag says whether it has one). */
-static mt_object columns(const mt_analysis *a, size_t i) {
+static inline mt_object columns(const mt_analysis *a, size_t i) {
   mt_object o;
   o.alloc_time = mt__obj_alloc_time(a, i);
   o.free_time = mt__obj_free_time(a, i);
@@ -169,7 +172,7 @@ static mt_object columns(const mt_analysis *a, size_t i) {
 
 /* o in the finer histograms: sizes by powers of two of bytes, lifetimes by
  * thirds of a decade. */
-static void fine_add(pass *p, const mt_object *o, const mt_tally *t) {
+static inline void fine_add(pass *p, const mt_object *o, const mt_tally *t) {
   mt_stats *s = p->s;
   /* below 0 only for words under 8 bits (a corrupt trace's) */
   int sb = o->length ? 63 - __builtin_clzll(o->length) + p->shift : 0;
@@ -204,19 +207,6 @@ static int visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
   return 0;
 }
 
-/* The histograms' pass: the finer bins, and the objects never collected. */
-static int visit_fine(void *ctx, size_t i, const uint32_t *codes, size_t n) {
-  (void)codes;
-  (void)n;
-  pass *p = ctx;
-  const mt_analysis *a = p->a;
-  mt_object o = columns(a, i);
-  mt_tally t = {0};
-  mt__tally_object(a, i, &t);
-  if (o.free_time == MT_NEVER) mt_tally_add(&p->s->all.never, &t);
-  fine_add(p, &o, &t);
-  return 0;
-}
 
 /* The histograms' pass over objects [from, to) into s. */
 typedef struct fine_part {
@@ -225,9 +215,20 @@ typedef struct fine_part {
   size_t from, to;
 } fine_part;
 
+/* The histograms' pass: the finer bins, and the objects never collected
+ * (a loop of its own: a call per object would cost a third of it). */
 static void fine_run(void *arg) {
   fine_part *h = arg;
-  mt__scan(h->q, h->from, h->to, visit_fine, &h->p);
+  const mt_analysis *a = h->p.a;
+  size_t from = h->from > h->q->lo ? h->from : h->q->lo, to = h->to < h->q->hi ? h->to : h->q->hi;
+  for (size_t i = from; i < to; i++) {
+    if (!mt__query_object(h->q, i)) continue;
+    mt_object o = columns(a, i);
+    mt_tally t = {0};
+    mt__tally_object(a, i, &t);
+    if (o.free_time == MT_NEVER) mt_tally_add(&h->p.s->all.never, &t);
+    fine_add(&h->p, &o, &t);
+  }
 }
 
 /* The histograms' pass, its halves on two threads when the objects are
