@@ -487,6 +487,54 @@ static void test_interned(void **state) {
   interned_case(400000, 1u << 24, 0);
 }
 
+/* Tallies add exactly: random objects' terms (weights 1 to 10^7, as rates
+ * from 1 to 1e-7 give) summed one by one in random orders, and in random
+ * groups added together, give the same tally to the bit; its value is
+ * within 2^-32 an object of the exact sum, and far from a sum of doubles'
+ * error bound only by that cut. */
+static uint64_t prop_rng = 0x9e3779b97f4a7c15u;
+static uint64_t prop_next(void) {
+  prop_rng ^= prop_rng << 13;
+  prop_rng ^= prop_rng >> 7;
+  prop_rng ^= prop_rng << 17;
+  return prop_rng;
+}
+
+static void test_tallies_add_exactly(void **state) {
+  (void)state;
+  enum { N = 5000 };
+  static double w[N], v[N];
+  static size_t order[N];
+  for (int run = 0; run < 50; run++) {
+    long double exact = 0;
+    for (size_t i = 0; i < N; i++) {
+      double p = exp(-(double)(prop_next() % 16118) / 1000.0); /* 1 to 1e-7 */
+      w[i] = 1.0 / p;
+      v[i] = (1.0 - p) / (p * p);
+      exact += (long double)w[i];
+      order[i] = i;
+    }
+    mt_tally in_order = {0}, shuffled = {0}, grouped = {0};
+    for (size_t i = 0; i < N; i++) mt_tally_add_weight(&in_order, w[i], v[i]);
+    for (size_t i = N - 1; i > 0; i--) {
+      size_t j = (size_t)(prop_next() % (i + 1)), t = order[i];
+      order[i] = order[j];
+      order[j] = t;
+    }
+    for (size_t i = 0; i < N; i++) mt_tally_add_weight(&shuffled, w[order[i]], v[order[i]]);
+    for (size_t i = 0; i < N;) { /* groups of 1 to 64 shuffled objects */
+      mt_tally g = {0};
+      for (size_t k = 1 + prop_next() % 64; k-- > 0 && i < N; i++)
+        mt_tally_add_weight(&g, w[order[i]], v[order[i]]);
+      mt_tally_add(&grouped, &g);
+    }
+    assert_memory_equal(&in_order, &shuffled, sizeof in_order);
+    assert_memory_equal(&in_order, &grouped, sizeof in_order);
+    double got = mt_tally_ht(&in_order);
+    assert_true(fabsl((long double)got - exact) <= N * 0x1p-32 + exact * 1e-15L);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exact),
@@ -495,6 +543,7 @@ int main(void) {
       cmocka_unit_test(test_histograms_alone),
       cmocka_unit_test(test_coverage),
       cmocka_unit_test(test_coverage_objects),
+      cmocka_unit_test(test_tallies_add_exactly),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
