@@ -215,20 +215,79 @@ typedef struct fine_part {
   size_t from, to;
 } fine_part;
 
+/* Objects counted by length (under the weights' cache) and header word:
+ * their tallies' weights depend on those alone, so a count and a sum of
+ * samples make the tally, to the bit (tallies add exactly). */
+typedef struct len_count {
+  uint64_t objects, samples;
+} len_count;
+
+/* The tally of n objects of w words and `samples` samples in all: n times
+ * one object's fixed-point terms, modulo 2^128 as n additions are. */
+static void tally_of_count(const mt_analysis *a, uint64_t w, const len_count *c, mt_tally *t) {
+  mt_tally one = {c->samples, c->objects, {0, 0}, {0, 0}, a->ht_w[w]};
+  unsigned __int128 n = c->objects;
+  const uint64_t *fw = a->ht_wfx[w], *fv = a->ht_vfx[w];
+  unsigned __int128 lw = n * fw[0], lv = n * fv[0];
+  one.ht_fx[0] = (uint64_t)lw;
+  one.ht_fx[1] = (uint64_t)(lw >> 64) + c->objects * fw[1];
+  one.var_fx[0] = (uint64_t)lv;
+  one.var_fx[1] = (uint64_t)(lv >> 64) + c->objects * fv[1];
+  mt_tally_add(t, &one);
+}
+
 /* The histograms' pass: the finer bins, and the objects never collected
- * (a loop of its own: a call per object would cost a third of it). */
+ * (a loop of its own: a call per object would cost a third of it). The
+ * sizes and the never collected are counted by length, then made tallies;
+ * a lifetime's bin takes each object's terms. */
 static void fine_run(void *arg) {
   fine_part *h = arg;
   const mt_analysis *a = h->p.a;
+  mt_stats *s = h->p.s;
   size_t from = h->from > h->q->lo ? h->from : h->q->lo, to = h->to < h->q->hi ? h->to : h->q->hi;
+  len_count *all = a->fold_tally ? NULL : calloc(4 * MT__HT_CACHE, sizeof *all);
+  len_count *never = all ? all + 2 * MT__HT_CACHE : NULL;
   for (size_t i = from; i < to; i++) {
     if (!mt__query_object(h->q, i)) continue;
     mt_object o = columns(a, i);
-    mt_tally t = {0};
-    mt__tally_object(a, i, &t);
-    if (o.free_time == MT_NEVER) mt_tally_add(&h->p.s->all.never, &t);
-    fine_add(&h->p, &o, &t);
+    uint64_t hdr = o.source != MT_SOURCE_EXTERNAL, w = o.length + hdr;
+    if (!all || w >= MT__HT_CACHE) {
+      mt_tally t = {0};
+      mt__tally_object(a, i, &t);
+      if (o.free_time == MT_NEVER) mt_tally_add(&s->all.never, &t);
+      fine_add(&h->p, &o, &t);
+      continue;
+    }
+    uint64_t smp = mt__obj_samples(a, i);
+    len_count *c = &all[o.length * 2 + hdr];
+    c->objects++;
+    c->samples += smp;
+    if (o.free_time == MT_NEVER) {
+      c = &never[o.length * 2 + hdr];
+      c->objects++;
+      c->samples += smp;
+      continue;
+    }
+    mt_tally *t = &s->life_fine[life_fine_bin(o.free_time - o.alloc_time)];
+    t->samples += smp;
+    t->objects++;
+    mt_tally_fx_add(t->ht_fx, a->ht_wfx[w]);
+    mt_tally_fx_add(t->var_fx, a->ht_vfx[w]);
+    if (a->ht_w[w] > t->w_max) t->w_max = a->ht_w[w];
   }
+  for (size_t k = 0; all && k < 2 * MT__HT_CACHE; k++) {
+    uint64_t length = k / 2, w = length + k % 2;
+    if (all[k].objects) {
+      mt_object o = {0};
+      o.length = length;
+      o.free_time = MT_NEVER; /* the size bin alone */
+      mt_tally t = {0};
+      tally_of_count(a, w, &all[k], &t);
+      fine_add(&h->p, &o, &t);
+    }
+    if (never[k].objects) tally_of_count(a, w, &never[k], &s->all.never);
+  }
+  free(all);
 }
 
 /* The histograms' pass, its halves on two threads when the objects are
