@@ -21,10 +21,6 @@
     }                                                                          \
   } while (0)
 
-/* A memory file holding data[0..size), positioned at its start. The reader
- * then sees a regular file, as for a trace on disk (so its size is known),
- * and nothing touches the file system. Failing here is the harness's fault
- * (leaked descriptors, no memory), never the input's: abort. */
 /* Writes data[0..size) at fd's position; failing is the harness's fault. */
 static inline void fuzz_write_all(int fd, const void *data, size_t size) {
   const uint8_t *p = data;
@@ -37,6 +33,10 @@ static inline void fuzz_write_all(int fd, const void *data, size_t size) {
   }
 }
 
+/* A memory file holding data[0..size), positioned at its start. The reader
+ * then sees a regular file, as for a trace on disk (so its size is known),
+ * and nothing touches the file system. Failing here is the harness's fault
+ * (leaked descriptors, no memory), never the input's: abort. */
 static inline int fuzz_memfd(const void *data, size_t size) {
   int fd = memfd_create("fuzz-input", MFD_CLOEXEC);
   FUZZ_CHECK(fd >= 0);
