@@ -217,6 +217,16 @@ size_t mt__bt_codes(const mt_analysis *a, uint32_t b, uint32_t *out, size_t cap)
 void mt__fx_of(double x, uint64_t out[2]);
 /* Object i's terms of lengths past the weights' cache, into t. */
 void mt__tally_big(const mt_analysis *a, uint64_t words, mt_tally *t);
+/* Adds to t one object of w words (w < MT__HT_CACHE: its weights
+ * precomputed) and `samples` samples. */
+static inline void mt__tally_cached(const mt_analysis *a, uint64_t w, uint64_t samples,
+                                    mt_tally *t) {
+  t->samples += samples;
+  t->objects++;
+  mt_tally_fx_add(t->ht_fx, a->ht_wfx[w]);
+  mt_tally_fx_add(t->var_fx, a->ht_vfx[w]);
+  if (a->ht_w[w] > t->w_max) t->w_max = a->ht_w[w];
+}
 /* Adds object i to t: inline, as passes over millions of objects call it
  * for each. */
 static inline void mt__tally_object(const mt_analysis *a, size_t i, mt_tally *t) {
@@ -226,15 +236,13 @@ static inline void mt__tally_object(const mt_analysis *a, size_t i, mt_tally *t)
   }
   /* OCaml heap blocks are sampled over their header word too. */
   uint64_t w = mt__obj_length(a, i) + ((a->source[i] & 3) != MT_SOURCE_EXTERNAL);
-  t->samples += mt__obj_samples(a, i);
-  t->objects++;
   if (__builtin_expect(w >= MT__HT_CACHE, 0)) {
+    t->samples += mt__obj_samples(a, i);
+    t->objects++;
     mt__tally_big(a, w, t);
     return;
   }
-  mt_tally_fx_add(t->ht_fx, a->ht_wfx[w]);
-  mt_tally_fx_add(t->var_fx, a->ht_vfx[w]);
-  if (a->ht_w[w] > t->w_max) t->w_max = a->ht_w[w];
+  mt__tally_cached(a, w, mt__obj_samples(a, i), t);
 }
 
 /* ---- Queries (select.c): the one place that decides which objects a

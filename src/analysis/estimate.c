@@ -34,13 +34,8 @@ void mt_tally_add_weight(mt_tally *t, double w, double v) {
 }
 
 void mt__tally_big(const mt_analysis *a, uint64_t words, mt_tally *t) {
-  double p = -expm1((double)words * a->log1m_rate), wt = 1.0 / p;
-  uint64_t fw[2], fv[2];
-  mt__fx_of(wt, fw);
-  mt__fx_of((1.0 - p) / (p * p), fv);
-  mt_tally_fx_add(t->ht_fx, fw);
-  mt_tally_fx_add(t->var_fx, fv);
-  if (wt > t->w_max) t->w_max = wt;
+  double p = -expm1((double)words * a->log1m_rate);
+  mt_tally_add_weight(t, 1.0 / p, (1.0 - p) / (p * p));
 }
 
 void mt_tally_object(const mt_analysis *a, size_t i, mt_tally *t) { mt__tally_object(a, i, t); }

@@ -223,6 +223,31 @@ static void group_init(mt__stack_group *g, uint32_t bt) {
   g->oldest = UINT64_MAX;
 }
 
+/* The slot of fingerprint fp in this pass, claimed for backtrace bt when
+ * the group is new (the table grown first when 3/4 full); SIZE_MAX when
+ * out of memory. */
+static size_t claim_slot(rank *r, uint64_t fp, uint32_t bt) {
+  for (;;) {
+    size_t s = slot_of(fp, r->cap);
+    while (r->rep[s] && r->fp[s] != fp) s = (s + 1) & (r->cap - 1);
+    if (r->rep[s]) return s;
+    if ((r->count + 1) * 4 > r->cap * 3) {
+      if (grow(r)) {
+        r->oom = 1;
+        return SIZE_MAX;
+      }
+      continue;
+    }
+    r->fp[s] = fp;
+    r->rep[s] = bt + 1;
+    if (r->kx) r->kx[s] = r->order == MT_ORDER_OLDEST ? UINT64_MAX : 0;
+    if (r->ky) r->ky[s] = 0;
+    if (r->full) group_init(&r->full[s], bt);
+    r->count++;
+    return s;
+  }
+}
+
 /* Adds object i, of fingerprint fp, to this pass. */
 static int add_object(rank *r, size_t i, uint32_t bt, uint64_t fp) {
   if (r->final) {
@@ -231,23 +256,8 @@ static int add_object(rank *r, size_t i, uint32_t bt, uint64_t fp) {
     return 0;
   }
   if (r->bits && fp >> (64 - r->bits) != r->part) return 0;
-  size_t s = slot_of(fp, r->cap);
-  while (r->rep[s] && r->fp[s] != fp) s = (s + 1) & (r->cap - 1);
-  if (!r->rep[s]) {
-    if ((r->count + 1) * 4 > r->cap * 3) {
-      if (grow(r)) {
-        r->oom = 1;
-        return 1;
-      }
-      return add_object(r, i, bt, fp);
-    }
-    r->fp[s] = fp;
-    r->rep[s] = bt + 1;
-    if (r->kx) r->kx[s] = r->order == MT_ORDER_OLDEST ? UINT64_MAX : 0;
-    if (r->ky) r->ky[s] = 0;
-    if (r->full) group_init(&r->full[s], bt);
-    r->count++;
-  }
+  size_t s = claim_slot(r, fp, bt);
+  if (s == SIZE_MAX) return 1;
   if (r->full) { /* the whole record, in allocation order */
     group_add(r->a, &r->full[s], i);
     key_of(r, s, &r->full[s]);
@@ -285,21 +295,10 @@ static int add_backtrace(rank *r, uint32_t bt) {
     if (row) group_add_backtrace(&r->rows[*row - 1], t, sp);
     return 0;
   }
-  size_t s = slot_of(fp, r->cap);
-  while (r->rep[s] && r->fp[s] != fp) s = (s + 1) & (r->cap - 1);
-  if (!r->rep[s]) {
-    if ((r->count + 1) * 4 > r->cap * 3) {
-      if (grow(r)) {
-        r->oom = 1;
-        return 1;
-      }
-      return add_backtrace(r, bt);
-    }
-    r->fp[s] = fp;
-    r->rep[s] = bt + 1;
-    group_init(&r->full[s], bt);
-    r->count++;
-  } else if (sp->first < r->bt_span[r->rep[s] - 1].first) {
+  size_t s = claim_slot(r, fp, bt);
+  if (s == SIZE_MAX) return 1;
+  /* a group met before keeps the backtrace of its earliest object */
+  if (sp->first < r->bt_span[r->rep[s] - 1].first) {
     r->rep[s] = bt + 1;
     r->full[s].bt = bt;
   }

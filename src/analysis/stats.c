@@ -268,12 +268,7 @@ static void fine_run(void *arg) {
       c->samples += smp;
       continue;
     }
-    mt_tally *t = &s->life_fine[life_fine_bin(o.free_time - o.alloc_time)];
-    t->samples += smp;
-    t->objects++;
-    mt_tally_fx_add(t->ht_fx, a->ht_wfx[w]);
-    mt_tally_fx_add(t->var_fx, a->ht_vfx[w]);
-    if (a->ht_w[w] > t->w_max) t->w_max = a->ht_w[w];
+    mt__tally_cached(a, w, smp, &s->life_fine[life_fine_bin(o.free_time - o.alloc_time)]);
   }
   for (size_t k = 0; all && k < 2 * MT__HT_CACHE; k++) {
     uint64_t length = k / 2, w = length + k % 2;

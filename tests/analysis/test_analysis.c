@@ -15,6 +15,7 @@
 
 #include "memtrace/analysis.h"
 #include "memtrace/stats.h"
+#include "base/rng.h"
 #include "write_trace.h"
 
 
@@ -492,23 +493,17 @@ static void test_interned(void **state) {
  * groups added together, give the same tally to the bit; its value is
  * within 2^-32 an object of the exact sum, and far from a sum of doubles'
  * error bound only by that cut. */
-static uint64_t prop_rng = 0x9e3779b97f4a7c15u;
-static uint64_t prop_next(void) {
-  prop_rng ^= prop_rng << 13;
-  prop_rng ^= prop_rng >> 7;
-  prop_rng ^= prop_rng << 17;
-  return prop_rng;
-}
-
 static void test_tallies_add_exactly(void **state) {
   (void)state;
   enum { N = 5000 };
   static double w[N], v[N];
   static size_t order[N];
+  mt__rng rng;
+  mt__rng_seed(&rng, 7);
   for (int run = 0; run < 50; run++) {
     long double exact = 0;
     for (size_t i = 0; i < N; i++) {
-      double p = exp(-(double)(prop_next() % 16118) / 1000.0); /* 1 to 1e-7 */
+      double p = exp(-(double)(mt__rng_next(&rng) % 16118) / 1000.0); /* 1 to 1e-7 */
       w[i] = 1.0 / p;
       v[i] = (1.0 - p) / (p * p);
       exact += (long double)w[i];
@@ -517,14 +512,14 @@ static void test_tallies_add_exactly(void **state) {
     mt_tally in_order = {0}, shuffled = {0}, grouped = {0};
     for (size_t i = 0; i < N; i++) mt_tally_add_weight(&in_order, w[i], v[i]);
     for (size_t i = N - 1; i > 0; i--) {
-      size_t j = (size_t)(prop_next() % (i + 1)), t = order[i];
+      size_t j = (size_t)(mt__rng_next(&rng) % (i + 1)), t = order[i];
       order[i] = order[j];
       order[j] = t;
     }
     for (size_t i = 0; i < N; i++) mt_tally_add_weight(&shuffled, w[order[i]], v[order[i]]);
     for (size_t i = 0; i < N;) { /* groups of 1 to 64 shuffled objects */
       mt_tally g = {0};
-      for (size_t k = 1 + prop_next() % 64; k-- > 0 && i < N; i++)
+      for (size_t k = 1 + mt__rng_next(&rng) % 64; k-- > 0 && i < N; i++)
         mt_tally_add_weight(&g, w[order[i]], v[order[i]]);
       mt_tally_add(&grouped, &g);
     }
