@@ -11,7 +11,8 @@
 # The overhead: bench/attach_load 1 PAIRS does its work (PAIRS malloc/free
 # pairs) plain, under `memtrace run --rate R`, and attached at rate R
 # before the work starts; printed, the median CPU time of the work and its
-# ratio to plain. Target: attached as memtrace run.
+# ratio to plain, and the attached run's ratio to the run under memtrace
+# run of the same round. Target: attached as memtrace run.
 # Environment: ROUNDS (7), PAIRS (4000000), RATE (1e-4), BUILD_DIR.
 set -euo pipefail
 
@@ -83,3 +84,8 @@ for mode in plain run attached; do
   m=$(median < "$tmp/$mode")
   awk -v m="$m" -v b="$base" -v k="$mode" 'BEGIN { printf "%-10s %10.1f ms  x%.3f\n", k, m, m / b }'
 done
+# The machine's speed drifts between rounds more than the two differ, so
+# each round's attached run is compared with the run made just before it:
+# the median of those ratios, and their middle half.
+paste "$tmp/attached" "$tmp/run" | awk '{ print $1 / $2 }' | sort -g > "$tmp/ratios"
+awk '{ v[NR] = $1 } END { q = int((NR + 3) / 4); printf "attached / run, round by round: median %.3f, middle half %.3f-%.3f\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), v[q], v[NR + 1 - q] }' "$tmp/ratios"

@@ -292,9 +292,9 @@ static int branches_clear(const uint8_t *f, size_t size, size_t moved) {
 }
 
 /* Writes the moved instruction `in` (at old) at out, fixed for its new
- * place: returns its new length, or 0 when it cannot move. */
-static size_t relocate(const uint8_t *old, const mt__insn *in, uint8_t *out) {
-  uintptr_t at = (uintptr_t)out;
+ * place `at` (where out's bytes will run): returns its new length, or 0
+ * when it cannot move. */
+static size_t relocate(const uint8_t *old, const mt__insn *in, uint8_t *out, uintptr_t at) {
   if (in->kind == MT__INSN_OTHER_BRANCH) return 0;
   if (in->rel_size) {
     uintptr_t dest = branch_dest(old, in);
@@ -323,31 +323,52 @@ static size_t relocate(const uint8_t *old, const mt__insn *in, uint8_t *out) {
   return in->len;
 }
 
+/* Writes at t the instructions of f that cover at least `least` bytes,
+ * fixed for their new place, then a jump back to the first byte not moved
+ * unless they end the path; at most `room` bytes. Returns the bytes
+ * written, the bytes of f moved in *moved; 0 when they cannot move. */
+static size_t move_into(const uint8_t *f, size_t size, size_t least, uint8_t *t, size_t room,
+                        size_t *moved) {
+  uint8_t buf[4 * MAX_INSN + JMP_LEN], *b = buf;
+  size_t m = 0;
+  int ended = 0; /* the moved bytes end the path (a jump, a return) */
+  while (m < least) {
+    mt__insn in;
+    if (ended || mt__insn_decode(f + m, size - m, &in)) return 0;
+    /* relocated, a branch takes at most 6 bytes, another instruction its
+     * own length; the jump back must fit after */
+    if ((size_t)(b - buf) + (in.len > 6 ? in.len : 6) + JMP_LEN > sizeof buf) return 0;
+    size_t n = relocate(f + m, &in, b, (uintptr_t)t + (size_t)(b - buf));
+    if (!n) return 0;
+    b += n;
+    m += in.len;
+    ended = in.kind == MT__INSN_JMP || in.kind == MT__INSN_RET;
+  }
+  if (!ended) { /* on to the first byte not moved */
+    uintptr_t at = (uintptr_t)t + (size_t)(b - buf);
+    if (!reaches(at + 5, (uintptr_t)f + m)) return 0;
+    b[0] = 0xe9;
+    put_rel32(b + 1, at + 5, (uintptr_t)f + m);
+    b += 5;
+  }
+  size_t len = (size_t)(b - buf);
+  if (len > room) return 0;
+  memcpy(t, buf, len);
+  *moved = m;
+  return len;
+}
+
 int mt__patch_prepare(mt__island *is, void *target, size_t size, void *wrapper, mt__patch *out) {
   uint8_t *f = target;
   if (!is || is->used + SLOT > is->size || size < JMP_LEN || !reaches((uintptr_t)is->page, (uintptr_t)f) ||
       !reaches((uintptr_t)is->page + is->size, (uintptr_t)f))
     return -1;
-  uint8_t *tramp = is->page + is->used, *t = tramp;
-  size_t moved = 0;
-  int ended = 0; /* the moved bytes end the path (a jump, a return) */
-  while (moved < JMP_LEN) {
-    mt__insn in;
-    if (ended || mt__insn_decode(f + moved, size - moved, &in)) return -1;
-    size_t n = relocate(f + moved, &in, t);
-    if (!n) return -1;
-    t += n;
-    moved += in.len;
-    ended = in.kind == MT__INSN_JMP || in.kind == MT__INSN_RET;
-  }
-  if (branches_clear(f, size, moved)) return -1;
-  if (!ended) { /* on to the first byte not moved */
-    t[0] = 0xe9;
-    put_rel32(t + 1, (uintptr_t)t + 5, (uintptr_t)f + moved);
-    t += 5;
-  }
+  uint8_t *tramp = is->page + is->used;
   uint8_t *jump = tramp + SLOT - ABS_JMP;
-  if (t > jump) return -1;
+  size_t moved;
+  if (!move_into(f, size, JMP_LEN, tramp, (size_t)(jump - tramp), &moved) ||
+      branches_clear(f, size, moved))
+    return -1;
   static const uint8_t jmp_abs[6] = {0xff, 0x25, 0, 0, 0, 0};
   memcpy(jump, jmp_abs, sizeof jmp_abs);
   uint64_t w = (uint64_t)(uintptr_t)wrapper;
@@ -356,8 +377,14 @@ int mt__patch_prepare(mt__island *is, void *target, size_t size, void *wrapper, 
    * jumped to directly, one indirect jump fewer */
   if (reaches((uintptr_t)f + JMP_LEN, (uintptr_t)wrapper)) jump = wrapper;
   is->used += SLOT;
-  *out = (mt__patch){f, moved, tramp, jump};
+  *out = (mt__patch){f, moved, size, tramp, jump};
   return 0;
+}
+
+size_t mt__patch_inline(const mt__patch *p, uint8_t *at, size_t room) {
+  size_t moved;
+  size_t n = move_into(p->target, p->size, p->moved, at, room, &moved);
+  return n && moved == p->moved ? n : 0;
 }
 
 /* The pages holding [p, p + n). */

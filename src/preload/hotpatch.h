@@ -41,6 +41,7 @@ int mt__insn_decode(const uint8_t *code, size_t avail, mt__insn *out);
 typedef struct mt__patch {
   uint8_t *target;     /* the function */
   size_t moved;        /* its first bytes, moved into the trampoline */
+  size_t size;         /* the function's size */
   void *trampoline;    /* runs them, then jumps back to target + moved */
   uint8_t *jump;       /* where the function's first bytes jump: the wrapper,
                           or (out of rel32 reach) `jmp *wrapper` in the
@@ -60,6 +61,13 @@ mt__island *mt__island_near(uintptr_t lo, uintptr_t hi);
  * branch into the first bytes, a function shorter than a jump, the island
  * full). */
 int mt__patch_prepare(mt__island *is, void *target, size_t size, void *wrapper, mt__patch *out);
+
+/* Writes at `at` (at most `room` bytes) what p's trampoline does: its
+ * moved instructions, fixed for `at`, and the jump back. So a wrapper's
+ * jump to the trampoline can become the trampoline itself, one jump fewer.
+ * The bytes written, or 0 (too long, or out of rel32 reach); the caller
+ * makes `at` writable, and no thread may run it meanwhile. */
+size_t mt__patch_inline(const mt__patch *p, uint8_t *at, size_t room);
 
 /* The most bytes a patch writes over its function. */
 #define MT__PATCH_MAX 20

@@ -22,15 +22,17 @@
 /* malloc and free, the two calls of nearly every program's every block,
  * are written out in assembly: the instructions the C versions below
  * compile to, laid out so that each one's jump to the next allocator,
- * `jmp *slot(%rip)`, sits alone in an aligned 8-byte word (mt__malloc_site,
- * mt__free_site). The constructor rewrites both into direct jumps
- * (jumps.c): on a malloc-bound program most of the interposer's cost is
- * this call layer, and an indirect jump costs more of it than a direct
- * one (docs/benchmarks.md, "The interposer"). A free's slow paths are in
+ * `jmp *slot(%rip)`, starts an aligned room of MT__SITE_ROOM bytes
+ * (mt__malloc_site, mt__free_site). The constructor rewrites both into
+ * direct jumps (jumps.c): on a malloc-bound program most of the
+ * interposer's cost is this call layer, and an indirect jump costs more of
+ * it than a direct one (docs/benchmarks.md, "The interposer"). Attached,
+ * the room takes the C library's trampoline itself (jumps.c). A free's slow paths are in
  * C: a pointer on a page boundary (NULL too) takes mt__maybe_ours's
  * slower test, one whose word before it holds the magic goes to the
  * sampled block's free. */
 __asm__(".text\n"
+        ".set MT__SITE_ROOM, " MT__STR(MT__SITE_ROOM) "\n"
         ".p2align 4\n"
         ".globl malloc\n"
         ".type malloc, @function\n"
@@ -50,8 +52,7 @@ __asm__(".text\n"
         ".hidden mt__malloc_site\n"
         "mt__malloc_site:\n"
         "  jmp *mt__real_malloc(%rip)\n"
-        "  int3\n"
-        "  int3\n"
+        "  .fill MT__SITE_ROOM - 6, 1, 0xcc\n"
         "1:\n"
         "  jmp mt__malloc_sampled\n"
         ".size malloc, .-malloc\n"
@@ -71,8 +72,7 @@ __asm__(".text\n"
         ".hidden mt__free_site\n"
         "mt__free_site:\n"
         "  jmp *mt__real_free(%rip)\n"
-        "  int3\n"
-        "  int3\n"
+        "  .fill MT__SITE_ROOM - 6, 1, 0xcc\n"
         "2:\n"
         "  jmp mt__free_on_page\n"
         "3:\n"

@@ -97,7 +97,11 @@ extern MT__HIDDEN char mt__own_malloc[];
  * (preload.c, jumps.c) where the wrappers are written in assembly. */
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
 #define MT__DIRECT_JUMPS 1
-/* each an aligned 8-byte word holding `jmp *slot(%rip)` (preload.c) */
+/* each an aligned room of MT__SITE_ROOM bytes starting with
+ * `jmp *slot(%rip)` (preload.c) */
+#define MT__SITE_ROOM 32
+#define MT__STR_(x) #x
+#define MT__STR(x) MT__STR_(x)
 extern MT__HIDDEN unsigned char mt__malloc_site[], mt__free_site[];
 /* free's slow paths: a pointer on a page boundary (NULL too), and a
  * pointer whose word before it holds the magic */
@@ -114,6 +118,14 @@ MT__HIDDEN const char *mt__make_jumps_direct(void);
  * as it was (not such a jump, *slot more than 2 GiB away, or the system
  * refused to make the code writable). Safe while other threads run it. */
 int mt__jump_direct(void *site, void *const *slot);
+
+/* Writes over the `jmp *slot(%rip)` at `site` (a room of MT__SITE_ROOM
+ * bytes) the trampoline of patch p, whose address *slot holds: the moved
+ * instructions run in place and jump back into the function. 0: done;
+ * -1: left as it was. Not safe while another thread runs the site: for a
+ * library loaded late, before any call can reach its wrappers. */
+struct mt__patch;
+int mt__jump_inline(void *site, void *const *slot, const struct mt__patch *p);
 
 /* Slow paths: the countdown ran out (the block is allocated here, then
  * reported), or the filter says the block may be tracked. */
@@ -148,6 +160,20 @@ MT__HIDDEN const char *mt__redirect_allocator(void);
 MT__HIDDEN const char *mt__redirect_plan(mt__jump_list *out);
 /* After mt__redirect_plan: how malloc's and free's jumps were made. */
 MT__HIDDEN const char *mt__redirect_jumps(void);
+/* After mt__redirect_plan: the PLT slots of the objects loaded now that
+ * hold a redirected function, each with its wrapper (plt_slots.c). */
+MT__HIDDEN void mt__redirect_slots(mt__slot_list *out);
+
+/* plt_slots.c: a redirected function (its name, its entry), and the
+ * wrapper its jump leads to. */
+typedef struct mt__rebind {
+  const char *name;
+  const void *entry, *wrapper;
+} mt__rebind;
+/* Lists in *out the PLT slots (R_X86_64_JUMP_SLOT) of every object loaded
+ * but this library that hold one of the n entries, each with the entry's
+ * wrapper; at most MT__ATTACH_MAX_SLOTS (the others keep the jump). */
+MT__HIDDEN void mt__plt_slots(const mt__rebind *rb, size_t n, mt__slot_list *out);
 
 /* Whether this library was loaded into a running program (dlopen'ed by
  * memtrace attach) rather than at its start: then no call is bound to it,

@@ -5,12 +5,14 @@
  * program's is already bound to the allocator it had. mt__attach_begin
  * prepares the redirection of that allocator's functions to this
  * library's wrappers (preload_redirect.c), as for an allocator linked into
- * a program, and starts tracing; the attacher then writes the jumps over
- * the functions' first bytes with every thread stopped. mt__attach_end
- * stops tracing. The jumps stay: sampled blocks live on in the program, and
- * their frees must still find their headers; with tracing stopped the
- * wrappers only forward. A later attach starts tracing again over the same
- * jumps. */
+ * a program, starts tracing, and lists the PLT slots that can reach the
+ * wrappers straight (plt_slots.c); the attacher then writes the jumps over
+ * the functions' first bytes, and the slots, with every thread stopped.
+ * mt__attach_end stops tracing. The jumps and slots stay: sampled blocks
+ * live on in the program, and their frees must still find their headers;
+ * with tracing stopped the wrappers only forward. A later attach starts
+ * tracing again over the same jumps, and binds the slots of objects
+ * loaded since. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,7 @@ static int fail(mt__attach_args *a, int status, const char *why) {
 EXPORT int mt__attach_begin(void) {
   mt__attach_args *a = &mt__attach_area;
   a->jumps.n = 0;
+  a->slots.n = 0;
   a->error[0] = 0;
   if (a->version != MT__ATTACH_VERSION)
     return fail(a, MT_ERR_INVALID, "the attacher and the library are of different builds");
@@ -64,6 +67,9 @@ EXPORT int mt__attach_begin(void) {
   o.format_version = a->format[0] ? a->format[0] - '0' : 0;
   int rc = mt_trace_start(&o);
   if (rc != MT_OK) return fail(a, rc, mt_trace_error());
+  /* listed after the start: a slot the loader binds meanwhile is listed
+   * too, or left to the jump */
+  if (a->jumps.n) mt__redirect_slots(&a->slots);
   a->status = 0;
   return 0;
 }

@@ -238,6 +238,7 @@ typedef struct plan {
   mt__island *is;
   mt__patch patches[NFAMILY];
   const fn *which[NFAMILY];
+  void *wrapper[NFAMILY]; /* where each patch's jump leads */
   struct {
     const fn *f;
     size_t patch;
@@ -295,6 +296,7 @@ static const char *prepare(plan *pl) {
       if (f->how == IF_MOVABLE) continue;
       return "an allocation function's first instructions cannot be moved";
     }
+    pl->wrapper[pl->n] = wrapper;
     pl->which[pl->n++] = f;
     jemalloc |= f->wrapper != NULL;
   }
@@ -341,6 +343,28 @@ const char *mt__redirect_allocator(void) {
 
 static const char *jumps_made = "indirect";
 
+/* The patch of the function named `name`, or NULL. */
+static const mt__patch *patch_named(const plan *pl, const char *name) {
+  for (size_t k = 0; k < pl->n; k++)
+    if (strcmp(pl->which[k]->name, name) == 0) return &pl->patches[k];
+  return NULL;
+}
+
+/* malloc's and free's forwarding jumps: for the C library's allocator,
+ * whose slots are its trampolines, the trampolines' instructions written
+ * in their place ("inline"); else direct jumps (mt__make_jumps_direct). */
+static const char *make_jumps(const plan *pl) {
+  int inlined = 0;
+#ifdef MT__DIRECT_JUMPS
+  const mt__patch *m = patch_named(pl, "malloc"), *f = patch_named(pl, "free");
+  if (pl->libc && m && f)
+    inlined = (mt__jump_inline(mt__malloc_site, (void *const *)(void *)&mt__real_malloc, m) == 0) +
+              (mt__jump_inline(mt__free_site, (void *const *)(void *)&mt__real_free, f) == 0);
+#endif
+  const char *direct = mt__make_jumps_direct(); /* those not inlined */
+  return inlined == 2 ? "inline" : inlined ? "mixed" : direct;
+}
+
 const char *mt__redirect_jumps(void) { return jumps_made; }
 
 const char *mt__redirect_plan(mt__jump_list *out) {
@@ -352,17 +376,30 @@ const char *mt__redirect_plan(mt__jump_list *out) {
       why = "the system refused to make the trampolines executable";
     if (!why) {
       commit(&the_plan);
-      /* the slots are final: malloc's and free's jumps to them direct
-       * (no thread runs the wrappers before the attacher's jumps) */
-      jumps_made = mt__make_jumps_direct();
+      /* the slots are final: malloc's and free's jumps to them made direct,
+       * or the trampolines themselves (no thread runs the wrappers before
+       * the attacher's jumps) */
+      jumps_made = make_jumps(&the_plan);
     }
   }
   if (why) return why;
-  out->n = the_plan.n;
+  out->n = (uint32_t)the_plan.n;
   for (size_t k = 0; k < the_plan.n; k++) {
     out->jumps[k].at = (uint64_t)(uintptr_t)the_plan.patches[k].target;
     out->jumps[k].len = (uint32_t)the_plan.patches[k].moved;
     mt__patch_bytes(&the_plan.patches[k], out->jumps[k].bytes);
   }
   return NULL;
+}
+
+void mt__redirect_slots(mt__slot_list *out) {
+  mt__rebind rb[2 * NFAMILY];
+  size_t n = 0;
+  for (size_t k = 0; k < the_plan.n; k++)
+    rb[n++] = (mt__rebind){the_plan.which[k]->name, the_plan.patches[k].target, the_plan.wrapper[k]};
+  for (size_t k = 0; k < the_plan.naliases; k++) { /* the other name of a patched function */
+    size_t p = the_plan.aliases[k].patch;
+    rb[n++] = (mt__rebind){the_plan.aliases[k].f->name, the_plan.patches[p].target, the_plan.wrapper[p]};
+  }
+  mt__plt_slots(rb, n, out);
 }

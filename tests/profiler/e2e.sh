@@ -850,6 +850,12 @@ attach)
   kill -USR2 "$prog"
   wait "$prog" || bad "prog_attach failed after the detach: $(cat pa.out)"
   grep -q "^done, 0 errors$" pa.out && ok || bad "prog_attach: $(tail -1 pa.out)"
+  # the program's PLT slots reach the wrappers straight once attached:
+  # those bound to the C library before (malloc, free), and one still
+  # unbound at the attach under lazy binding (valloc, first called after)
+  grep "^plt " pa.out | tr '\n' ' ' |
+    grep -Eqx "plt malloc libc.so.6 plt free libc.so.6 plt valloc (prog_attach|libc.so.6) plt malloc libmemtrace_preload.so plt free libmemtrace_preload.so plt valloc libmemtrace_preload.so " &&
+    ok || bad "the PLT slots before and in the window: $(grep "^plt " pa.out)"
   grep -E "^(window_|dl_site)" pa.out > truth.txt
   # the C library's own mappings (malloc's, thread stacks) are not the program's
   [ "$("$bin/check_trace" a.ctf mappings | cut -d' ' -f1)" = window_map ] && ok ||
@@ -857,7 +863,8 @@ attach)
   "$bin/check_trace" a.ctf sites > sites.txt || bad "trace unreadable"
   compare_exact truth.txt sites.txt
   ! grep -q "^before_alloc " sites.txt && ok || bad "blocks from before the window in the trace: $(grep before_alloc sites.txt)"
-  "$memtrace" info a.ctf | grep -q "allocator=redirected, attached" && ok || bad "runtime parameters: $("$memtrace" info a.ctf | grep runtime)"
+  # malloc's and free's sites hold the C library's trampolines (jumps.c)
+  "$memtrace" info a.ctf | grep -q "jumps=inline, allocator=redirected, attached" && ok || bad "runtime parameters: $("$memtrace" info a.ctf | grep runtime)"
   # a C++ program: operator new and delete through the wrapped malloc
   "$bin/prog_attach_cxx" > cx.out 2>&1 &
   prog=$!

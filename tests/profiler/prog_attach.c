@@ -8,11 +8,16 @@
  * blocks, allocates more, and prints the truth for the window's sites at
  * rate 1 ("SITE objects bytes live-at-the-window's-end"); the window also
  * maps 8 anonymous regions (window_map), unmaps 4 and one made before it.
- * Usage:
+ * Before "ready" and after "window done" it prints which object its PLT
+ * slots of malloc, free and valloc reach ("plt NAME OBJECT"): valloc is
+ * first called after the window, so its slot is unbound before it under
+ * lazy binding. Usage:
  * prog_attach [LIBRARY]: with LIBRARY (libmt_dl_test.so), the window also
  * opens it, calls its dl_work (300 blocks of 1000 bytes at dl_site) and
  * closes it, three times. */
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -63,6 +68,46 @@ static void *worker(void *arg) {
   return NULL;
 }
 
+/* The object that this program's PLT slot of `name` leads to (its file's
+ * base name), found from its dynamic section. */
+static int find_slot(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  const char *name = ((const char **)arg)[0];
+  const ElfW(Dyn) *dyn = NULL;
+  for (int k = 0; k < info->dlpi_phnum; k++)
+    if (info->dlpi_phdr[k].p_type == PT_DYNAMIC)
+      dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[k].p_vaddr);
+  const ElfW(Rela) *rel = NULL;
+  const ElfW(Sym) *sym = NULL;
+  const char *str = NULL;
+  size_t relsz = 0;
+  for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
+    if (dyn->d_tag == DT_JMPREL) rel = (const ElfW(Rela) *)dyn->d_un.d_ptr;
+    if (dyn->d_tag == DT_PLTRELSZ) relsz = dyn->d_un.d_val;
+    if (dyn->d_tag == DT_SYMTAB) sym = (const ElfW(Sym) *)dyn->d_un.d_ptr;
+    if (dyn->d_tag == DT_STRTAB) str = (const char *)dyn->d_un.d_ptr;
+  }
+  for (size_t i = 0; rel && sym && str && i < relsz / sizeof *rel; i++)
+    if (strcmp(str + sym[ELF64_R_SYM(rel[i].r_info)].st_name, name) == 0)
+      ((void **)arg)[1] = *(void **)(info->dlpi_addr + rel[i].r_offset);
+  return 1; /* the program alone: the first object */
+}
+
+static void print_plt(const char *name) {
+  const void *arg[2] = {name, NULL};
+  dl_iterate_phdr(find_slot, arg);
+  Dl_info di;
+  const char *file = arg[1] && dladdr(arg[1], &di) && di.dli_fname ? di.dli_fname : "?";
+  const char *base = strrchr(file, '/');
+  printf("plt %s %s\n", name, base ? base + 1 : file);
+}
+
+static void print_plts(void) {
+  print_plt("malloc");
+  print_plt("free");
+  print_plt("valloc");
+}
+
 static void wait_for(int sig) {
   sigset_t set;
   sigemptyset(&set);
@@ -80,6 +125,9 @@ int main(int argc, char **argv) {
   for (int i = 0; i < BEFORE; i++) memset(before[i] = before_alloc(1000), 1, 1000);
   void *early = mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   for (int k = 0; k < THREADS; k++) pthread_mutex_init(&handoff[k].lock, NULL);
+  void *volatile one = malloc(1); /* free's slot bound before the attach */
+  free(one);
+  print_plts();
   printf("ready\n");
   fflush(stdout);
   wait_for(SIGUSR1);
@@ -115,9 +163,11 @@ int main(int argc, char **argv) {
     else work();
     if (h) dlclose(h);
   }
+  print_plts();
   printf("window done\n");
   fflush(stdout);
   wait_for(SIGUSR2);
+  free(valloc(64));
   for (int k = 0; k < THREADS; k++)
     for (int i = 0; i < KEEP; i++) {
       if (malloc_usable_size(kept[k][i]) < 48) errors++;

@@ -1,6 +1,8 @@
 /* The redirection of functions in memory (src/preload/hotpatch.c): the
- * instruction decoder on known encodings, and functions of
- * hotpatch_cases.S redirected to wrappers that call their trampolines.
+ * instruction decoder on known encodings, functions of hotpatch_cases.S
+ * redirected to wrappers that call their trampolines, and trampolines
+ * written elsewhere (mt__patch_inline, and a wrapper's site taking one:
+ * mt__jump_inline, src/preload/jumps.c).
  *
  *   test_hotpatch                    the unit tests
  *   test_hotpatch decode FILE < RANGES
@@ -22,6 +24,7 @@
 #include <cmocka.h>
 
 #include "preload/hotpatch.h"
+#include "preload/preload.h"
 
 /* ---- the decoder ---- */
 
@@ -151,6 +154,75 @@ static void test_redirect(void **state) {
   assert_int_equal(hp_too_short(0) + 0, hp_too_short(0));
 }
 
+/* A page mapped within rel32 reach of [lo, hi), executable and writable. */
+static uint8_t *near_page(uintptr_t lo, uintptr_t hi) {
+  for (uintptr_t k = 1; k < 1024; k++) {
+    uintptr_t at = ((hi + (1u << 20) - 1) & ~(uintptr_t)((1u << 20) - 1)) + k * (1u << 20);
+    intptr_t d = (intptr_t)(at + 4096 - lo);
+    if (d != (int32_t)d) break;
+    void *p = mmap((void *)at, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == (void *)at) return p;
+    if (p != MAP_FAILED) munmap(p, 4096);
+  }
+  return NULL;
+}
+
+/* Trampolines written elsewhere run as the function itself: their moved
+ * instructions fixed for the new place, then the jump back past the moved
+ * bytes. (The functions are left unpatched: test_redirect patches them.) */
+static void test_inline(void **state) {
+  (void)state;
+  int (*const fs[6])(int) = {hp_rip_load, hp_short_jcc, hp_tail_jmp, hp_call, hp_vex, hp_endbr};
+  const char *ends[6] = {hp_rip_load_end, hp_short_jcc_end, hp_tail_jmp_end,
+                         hp_call_end,     hp_vex_end,       hp_endbr_end};
+  uintptr_t lo = (uintptr_t)hp_rip_load, hi = (uintptr_t)hp_endbr_end;
+  mt__island *is = mt__island_near(lo, hi);
+  uint8_t *page = near_page(lo, hi);
+  assert_non_null(is);
+  assert_non_null(page);
+  memset(page, 0xcc, 4096);
+  mt__patch p[6];
+  int (*copy[6])(int);
+  for (int k = 0; k < 6; k++) {
+    size_t size = (size_t)(ends[k] - (const char *)fs[k]);
+    assert_int_equal(mt__patch_prepare(is, (void *)fs[k], size, (void *)wraps[k], &p[k]), 0);
+    *(void **)&orig[k] = p[k].trampoline;
+    uint8_t *at = page + 64 * k;
+    assert_int_equal(mt__patch_inline(&p[k], at, 4), 0); /* no room: nothing written */
+    assert_int_equal(at[0], 0xcc);
+    assert_true(mt__patch_inline(&p[k], at, 32) > 0);
+    *(void **)&copy[k] = at;
+  }
+  assert_int_equal(mt__island_seal(is), 0);
+  assert_int_equal(copy[0](5), 105); /* the moved load reads hp_counter */
+  assert_int_equal(copy[1](0), -1);  /* the moved branch, taken */
+  assert_int_equal(copy[1](4), 5);   /* and not taken */
+  assert_int_equal(copy[2](5), 105); /* on to hp_rip_load */
+  assert_int_equal(copy[3](1), 8);        /* the moved call returns to the copy */
+  if (__builtin_cpu_supports("avx")) assert_int_equal(copy[4](4), 7);
+  assert_int_equal(copy[5](1), 6);
+
+  /* a wrapper's site, `jmp *slot(%rip)` with room after it, slot holding
+   * the trampoline: the site becomes the trampoline */
+  uint8_t *site = page + 512, *slot = page + 1024;
+  memcpy(slot, &p[3].trampoline, sizeof(void *));
+  int32_t disp = (int32_t)(slot - (site + 6));
+  site[0] = 0xff, site[1] = 0x25;
+  memcpy(site + 2, &disp, 4);
+  int (*through)(int);
+  *(void **)&through = site;
+  assert_int_equal(through(1), 8);
+  /* a slot not holding the patch's trampoline: refused, unchanged */
+  assert_int_equal(mt__jump_inline(site, (void *const *)(void *)slot, &p[0]), -1);
+  assert_int_equal(site[0], 0xff);
+  assert_int_equal(mt__jump_inline(site, (void *const *)(void *)slot, &p[3]), 0);
+  assert_int_not_equal(site[0], 0xff);
+  assert_int_equal(through(1), 8);
+  assert_int_equal(mt__jump_inline(site, (void *const *)(void *)slot, &p[3]), -1); /* done */
+  munmap(page, 4096);
+}
+
 /* A wrapper out of rel32 reach of its function: the jump goes through
  * the island's `jmp *wrapper`. The wrapper is code written into a page
  * mapped 8 GiB away: it jumps on to the trampoline (*far_orig). */
@@ -221,6 +293,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_known_encodings),
       cmocka_unit_test(test_refused_encodings),
+      cmocka_unit_test(test_inline), /* before test_redirect patches the functions */
       cmocka_unit_test(test_redirect),
       cmocka_unit_test(test_redirect_far),
   };

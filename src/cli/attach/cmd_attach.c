@@ -168,9 +168,22 @@ static int load_library(mt_inject *in, const char *lib, entries *e, char *why, s
   return 0;
 }
 
-/* The jumps, written with every thread stopped and none inside the bytes
- * they cover (a thread there is let run a moment, then stopped again). */
-static int write_jumps(mt_inject *in, const mt__jump_list *j, char *why, size_t n) {
+/* PLT slots that still hold what the library saw, bound to the wrappers
+ * (src/preload/plt_slots.c): after the jumps, with every thread still
+ * stopped. A slot that cannot be written keeps the jump. */
+static void write_slots(mt_inject *in, const mt__slot_list *sl) {
+  for (uint32_t k = 0; k < sl->n && k < MT__ATTACH_MAX_SLOTS; k++) {
+    uint64_t now;
+    if (mt_inject_read(in, sl->slots[k].at, &now, sizeof now) == 0 && now == sl->slots[k].was)
+      (void)mt_inject_write_code(in, sl->slots[k].at, &sl->slots[k].to, sizeof sl->slots[k].to);
+  }
+}
+
+/* The jumps, then the slots, written with every thread stopped and none
+ * inside the bytes the jumps cover (a thread there is let run a moment,
+ * then stopped again). */
+static int write_jumps(mt_inject *in, const mt__jump_list *j, const mt__slot_list *sl, char *why,
+                       size_t n) {
   for (int tries = 0;; tries++) {
     if (mt_inject_stop_all(in) != 0) {
       snprintf(why, n, "%s", in->err);
@@ -199,6 +212,7 @@ static int write_jumps(mt_inject *in, const mt__jump_list *j, char *why, size_t 
       return -1;
     }
   }
+  write_slots(in, sl);
   mt_inject_release_all(in);
   return 0;
 }
@@ -259,7 +273,7 @@ static int start(const settings *s, const char *lib, const char *dest, entries *
     ok = 0;
   }
   double t1 = now_ms();
-  if (ok && write_jumps(&in, &a.jumps, why, n) != 0) {
+  if (ok && write_jumps(&in, &a.jumps, &a.slots, why, n) != 0) {
     uint64_t ignored; /* tracing stops: nothing reaches it */
     mt_inject_call(&in, e->end, NULL, 0, &ignored, 30000);
     ok = 0;
