@@ -36,6 +36,10 @@
 typedef struct ctx {
   const mt__rebind *rb;
   size_t n;
+  /* per entry: the loader binds its name to it (asked before the walk:
+   * dlsym takes the loader's lock, which a dlopen holds while it waits for
+   * the lock the walk holds) */
+  const uint8_t *binds_name;
   uintptr_t self; /* an address in this library */
   mt__slot_list *out;
 } ctx;
@@ -74,8 +78,7 @@ static long which(const ctx *c, const struct dl_phdr_info *info, uintptr_t was, 
     if (was == (uintptr_t)c->rb[k].entry) return (long)k;
   if (!name || !mapped(info, was, 1)) return -1;
   for (size_t k = 0; k < c->n; k++)
-    if (strcmp(name, c->rb[k].name) == 0)
-      return dlsym(RTLD_DEFAULT, name) == c->rb[k].entry ? (long)k : -1;
+    if (strcmp(name, c->rb[k].name) == 0) return c->binds_name[k] ? (long)k : -1;
   return -1;
 }
 
@@ -128,7 +131,10 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg) {
 }
 
 void mt__plt_slots(const mt__rebind *rb, size_t n, mt__slot_list *out) {
-  ctx c = {rb, n, (uintptr_t)&mt__plt_slots, out};
+  uint8_t binds_name[MT__REBIND_MAX];
+  if (n > MT__REBIND_MAX) n = MT__REBIND_MAX;
+  for (size_t k = 0; k < n; k++) binds_name[k] = dlsym(RTLD_DEFAULT, rb[k].name) == rb[k].entry;
+  ctx c = {rb, n, binds_name, (uintptr_t)&mt__plt_slots, out};
   out->n = 0;
   dl_iterate_phdr(visit, &c);
 }

@@ -171,8 +171,10 @@ typedef struct mt__rebind {
   const void *entry, *wrapper;
 } mt__rebind;
 /* Lists in *out the PLT slots (R_X86_64_JUMP_SLOT) of every object loaded
- * but this library that hold one of the n entries, each with the entry's
- * wrapper; at most MT__ATTACH_MAX_SLOTS (the others keep the jump). */
+ * but this library that hold one of the n entries (at most
+ * MT__REBIND_MAX), each with the entry's wrapper; at most
+ * MT__ATTACH_MAX_SLOTS (the others keep the jump). */
+#define MT__REBIND_MAX 128
 MT__HIDDEN void mt__plt_slots(const mt__rebind *rb, size_t n, mt__slot_list *out);
 
 /* Whether this library was loaded into a running program (dlopen'ed by

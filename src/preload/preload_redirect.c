@@ -392,6 +392,8 @@ const char *mt__redirect_plan(mt__jump_list *out) {
   return NULL;
 }
 
+_Static_assert(2 * NFAMILY <= MT__REBIND_MAX, "every name of every patch fits mt__plt_slots");
+
 void mt__redirect_slots(mt__slot_list *out) {
   mt__rebind rb[2 * NFAMILY];
   size_t n = 0;
