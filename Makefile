@@ -10,7 +10,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # (the manual page), Go (its pprof reads our profiles) and a debuginfod
 # server (stripped programs named after a run).
 DEPS = build-essential cmake libcmocka-dev xz-utils babeltrace2 clang \
-       libclang-rt-14-dev time zlib1g-dev libdeflate0 protobuf-compiler \
+       libclang-rt-14-dev time zlib1g-dev libdeflate0 libisal-dev protobuf-compiler \
        libunwind-dev libdw-dev python3 \
        chromium libjemalloc2 libjemalloc-dev libmimalloc-dev redis-server redis-tools \
        python3-dev python3-numpy python3-pandas python3-matplotlib \

@@ -1,5 +1,5 @@
 /* A library the memtrace command opens only when a command needs it, not
- * linked: libdeflate or zlib for the pprof export. Linked, every command
+ * linked: the pprof export's compressor (ISA-L, libdeflate or zlib). Linked, every command
  * would pay to load them, `memtrace run` among them. */
 #ifndef MT_BASE_DLBIND_H
 #define MT_BASE_DLBIND_H

@@ -7,7 +7,7 @@
  * mapping and relocating the C library and libm, and their page faults,
  * before the program starts (docs/benchmarks.md, "memtrace run itself").
  * The tools cannot be
- * static: they open libraries at run time (libdeflate or zlib for
+ * static: they open libraries at run time (a compressor for
  * `export`). `run` needs none: it is linked statically into this small
  * executable, its report read with the same trace library.
  * (In sanitizer builds this executable is linked dynamically, as the

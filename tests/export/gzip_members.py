@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""The pprof export's two compressors (src/cli/output/gzip_out.h) on a
-profile of several MiB: libdeflate writes one gzip member per MiB, zlib
-(MEMTRACE_COMPRESSOR=zlib) one stream, and both hold the same profile,
-byte for byte, once decompressed; Go's pprof (when installed) reads the
-profile of many members whole, with the totals of the single stream.
+"""The pprof export's compressors (src/cli/output/gzip_out.h) on a profile
+of several MiB: ISA-L (MEMTRACE_COMPRESSOR=isal, the default where it is
+installed) and zlib write one gzip stream, libdeflate one member per MiB,
+and all hold the same profile, byte for byte, once decompressed; Go's pprof
+(when installed) reads each whole, with the same totals. A compressor that
+is not one, or does not load, is said, with exit status 1.
 
 usage: gzip_members.py MEMTRACE MT_GEN_TRACE
 """
-import ctypes.util
 import gzip
 import os
 import re
@@ -46,16 +46,28 @@ def pprof_total(profile, env):
     return int(re.search(r"of (\d+)B total", out).group(1))
 
 
+def loads(name, memtrace, trace, tmp, env):
+    """Whether MEMTRACE_COMPRESSOR=name exports here."""
+    r = subprocess.run([memtrace, "export", trace, "-o", os.path.join(tmp, "probe.pb.gz")],
+                       env=dict(env, MEMTRACE_COMPRESSOR=name), capture_output=True, text=True)
+    return r.returncode == 0
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="mt_gzip_") as tmp:
         trace = os.path.join(tmp, "adv.ctf")
         # nearly every stack distinct: a profile of about 4 MiB
         subprocess.run([GEN, trace, "--events", "150000", "--seed", "5"], check=True,
                        stdout=subprocess.DEVNULL)
-        out = {}
         plain_env = {k: v for k, v in os.environ.items() if k != "MEMTRACE_COMPRESSOR"}
-        for name, env in (("default", plain_env),
-                          ("zlib", dict(plain_env, MEMTRACE_COMPRESSOR="zlib"))):
+        names = ["zlib"] + [n for n in ("isal", "libdeflate")
+                            if loads(n, MEMTRACE, trace, tmp, plain_env)]
+        for n in ("isal", "libdeflate"):
+            if n not in names:
+                print("%s does not load here: not compared" % n)
+        out = {}
+        for name, env in [("default", plain_env)] + [
+                (n, dict(plain_env, MEMTRACE_COMPRESSOR=n)) for n in names]:
             path = os.path.join(tmp, name + ".pb.gz")
             subprocess.run([MEMTRACE, "export", trace, "-o", path], check=True, env=env)
             out[name] = path
@@ -63,19 +75,29 @@ def main():
         plain = {k: gzip.decompress(v) for k, v in raw.items()}
         check(len(plain["zlib"]) > 3 << 20,
               "the profile is %d bytes, want several MiB" % len(plain["zlib"]))
-        check(plain["default"] == plain["zlib"], "the two compressors' profiles differ")
-        check(members(raw["zlib"]) == 1, "zlib wrote %d members" % members(raw["zlib"]))
-        n = members(raw["default"])
-        if ctypes.util.find_library("deflate"):
-            want = (len(plain["default"]) + (1 << 20) - 1) >> 20
+        for k in plain:
+            check(plain[k] == plain["zlib"], "%s's profile differs from zlib's" % k)
+        for k in ("zlib", "isal"):
+            if k in raw:
+                check(members(raw[k]) == 1, "%s wrote %d members" % (k, members(raw[k])))
+        if "libdeflate" in raw:
+            want = (len(plain["zlib"]) + (1 << 20) - 1) >> 20
+            n = members(raw["libdeflate"])
             check(n == want, "libdeflate wrote %d members, want %d (one a MiB)" % (n, want))
-        else:
-            print("libdeflate is not installed: the default is zlib")
-            check(n == 1, "zlib wrote %d members" % n)
+        # the default: the fastest that loads
+        fastest = next(n for n in ("isal", "libdeflate", "zlib") if n in names)
+        check(raw["default"] == raw[fastest], "the default is not %s, the fastest here" % fastest)
+        said = "MEMTRACE_COMPRESSOR=lz4: not a compressor (isal, libdeflate or zlib)"
+        bad = os.path.join(tmp, "bad.pb.gz")
+        r = subprocess.run([MEMTRACE, "export", trace, "-o", bad], capture_output=True, text=True,
+                           env=dict(plain_env, MEMTRACE_COMPRESSOR="lz4"))
+        check(r.returncode == 1 and said in r.stderr and not os.path.exists(bad),
+              "MEMTRACE_COMPRESSOR=lz4: exit %d, said %r" % (r.returncode, r.stderr))
         if shutil.which("go"):
             env = dict(os.environ, HOME=tmp, GOCACHE=os.path.join(tmp, "gocache"), GOFLAGS="")
-            a, b = pprof_total(out["default"], env), pprof_total(out["zlib"], env)
-            check(a == b and a > 0, "go tool pprof totals: %d (members) against %d" % (a, b))
+            totals = {k: pprof_total(v, env) for k, v in out.items()}
+            check(len(set(totals.values())) == 1 and totals["zlib"] > 0,
+                  "go tool pprof totals differ: %s" % totals)
         else:
             print("no go (Debian: golang-go): pprof's reading not checked")
     print("%d failures" % len(failures))

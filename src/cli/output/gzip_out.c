@@ -1,4 +1,5 @@
-/* A gzip stream: libdeflate's members, or zlib's one stream (gzip_out.h). */
+/* A gzip stream: ISA-L's or zlib's one stream, or libdeflate's members
+ * (gzip_out.h). */
 #include "gzip_out.h"
 
 #include "base/dlbind.h"
@@ -10,6 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
+#if defined(__has_include)
+#if __has_include(<isa-l/igzip_lib.h>)
+#include <isa-l/igzip_lib.h>
+#define GZ_HAVE_ISAL 1
+#endif
+#endif
 
 /* ---- the compressors, opened once ---- */
 
@@ -22,6 +29,15 @@ static struct {
   void (*free_compressor)(void *c);
 } ld;
 
+#ifdef GZ_HAVE_ISAL
+/* ISA-L's igzip, laid out by its header: its stream is a struct of the
+ * soname's ABI (libisal.so.2). */
+static struct {
+  void (*deflate_init)(struct isal_zstream *);
+  int (*deflate)(struct isal_zstream *);
+} isal;
+#endif
+
 static struct {
   int (*deflate_init2_)(z_streamp, int, int, int, int, int, const char *, int);
   int (*deflate)(z_streamp, int);
@@ -29,36 +45,65 @@ static struct {
 } zl;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static const char *chosen; /* "libdeflate", "zlib", or NULL: neither loads */
-static char failure[1280];
+static const char *chosen; /* "isal", "libdeflate", "zlib", or NULL: none loads */
+static char failure[1800];
+
+/* Binds the compressor `name`: 0, or -1 with why. */
+static int bind_one(const char *name, char *why, size_t n) {
+  if (strcmp(name, "isal") == 0) {
+#ifdef GZ_HAVE_ISAL
+    const mt_dl_fn fns[] = {{"isal_deflate_init", &isal.deflate_init},
+                            {"isal_deflate", &isal.deflate}};
+    return mt_dl_bind("libisal.so.2", fns, sizeof fns / sizeof *fns, "", "not an ISA-L", why, n);
+#else
+    snprintf(why, n, "built without ISA-L's header (Debian/Ubuntu: libisal-dev)");
+    return -1;
+#endif
+  }
+  if (strcmp(name, "libdeflate") == 0) {
+    const mt_dl_fn fns[] = {{"libdeflate_alloc_compressor", &ld.alloc_compressor},
+                            {"libdeflate_gzip_compress", &ld.gzip_compress},
+                            {"libdeflate_gzip_compress_bound", &ld.gzip_compress_bound},
+                            {"libdeflate_free_compressor", &ld.free_compressor}};
+    return mt_dl_bind("libdeflate.so.0", fns, sizeof fns / sizeof *fns, "", "not a libdeflate", why,
+                      n);
+  }
+  const mt_dl_fn fns[] = {{"deflateInit2_", &zl.deflate_init2_},
+                          {"deflate", &zl.deflate},
+                          {"deflateEnd", &zl.deflate_end}};
+  return mt_dl_bind("libz.so.1", fns, sizeof fns / sizeof *fns, "", "not a zlib", why, n);
+}
 
 static void load(void) {
-  /* MEMTRACE_COMPRESSOR=zlib: zlib even where libdeflate is (its tests) */
+  /* The fastest first; MEMTRACE_COMPRESSOR names the one to use (the
+   * tests compare them). */
+  static const char *const names[] = {"isal", "libdeflate", "zlib"};
   const char *want = getenv("MEMTRACE_COMPRESSOR");
-  int zlib_only = want && strcmp(want, "zlib") == 0;
-  char why_ld[480] = "not wanted (MEMTRACE_COMPRESSOR=zlib)";
-  const mt_dl_fn lfns[] = {{"libdeflate_alloc_compressor", &ld.alloc_compressor},
-                           {"libdeflate_gzip_compress", &ld.gzip_compress},
-                           {"libdeflate_gzip_compress_bound", &ld.gzip_compress_bound},
-                           {"libdeflate_free_compressor", &ld.free_compressor}};
-  if (!zlib_only && mt_dl_bind("libdeflate.so.0", lfns, sizeof lfns / sizeof *lfns, "", "not a libdeflate",
-                 why_ld, sizeof why_ld) == 0) {
-    chosen = "libdeflate";
+  if (want && *want) {
+    size_t k = 0;
+    while (k < 3 && strcmp(want, names[k]) != 0) k++;
+    char why[480];
+    if (k == 3)
+      snprintf(failure, sizeof failure,
+               "MEMTRACE_COMPRESSOR=%.64s: not a compressor (isal, libdeflate or zlib)", want);
+    else if (bind_one(names[k], why, sizeof why) == 0)
+      chosen = names[k];
+    else
+      snprintf(failure, sizeof failure, "MEMTRACE_COMPRESSOR=%.64s, which does not load: %s", want,
+               why);
     return;
   }
-  char why_zl[480];
-  const mt_dl_fn zfns[] = {{"deflateInit2_", &zl.deflate_init2_},
-                           {"deflate", &zl.deflate},
-                           {"deflateEnd", &zl.deflate_end}};
-  if (mt_dl_bind("libz.so.1", zfns, sizeof zfns / sizeof *zfns, "", "not a zlib", why_zl,
-                 sizeof why_zl) == 0) {
-    chosen = "zlib";
-    return;
-  }
+  char why[3][480];
+  for (size_t k = 0; k < 3; k++)
+    if (bind_one(names[k], why[k], sizeof why[k]) == 0) {
+      chosen = names[k];
+      return;
+    }
   snprintf(failure, sizeof failure,
-           "pprof profiles are gzip-compressed, with libdeflate or zlib, and neither loads "
-           "(%s; %s): install one (Debian/Ubuntu: apt-get install libdeflate0 zlib1g)",
-           why_ld, why_zl);
+           "pprof profiles are gzip-compressed, with ISA-L, libdeflate or zlib, and none loads "
+           "(%s; %s; %s): install one (Debian/Ubuntu: apt-get install libisal2 libdeflate0 "
+           "zlib1g)",
+           why[0], why[1], why[2]);
 }
 
 int gz_load(char *err, size_t n) {
@@ -75,7 +120,11 @@ const char *gz_compressor(void) { return chosen; }
 struct gz_out {
   int fd, err;
   uint64_t written;
-  void *ld; /* libdeflate's compressor; NULL with zlib */
+#ifdef GZ_HAVE_ISAL
+  struct isal_zstream *is; /* ISA-L's stream, or NULL */
+  uint8_t *is_level;       /* its level's buffer */
+#endif
+  void *ld; /* libdeflate's compressor, or NULL */
   uint8_t *in;
   size_t in_len;   /* bytes gathered in `in` (libdeflate: GZ_CHUNK of room) */
   uint8_t *out;    /* compressed bytes: a member's bound, or zlib's window */
@@ -112,6 +161,48 @@ static void member(gz_out *g, const uint8_t *data, size_t n) {
   write_all(g, g->out, got);
 }
 
+#ifdef GZ_HAVE_ISAL
+/* ISA-L: n bytes through isal_deflate (the last call with end_of_stream
+ * set), writing what comes out. */
+static void isal_bytes(gz_out *g, const uint8_t *data, size_t n, int end) {
+  struct isal_zstream *z = g->is;
+  z->next_in = (uint8_t *)data;
+  z->avail_in = (uint32_t)n; /* at most GZ_CHUNK */
+  z->end_of_stream = (uint16_t)end;
+  while (!g->err) {
+    z->next_out = g->out;
+    z->avail_out = (uint32_t)g->out_cap;
+    if (isal.deflate(z) != COMP_OK) {
+      fail(g, EIO);
+      return;
+    }
+    write_all(g, g->out, g->out_cap - z->avail_out);
+    if (end ? z->internal_state.state == ZSTATE_END : z->avail_in == 0 && z->avail_out != 0)
+      return;
+  }
+}
+
+/* An ISA-L stream at `level` (its 1 to 3; the caller's fastest, 1, is its
+ * 1): 0, or -1. */
+static int isal_open(gz_out *g, int level) {
+  int lv = level <= 1 ? 1 : level <= 5 ? 2 : 3;
+  static const uint32_t level_size[4] = {0, ISAL_DEF_LVL1_DEFAULT, ISAL_DEF_LVL2_DEFAULT,
+                                         ISAL_DEF_LVL3_DEFAULT};
+  g->out_cap = 64 * 1024;
+  g->out = malloc(g->out_cap);
+  g->is = malloc(sizeof *g->is);
+  g->is_level = malloc(level_size[lv]);
+  if (!g->out || !g->is || !g->is_level) return -1;
+  isal.deflate_init(g->is);
+  g->is->level = (uint32_t)lv;
+  g->is->level_buf = g->is_level;
+  g->is->level_buf_size = level_size[lv];
+  g->is->gzip_flag = IGZIP_GZIP;
+  g->is->flush = NO_FLUSH;
+  return 0;
+}
+#endif
+
 /* zlib: n bytes through deflate with `flush`, writing what comes out. */
 static void deflate_bytes(gz_out *g, const uint8_t *data, size_t n, int flush) {
   g->z.next_in = (Bytef *)data;
@@ -135,7 +226,13 @@ gz_out *gz_open(int fd, int level) {
   gz_out *g = calloc(1, sizeof *g);
   if (!g) return NULL;
   g->fd = fd;
-  if (ld.alloc_compressor) {
+#ifdef GZ_HAVE_ISAL
+  if (strcmp(chosen, "isal") == 0) {
+    if (isal_open(g, level)) goto fail;
+    return g;
+  }
+#endif
+  if (strcmp(chosen, "libdeflate") == 0) {
     g->ld = ld.alloc_compressor(level);
     g->in = malloc(GZ_CHUNK);
     g->out_cap = g->ld ? ld.gzip_compress_bound(g->ld, GZ_CHUNK) : 0;
@@ -158,6 +255,15 @@ fail:
 
 void gz_write(gz_out *g, const void *data, size_t n) {
   const uint8_t *d = data;
+#ifdef GZ_HAVE_ISAL
+  if (g->is) {
+    for (size_t piece; n && !g->err; d += piece, n -= piece) {
+      piece = n < GZ_CHUNK ? n : GZ_CHUNK;
+      isal_bytes(g, d, piece, 0);
+    }
+    return;
+  }
+#endif
   if (!g->ld) {
     for (size_t piece; n && !g->err; d += piece, n -= piece) {
       piece = n < GZ_CHUNK ? n : GZ_CHUNK;
@@ -185,6 +291,12 @@ void gz_write(gz_out *g, const void *data, size_t n) {
 }
 
 int gz_finish(gz_out *g) {
+#ifdef GZ_HAVE_ISAL
+  if (g->is) {
+    if (!g->err) isal_bytes(g, NULL, 0, 1);
+    return g->err;
+  }
+#endif
   if (g->ld) {
     /* an empty stream is still one (empty) member: a gzip file */
     if (g->in_len || g->written == 0) {
@@ -207,6 +319,10 @@ void gz_free(gz_out *g) {
   if (!g) return;
   if (g->ld) ld.free_compressor(g->ld);
   if (g->z_live) zl.deflate_end(&g->z);
+#ifdef GZ_HAVE_ISAL
+  free(g->is);
+  free(g->is_level);
+#endif
   free(g->in);
   free(g->out);
   free(g);
