@@ -48,21 +48,23 @@ static void add(prof *p, size_t i) {
   if (mt__query_object(&p->qi, i)) mt__tally_object(p->a, i, &p->cur.inuse[s]);
 }
 
-/* The samples of the objects gathered in cur, then cur emptied. The point
+/* The samples of the objects gathered in cur, then cur emptied: only the
+ * sources the run met, most runs meeting one. The point
  * estimates alone: objects are the Horvitz-Thompson count, bytes the
  * samples scaled (mt_sampling_objects and _bytes, without their
  * intervals). */
 static int emit(prof *p, const uint32_t *codes, size_t n) {
   double scale = p->a->word_bytes / p->a->info.sample_rate;
-  for (int k = 0; k < (p->merge ? 1 : 3) && !p->rc; k++) {
-    const mt_tally *al = &p->cur.alloc[k], *in = &p->cur.inuse[k];
-    if (!al->objects) continue;
+  for (int k = 0; k < (p->merge ? 1 : 3); k++) {
+    mt_tally *al = &p->cur.alloc[k], *in = &p->cur.inuse[k];
+    if (!al->objects) continue; /* nor in its inuse: a source not met is empty */
     int64_t v[MT_PROFILE_VALUES] = {round_est(mt_tally_ht(al)), round_est((double)al->samples * scale),
                                     in->objects ? round_est(mt_tally_ht(in)) : 0,
                                     in->objects ? round_est((double)in->samples * scale) : 0};
-    p->rc = p->fn(p->ctx, codes, n, p->merge ? -1 : k, v);
+    if (!p->rc) p->rc = p->fn(p->ctx, codes, n, p->merge ? -1 : k, v);
+    memset(al, 0, sizeof *al);
+    memset(in, 0, sizeof *in);
   }
-  memset(&p->cur, 0, sizeof p->cur);
   return p->rc;
 }
 

@@ -84,7 +84,6 @@ static uint64_t empty_loc(const exporter *e) {
 static int on_sample(void *ctx, const uint32_t *codes, size_t n, int source,
                      const int64_t values[MT_PROFILE_VALUES]) {
   exporter *e = ctx;
-  for (size_t i = 0; i < n; i++) e->code_used[codes[i]] = 1;
   uint32_t empty = (uint32_t)mt_analysis_code_count(e->a);
   if (n == 0) { /* the stand-in location: empty_loc, as a code past the last */
     codes = &empty;
@@ -101,7 +100,10 @@ static int on_sample(void *ctx, const uint32_t *codes, size_t n, int source,
     labels[nl++] = (pprof_label){e->label_key, e->label_str[source], 0, 0};
   }
   for (size_t i = 0; i < e->nprocess; i++) labels[nl++] = e->process[i];
-  pprof_sample(e->p, codes, n, code_loc(e, 0), values, MT_PROFILE_VALUES, labels, nl);
+  /* the frames it shares with the last sample were marked with it */
+  size_t shared = pprof_sample(e->p, codes, n, code_loc(e, 0), values, MT_PROFILE_VALUES, labels, nl);
+  for (size_t i = shared; i < n; i++)
+    if (codes[i] < empty) e->code_used[codes[i]] = 1;
   return 0;
 }
 

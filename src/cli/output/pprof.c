@@ -140,6 +140,15 @@ struct pprof {
   size_t last_nlabels; /* SIZE_MAX: none encoded */
   pb_buf label_bytes;
   uint64_t encoded;
+  /* The last sample's stack (outermost first), its location ids' encoding
+   * (leaf first) and, for each d, the bytes of its d outermost frames: a
+   * sample mostly shares its outer frames with the previous one, whose
+   * encoding ends with theirs. */
+  uint32_t *last_stack;
+  uint8_t *last_ids;
+  uint32_t *last_outer; /* n + 1 entries */
+  size_t last_n, last_cap;
+  uint64_t last_base;
 
   /* String table: the bytes of every string (NUL-terminated) in `chars`,
    * each string's offset in `offs`, and an open-addressing hash of
@@ -196,6 +205,9 @@ void pprof_free(pprof *p) {
   pb_free(&p->sub);
   pb_free(&p->sub2);
   pb_free(&p->label_bytes);
+  free(p->last_stack);
+  free(p->last_ids);
+  free(p->last_outer);
   free(p->chars);
   free(p->offs);
   free(p->slots);
@@ -301,24 +313,67 @@ static pb_buf *sample_labels(pprof *p, const pprof_label *labels, size_t nlabels
   return lb;
 }
 
+/* Writes at q the location ids of stack[0..n) leaf first, and keeps them
+ * as the last sample's: the frames past those it shares with the last
+ * sample are encoded, the rest copied from the last encoding. Returns the
+ * end, and the frames shared in *shared; NULL when out of memory. */
+static uint8_t *put_ids(pprof *p, uint8_t *q, const uint32_t *stack, size_t n, uint64_t base,
+                        size_t *shared) {
+  size_t k = 0;
+  if (base == p->last_base)
+    while (k < n && k < p->last_n && stack[k] == p->last_stack[k]) k++;
+  if (n > p->last_cap || !p->last_outer) {
+    size_t cap = n * 2 + 8;
+    uint32_t *st = realloc(p->last_stack, cap * sizeof *st);
+    if (st) p->last_stack = st;
+    uint8_t *ids = realloc(p->last_ids, cap * 10);
+    if (ids) p->last_ids = ids;
+    uint32_t *outer = realloc(p->last_outer, (cap + 1) * sizeof *outer);
+    if (outer) p->last_outer = outer;
+    if (!st || !ids || !outer) return NULL;
+    p->last_cap = cap;
+  }
+  uint8_t *start = q;
+  for (size_t i = n; i-- > k;) q = put_varint(q, stack[i] + base);
+  size_t novel = (size_t)(q - start), tail = k ? p->last_outer[k] : 0;
+  uint32_t *outer = p->last_outer;
+  memcpy(q, p->last_ids + p->last_outer[p->last_n] - tail, tail);
+  q += tail;
+  /* the new last sample: its ids, and the outer bytes past the shared */
+  memcpy(p->last_ids, start, novel + tail);
+  outer[0] = 0;
+  for (size_t d = k; d < n; d++) {
+    p->last_stack[d] = stack[d];
+    outer[d + 1] = outer[d] + (uint32_t)varint_size(stack[d] + base);
+  }
+  p->last_n = n;
+  p->last_base = base;
+  *shared = k;
+  return q;
+}
+
 /* Samples are most of a profile: each is written in one pass straight into
  * the body. The location ids go first at a fixed distance from the start,
  * leaving room for the two length prefixes before them (5 bytes each: a
  * sample is under 4 GiB), and are moved back once their length is known. */
-void pprof_sample(pprof *p, const uint32_t *stack, size_t n, uint64_t id_base,
-                  const int64_t *values, size_t nvalues, const pprof_label *labels,
-                  size_t nlabels) {
-  if (p->err) return;
+size_t pprof_sample(pprof *p, const uint32_t *stack, size_t n, uint64_t id_base,
+                    const int64_t *values, size_t nvalues, const pprof_label *labels,
+                    size_t nlabels) {
+  if (p->err) return 0;
   pb_buf *lb = sample_labels(p, labels, nlabels);
   pb_buf *b = &p->body;
   enum { IDS_AT = 1 + 5 + 1 + 5 };
+  size_t shared = 0;
   if (lb->failed || p->sub2.failed ||
       pb_reserve(b, IDS_AT + 10 * n + 1 + 5 + 10 * nvalues + lb->len)) {
     fail(p, ENOMEM);
-    return;
+    return 0;
   }
-  uint8_t *start = b->p + b->len, *q = start + IDS_AT;
-  for (size_t i = n; i-- > 0;) q = put_varint(q, stack[i] + id_base); /* leaf first */
+  uint8_t *start = b->p + b->len, *q = put_ids(p, start + IDS_AT, stack, n, id_base, &shared);
+  if (!q) {
+    fail(p, ENOMEM);
+    return 0;
+  }
   size_t ids_len = (size_t)(q - start - IDS_AT), val_len = 0;
   for (size_t i = 0; i < nvalues; i++) val_len += varint_size((uint64_t)values[i]);
   size_t size = (n ? 1 + varint_size(ids_len) + ids_len : 0) +
@@ -340,6 +395,7 @@ void pprof_sample(pprof *p, const uint32_t *stack, size_t n, uint64_t id_base,
   if (lb->len) memcpy(q, lb->p, lb->len);
   b->len = (size_t)(q + lb->len - b->p);
   if (b->len >= FLUSH_AT) flush_body(p);
+  return shared;
 }
 
 void pprof_mapping_add(pprof *p, const pprof_mapping *m) {

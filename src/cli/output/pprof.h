@@ -75,8 +75,10 @@ void pprof_sample_type(pprof *p, const char *type, const char *unit);
 void pprof_period_type(pprof *p, const char *type, const char *unit);
 /* One sample: its stack, the outermost frame first, as numbers whose
  * location ids are number + id_base (written leaf first, as profile.proto
- * wants; a sample of n = 0 has no location); one value per sample type. */
-void pprof_sample(pprof *p, const uint32_t *stack, size_t n, uint64_t id_base,
+ * wants; a sample of n = 0 has no location); one value per sample type.
+ * Returns how many of its outermost frames the last sample had too (with
+ * the same id_base): those frames' ids were given before. */
+size_t pprof_sample(pprof *p, const uint32_t *stack, size_t n, uint64_t id_base,
                   const int64_t *values, size_t nvalues, const pprof_label *labels,
                   size_t nlabels);
 void pprof_mapping_add(pprof *p, const pprof_mapping *m);
