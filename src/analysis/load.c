@@ -465,6 +465,7 @@ static int run_pass(mt_analysis *a, mt_reader *r, const mt__load_spec *how,
     free(p.bt_sum);
     mt__query_free(&fq);
     free(p.rows);
+    free(p.row_of);
   }
   if (rc >= 0) rc = mt__pass_publish(a, &p, r);
   mt__pass_free(&p);

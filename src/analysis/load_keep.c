@@ -173,17 +173,23 @@ int mt__live_compact(mt_analysis *a, pass *p, int last) {
 /* Adds one object's tally (one), allocated at time t, to backtrace bt's
  * row. 0, or -1. */
 static int add_to_row(pass *p, size_t nbt, uint32_t bt, const mt_tally *one, uint64_t t) {
-  if (bt >= p->rows_cap) { /* a row for every backtrace: found in one step */
+  if (bt >= p->row_of_cap) {
     size_t cap = nbt > bt ? nbt : (size_t)bt + 1;
     cap += cap / 2;
-    mt__fold_row *v = realloc(p->rows, cap * sizeof *v);
+    uint32_t *v = realloc(p->row_of, cap * sizeof *v);
     if (!v) return -1;
-    for (size_t k = p->rows_cap; k < cap; k++) v[k] = (mt__fold_row){.oldest = UINT64_MAX};
-    p->rows = v;
-    p->rows_cap = cap;
+    memset(v + p->row_of_cap, 0, (cap - p->row_of_cap) * sizeof *v);
+    p->row_of = v;
+    p->row_of_cap = cap;
   }
-  mt__fold_row *row = &p->rows[bt];
-  p->nfold += row->tally.objects == 0;
+  if (!p->row_of[bt]) {
+    if (p->nfold == UINT32_MAX - 1 ||
+        mt__reserve((void **)&p->rows, p->nfold + 1, &p->rows_cap, sizeof *p->rows))
+      return -1;
+    p->rows[p->nfold] = (mt__fold_row){.oldest = UINT64_MAX};
+    p->row_of[bt] = (uint32_t)++p->nfold;
+  }
+  mt__fold_row *row = &p->rows[p->row_of[bt] - 1];
   mt_tally_add(&row->tally, one);
   if (t < row->oldest) row->oldest = t;
   return 0;
@@ -288,9 +294,9 @@ int mt__fold_finish(mt_analysis *a, pass *p) {
   }
   /* one object a row, in backtrace order (first seen first) */
   size_t k = 0;
-  for (size_t bt = 0; bt < p->rows_cap && k < p->nfold; bt++) {
-    const mt__fold_row *r = &p->rows[bt];
-    if (!r->tally.objects) continue;
+  for (size_t bt = 0; bt < p->row_of_cap && k < p->nfold; bt++) {
+    if (!p->row_of[bt]) continue;
+    const mt__fold_row *r = &p->rows[p->row_of[bt] - 1];
     tally[k] = r->tally;
     a->alloc_t[k] = (uint32_t)(r->oldest >> a->time_shift);
     a->free_t[k] = MT__T_NEVER;

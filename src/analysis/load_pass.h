@@ -74,10 +74,14 @@ typedef struct pass {
   uint32_t *site_slot; /* [0]: no site, [c + 1]: code c; its sum + 1, or 0 */
   uint32_t *bt_sum;    /* per backtrace: its site's sum + 1, or 0 */
   size_t site_slot_cap, fold_site_cap, fold_code_cap, bt_sum_cap;
-  /* MT_KEEP_FOLDED: per backtrace (rows[bt], rows_cap of them) the objects
-   * that passed, nfold backtraces with some */
+  /* MT_KEEP_FOLDED: the objects that passed, a row per backtrace with
+   * some (nfold rows, in the order they came), found through row_of (per
+   * backtrace id: its row + 1, or 0). Rows only where objects passed: on a
+   * trace of nearly all distinct stacks under a filter of few objects (the
+   * live ones), a row per backtrace would be most of the load's memory. */
   struct mt__fold_row *rows;
-  size_t nfold, rows_cap;
+  uint32_t *row_of;
+  size_t nfold, rows_cap, row_of_cap;
 } pass;
 
 /* A backtrace's objects in a folded load: their tally, and when the oldest

@@ -42,7 +42,27 @@ typedef struct ctx {
   const uint8_t *binds_name;
   uintptr_t self; /* an address in this library */
   mt__slot_list *out;
+  /* per slot listed: the object's name when the slot is unbound yet (its
+   * binding is checked after the walk), else NULL; and its entry */
+  const char *unbound_in[MT__ATTACH_MAX_SLOTS];
+  size_t entry_of[MT__ATTACH_MAX_SLOTS];
+  /* the names, copied: an object another thread closes after the walk
+   * takes its own with it */
+  char names[16384];
+  size_t names_used;
+  const char *name_here; /* the object being walked's copy, or NULL */
 } ctx;
+
+/* The copy of the walked object's name, made at its first unbound slot;
+ * NULL when there is no room (its unbound slots then keep the jump). */
+static const char *name_copy(ctx *c, const struct dl_phdr_info *info) {
+  if (c->name_here) return c->name_here;
+  size_t len = strlen(info->dlpi_name) + 1;
+  if (len > sizeof c->names - c->names_used) return NULL;
+  c->name_here = memcpy(c->names + c->names_used, info->dlpi_name, len);
+  c->names_used += len;
+  return c->name_here;
+}
 
 /* Whether [p, p + len) lies in one of the object's loaded segments. */
 static int mapped(const struct dl_phdr_info *info, uintptr_t p, size_t len) {
@@ -68,15 +88,19 @@ static uintptr_t dyn_address(const struct dl_phdr_info *info, ElfW(Addr) p) {
   return p < info->dlpi_addr ? info->dlpi_addr + p : p;
 }
 
-/* The entry a slot should hold: k, or -1. A slot bound already holds the
- * entry itself; one never called yet (lazy binding) holds the address of
- * the object's own PLT code, and is taken when its symbol is undefined in
- * the object, bears the entry's name, and names the entry for the loader
- * (the symbol the loader would bind it to). */
-static long which(const ctx *c, const struct dl_phdr_info *info, uintptr_t was, const char *name) {
+/* The entry a slot should hold: k, or -1; *unbound when the slot is not
+ * bound yet. A slot bound already holds the entry itself; one never called
+ * yet (lazy binding) holds the address of the object's own PLT code, and
+ * is a candidate when its symbol is undefined in the object, bears the
+ * entry's name, and the loader's global lookup of that name gives the
+ * entry. */
+static long which(const ctx *c, const struct dl_phdr_info *info, uintptr_t was, const char *name,
+                  int *unbound) {
+  *unbound = 0;
   for (size_t k = 0; k < c->n; k++)
     if (was == (uintptr_t)c->rb[k].entry) return (long)k;
   if (!name || !mapped(info, was, 1)) return -1;
+  *unbound = 1;
   for (size_t k = 0; k < c->n; k++)
     if (strcmp(name, c->rb[k].name) == 0) return c->binds_name[k] ? (long)k : -1;
   return -1;
@@ -98,6 +122,7 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg) {
   ctx *c = arg;
   (void)size;
   if (mapped(info, c->self, 1)) return 0;
+  c->name_here = NULL;
   const ElfW(Dyn) *dyn = NULL;
   for (ElfW(Half) k = 0; k < info->dlpi_phnum; k++)
     if (info->dlpi_phdr[k].p_type == PT_DYNAMIC)
@@ -120,21 +145,51 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg) {
     uintptr_t at = info->dlpi_addr + r[i].r_offset;
     if (!mapped(info, at, sizeof(uintptr_t))) continue;
     uintptr_t was = __atomic_load_n((const uintptr_t *)at, __ATOMIC_RELAXED);
-    long k = which(c, info, was, undefined_name(info, &t, &r[i]));
-    if (k < 0) continue;
-    if (c->out->n == MT__ATTACH_MAX_SLOTS) return 1; /* the rest keep the jump */
-    c->out->slots[c->out->n].at = at;
-    c->out->slots[c->out->n].was = was;
-    c->out->slots[c->out->n++].to = (uintptr_t)c->rb[k].wrapper;
+    int unbound;
+    long k = which(c, info, was, undefined_name(info, &t, &r[i]), &unbound);
+    const char *object = unbound ? name_copy(c, info) : NULL;
+    if (k < 0 || (unbound && !object)) continue;
+    size_t j = c->out->n;
+    if (j == MT__ATTACH_MAX_SLOTS) return 1; /* the rest keep the jump */
+    c->out->slots[j].at = at;
+    c->out->slots[j].was = was;
+    c->out->slots[j].to = (uintptr_t)c->rb[k].wrapper;
+    c->unbound_in[j] = object;
+    c->entry_of[j] = (size_t)k;
+    c->out->n++;
   }
   return 0;
 }
 
+/* Whether the object named `object` ("" for the program) looks `name` up
+ * as the entry in its own scope too: an object opened with RTLD_DEEPBIND
+ * binds first to its own dependencies, which may define another malloc. */
+static int binds_in_object(const char *object, const mt__rebind *rb) {
+  void *h = dlopen(object && object[0] ? object : NULL, RTLD_LAZY | RTLD_NOLOAD);
+  if (!h) return 0;
+  int same = dlsym(h, rb->name) == rb->entry;
+  dlclose(h);
+  return same;
+}
+
 void mt__plt_slots(const mt__rebind *rb, size_t n, mt__slot_list *out) {
+  static ctx c; /* 22 KiB: off the stack of the thread the attacher borrows */
   uint8_t binds_name[MT__REBIND_MAX];
   if (n > MT__REBIND_MAX) n = MT__REBIND_MAX;
   for (size_t k = 0; k < n; k++) binds_name[k] = dlsym(RTLD_DEFAULT, rb[k].name) == rb[k].entry;
-  ctx c = {rb, n, binds_name, (uintptr_t)&mt__plt_slots, out};
+  memset(&c, 0, sizeof c);
+  c.rb = rb;
+  c.n = n;
+  c.binds_name = binds_name;
+  c.self = (uintptr_t)&mt__plt_slots;
+  c.out = out;
   out->n = 0;
   dl_iterate_phdr(visit, &c);
+  /* the unbound slots' objects asked after the walk, which holds the
+   * loader's lock that dlopen waits for */
+  size_t kept = 0;
+  for (size_t j = 0; j < out->n; j++)
+    if (!c.unbound_in[j] || binds_in_object(c.unbound_in[j], &rb[c.entry_of[j]]))
+      out->slots[kept++] = out->slots[j];
+  out->n = (uint32_t)kept;
 }

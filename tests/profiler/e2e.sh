@@ -949,7 +949,7 @@ attach)
   else
     echo "no i386 assembler, linker or kernel support here: a 32-bit program not tried"
   fi
-  "$bin/prog_steady" 3 > steady.txt &
+  "$bin/prog_steady" 5 > steady.txt & # long enough for the refusals below on a loaded machine
   prog=$!
   sleep 0.2
   tid=$(ls "/proc/$prog/task" | grep -v "^$prog$" | head -1)
