@@ -1023,15 +1023,18 @@ time.sleep(1.5)
   fi
   # CPython running a workload: its output unchanged, its allocations traced
   py=$(command -v python3)
+  # attached once it says so: before, $py may still be a shim about to
+  # exec the interpreter, or the interpreter starting
   "$py" -c '
 import time
+print("ready", flush=True)
 t, n = time.time() + 3, 0
 while time.time() < t:
     n += len([str(i) * 3 for i in range(2000)])
 print("python done", n > 0)
 ' > py.out &
   prog=$!
-  sleep 0.5
+  wait_line py.out ready || bad "CPython did not start: $(cat py.out)"
   "$memtrace" attach -q --rate 1e-3 --duration 1 -o py.ctf "$prog" 2> py.err || bad "attach to CPython: $(cat py.err)"
   wait "$prog"
   grep -q "^python done True$" py.out && ok || bad "CPython's output: $(cat py.out)"
