@@ -1,6 +1,7 @@
 /* A library the memtrace command opens only when a command needs it, not
- * linked: the pprof export's compressor (ISA-L, libdeflate or zlib). Linked, every command
- * would pay to load them, `memtrace run` among them. */
+ * linked: the pprof export's compressor (ISA-L, libdeflate or zlib).
+ * Linked, every command would pay to load them, `memtrace run` among
+ * them. */
 #ifndef MT_BASE_DLBIND_H
 #define MT_BASE_DLBIND_H
 

@@ -377,7 +377,7 @@ int mt__patch_prepare(mt__island *is, void *target, size_t size, void *wrapper, 
    * jumped to directly, one indirect jump fewer */
   if (reaches((uintptr_t)f + JMP_LEN, (uintptr_t)wrapper)) jump = wrapper;
   is->used += SLOT;
-  *out = (mt__patch){f, moved, size, tramp, jump};
+  *out = (mt__patch){f, moved, size, tramp, wrapper, jump};
   return 0;
 }
 
@@ -387,8 +387,8 @@ size_t mt__patch_inline(const mt__patch *p, uint8_t *at, size_t room) {
   return n && moved == p->moved ? n : 0;
 }
 
-/* The pages holding [p, p + n). */
-static int protect(uint8_t *p, size_t n, int prot) {
+int mt__protect_code(void *code, size_t n, int prot) {
+  uint8_t *p = code;
   uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
   uintptr_t lo = (uintptr_t)p & ~(page - 1), hi = ((uintptr_t)p + n + page - 1) & ~(page - 1);
   return mprotect((void *)lo, hi - lo, prot);
@@ -408,10 +408,10 @@ void mt__patch_bytes(const mt__patch *p, uint8_t out[MT__PATCH_MAX]) {
 int mt__patch_apply(mt__island *is, mt__patch *patches, size_t n) {
   size_t made = 0;
   for (; made < n; made++)
-    if (protect(patches[made].target, patches[made].moved, PROT_READ | PROT_WRITE | PROT_EXEC))
+    if (mt__protect_code(patches[made].target, patches[made].moved, PROT_READ | PROT_WRITE | PROT_EXEC))
       break;
   if (made < n || mt__island_seal(is)) { /* refused (W^X): none is written */
-    while (made--) protect(patches[made].target, patches[made].moved, PROT_READ | PROT_EXEC);
+    while (made--) mt__protect_code(patches[made].target, patches[made].moved, PROT_READ | PROT_EXEC);
     return -1;
   }
   for (size_t k = 0; k < n; k++) {
@@ -419,6 +419,6 @@ int mt__patch_apply(mt__island *is, mt__patch *patches, size_t n) {
     mt__patch_bytes(&patches[k], code);
     memcpy(patches[k].target, code, patches[k].moved);
   }
-  for (size_t k = 0; k < n; k++) protect(patches[k].target, patches[k].moved, PROT_READ | PROT_EXEC);
+  for (size_t k = 0; k < n; k++) mt__protect_code(patches[k].target, patches[k].moved, PROT_READ | PROT_EXEC);
   return 0;
 }

@@ -43,6 +43,7 @@ typedef struct mt__patch {
   size_t moved;        /* its first bytes, moved into the trampoline */
   size_t size;         /* the function's size */
   void *trampoline;    /* runs them, then jumps back to target + moved */
+  void *wrapper;       /* where calls of the function go */
   uint8_t *jump;       /* where the function's first bytes jump: the wrapper,
                           or (out of rel32 reach) `jmp *wrapper` in the
                           island */
@@ -71,6 +72,9 @@ size_t mt__patch_inline(const mt__patch *p, uint8_t *at, size_t room);
 
 /* The most bytes a patch writes over its function. */
 #define MT__PATCH_MAX 20
+
+/* mprotect of the pages holding [code, code + n): 0 or -1. */
+int mt__protect_code(void *code, size_t n, int prot);
 
 /* Makes the island executable (after the last mt__patch_prepare): 0 or -1. */
 int mt__island_seal(mt__island *is);

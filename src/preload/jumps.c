@@ -26,7 +26,6 @@
  * run the wrapper. */
 #include <stdint.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/mman.h>
 
 #include "hotpatch.h"
@@ -40,11 +39,6 @@ static int jumps_through(const unsigned char *s, void *const *slot) {
   int32_t disp;
   memcpy(&disp, s + 2, sizeof disp);
   return s[0] == JMP_MEM0 && s[1] == JMP_MEM1 && (uintptr_t)(s + 6) + (intptr_t)disp == (uintptr_t)slot;
-}
-
-static uintptr_t page_size(void) {
-  uintptr_t n = (uintptr_t)getauxval(AT_PAGESZ);
-  return n ? n : 4096;
 }
 
 int mt__jump_direct(void *site, void *const *slot) {
@@ -61,26 +55,22 @@ int mt__jump_direct(void *site, void *const *slot) {
   uint64_t w;
   memcpy(&w, word, sizeof w);
 
-  uintptr_t ps = page_size();
-  void *page = (void *)((uintptr_t)s & ~(ps - 1)); /* the word lies in one page */
-  if (mprotect(page, ps, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) return -1;
+  /* the word lies in one page */
+  if (mt__protect_code(s, sizeof w, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) return -1;
   __atomic_store_n((uint64_t *)(void *)s, w, __ATOMIC_SEQ_CST);
   /* Back to read and execute. Should that fail, the page stays writable
    * too: nothing else changes. */
-  (void)mprotect(page, ps, PROT_READ | PROT_EXEC);
+  (void)mt__protect_code(s, sizeof w, PROT_READ | PROT_EXEC);
   return 0;
 }
 
 int mt__jump_inline(void *site, void *const *slot, const mt__patch *p) {
   unsigned char *s = site;
   if (!jumps_through(s, slot) || *slot != p->trampoline) return -1;
-  /* the room may straddle two pages */
-  uintptr_t ps = page_size(), lo = (uintptr_t)s & ~(ps - 1);
-  size_t len = ((uintptr_t)s + MT__SITE_ROOM - lo + ps - 1) & ~(ps - 1);
-  if (mprotect((void *)lo, len, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) return -1;
+  if (mt__protect_code(s, MT__SITE_ROOM, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) return -1;
   /* all or nothing: what does not fit is not written */
   int rc = mt__patch_inline(p, s, MT__SITE_ROOM) ? 0 : -1;
   __builtin___clear_cache((char *)s, (char *)s + MT__SITE_ROOM);
-  (void)mprotect((void *)lo, len, PROT_READ | PROT_EXEC);
+  (void)mt__protect_code(s, MT__SITE_ROOM, PROT_READ | PROT_EXEC);
   return rc;
 }

@@ -27,10 +27,10 @@
  * direct jumps (jumps.c): on a malloc-bound program most of the
  * interposer's cost is this call layer, and an indirect jump costs more of
  * it than a direct one (docs/benchmarks.md, "The interposer"). Attached,
- * the room takes the C library's trampoline itself (jumps.c). A free's slow paths are in
- * C: a pointer on a page boundary (NULL too) takes mt__maybe_ours's
- * slower test, one whose word before it holds the magic goes to the
- * sampled block's free. */
+ * the room takes the C library's trampoline itself (jumps.c). A free's
+ * slow paths are in C: a pointer on a page boundary (NULL too) takes
+ * mt__maybe_ours's slower test, one whose word before it holds the magic
+ * goes to the sampled block's free. */
 __asm__(".text\n"
         ".set MT__SITE_ROOM, " MT__STR(MT__SITE_ROOM) "\n"
         ".p2align 4\n"

@@ -238,7 +238,6 @@ typedef struct plan {
   mt__island *is;
   mt__patch patches[NFAMILY];
   const fn *which[NFAMILY];
-  void *wrapper[NFAMILY]; /* where each patch's jump leads */
   struct {
     const fn *f;
     size_t patch;
@@ -296,7 +295,6 @@ static const char *prepare(plan *pl) {
       if (f->how == IF_MOVABLE) continue;
       return "an allocation function's first instructions cannot be moved";
     }
-    pl->wrapper[pl->n] = wrapper;
     pl->which[pl->n++] = f;
     jemalloc |= f->wrapper != NULL;
   }
@@ -398,10 +396,11 @@ void mt__redirect_slots(mt__slot_list *out) {
   mt__rebind rb[2 * NFAMILY];
   size_t n = 0;
   for (size_t k = 0; k < the_plan.n; k++)
-    rb[n++] = (mt__rebind){the_plan.which[k]->name, the_plan.patches[k].target, the_plan.wrapper[k]};
+    rb[n++] = (mt__rebind){the_plan.which[k]->name, the_plan.patches[k].target,
+                           the_plan.patches[k].wrapper};
   for (size_t k = 0; k < the_plan.naliases; k++) { /* the other name of a patched function */
-    size_t p = the_plan.aliases[k].patch;
-    rb[n++] = (mt__rebind){the_plan.aliases[k].f->name, the_plan.patches[p].target, the_plan.wrapper[p]};
+    const mt__patch *p = &the_plan.patches[the_plan.aliases[k].patch];
+    rb[n++] = (mt__rebind){the_plan.aliases[k].f->name, p->target, p->wrapper};
   }
   mt__plt_slots(rb, n, out);
 }

@@ -364,13 +364,13 @@ static int run(int argc, char **argv) {
         sin.st_ino == sout.st_ino)
       mt_cli_usage_error(cmd, "the output '%s' is the trace itself", outpath);
 
-  /* The input is read whole before the output is created: a bad trace
-   * leaves no file behind. */
   char why[2048];
   if (gz_load(why, sizeof why) != 0) { /* said before the load's seconds */
     fprintf(stderr, "memtrace export: %s\n", why);
     return 1;
   }
+  /* The input is read whole before the output is created: a bad trace
+   * leaves no file behind. */
   mt_cli_trace_set t;
   mt_cli_load_set(cmd, args, nargs, MT_KEEP_ALL, NULL, &t);
   output out;

@@ -253,21 +253,24 @@ fail:
   return NULL;
 }
 
-void gz_write(gz_out *g, const void *data, size_t n) {
-  const uint8_t *d = data;
+/* A streaming compressor (ISA-L's or zlib's, not libdeflate's): n bytes
+ * (at most GZ_CHUNK) through it, the last call with `end` set. */
+static void stream_bytes(gz_out *g, const uint8_t *data, size_t n, int end) {
 #ifdef GZ_HAVE_ISAL
   if (g->is) {
-    for (size_t piece; n && !g->err; d += piece, n -= piece) {
-      piece = n < GZ_CHUNK ? n : GZ_CHUNK;
-      isal_bytes(g, d, piece, 0);
-    }
+    isal_bytes(g, data, n, end);
     return;
   }
 #endif
+  deflate_bytes(g, data, n, end ? Z_FINISH : Z_NO_FLUSH);
+}
+
+void gz_write(gz_out *g, const void *data, size_t n) {
+  const uint8_t *d = data;
   if (!g->ld) {
     for (size_t piece; n && !g->err; d += piece, n -= piece) {
       piece = n < GZ_CHUNK ? n : GZ_CHUNK;
-      deflate_bytes(g, d, piece, Z_NO_FLUSH);
+      stream_bytes(g, d, piece, 0);
     }
     return;
   }
@@ -291,12 +294,6 @@ void gz_write(gz_out *g, const void *data, size_t n) {
 }
 
 int gz_finish(gz_out *g) {
-#ifdef GZ_HAVE_ISAL
-  if (g->is) {
-    if (!g->err) isal_bytes(g, NULL, 0, 1);
-    return g->err;
-  }
-#endif
   if (g->ld) {
     /* an empty stream is still one (empty) member: a gzip file */
     if (g->in_len || g->written == 0) {
@@ -306,7 +303,7 @@ int gz_finish(gz_out *g) {
     }
     g->in_len = 0;
   } else if (!g->err) {
-    deflate_bytes(g, NULL, 0, Z_FINISH);
+    stream_bytes(g, NULL, 0, 1);
   }
   return g->err;
 }

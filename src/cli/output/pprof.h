@@ -79,8 +79,8 @@ void pprof_period_type(pprof *p, const char *type, const char *unit);
  * Returns how many of its outermost frames the last sample had too (with
  * the same id_base): those frames' ids were given before. */
 size_t pprof_sample(pprof *p, const uint32_t *stack, size_t n, uint64_t id_base,
-                  const int64_t *values, size_t nvalues, const pprof_label *labels,
-                  size_t nlabels);
+                    const int64_t *values, size_t nvalues, const pprof_label *labels,
+                    size_t nlabels);
 void pprof_mapping_add(pprof *p, const pprof_mapping *m);
 /* One location; `lines` innermost (inlined) function first, the caller
  * they were inlined into last, as profile.proto specifies. */
