@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 void mt__u64map_free(mt__u64map *m) {
   free(m->keys);
@@ -126,4 +127,15 @@ const char *mt__strtab_intern(mt__strtab *t, const char *s, size_t len) {
   t->slots[i] = copy;
   t->count++;
   return copy;
+}
+
+void *mt__table_alloc(size_t bytes) {
+  const size_t huge = (size_t)2 << 20;
+  if (bytes < huge) return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+  size_t whole = (bytes + huge - 1) & ~(huge - 1); /* aligned_alloc wants a multiple */
+  void *p = aligned_alloc(huge, whole);
+#ifdef MADV_HUGEPAGE
+  if (p) (void)madvise(p, whole, MADV_HUGEPAGE); /* advice only: refused, it stays small pages */
+#endif
+  return p;
 }

@@ -58,6 +58,13 @@ static inline int mt__reserve(void **v, size_t n, size_t *cap, size_t size) {
   return n < *cap ? 0 : mt__grow(v, cap, n + 1, size, 16);
 }
 
+/* `bytes` for a large table read at random places: from 2 MiB on, aligned
+ * to 2 MiB and marked for transparent huge pages (madvise), which take a
+ * page fault and a TLB entry per 2 MiB rather than per 4 KiB; smaller ones
+ * cache-line aligned. Not zeroed; freed with free(). NULL when out of
+ * memory. Where the kernel gives no huge pages, it is an aligned malloc. */
+void *mt__table_alloc(size_t bytes);
+
 /* Interned strings: equal strings give the same pointer, valid until the
  * table is freed. */
 typedef struct mt__strtab {

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/containers.h"
+
 static void die_nomem(void) {
   fputs("memtrace hotspots: out of memory\n", stderr);
   exit(1);
@@ -23,7 +25,7 @@ void memo_init(memo *m, heavy_hitters *hh) {
 
 /* An empty table of cap (a power of two) records. */
 static memo_bt *new_table(size_t cap) {
-  memo_bt *t = aligned_alloc(64, cap * sizeof *t);
+  memo_bt *t = mt__table_alloc(cap * sizeof *t);
   if (!t) die_nomem();
   for (size_t i = 0; i < cap; i++) t[i].allocator = MEMO_FREE;
   return t;
@@ -51,7 +53,7 @@ memo_caller *memo_open(memo *m, size_t n) {
 memo_bt *memo_add(memo *m, uint64_t hash1, uint64_t hash2, uint32_t ncallers,
                   uint32_t allocpt, uint32_t allocator, int64_t samples, int64_t safe_until) {
   if (m->nbts >= MEMO_MAX_BTS || m->ncallers + ncallers > MEMO_MAX_CALLERS) return NULL;
-  if ((m->nbts + 1) * 2 > m->cap) {
+  if ((m->nbts + 1) * 4 > m->cap * 3) { /* load at most 3/4 */
     release(m, 1); /* the held records move */
     size_t cap = m->cap ? m->cap * 2 : 1024;
     memo_bt *table = new_table(cap);

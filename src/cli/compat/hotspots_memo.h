@@ -42,7 +42,10 @@
 
 /* A memoized backtrace: one cache line in the table itself, so that a
  * recurrence reads one line (the probe seldom goes past the first slot at
- * the table's load, at most 1/2); its callers are in the pool. */
+ * the table's load, at most 3/4, and the next slot is the next line); its
+ * callers are in the pool. The table takes huge pages once it is large
+ * (mt__table_alloc): probes land anywhere in it, a TLB miss each with
+ * small pages. */
 typedef struct memo_bt {
   uint64_t hash1, hash2;
   int64_t samples;    /* counted since the last flush */
