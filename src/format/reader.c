@@ -32,8 +32,10 @@
 
 typedef struct packet {
   struct packet *next;
-  uint8_t *data; /* content, after the header */
+  const uint8_t *data; /* content, after the header: buf, or in place (lent) */
+  uint8_t *buf;        /* the packet's own copy, of cap bytes */
   size_t len, cap;
+  int lent;            /* data lies in the input buffer (new_packet) */
   uint64_t data_off; /* file offset of data[0] */
   uint64_t time_begin, time_end, alloc_begin, alloc_end;
   uint64_t seq; /* file order, to break timestamp ties */
@@ -276,20 +278,29 @@ static domain *find_domain(mt_reader *r, uint32_t id, uint64_t off) {
   return d;
 }
 
-static packet *new_packet(mt_reader *r, size_t len) {
+/* A packet holding the len bytes at content: a copy, or content itself
+ * when `lend`. */
+static packet *new_packet(mt_reader *r, const uint8_t *content, size_t len, int lend) {
   packet *p = r->free_packets;
   if (p) r->free_packets = p->next;
   else if (!(p = calloc(1, sizeof *p))) return NULL;
-  if (p->cap < len || p->cap == 0) {
-    size_t cap = len > 32768 ? len : 32768;
-    uint8_t *d = realloc(p->data, cap);
-    if (!d) {
-      free(p->data);
-      free(p);
-      return NULL;
+  p->lent = lend;
+  if (lend) {
+    p->data = content;
+  } else {
+    if (p->cap < len || p->cap == 0) {
+      size_t cap = len > 32768 ? len : 32768;
+      uint8_t *d = realloc(p->buf, cap);
+      if (!d) {
+        free(p->buf);
+        free(p);
+        return NULL;
+      }
+      p->buf = d;
+      p->cap = cap;
     }
-    p->data = d;
-    p->cap = cap;
+    memcpy(p->buf, content, len);
+    p->data = p->buf;
   }
   p->len = len;
   p->next = NULL;
@@ -343,9 +354,12 @@ static int read_packet(mt_reader *r) {
     }
     domain *d = find_domain(r, h.domain, off + 38);
     if (!d) return r->status;
-    packet *p = new_packet(r, h.content_len);
+    /* A trace of one domain decodes its packet where it was read: the
+     * next read waits until that packet is done (pick_domain reads only for
+     * a domain with nothing left), so no read moves it meanwhile. With
+     * several, packets wait in queues while others are read. */
+    packet *p = new_packet(r, content, h.content_len, r->ndoms == 1);
     if (!p) return nomem(r);
-    memcpy(p->data, content, h.content_len);
     p->data_off = off + h.header_len;
     p->time_begin = h.time_begin;
     p->time_end = h.time_end;
@@ -783,7 +797,7 @@ void mt_reader_close(mt_reader *r) {
     for (int j = 0; j < 2; j++)
       for (packet *p = lists[j]; p;) {
         packet *n = j == 0 ? NULL : p->next;
-        free(p->data);
+        free(p->buf);
         free(p);
         p = n;
       }
@@ -791,7 +805,7 @@ void mt_reader_close(mt_reader *r) {
   }
   for (packet *p = r->free_packets; p;) {
     packet *n = p->next;
-    free(p->data);
+    free(p->buf);
     free(p);
     p = n;
   }
