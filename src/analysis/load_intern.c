@@ -202,22 +202,22 @@ int mt__intern_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
     if (!c || !d || !h) return -1;
     p->prev_cap = nc;
   }
-  p->prefix_hash[0] = 0x243f6a8885a308d3ull;
   for (size_t i = k; i < n; i++) {
     uint32_t code;
     if (code_id(a, ev->backtrace[i], &code)) return -1;
     p->prev_codes[i] = ev->backtrace[i];
     p->prev_ids[i] = code;
-    p->prefix_hash[i + 1] = hash_step(p->prefix_hash[i], code);
   }
   int same = k == n && n == p->prev_len && a->nobj > 0;
   p->prev_len = n;
-  if (p->no_intern) {
+  if (p->no_intern) { /* no lookup: no hash */
     if (same) *out = p->prev_bt;
     else if (add_backtrace(a, p, r, ev, 0, 0, out)) return -1;
     p->prev_bt = *out;
     return 0;
   }
+  p->prefix_hash[0] = 0x243f6a8885a308d3ull;
+  for (size_t i = k; i < n; i++) p->prefix_hash[i + 1] = hash_step(p->prefix_hash[i], p->prev_ids[i]);
   uint64_t h = hash_step(p->prefix_hash[n], (uint32_t)n ^ 0x5bd1e995u);
   if (!p->slots && rehash(p, 0)) return -1;
   size_t cap = p->nslots, j = home_slot(h, cap);
