@@ -32,10 +32,9 @@
 
 typedef struct packet {
   struct packet *next;
-  const uint8_t *data; /* content, after the header: buf, or in place (lent) */
+  const uint8_t *data; /* content, after the header: buf, or in the input buffer */
   uint8_t *buf;        /* the packet's own copy, of cap bytes */
   size_t len, cap;
-  int lent;            /* data lies in the input buffer (new_packet) */
   uint64_t data_off; /* file offset of data[0] */
   uint64_t time_begin, time_end, alloc_begin, alloc_end;
   uint64_t seq; /* file order, to break timestamp ties */
@@ -284,7 +283,6 @@ static packet *new_packet(mt_reader *r, const uint8_t *content, size_t len, int 
   packet *p = r->free_packets;
   if (p) r->free_packets = p->next;
   else if (!(p = calloc(1, sizeof *p))) return NULL;
-  p->lent = lend;
   if (lend) {
     p->data = content;
   } else {
