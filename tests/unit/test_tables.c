@@ -1,4 +1,5 @@
-/* tables.h: the u64 -> u32 hash map and the string interner. */
+/* base/containers.h: the u64 -> u32 hash map, the string interner, array
+ * growth, and large tables. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -235,6 +236,26 @@ static void grow_sizes(void **state) {
   free(v);
 }
 
+/* mt__table_alloc: cache-line aligned below 2 MiB, 2 MiB-aligned from
+ * there (where huge pages can back it), every byte writable, freed with
+ * free(); under ASan an overrun of the size asked would be caught. */
+static void table_alloc(void **state) {
+  (void)state;
+  const size_t huge = (size_t)2 << 20;
+  const size_t sizes[] = {1, 64, 1000, huge - 1, huge, huge + 1, 3 * huge + 12345};
+  for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+    size_t n = sizes[k];
+    unsigned char *p = mt__table_alloc(n);
+    assert_non_null(p);
+    assert_int_equal((uintptr_t)p % (n < huge ? 64 : huge), 0);
+    for (size_t i = 0; i < n; i += 4096) p[i] = (unsigned char)i;
+    p[n - 1] = 0xab;
+    assert_int_equal(p[n - 1], 0xab);
+    if (n > 1) assert_int_equal(p[0], 0);
+    free(p);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(map_empty),
@@ -245,6 +266,7 @@ int main(void) {
       cmocka_unit_test(intern_long_and_many),
       cmocka_unit_test(intern_prefixes),
       cmocka_unit_test(grow_sizes),
+      cmocka_unit_test(table_alloc),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
