@@ -217,7 +217,8 @@ int mt__intern_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
     return 0;
   }
   p->prefix_hash[0] = 0x243f6a8885a308d3ull;
-  for (size_t i = k; i < n; i++) p->prefix_hash[i + 1] = hash_step(p->prefix_hash[i], p->prev_ids[i]);
+  for (size_t i = k; i < n; i++)
+    p->prefix_hash[i + 1] = hash_step(p->prefix_hash[i], p->prev_ids[i]);
   uint64_t h = hash_step(p->prefix_hash[n], (uint32_t)n ^ 0x5bd1e995u);
   if (!p->slots && rehash(p, 0)) return -1;
   size_t cap = p->nslots, j = home_slot(h, cap);

@@ -237,8 +237,8 @@ static void grow_sizes(void **state) {
 }
 
 /* mt__table_alloc: cache-line aligned below 2 MiB, 2 MiB-aligned from
- * there (where huge pages can back it), every byte writable, freed with
- * free(); under ASan an overrun of the size asked would be caught. */
+ * there (where huge pages can back it), every byte asked writable, freed
+ * with free(). */
 static void table_alloc(void **state) {
   (void)state;
   const size_t huge = (size_t)2 << 20;
