@@ -1021,6 +1021,13 @@ time.sleep(1.5)
   else
     echo "redis-server, redis-benchmark or redis-cli not installed (make deps): a real server not tried"
   fi
+  # the thread taken aside in the middle of vector and x87 work finds its
+  # registers and control words as they were after each of the calls
+  "$bin/prog_attach_regs" 3 > rg.out &
+  prog=$!
+  wait_line rg.out ready || bad "prog_attach_regs did not start"
+  "$memtrace" attach -q --rate 1e-3 --duration 0.5 -o rg.ctf "$prog" 2> rg.err || bad "attach to prog_attach_regs: $(cat rg.err)"
+  wait "$prog" && grep -q "^regs: [1-9][0-9]* blocks, 0 changed$" rg.out && ok || bad "prog_attach_regs: $(cat rg.out)"
   # CPython running a workload: its output unchanged, its allocations traced
   py=$(command -v python3)
   # attached once it says so: before, $py may still be a shim about to

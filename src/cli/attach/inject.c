@@ -1,7 +1,9 @@
 /* ptrace(2) calls inside another process (inject.h). */
 #include "inject.h"
 
+#include <cpuid.h>
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -18,6 +20,82 @@
 
 #define RED_ZONE 128
 #define SCRATCH 4096
+#define EFLAGS_DF 0x400u
+
+/* The legacy region both FXSAVE and XSAVE layouts begin with, and XSAVE's
+ * header: the fields a call's clean state sets. */
+#define FP_FCW 0    /* u16 x87 control word          */
+#define FP_FSW 2    /* u16 x87 status word           */
+#define FP_FTW 4    /* u8 abridged tags: 0, all empty */
+#define FP_MXCSR 24 /* u32                           */
+#define FP_XSTATE_BV 512
+#define FP_LEGACY 512
+
+/* The size of the thread's XSAVE area as the kernel gives it through
+ * ptrace: at most what CPUID says every supported feature takes. */
+static size_t xsave_cap(void) {
+  unsigned a, b, c, d;
+  if (__get_cpuid_count(0xd, 0, &a, &b, &c, &d) && c >= FP_LEGACY + 64) return c;
+  return 16384;
+}
+
+/* Saves worker t's floating-point and vector state into in->fp: the whole
+ * XSAVE area where the kernel has one, else the FXSAVE area. The function
+ * calls made in the thread change it (strlen's and memcpy's vector
+ * registers, among others), and the code it was taken from may be holding
+ * values there: x87 and SSE registers are not saved over a stop as a call
+ * site saves them. 0, or -1 with errno. */
+static int save_fp(mt_inject *in, pid_t t) {
+  size_t cap = xsave_cap();
+  if (cap < sizeof(struct user_fpregs_struct)) cap = sizeof(struct user_fpregs_struct);
+  unsigned char *buf = malloc(cap);
+  if (!buf) return errno = ENOMEM, -1;
+  struct iovec v = {buf, cap};
+  if (ptrace(PTRACE_GETREGSET, t, (void *)(long)NT_X86_XSTATE, &v) == 0 && v.iov_len >= FP_LEGACY + 64) {
+    in->fp_xsave = 1, in->fp_len = v.iov_len;
+  } else if (ptrace(PTRACE_GETFPREGS, t, 0, buf) == 0) {
+    in->fp_xsave = 0, in->fp_len = sizeof(struct user_fpregs_struct);
+  } else {
+    int e = errno;
+    free(buf);
+    return errno = e, -1;
+  }
+  free(in->fp);
+  in->fp = buf;
+  return 0;
+}
+
+/* Gives the worker the floating-point state buf (in->fp's layout and
+ * length): 0, or -1. */
+static int put_fp(const mt_inject *in, unsigned char *buf) {
+  if (!in->fp_xsave) return ptrace(PTRACE_SETFPREGS, in->worker, 0, buf) == 0 ? 0 : -1;
+  struct iovec v = {buf, in->fp_len};
+  return ptrace(PTRACE_SETREGSET, in->worker, (void *)(long)NT_X86_XSTATE, &v) == 0 ? 0 : -1;
+}
+
+/* The state a function may expect on entry: the saved one with the x87
+ * stack empty, no exception flags, and the control words at their
+ * defaults (round to nearest, exceptions masked, 64-bit x87 precision). */
+static int put_clean_fp(const mt_inject *in) {
+  unsigned char *buf = malloc(in->fp_len);
+  if (!buf) return -1;
+  memcpy(buf, in->fp, in->fp_len);
+  uint16_t fcw = 0x037f, fsw = 0;
+  uint32_t mxcsr = 0x1f80;
+  memcpy(buf + FP_FCW, &fcw, sizeof fcw);
+  memcpy(buf + FP_FSW, &fsw, sizeof fsw);
+  buf[FP_FTW] = 0;
+  memcpy(buf + FP_MXCSR, &mxcsr, sizeof mxcsr);
+  if (in->fp_xsave) { /* x87 and SSE taken from the buffer, not their initial state */
+    uint64_t bv;
+    memcpy(&bv, buf + FP_XSTATE_BV, sizeof bv);
+    bv |= 3;
+    memcpy(buf + FP_XSTATE_BV, &bv, sizeof bv);
+  }
+  int rc = put_fp(in, buf);
+  free(buf);
+  return rc;
+}
 
 static int say(mt_inject *in, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int say(mt_inject *in, const char *fmt, ...) {
@@ -57,12 +135,19 @@ static int take(pid_t t, struct user_regs_struct *r) {
 }
 
 /* Thread t, taken with registers r, as the worker if it is at a safe
- * point (any point without sp): 1; else let go: 0. */
+ * point (any point without sp): 1; else let go: 0; -1 with errno if its
+ * floating-point state cannot be read (it is let go). */
 static int keep_if_safe(mt_inject *in, const mt_safe_points *sp, pid_t t,
                         const struct user_regs_struct *r) {
   if (sp && !mt_safe_point(sp, r)) {
     ptrace(PTRACE_DETACH, t, 0, 0);
     return 0;
+  }
+  if (save_fp(in, t) != 0) {
+    int e = errno;
+    ptrace(PTRACE_DETACH, t, 0, 0);
+    errno = e;
+    return -1;
   }
   in->worker = t, in->saved = *r;
   return 1;
@@ -70,12 +155,14 @@ static int keep_if_safe(mt_inject *in, const mt_safe_points *sp, pid_t t,
 
 /* Tries each thread of the process once, the main one first: 1 with the
  * worker taken, 0 if none was at a safe point, -1 with errno if the main
- * thread cannot be seized (not permitted, gone). */
+ * thread cannot be seized (not permitted, gone) or the worker's
+ * floating-point state cannot be read. */
 static int take_one_at_safe_point(mt_inject *in, const mt_safe_points *sp) {
   struct user_regs_struct r;
   if (mt_attach_proc_state(in->pid) != 'Z') { /* a main thread that exited can make no call */
     if (take(in->pid, &r) != 0) return -1;
-    if (keep_if_safe(in, sp, in->pid, &r)) return 1;
+    int kept = keep_if_safe(in, sp, in->pid, &r);
+    if (kept) return kept;
   }
   char path[64];
   snprintf(path, sizeof path, "/proc/%d/task", (int)in->pid);
@@ -86,7 +173,9 @@ static int take_one_at_safe_point(mt_inject *in, const mt_safe_points *sp) {
     pid_t t = (pid_t)atoi(e->d_name);
     if (t > 0 && t != in->pid && take(t, &r) == 0) got = keep_if_safe(in, sp, t, &r);
   }
+  int e = errno;
   closedir(d);
+  errno = e;
   return got;
 }
 
@@ -139,7 +228,9 @@ int mt_inject_call(mt_inject *in, uint64_t fn, const uint64_t *args, int nargs, 
   r.rip = fn;
   r.rax = 0;
   r.orig_rax = (unsigned long long)-1; /* no system call to restart under the call */
-  if (ptrace(PTRACE_SETREGS, in->worker, 0, &r) != 0 || ptrace(PTRACE_CONT, in->worker, 0, 0) != 0)
+  r.eflags &= ~(unsigned long long)EFLAGS_DF;
+  if (ptrace(PTRACE_SETREGS, in->worker, 0, &r) != 0 || put_clean_fp(in) != 0 ||
+      ptrace(PTRACE_CONT, in->worker, 0, 0) != 0)
     return say(in, "ptrace: %s", strerror(errno));
   for (long waited_us = 0;;) {
     int st;
@@ -268,5 +359,8 @@ void mt_inject_end(mt_inject *in) {
   in->others = NULL;
   in->cap = 0;
   ptrace(PTRACE_SETREGS, in->worker, 0, &in->saved);
+  if (in->fp) put_fp(in, in->fp);
+  free(in->fp);
+  in->fp = NULL;
   ptrace(PTRACE_DETACH, in->worker, 0, 0);
 }

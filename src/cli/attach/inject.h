@@ -17,6 +17,9 @@ typedef struct mt_inject {
   pid_t pid;
   pid_t worker;                  /* the thread that makes the calls        */
   struct user_regs_struct saved; /* its registers when it was taken        */
+  unsigned char *fp;             /* and its floating-point and vector state */
+  size_t fp_len;                 /* (XSAVE layout, or FXSAVE's: fp_xsave)  */
+  int fp_xsave;
   pid_t *others;                 /* every other thread, while stopped      */
   size_t nothers, cap;
   char err[512];                 /* why the last call failed               */
@@ -34,7 +37,9 @@ int mt_inject_begin(mt_inject *in, pid_t pid, const mt_safe_points *sp, int time
 /* Calls fn(args[0..nargs)) on the worker (at most 6 integer arguments)
  * and waits for it to return, up to timeout_ms: 0 and *ret (rax), or -1
  * (the process died, the call faulted, or it did not return in time).
- * Signals the worker gets meanwhile are delivered to it. */
+ * The call starts as a function call must: the direction flag clear, the
+ * x87 stack empty, the control words at their defaults. Signals the worker
+ * gets meanwhile are delivered to it. */
 int mt_inject_call(mt_inject *in, uint64_t fn, const uint64_t *args, int nargs, uint64_t *ret,
                    int timeout_ms);
 
@@ -57,7 +62,8 @@ int mt_inject_write_code(mt_inject *in, uint64_t addr, const void *bytes, size_t
 /* Lets the other threads run and go (PTRACE_DETACH). */
 void mt_inject_release_all(mt_inject *in);
 
-/* Gives the worker its registers back and lets it go. */
+/* Gives the worker its registers back, the floating-point and vector
+ * ones included, and lets it go. */
 void mt_inject_end(mt_inject *in);
 
 #endif
