@@ -138,42 +138,15 @@ static int reserve(uint64_t **buf, size_t *cap, size_t need) {
   return 0;
 }
 
-#define FAST_MAX_CODEWORDS 32
-
 /* Decodes into buf from position pos; returns the status, the new length in
  * *out_len. */
 static int decode_into(mt__bt_decoder *d, mt__rd *r, size_t nencoded,
                        uint64_t **buf, size_t *cap, size_t pos, size_t *out_len) {
   uint32_t pred = 0;
-  /* The common case: the input holds the longest encoding of nencoded
-   * codewords (all literals: 10 bytes each) and the buffer the longest
-   * expansion (256 frames each), so no codeword needs a check. */
-  if (nencoded <= FAST_MAX_CODEWORDS && (size_t)(r->end - r->p) >= nencoded * 10 &&
+  /* The common case: no codeword needs a check (mt__bt_expand). */
+  if (nencoded <= MT__BT_EXPAND_MAX && (size_t)(r->end - r->p) >= nencoded * 10 &&
       reserve(buf, cap, pos + nencoded * 256) == 0) {
-    const uint8_t *p = r->p;
-    uint64_t *b = *buf;
-    for (size_t i = 0; i < nencoded; i++) {
-      uint32_t cw = mt__ld16(p);
-      uint32_t bucket = cw >> 2, tag = cw & 3;
-      d->pred[pred] = (uint16_t)bucket;
-      pred = bucket;
-      if (tag == 3) {
-        uint64_t lit = mt__ld64(p + 2);
-        p += 10;
-        d->code[bucket] = lit;
-        b[pos++] = lit;
-        continue;
-      }
-      uint32_t npred = tag == 2 ? p[2] : tag;
-      p += tag == 2 ? 3 : 2;
-      b[pos++] = d->code[bucket];
-      while (npred--) {
-        pred = d->pred[pred];
-        b[pos++] = d->code[pred];
-      }
-    }
-    r->p = p;
-    *out_len = pos;
+    *out_len = mt__bt_expand(d, &r->p, nencoded, *buf, pos);
     return MT__BT_OK;
   }
   for (size_t i = 0; i < nencoded; i++) {

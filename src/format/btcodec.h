@@ -79,6 +79,54 @@ enum { MT__BT_OK = 0, MT__BT_TRUNCATED = 1, MT__BT_TOO_LONG = 2, MT__BT_NOMEM = 
 int mt__bt_decode(mt__bt_decoder *d, mt__rd *r, size_t nencoded,
                   uint64_t common);
 
+/* Codewords mt__bt_expand takes at once; the input must hold the longest
+ * encoding of that many (a literal each: 10 bytes), the output room for
+ * the longest expansion (256 frames each). */
+#define MT__BT_EXPAND_MAX 32
+
+/* Expands n codewords at *p into b[pos..) with no bounds checked (the
+ * caller checked them, as MT__BT_EXPAND_MAX says), updating the cache;
+ * advances *p and returns the new pos. */
+static inline size_t mt__bt_expand(mt__bt_decoder *d, const uint8_t **p, size_t n, uint64_t *b,
+                                   size_t pos) {
+  const uint8_t *q = *p;
+  uint32_t pred = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t cw = mt__ld16(q);
+    uint32_t bucket = cw >> 2, tag = cw & 3;
+    d->pred[pred] = (uint16_t)bucket;
+    pred = bucket;
+    if (tag == 3) {
+      uint64_t lit = mt__ld64(q + 2);
+      q += 10;
+      d->code[bucket] = lit;
+      b[pos++] = lit;
+      continue;
+    }
+    uint32_t npred = tag == 2 ? q[2] : tag;
+    q += tag == 2 ? 3 : 2;
+    b[pos++] = d->code[bucket];
+    while (npred--) {
+      pred = d->pred[pred];
+      b[pos++] = d->code[pred];
+    }
+  }
+  *p = q;
+  return pos;
+}
+
+/* mt__bt_decode where it is quickest, for the reader to inline: a known
+ * prefix, few codewords, all of them in r and room for them in d->bt. 1
+ * when it decoded, 0 when mt__bt_decode must (nothing was read). */
+static inline int mt__bt_decode_fast(mt__bt_decoder *d, mt__rd *r, size_t nencoded,
+                                     uint64_t common) {
+  if (common > d->len || nencoded > MT__BT_EXPAND_MAX ||
+      (size_t)(r->end - r->p) < nencoded * 10 || d->cap < common + nencoded * 256)
+    return 0;
+  d->len = mt__bt_expand(d, &r->p, nencoded, d->bt, (size_t)common);
+  return 1;
+}
+
 /* Checks a packet's verifier against the cache: 1 if it matches (or is the
  * dummy), 0 if not. */
 int mt__bt_check_verifier(const mt__bt_decoder *d, uint16_t ix, uint16_t pred,

@@ -562,7 +562,9 @@ static int read_alloc(mt_reader *r, domain *d, unsigned code, mt_event *ev) {
   if (d->alloc_id >= d->cur->alloc_end)
     return fail(r, MT_ERR_CORRUPT, off_at(d, at),
                 "more allocations than the packet header's object id range");
-  int rc = mt__bt_decode(&d->bt, c, nencoded, (uint64_t)common);
+  int rc = mt__bt_decode_fast(&d->bt, c, nencoded, (uint64_t)common)
+               ? MT__BT_OK
+               : mt__bt_decode(&d->bt, c, nencoded, (uint64_t)common);
   if (rc == MT__BT_TRUNCATED)
     return fail(r, MT_ERR_CORRUPT, cur_off(d), "backtrace cut short");
   if (rc == MT__BT_TOO_LONG)
