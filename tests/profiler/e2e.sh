@@ -1028,6 +1028,14 @@ time.sleep(1.5)
   wait_line rg.out ready || bad "prog_attach_regs did not start"
   "$memtrace" attach -q --rate 1e-3 --duration 0.5 -o rg.ctf "$prog" 2> rg.err || bad "attach to prog_attach_regs: $(cat rg.err)"
   wait "$prog" && grep -q "^regs: [1-9][0-9]* blocks, 0 changed$" rg.out && ok || bad "prog_attach_regs: $(cat rg.out)"
+  # a thread on a small stack is not taken aside, though it runs its own
+  # code: the attach waits for the main thread to leave its lock's wait
+  "$bin/prog_attach_stack" > st.out &
+  prog=$!
+  wait_line st.out ready || bad "prog_attach_stack did not start"
+  "$memtrace" attach -q --rate 1e-3 --duration 0.5 -o st.ctf "$prog" 2> st.err && ok ||
+    bad "attach to prog_attach_stack: $(cat st.err)"
+  wait "$prog" && grep -qx done st.out && ok || bad "prog_attach_stack: $(cat st.out)"
   # CPython running a workload: its output unchanged, its allocations traced
   py=$(command -v python3)
   # attached once it says so: before, $py may still be a shim about to

@@ -196,7 +196,8 @@ int mt_inject_begin(mt_inject *in, pid_t pid, const mt_safe_points *sp, int time
     if (mt_monotonic_seconds() >= until) {
       say(in, "none of its threads came, within %.1f s, to a point where it can make the "
           "profiler's calls without risk: each was inside the C library, the loader or the "
-          "allocator, whose locks it may hold (or waiting there for one)", timeout_ms / 1e3);
+          "allocator, whose locks it may hold (or waiting there for one), or had less than "
+          "%u KiB of stack left for the calls", timeout_ms / 1e3, MT_SAFE_POINT_STACK >> 10);
       errno = EAGAIN;
       return -1;
     }

@@ -126,10 +126,29 @@ static int waits_outside(pid_t pid, long nr, const struct user_regs_struct *r) {
   }
 }
 
+/* Whether the stack at sp has room for the calls: MT_SAFE_POINT_STACK
+ * bytes below sp in its mapping, or it is the main thread's, which grows
+ * (to its limit: not checked). */
+static int stack_has_room(pid_t pid, uint64_t sp) {
+  char path[64], line[512];
+  snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  int room = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long long lo, hi;
+    if (sscanf(line, "%llx-%llx", &lo, &hi) != 2 || sp < lo || sp >= hi) continue;
+    room = strstr(line, "[stack]") != NULL || sp - lo >= MT_SAFE_POINT_STACK;
+    break;
+  }
+  fclose(f);
+  return room;
+}
+
 int mt_safe_point(const mt_safe_points *sp, const struct user_regs_struct *r) {
   int inside = 0;
   for (size_t k = 0; k < sp->n && !inside; k++) inside = r->rip >= sp->unsafe[k].lo && r->rip < sp->unsafe[k].hi;
-  if (!inside) return 1;
+  if (!inside) return stack_has_room(sp->pid, r->rsp);
   /* inside: only stopped in a waiting system call, right after its
    * instruction, the call interrupted */
   long long rax = (long long)r->rax;
@@ -141,5 +160,5 @@ int mt_safe_point(const mt_safe_points *sp, const struct user_regs_struct *r) {
   struct iovec local = {insn, 2}, remote = {(void *)(uintptr_t)(r->rip - 2), 2};
   if (process_vm_readv(sp->pid, &local, 1, &remote, 1, 0) != 2 || insn[0] != 0x0f || insn[1] != 0x05)
     return 0;
-  return waits_outside(sp->pid, (long)r->orig_rax, r);
+  return waits_outside(sp->pid, (long)r->orig_rax, r) && stack_has_room(sp->pid, r->rsp);
 }

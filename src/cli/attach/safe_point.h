@@ -13,7 +13,12 @@
  *   outside the process holding none of them: epoll_wait, poll, select,
  *   nanosleep, sigtimedwait, wait4, accept, a read of a socket, pipe or
  *   terminal, a futex wait for a condition, a semaphore or a join (not for
- *   a lock), and their kind. */
+ *   a lock), and their kind;
+ * - and with room on its stack for the calls (dlopen runs the loader and
+ *   the profiler's constructors there): MT_SAFE_POINT_STACK bytes below its
+ *   stack pointer, or the main thread's stack, which grows. A thread with a
+ *   small stack of its own would otherwise fault in the loader, and leave
+ *   the loader's lock held. */
 #ifndef MT_CLI_ATTACH_SAFE_POINT_H
 #define MT_CLI_ATTACH_SAFE_POINT_H
 
@@ -21,6 +26,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/user.h>
+
+#define MT_SAFE_POINT_STACK (64u << 10)
 
 typedef struct mt_code_range {
   uint64_t lo, hi;
@@ -40,7 +47,8 @@ int mt_safe_points_load(mt_safe_points *sp, pid_t pid, const char *profiler);
 void mt_safe_points_free(mt_safe_points *sp);
 
 /* Whether a thread of the process, stopped with registers r, may be taken
- * aside there: 1, or 0. */
+ * aside there: 1, or 0 (0 too when its stack cannot be found in the
+ * process's map). */
 int mt_safe_point(const mt_safe_points *sp, const struct user_regs_struct *r);
 
 #endif
