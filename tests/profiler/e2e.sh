@@ -1453,6 +1453,10 @@ run)
   MEMTRACE_SEED=2 "$memtrace" run -o short.ctf -- "$bin/prog_slow" 0 > /dev/null 2> err.txt
   grep -q "no allocation of .*prog_slow was sampled: at rate 1e-05 a sample falls about every 781 KiB allocated; for a short run, try --rate 1e-3" err.txt &&
     ok || bad "empty run's hint: $(cat err.txt)"
+  # at 1e-3 already, only the higher rate is offered
+  "$memtrace" run --rate 1e-3 -o short.ctf -- true > /dev/null 2> err.txt
+  grep -q "was sampled: at rate 0.001 a sample falls about every 7.81 KiB allocated; for a short run, try --rate 1 (every allocation)$" err.txt &&
+    ok || bad "empty run's hint at 1e-3: $(cat err.txt)"
   # a wrapper script (a version manager's shim) that runs helpers, then
   # becomes the program: said plainly, the helpers counted by program
   printf '#!/bin/sh\nfor i in 1 2 3 4 5 6; do ls / > /dev/null; done\nexec "%s" 0\n' "$bin/prog_slow" > wrapper.sh

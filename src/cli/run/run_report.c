@@ -97,7 +97,7 @@ typedef struct stop {
 } stop;
 
 /* Nothing sampled: why (a sample falls about every 1 / rate words), and
- * the rates that would see a short run. */
+ * the rates above it that would see a short run. */
 static void no_samples_hint(const mt_analysis *a) {
   mt_sampling s = mt_analysis_sampling(a);
   char every[32], every_at_1e3[32];
@@ -105,11 +105,12 @@ static void no_samples_hint(const mt_analysis *a) {
     fputc('\n', stderr);
     return;
   }
-  fprintf(stderr,
-          ": at rate %g a sample falls about every %s allocated; for a short run, try "
-          "--rate 1e-3 (every %s) or --rate 1 (every allocation)\n",
-          s.rate, mt_human_bytes(every, sizeof every, s.word_bytes / s.rate),
-          mt_human_bytes(every_at_1e3, sizeof every_at_1e3, s.word_bytes / 1e-3));
+  fprintf(stderr, ": at rate %g a sample falls about every %s allocated; for a short run, try ",
+          s.rate, mt_human_bytes(every, sizeof every, s.word_bytes / s.rate));
+  if (s.rate < 1e-3)
+    fprintf(stderr, "--rate 1e-3 (every %s) or ",
+            mt_human_bytes(every_at_1e3, sizeof every_at_1e3, s.word_bytes / 1e-3));
+  fprintf(stderr, "--rate 1 (every allocation)\n");
 }
 
 /* A site the symbolizer could only name "module+0xOFFSET": its program or
