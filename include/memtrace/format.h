@@ -205,6 +205,14 @@ MT_API const mt_trace_info *mt_reader_info(const mt_reader *r);
  * A truncated last packet ends the trace (0) and sets mt_reader_warning. */
 MT_API int mt_reader_next(mt_reader *r, mt_event *ev);
 
+/* Events a reader need not return: mt_reader_next still reads and checks
+ * the events of the kinds in `kinds` (a mask of 1u << mt_event_kind; 0,
+ * the default, skips none), errors included, but returns only the others.
+ * For a reader that wants allocations alone, it saves a call and a return
+ * per event it would drop. MT_OK; MT_ERR_INVALID for bits that name no
+ * kind. */
+MT_API int mt_reader_skip(mt_reader *r, unsigned kinds);
+
 /* Reading a trace still being written: while `on`, the end of the file
  * is only the end for now. mt_reader_next then returns 0 after the last
  * whole packet written so far (a partial packet is left unread, and no

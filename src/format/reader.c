@@ -97,7 +97,8 @@ struct mt_reader {
   int truncated;
   uint64_t truncated_off;
   uint64_t skipped_pid, skipped_pid_value;
-  uint64_t last_event; /* the time of the last event returned */
+  uint64_t last_event; /* the time of the last event read */
+  unsigned skip;       /* mt_reader_skip's kinds */
   mt__many *many; /* several traces read as one: every call goes there */
 };
 
@@ -649,7 +650,11 @@ static int read_event(mt_reader *r, domain *d, mt_event *ev) {
 }
 
 int mt_reader_next(mt_reader *r, mt_event *ev) {
-  if (r->many) return mt__many_next(r->many, ev);
+  if (r->many) {
+    int rc;
+    while ((rc = mt__many_next(r->many, ev)) > 0 && (r->skip >> ev->kind & 1)) continue;
+    return rc;
+  }
   if (r->status < 0) return r->status;
   for (;;) {
     /* One domain with an event ready in its packet (nearly always, in a
@@ -674,7 +679,7 @@ int mt_reader_next(mt_reader *r, mt_event *ev) {
     if (rc < 0) return rc;
     if (rc == 0) {
       r->last_event = ev->time;
-      return 1;
+      if (!(r->skip >> ev->kind & 1)) return 1;
     }
   }
 }
@@ -864,6 +869,12 @@ const char *mt_reader_warning(const mt_reader *r) {
 uint64_t mt_reader_error_offset(const mt_reader *r) {
   if (r->many) return mt__many_error_offset(r->many);
   return r->status < 0 ? r->err_off : MT_NO_OFFSET;
+}
+
+int mt_reader_skip(mt_reader *r, unsigned kinds) {
+  if (kinds >> (MT_EVENT_COLLECT + 1)) return MT_ERR_INVALID;
+  r->skip = kinds;
+  return MT_OK;
 }
 
 int mt_reader_follow(mt_reader *r, int on) {

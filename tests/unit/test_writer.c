@@ -853,6 +853,109 @@ static void resolver_calls_and_failure(void **state) {
   tu_buf_free(&b);
 }
 
+/* ---- mt_reader_skip ---- */
+
+/* A trace of allocations (backtraces of 1 to 6 frames), promotions and
+ * collections in random order, ending with collections. */
+static void mixed_trace(tu_buf *b, unsigned seed) {
+  mt_writer *w = tu_writer(b, 2, NULL);
+  tu_rng g = {seed};
+  uint64_t t = T0, live[64], nlive = 0, bt[6];
+  for (int i = 0; i < 3000; i++) {
+    t += tu_below(&g, 3);
+    unsigned what = (unsigned)tu_below(&g, 10);
+    if (what < 5 || nlive == 0) {
+      size_t n = 1 + tu_below(&g, 6);
+      for (size_t k = 0; k < n; k++) bt[k] = 0x1000 + 0x10 * tu_below(&g, 20);
+      uint64_t id;
+      assert_int_equal(mt_writer_alloc(w, t, 0, 1 + tu_below(&g, 50), 1, MT_SOURCE_MINOR, bt, n, &id), MT_OK);
+      if (nlive < 64) live[nlive++] = id;
+    } else {
+      size_t k = tu_below(&g, nlive);
+      if (what < 7) {
+        assert_int_equal(mt_writer_promote(w, t, 0, live[k]), MT_OK);
+      } else {
+        assert_int_equal(mt_writer_collect(w, t, 0, live[k]), MT_OK);
+        live[k] = live[--nlive];
+      }
+    }
+  }
+  while (nlive) assert_int_equal(mt_writer_collect(w, ++t, 0, live[--nlive]), MT_OK);
+  assert_int_equal(mt_writer_close(w), MT_OK);
+}
+
+/* The events of `all` whose kind is not in `skip`, against `got`. */
+static void assert_filtered(const tu_trace *all, const tu_trace *got, unsigned skip) {
+  size_t j = 0;
+  for (size_t i = 0; i < all->n; i++) {
+    const mt_event *a = &all->ev[i].ev;
+    if (skip >> a->kind & 1) continue;
+    if (j >= got->n) fail_msg("mask %#x: %zu events, more expected", skip, got->n);
+    const mt_event *e = &got->ev[j++].ev;
+    assert_int_equal(e->kind, a->kind);
+    assert_int_equal(e->time, a->time);
+    assert_int_equal(e->obj_id, a->obj_id);
+    assert_int_equal(e->backtrace_len, a->backtrace_len);
+    if (a->backtrace_len)
+      assert_memory_equal(e->backtrace, a->backtrace, a->backtrace_len * sizeof *a->backtrace);
+  }
+  assert_int_equal(got->n, j);
+}
+
+static void reader_skips_kinds(void **state) {
+  (void)state;
+  tu_buf b = {0};
+  mixed_trace(&b, 7);
+  tu_trace all;
+  mt_reader *r = read_back(&b, &all);
+  uint64_t end = mt_reader_trace_end(r, 0);
+  assert_int_equal(end, all.ev[all.n - 1].ev.time);
+  unsigned masks[] = {0, 1u << MT_EVENT_PROMOTE, 1u << MT_EVENT_COLLECT,
+                      1u << MT_EVENT_PROMOTE | 1u << MT_EVENT_COLLECT, 1u << MT_EVENT_ALLOC,
+                      7};
+  for (size_t m = 0; m < sizeof masks / sizeof *masks; m++) {
+    tu_trace got;
+    memset(&got, 0, sizeof got);
+    got.fd = tu_memfd(b.data, b.len);
+    mt_reader *s = NULL;
+    assert_int_equal(mt_reader_open_fd(&s, got.fd, "skip"), MT_OK);
+    assert_int_equal(mt_reader_skip(s, masks[m]), MT_OK);
+    tu_read_events(s, &got);
+    assert_int_equal(got.status, 0);
+    assert_filtered(&all, &got, masks[m]);
+    /* the events skipped at the end were read all the same */
+    assert_int_equal(mt_reader_trace_end(s, 0), end);
+    tu_done(s, &got);
+  }
+  assert_int_equal(mt_reader_skip(r, 1u << 3), MT_ERR_INVALID);
+  size_t want = 0;
+  for (size_t i = 0; i < all.n; i++) want += all.ev[i].ev.kind != MT_EVENT_COLLECT;
+  tu_done(r, &all);
+
+  /* several traces read as one: the same filter */
+  char p1[128], p2[128];
+  snprintf(p1, sizeof p1, "%s/skip1.ctf", tu_tmpdir());
+  snprintf(p2, sizeof p2, "%s/skip2.ctf", tu_tmpdir());
+  tu_write_file(p1, b.data, b.len);
+  tu_write_file(p2, b.data, b.len);
+  const char *paths[2] = {p1, p2};
+  mt_reader *many = NULL;
+  assert_int_equal(mt_reader_open_many(&many, paths, 2), MT_OK);
+  assert_int_equal(mt_reader_skip(many, 1u << MT_EVENT_COLLECT), MT_OK);
+  tu_trace got;
+  memset(&got, 0, sizeof got);
+  got.fd = -1;
+  tu_read_events(many, &got);
+  assert_int_equal(got.status, 0);
+  assert_int_equal(got.n, 2 * want);
+  for (size_t i = 0; i < got.n; i++) assert_int_not_equal(got.ev[i].ev.kind, MT_EVENT_COLLECT);
+  tu_trace_free(&got);
+  mt_reader_close(many);
+  unlink(p1);
+  unlink(p2);
+  tu_buf_free(&b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(v2_rejects_domain),
@@ -876,6 +979,7 @@ int main(void) {
       cmocka_unit_test(trace_info_bytes),
       cmocka_unit_test(cut_backtrace_then_longer_prefix),
       cmocka_unit_test(resolver_calls_and_failure),
+      cmocka_unit_test(reader_skips_kinds),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   rmdir(tu_tmpdir());

@@ -302,6 +302,7 @@ static uint64_t *zero_to(uint64_t *w, size_t *len, size_t *cap, size_t need) {
 
 static void run_stream(const char *path, sink *o) {
   mt_reader *r = mt_cli_open(path);
+  mt_reader_skip(r, 1u << MT_EVENT_PROMOTE | 1u << MT_EVENT_COLLECT); /* allocations alone */
   names s = {0};
   s.r = r;
   mt_calltree *t = mt_calltree_new(MT_TREE_FIRST_OCCURRENCE, 0);

@@ -654,6 +654,7 @@ static int run(int argc, char **argv) {
   mt_cli_parse(&mt_cmd_hotspots, argc, argv, &spec);
 
   mt_reader *r = mt_cli_open(path);
+  mt_reader_skip(r, 1u << MT_EVENT_PROMOTE | 1u << MT_EVENT_COLLECT); /* allocations alone */
   state s = {0};
   s.r = r;
   if (hh_init(&s.hh) != 0) die_nomem();
