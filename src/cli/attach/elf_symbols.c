@@ -59,7 +59,7 @@ out:
   return found == n ? 0 : -1;
 }
 
-int mt_maps_each(pid_t pid, mt_maps_fn fn, void *ctx) {
+int mt_maps_each_any(pid_t pid, mt_maps_fn fn, void *ctx) {
   char maps[64], line[4096 + 256];
   snprintf(maps, sizeof maps, "/proc/%d/maps", (int)pid);
   FILE *f = fopen(maps, "r");
@@ -74,10 +74,26 @@ int mt_maps_each(pid_t pid, mt_maps_fn fn, void *ctx) {
       continue;
     char *path = line + name_at;
     path[strcspn(path, "\n")] = 0;
-    if (path[0] == '/') rc = fn(ctx, lo, hi, perms, off, path);
+    rc = fn(ctx, lo, hi, perms, off, path);
   }
   fclose(f);
   return rc;
+}
+
+typedef struct file_maps {
+  mt_maps_fn fn;
+  void *ctx;
+} file_maps;
+
+static int file_only(void *ctx, uint64_t lo, uint64_t hi, const char *perms, uint64_t off,
+                     const char *path) {
+  const file_maps *m = ctx;
+  return path[0] == '/' ? m->fn(m->ctx, lo, hi, perms, off, path) : 0;
+}
+
+int mt_maps_each(pid_t pid, mt_maps_fn fn, void *ctx) {
+  file_maps m = {fn, ctx};
+  return mt_maps_each_any(pid, file_only, &m);
 }
 
 typedef struct object_query {

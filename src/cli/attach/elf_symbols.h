@@ -20,6 +20,9 @@ int mt_elf_dynsyms(const char *path, const char *const *names, size_t n, uint64_
 typedef int (*mt_maps_fn)(void *ctx, uint64_t lo, uint64_t hi, const char *perms, uint64_t off,
                           const char *path);
 int mt_maps_each(pid_t pid, mt_maps_fn fn, void *ctx);
+/* The same for every mapping: path is then also "" (anonymous memory) or
+ * the kernel's name in brackets ("[stack]", "[heap]", "[vdso]"). */
+int mt_maps_each_any(pid_t pid, mt_maps_fn fn, void *ctx);
 
 /* The first mapping of process pid whose file's name is `base` (the last
  * component, as "libc.so.6") or whose path is `base`, at file offset 0:

@@ -126,23 +126,26 @@ static int waits_outside(pid_t pid, long nr, const struct user_regs_struct *r) {
   }
 }
 
+typedef struct stack_query {
+  uint64_t sp;
+  int room;
+} stack_query;
+
+static int stack_room_in(void *ctx, uint64_t lo, uint64_t hi, const char *perms, uint64_t off,
+                         const char *path) {
+  (void)perms, (void)off;
+  stack_query *q = ctx;
+  if (q->sp < lo || q->sp >= hi) return 0;
+  q->room = strcmp(path, "[stack]") == 0 || q->sp - lo >= MT_SAFE_POINT_STACK;
+  return 1;
+}
+
 /* Whether the stack at sp has room for the calls: MT_SAFE_POINT_STACK
  * bytes below sp in its mapping, or it is the main thread's, which grows
  * (to its limit: not checked). */
 static int stack_has_room(pid_t pid, uint64_t sp) {
-  char path[64], line[512];
-  snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return 0;
-  int room = 0;
-  while (fgets(line, sizeof line, f)) {
-    unsigned long long lo, hi;
-    if (sscanf(line, "%llx-%llx", &lo, &hi) != 2 || sp < lo || sp >= hi) continue;
-    room = strstr(line, "[stack]") != NULL || sp - lo >= MT_SAFE_POINT_STACK;
-    break;
-  }
-  fclose(f);
-  return room;
+  stack_query q = {sp, 0};
+  return mt_maps_each_any(pid, stack_room_in, &q) == 1 && q.room;
 }
 
 int mt_safe_point(const mt_safe_points *sp, const struct user_regs_struct *r) {
