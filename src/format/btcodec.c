@@ -144,8 +144,7 @@ static int decode_into(mt__bt_decoder *d, mt__rd *r, size_t nencoded,
                        uint64_t **buf, size_t *cap, size_t pos, size_t *out_len) {
   uint32_t pred = 0;
   /* The common case: no codeword needs a check (mt__bt_expand). */
-  if (nencoded <= MT__BT_EXPAND_MAX && (size_t)(r->end - r->p) >= nencoded * 10 &&
-      reserve(buf, cap, pos + nencoded * 256) == 0) {
+  if (mt__bt_expand_fits(r, nencoded) && reserve(buf, cap, pos + nencoded * 256) == 0) {
     *out_len = mt__bt_expand(d, &r->p, nencoded, *buf, pos);
     return MT__BT_OK;
   }

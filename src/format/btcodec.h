@@ -84,6 +84,12 @@ int mt__bt_decode(mt__bt_decoder *d, mt__rd *r, size_t nencoded,
  * the longest expansion (256 frames each). */
 #define MT__BT_EXPAND_MAX 32
 
+/* Whether mt__bt_expand may take r's next n codewords: few enough, and
+ * the longest encoding of them in r (the output's room is the caller's). */
+static inline int mt__bt_expand_fits(const mt__rd *r, size_t n) {
+  return n <= MT__BT_EXPAND_MAX && (size_t)(r->end - r->p) >= n * 10;
+}
+
 /* Expands n codewords at *p into b[pos..) with no bounds checked (the
  * caller checked them, as MT__BT_EXPAND_MAX says), updating the cache;
  * advances *p and returns the new pos. */
@@ -120,8 +126,7 @@ static inline size_t mt__bt_expand(mt__bt_decoder *d, const uint8_t **p, size_t 
  * when it decoded, 0 when mt__bt_decode must (nothing was read). */
 static inline int mt__bt_decode_fast(mt__bt_decoder *d, mt__rd *r, size_t nencoded,
                                      uint64_t common) {
-  if (common > d->len || nencoded > MT__BT_EXPAND_MAX ||
-      (size_t)(r->end - r->p) < nencoded * 10 || d->cap < common + nencoded * 256)
+  if (common > d->len || !mt__bt_expand_fits(r, nencoded) || d->cap < common + nencoded * 256)
     return 0;
   d->len = mt__bt_expand(d, &r->p, nencoded, d->bt, (size_t)common);
   return 1;
