@@ -322,6 +322,23 @@ int mt__scan(const mt__query *q, size_t from, size_t to, mt__visit_fn fn, void *
  * sequential read of the backtrace log). Returns the first non-zero visit
  * result, else 0; -1 when out of memory. */
 int mt__scan_codes(const mt__query *q, mt__visit_fn fn, void *ctx);
+/* Backtraces by id, for a pass that asks for them mostly in increasing
+ * order (objects' backtraces first appear in id order): the log read
+ * once, sequentially; an older one replayed from its checkpoint. */
+typedef struct mt__bt_cursor {
+  const mt_analysis *a;
+  const uint8_t *p; /* the next record */
+  size_t next;      /* its backtrace id */
+  uint32_t *cur;    /* the codes of backtrace next - 1 */
+  size_t cur_n, cap;
+  uint32_t *old; /* the last older one replayed */
+  size_t old_cap;
+} mt__bt_cursor;
+void mt__bt_cursor_init(mt__bt_cursor *c, const mt_analysis *a);
+void mt__bt_cursor_free(mt__bt_cursor *c);
+/* Backtrace b's codes (outermost first), *n of them, valid until the next
+ * call; NULL when out of memory. */
+const uint32_t *mt__bt_cursor_get(mt__bt_cursor *c, uint32_t b, size_t *n);
 /* Runs fn(arg[0]) and fn(arg[1]), on two threads when `threaded` and a
  * thread can be started, else one after the other. */
 void mt__run_pair(void (*fn)(void *), void *arg0, void *arg1, int threaded);

@@ -8,7 +8,7 @@
 
 #include "analysis_internal.h"
 
-static uint64_t read_uint(const uint8_t **p) {
+static uint64_t read_uint_slow(const uint8_t **p) {
   uint64_t v = 0;
   for (int shift = 0;; shift += 7) {
     uint8_t b = *(*p)++;
@@ -17,18 +17,37 @@ static uint64_t read_uint(const uint8_t **p) {
   }
 }
 
+/* Code ids and lengths mostly take one or two bytes: those without a loop. */
+static inline uint64_t read_uint(const uint8_t **p) {
+  const uint8_t *q = *p;
+  if (q[0] < 0x80) {
+    *p = q + 1;
+    return q[0];
+  }
+  if (q[1] < 0x80) {
+    *p = q + 2;
+    return (uint64_t)(q[0] & 0x7f) | (uint64_t)q[1] << 7;
+  }
+  return read_uint_slow(p);
+}
+
 /* Decodes one log record after `cur` (the previous backtrace's codes) into
- * cur; returns its shared prefix length, its total length in *n. */
+ * cur; returns its shared prefix length, its total length in *n. The
+ * position is kept in a local: through *p, each varint's load would wait
+ * for the store of the last one's end. */
 static size_t read_record(const uint8_t **p, uint32_t **cur, size_t *cap, size_t *n) {
-  size_t shared = (size_t)read_uint(p), fresh = (size_t)read_uint(p);
+  const uint8_t *q = *p;
+  size_t shared = (size_t)read_uint(&q), fresh = (size_t)read_uint(&q);
   if (shared + fresh > *cap) {
     size_t nc = (shared + fresh) * 2;
-    uint32_t *q = realloc(*cur, nc * sizeof *q);
-    if (!q) return SIZE_MAX;
-    *cur = q;
+    uint32_t *c = realloc(*cur, nc * sizeof *c);
+    if (!c) return SIZE_MAX;
+    *cur = c;
     *cap = nc;
   }
-  for (size_t k = 0; k < fresh; k++) (*cur)[shared + k] = (uint32_t)read_uint(p);
+  uint32_t *out = *cur + shared;
+  for (size_t k = 0; k < fresh; k++) out[k] = (uint32_t)read_uint(&q);
+  *p = q;
   *n = shared + fresh;
   return shared;
 }
@@ -71,45 +90,53 @@ size_t mt__bt_codes_grow(const mt_analysis *a, uint32_t bt, uint32_t **buf, size
   }
 }
 
-int mt__scan_codes(const mt__query *q, mt__visit_fn fn, void *ctx) {
-  const mt_analysis *a = q->a;
+void mt__bt_cursor_init(mt__bt_cursor *c, const mt_analysis *a) {
+  memset(c, 0, sizeof *c);
+  c->a = a;
+  c->p = a->log;
+}
+
+void mt__bt_cursor_free(mt__bt_cursor *c) {
+  free(c->cur);
+  free(c->old);
+  memset(c, 0, sizeof *c);
+}
+
+const uint32_t *mt__bt_cursor_get(mt__bt_cursor *c, uint32_t b, size_t *n) {
+  const mt_analysis *a = c->a;
+  if (a->bt_flat) {
+    *n = a->bt_off[b + 1] - a->bt_off[b];
+    return a->bt_flat + a->bt_off[b];
+  }
   /* Backtraces first appear in id order: a new one is the log's next
    * record (decoded sequentially into cur); a repeat of an older one is
-   * looked up (expanded, or replayed from its checkpoint into old). */
-  uint32_t *cur = NULL, *old = NULL;
-  size_t cap = 0, old_cap = 0, cur_n = 0, next = 0;
-  const uint8_t *p = a->log;
+   * replayed from its checkpoint into old. */
+  while (c->next <= b) {
+    if (read_record(&c->p, &c->cur, &c->cap, &c->cur_n) == SIZE_MAX) return NULL;
+    c->next++;
+  }
+  if (b + 1 == c->next) {
+    *n = c->cur_n;
+    return c->cur;
+  }
+  size_t len = mt__bt_codes_grow(a, b, &c->old, &c->old_cap);
+  if (len == SIZE_MAX) return NULL;
+  *n = len;
+  return c->old;
+}
+
+int mt__scan_codes(const mt__query *q, mt__visit_fn fn, void *ctx) {
+  mt__bt_cursor c;
+  mt__bt_cursor_init(&c, q->a);
   int rc = 0;
   for (size_t i = q->lo; i < q->hi && rc == 0; i++) {
-    uint32_t b = a->bt[i];
-    while (next <= b) { /* the log is read in order even past skipped objects */
-      if (read_record(&p, &cur, &cap, &cur_n) == SIZE_MAX) goto nomem;
-      next++;
-    }
-    if (!mt__query_object(q, i)) continue; /* before any lookup of an old one */
-    if (a->bt_flat) {
-      rc = fn(ctx, i, a->bt_flat + a->bt_off[b], a->bt_off[b + 1] - a->bt_off[b]);
-    } else if (b + 1 == next) {
-      rc = fn(ctx, i, cur, cur_n);
-    } else {
-      size_t n = mt__bt_codes(a, b, old, old_cap);
-      if (n > old_cap) {
-        old_cap = n * 2;
-        uint32_t *q = realloc(old, old_cap * sizeof *q);
-        if (!q) goto nomem;
-        old = q;
-        n = mt__bt_codes(a, b, old, old_cap);
-      }
-      rc = fn(ctx, i, old, n);
-    }
+    if (!mt__query_object(q, i)) continue;
+    size_t n;
+    const uint32_t *codes = mt__bt_cursor_get(&c, q->a->bt[i], &n);
+    rc = codes ? fn(ctx, i, codes, n) : -1;
   }
-  free(cur);
-  free(old);
+  mt__bt_cursor_free(&c);
   return rc;
-nomem:
-  free(cur);
-  free(old);
-  return -1;
 }
 
 int mt_analysis_each_distinct_backtrace(const mt_analysis *a, mt_backtrace_fn fn, void *ctx) {

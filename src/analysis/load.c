@@ -26,21 +26,21 @@ int mt__grow_objects(mt_analysis *a, size_t need) {
   if (need <= a->obj_cap) return 0;
   size_t nc = a->obj_cap ? a->obj_cap * 2 : 65536;
   if (nc < need) nc = need;
-  uint32_t *at = realloc(a->alloc_t, nc * sizeof *at);
+  uint32_t *at = mt__realloc_big(a->alloc_t, nc * sizeof *at);
   if (at) a->alloc_t = at;
-  uint32_t *ft = realloc(a->free_t, nc * sizeof *ft);
+  uint32_t *ft = mt__realloc_big(a->free_t, nc * sizeof *ft);
   if (ft) a->free_t = ft;
-  uint32_t *st = realloc(a->bt, nc * sizeof *st);
+  uint32_t *st = mt__realloc_big(a->bt, nc * sizeof *st);
   if (st) a->bt = st;
-  uint16_t *ns = realloc(a->nsamples, nc * sizeof *ns);
+  uint16_t *ns = mt__realloc_big(a->nsamples, nc * sizeof *ns);
   if (ns) a->nsamples = ns;
-  uint32_t *ln = realloc(a->length, nc * sizeof *ln);
+  uint32_t *ln = mt__realloc_big(a->length, nc * sizeof *ln);
   if (ln) a->length = ln;
-  uint8_t *so = realloc(a->source, nc * sizeof *so);
+  uint8_t *so = mt__realloc_big(a->source, nc * sizeof *so);
   if (so) a->source = so;
   if (!at || !ft || !st || !ns || !ln || !so) return -1;
   if (a->ntraces > 1) {
-    uint16_t *tr = realloc(a->trace_of, nc * sizeof *tr);
+    uint16_t *tr = mt__realloc_big(a->trace_of, nc * sizeof *tr);
     if (!tr) return -1;
     a->trace_of = tr;
   }

@@ -121,7 +121,7 @@ mt_analysis *mt__analysis_new(void);
 /* Grows an array of `size`-byte elements to hold at least `need` (the
  * loading pass's tables: 1024 at first, then doubling). 0, or -1. */
 static inline int mt__load_grow(void **p, size_t *cap, size_t need, size_t size) {
-  return mt__grow(p, cap, need, size, 1024);
+  return mt__grow_big(p, cap, need, size, 1024);
 }
 
 /* Room for `need` objects in every column of a; 0, or -1. */

@@ -24,22 +24,20 @@ typedef struct prof {
   int merge;
   mt_profile_fn fn;
   void *ctx;
+  double scale; /* bytes a sample stands for */
   acc cur;
-  /* runs: the run's backtrace id and codes */
-  uint32_t run_bt;
-  int in_run;
-  uint32_t *codes;
-  size_t ncodes, codes_cap;
   /* counting sort: objects by backtrace id */
   uint32_t *start, *order;
   int rc;
 } prof;
 
+/* llround(v) for a finite estimate (v >= 0, or NaN), clamped: without the
+ * call, as every sample rounds four. v - trunc(v) is exact. */
 static int64_t round_est(double v) {
-  /* Estimates are finite and non-negative; clamp rather than overflow. */
   if (!(v > 0)) return 0;
   if (v >= 9.2e18) return INT64_MAX;
-  return (int64_t)llround(v);
+  int64_t r = (int64_t)v;
+  return v - (double)r >= 0.5 ? r + 1 : r;
 }
 
 static void add(prof *p, size_t i) {
@@ -54,7 +52,7 @@ static void add(prof *p, size_t i) {
  * samples scaled (mt_sampling_objects and _bytes, without their
  * intervals). */
 static int emit(prof *p, const uint32_t *codes, size_t n) {
-  double scale = p->a->word_bytes / p->a->info.sample_rate;
+  double scale = p->scale;
   for (int k = 0; k < (p->merge ? 1 : 3); k++) {
     mt_tally *al = &p->cur.alloc[k], *in = &p->cur.inuse[k];
     if (!al->objects) continue; /* nor in its inuse: a source not met is empty */
@@ -70,27 +68,34 @@ static int emit(prof *p, const uint32_t *codes, size_t n) {
 
 /* ---- runs ---- */
 
-static int run_visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
-  prof *p = ctx;
-  uint32_t bt = p->a->bt[i];
-  if (p->in_run && bt != p->run_bt && emit(p, p->codes, p->ncodes)) return 1;
-  if (!p->in_run || bt != p->run_bt) {
-    if (mt__grow((void **)&p->codes, &p->codes_cap, n, sizeof *p->codes, 64)) {
-      p->rc = MT_ERR_NOMEM;
-      return 1;
-    }
-    if (n) memcpy(p->codes, codes, n * sizeof *codes);
-    p->ncodes = n;
-    p->run_bt = bt;
-    p->in_run = 1;
-  }
-  add(p, i);
-  return 0;
-}
-
+/* A sample per run of passing objects of one backtrace (objects not
+ * passing, between them, do not end it), its codes taken when it ends. */
 static void by_runs(prof *p) {
-  if (mt__scan_codes(&p->qa, run_visit, p) < 0 && !p->rc) p->rc = MT_ERR_NOMEM;
-  if (p->in_run && !p->rc) emit(p, p->codes, p->ncodes);
+  const mt_analysis *a = p->a;
+  mt__bt_cursor c;
+  mt__bt_cursor_init(&c, a);
+  uint32_t run_bt = 0;
+  int in_run = 0;
+  for (size_t i = p->qa.lo; i < p->qa.hi && !p->rc; i++) {
+    if (!mt__query_object(&p->qa, i)) continue;
+    uint32_t bt = a->bt[i];
+    if (in_run && bt != run_bt) {
+      size_t n;
+      const uint32_t *codes = mt__bt_cursor_get(&c, run_bt, &n);
+      if (!codes) p->rc = MT_ERR_NOMEM;
+      else emit(p, codes, n);
+    }
+    run_bt = bt;
+    in_run = 1;
+    add(p, i);
+  }
+  if (in_run && !p->rc) {
+    size_t n;
+    const uint32_t *codes = mt__bt_cursor_get(&c, run_bt, &n);
+    if (!codes) p->rc = MT_ERR_NOMEM;
+    else emit(p, codes, n);
+  }
+  mt__bt_cursor_free(&c);
 }
 
 /* ---- objects sorted by backtrace ---- */
@@ -166,6 +171,7 @@ int mt_profile(const mt_analysis *a, const mt_filter *f, int merge, mt_profile_i
   p.merge = merge;
   p.fn = fn;
   p.ctx = ctx;
+  p.scale = a->word_bytes / a->info.sample_rate;
   int qrc = mt__query_init(&p.qa, a, &fa);
   if (qrc != MT_OK) return qrc;
   if ((qrc = mt__query_init(&p.qi, a, &fi)) != MT_OK) {
@@ -176,7 +182,6 @@ int mt_profile(const mt_analysis *a, const mt_filter *f, int merge, mt_profile_i
   else by_runs(&p);
   mt__query_free(&p.qa);
   mt__query_free(&p.qi);
-  free(p.codes);
   free(p.start);
   free(p.order);
   return p.rc;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 void mt__u64map_free(mt__u64map *m) {
   free(m->keys);
@@ -136,6 +137,24 @@ void *mt__table_alloc(size_t bytes) {
   void *p = aligned_alloc(huge, whole);
 #ifdef MADV_HUGEPAGE
   if (p) (void)madvise(p, whole, MADV_HUGEPAGE); /* advice only: refused, it stays small pages */
+#endif
+  return p;
+}
+
+void *mt__realloc_big(void *old, size_t bytes) {
+  void *p = realloc(old, bytes);
+#ifdef MADV_HUGEPAGE
+  const size_t huge = (size_t)2 << 20;
+  if (p && bytes >= 2 * huge) {
+    long ps = sysconf(_SC_PAGESIZE);
+    uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096;
+    /* every page it touches: a block this large is a mapping of its own,
+     * which a partial advice would split in two, and realloc then copies
+     * it rather than moving the pages (mremap takes one mapping) */
+    uintptr_t from = (uintptr_t)p & ~(page - 1);
+    uintptr_t to = ((uintptr_t)p + bytes + page - 1) & ~(page - 1);
+    (void)madvise((void *)from, to - from, MADV_HUGEPAGE);
+  }
 #endif
   return p;
 }

@@ -143,9 +143,12 @@ struct pprof {
   /* The last sample's stack (outermost first), its location ids' encoding
    * (leaf first) and, for each d, the bytes of its d outermost frames: a
    * sample mostly shares its outer frames with the previous one, whose
-   * encoding ends with theirs. */
+   * encoding ends with theirs. The encoding ends at the end of ids (of
+   * ids_cap bytes), so that the next one's new frames are written in
+   * front of the shared ones, where they are. */
   uint32_t *last_stack;
-  uint8_t *last_ids;
+  uint8_t *ids;
+  size_t ids_cap;
   uint32_t *last_outer; /* n + 1 entries */
   size_t last_n, last_cap;
   uint64_t last_base;
@@ -206,7 +209,7 @@ void pprof_free(pprof *p) {
   pb_free(&p->sub2);
   pb_free(&p->label_bytes);
   free(p->last_stack);
-  free(p->last_ids);
+  free(p->ids);
   free(p->last_outer);
   free(p->chars);
   free(p->offs);
@@ -313,38 +316,48 @@ static pb_buf *sample_labels(pprof *p, const pprof_label *labels, size_t nlabels
   return lb;
 }
 
-/* Writes at q the location ids of stack[0..n) leaf first, and keeps them
- * as the last sample's: the frames past those it shares with the last
- * sample are encoded, the rest copied from the last encoding. Returns the
- * end, and the frames shared in *shared; NULL when out of memory. */
-static uint8_t *put_ids(pprof *p, uint8_t *q, const uint32_t *stack, size_t n, uint64_t base,
-                        size_t *shared) {
+/* Room for the ids of a stack of n frames; the last encoding kept at the
+ * end. 0, or -1 when out of memory. */
+static int ids_room(pprof *p, size_t n) {
+  if (n <= p->last_cap && p->last_outer) return 0;
+  size_t cap = n * 2 + 8;
+  uint32_t *st = realloc(p->last_stack, cap * sizeof *st);
+  if (st) p->last_stack = st;
+  uint32_t *outer = realloc(p->last_outer, (cap + 1) * sizeof *outer);
+  if (outer) p->last_outer = outer;
+  uint8_t *ids = st && outer ? malloc(cap * 10) : NULL;
+  if (!ids) return -1;
+  size_t kept = p->last_outer && p->last_n ? p->last_outer[p->last_n] : 0;
+  if (kept) memcpy(ids + cap * 10 - kept, p->ids + p->ids_cap - kept, kept);
+  if (!p->last_n) p->last_outer[0] = 0;
+  free(p->ids);
+  p->ids = ids;
+  p->ids_cap = cap * 10;
+  p->last_cap = cap;
+  return 0;
+}
+
+/* The location ids of stack[0..n) leaf first, kept as the last sample's:
+ * the frames past those it shares with the last sample are encoded in
+ * front of the shared ones' bytes. Returns where they start (they end at
+ * p->ids + p->ids_cap), the frames shared in *shared; NULL when out of
+ * memory. */
+static const uint8_t *put_ids(pprof *p, const uint32_t *stack, size_t n, uint64_t base,
+                              size_t *shared) {
   size_t k = 0;
   if (base == p->last_base)
     while (k < n && k < p->last_n && stack[k] == p->last_stack[k]) k++;
-  if (n > p->last_cap || !p->last_outer) {
-    size_t cap = n * 2 + 8;
-    uint32_t *st = realloc(p->last_stack, cap * sizeof *st);
-    if (st) p->last_stack = st;
-    uint8_t *ids = realloc(p->last_ids, cap * 10);
-    if (ids) p->last_ids = ids;
-    uint32_t *outer = realloc(p->last_outer, (cap + 1) * sizeof *outer);
-    if (outer) p->last_outer = outer;
-    if (!st || !ids || !outer) return NULL;
-    p->last_cap = cap;
-  }
-  uint8_t *start = q;
-  for (size_t i = n; i-- > k;) q = put_varint(q, stack[i] + base);
-  size_t novel = (size_t)(q - start), tail = k ? p->last_outer[k] : 0;
+  if (ids_room(p, n)) return NULL;
   uint32_t *outer = p->last_outer;
-  memcpy(q, p->last_ids + p->last_outer[p->last_n] - tail, tail);
-  q += tail;
-  /* the new last sample: its ids, and the outer bytes past the shared */
-  memcpy(p->last_ids, start, novel + tail);
+  uint8_t *q = p->ids + p->ids_cap - (k ? outer[k] : 0);
   outer[0] = 0;
   for (size_t d = k; d < n; d++) {
+    uint64_t v = stack[d] + base;
+    size_t len = varint_size(v);
+    q -= len;
+    put_varint(q, v);
     p->last_stack[d] = stack[d];
-    outer[d + 1] = outer[d] + (uint32_t)varint_size(stack[d] + base);
+    outer[d + 1] = outer[d] + (uint32_t)len;
   }
   p->last_n = n;
   p->last_base = base;
@@ -353,37 +366,33 @@ static uint8_t *put_ids(pprof *p, uint8_t *q, const uint32_t *stack, size_t n, u
 }
 
 /* Samples are most of a profile: each is written in one pass straight into
- * the body. The location ids go first at a fixed distance from the start,
- * leaving room for the two length prefixes before them (5 bytes each: a
- * sample is under 4 GiB), and are moved back once their length is known. */
+ * the body, its location ids copied from where put_ids encoded them. */
 size_t pprof_sample(pprof *p, const uint32_t *stack, size_t n, uint64_t id_base,
                     const int64_t *values, size_t nvalues, const pprof_label *labels,
                     size_t nlabels) {
   if (p->err) return 0;
   pb_buf *lb = sample_labels(p, labels, nlabels);
   pb_buf *b = &p->body;
-  enum { IDS_AT = 1 + 5 + 1 + 5 };
   size_t shared = 0;
-  if (lb->failed || p->sub2.failed ||
-      pb_reserve(b, IDS_AT + 10 * n + 1 + 5 + 10 * nvalues + lb->len)) {
+  const uint8_t *ids = put_ids(p, stack, n, id_base, &shared);
+  if (!ids || lb->failed || p->sub2.failed) {
     fail(p, ENOMEM);
     return 0;
   }
-  uint8_t *start = b->p + b->len, *q = put_ids(p, start + IDS_AT, stack, n, id_base, &shared);
-  if (!q) {
-    fail(p, ENOMEM);
-    return 0;
-  }
-  size_t ids_len = (size_t)(q - start - IDS_AT), val_len = 0;
+  size_t ids_len = (size_t)(p->ids + p->ids_cap - ids), val_len = 0;
   for (size_t i = 0; i < nvalues; i++) val_len += varint_size((uint64_t)values[i]);
   size_t size = (n ? 1 + varint_size(ids_len) + ids_len : 0) +
                 (nvalues ? 1 + varint_size(val_len) + val_len : 0) + lb->len;
-  q = put_varint(start, 2u << 3 | WIRE_LEN);
+  if (pb_reserve(b, 1 + 10 + size)) {
+    fail(p, ENOMEM);
+    return 0;
+  }
+  uint8_t *q = put_varint(b->p + b->len, 2u << 3 | WIRE_LEN);
   q = put_varint(q, size);
   if (n) {
     q = put_varint(q, 1u << 3 | WIRE_LEN);
     q = put_varint(q, ids_len);
-    memmove(q, start + IDS_AT, ids_len);
+    memcpy(q, ids, ids_len);
     q += ids_len;
   }
   if (nvalues) {
