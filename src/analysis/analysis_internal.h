@@ -336,9 +336,22 @@ typedef struct mt__bt_cursor {
 } mt__bt_cursor;
 void mt__bt_cursor_init(mt__bt_cursor *c, const mt_analysis *a);
 void mt__bt_cursor_free(mt__bt_cursor *c);
+/* mt__bt_cursor_get's cases past the backtrace last read. */
+const uint32_t *mt__bt_cursor_seek(mt__bt_cursor *c, uint32_t b, size_t *n);
 /* Backtrace b's codes (outermost first), *n of them, valid until the next
- * call; NULL when out of memory. */
-const uint32_t *mt__bt_cursor_get(mt__bt_cursor *c, uint32_t b, size_t *n);
+ * call; NULL when out of memory. Inline: a pass asks once per object. */
+static inline const uint32_t *mt__bt_cursor_get(mt__bt_cursor *c, uint32_t b, size_t *n) {
+  const mt_analysis *a = c->a;
+  if (a->bt_flat) {
+    *n = a->bt_off[b + 1] - a->bt_off[b];
+    return a->bt_flat + a->bt_off[b];
+  }
+  if (b + 1 == c->next) {
+    *n = c->cur_n;
+    return c->cur;
+  }
+  return mt__bt_cursor_seek(c, b, n);
+}
 /* Runs fn(arg[0]) and fn(arg[1]), on two threads when `threaded` and a
  * thread can be started, else one after the other. */
 void mt__run_pair(void (*fn)(void *), void *arg0, void *arg1, int threaded);

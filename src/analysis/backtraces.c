@@ -102,12 +102,7 @@ void mt__bt_cursor_free(mt__bt_cursor *c) {
   memset(c, 0, sizeof *c);
 }
 
-const uint32_t *mt__bt_cursor_get(mt__bt_cursor *c, uint32_t b, size_t *n) {
-  const mt_analysis *a = c->a;
-  if (a->bt_flat) {
-    *n = a->bt_off[b + 1] - a->bt_off[b];
-    return a->bt_flat + a->bt_off[b];
-  }
+const uint32_t *mt__bt_cursor_seek(mt__bt_cursor *c, uint32_t b, size_t *n) {
   /* Backtraces first appear in id order: a new one is the log's next
    * record (decoded sequentially into cur); a repeat of an older one is
    * replayed from its checkpoint into old. */
@@ -119,7 +114,7 @@ const uint32_t *mt__bt_cursor_get(mt__bt_cursor *c, uint32_t b, size_t *n) {
     *n = c->cur_n;
     return c->cur;
   }
-  size_t len = mt__bt_codes_grow(a, b, &c->old, &c->old_cap);
+  size_t len = mt__bt_codes_grow(c->a, b, &c->old, &c->old_cap);
   if (len == SIZE_MAX) return NULL;
   *n = len;
   return c->old;
