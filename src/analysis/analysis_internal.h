@@ -11,6 +11,7 @@
 
 #include "base/containers.h"
 #include "memtrace/analysis.h"
+#include "memtrace/profile.h"
 #include "memtrace/stats.h"
 
 /* The live heap's envelope: min, max and end of each of at most this many
@@ -444,6 +445,12 @@ typedef struct mt__stack_group {
 int mt__rank_stacks(const mt__query *q, int order, size_t limit, size_t budget,
                     mt__stack_group **groups, size_t *n, size_t *ngroups, mt_tally *total,
                     int *have_total);
+
+/* mt_profile, the sums of every backtrace at once (interned backtraces)
+ * when they take at most sums_max bytes, else the objects sorted by
+ * backtrace: the same samples either way (tests take both). */
+int mt__profile(const mt_analysis *a, const mt_filter *f, int merge, mt_profile_info *info,
+                mt_profile_fn fn, void *ctx, size_t sums_max);
 
 /* A backtrace's codes into a buffer grown as needed (*buf, *cap);
  * returns its length, or SIZE_MAX when out of memory. */

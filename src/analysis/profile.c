@@ -2,11 +2,12 @@
  * backtrace, in bounded memory.
  *
  * When the loader interned every backtrace, the objects passing the filter
- * are ordered by backtrace id (a counting sort: 4 bytes an object and 4 a
- * backtrace) and the backtraces read once, in id order, each with its
- * objects. When it stopped interning (a trace of nearly all distinct
- * stacks), objects share an id only with their neighbours: each run of
- * them is a sample, and nothing is kept beside the analysis. */
+ * are summed by backtrace in one pass (or, when the backtraces are too
+ * many for a sum each, ordered by backtrace id: a counting sort, 4 bytes
+ * an object and 4 a backtrace) and the backtraces read once, in id order.
+ * When it stopped interning (a trace of nearly all distinct stacks),
+ * objects share an id only with their neighbours: each run of them is a
+ * sample, and nothing is kept beside the analysis. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@ typedef struct prof {
   void *ctx;
   double scale; /* bytes a sample stands for */
   acc cur;
+  size_t sums_max; /* bytes the sums by backtrace may take */
+  acc *sums;       /* per backtrace, or NULL */
   /* counting sort: objects by backtrace id */
   uint32_t *start, *order;
   int rc;
@@ -40,21 +43,22 @@ static int64_t round_est(double v) {
   return v - (double)r >= 0.5 ? r + 1 : r;
 }
 
-static void add(prof *p, size_t i) {
+/* Object i into the sums of its sample. */
+static void add(const prof *p, acc *into, size_t i) {
   int s = p->merge ? 0 : p->a->source[i] & 3;
-  mt__tally_object(p->a, i, &p->cur.alloc[s]);
-  if (mt__query_object(&p->qi, i)) mt__tally_object(p->a, i, &p->cur.inuse[s]);
+  mt__tally_object(p->a, i, &into->alloc[s]);
+  if (mt__query_object(&p->qi, i)) mt__tally_object(p->a, i, &into->inuse[s]);
 }
 
-/* The samples of the objects gathered in cur, then cur emptied: only the
- * sources the run met, most runs meeting one. The point
+/* The samples of the objects gathered in `from`, then `from` emptied: only
+ * the sources met, most samples meeting one. The point
  * estimates alone: objects are the Horvitz-Thompson count, bytes the
  * samples scaled (mt_sampling_objects and _bytes, without their
  * intervals). */
-static int emit(prof *p, const uint32_t *codes, size_t n) {
+static int emit(prof *p, acc *from, const uint32_t *codes, size_t n) {
   double scale = p->scale;
   for (int k = 0; k < (p->merge ? 1 : 3); k++) {
-    mt_tally *al = &p->cur.alloc[k], *in = &p->cur.inuse[k];
+    mt_tally *al = &from->alloc[k], *in = &from->inuse[k];
     if (!al->objects) continue; /* nor in its inuse: a source not met is empty */
     int64_t v[MT_PROFILE_VALUES] = {round_est(mt_tally_ht(al)), round_est((double)al->samples * scale),
                                     in->objects ? round_est(mt_tally_ht(in)) : 0,
@@ -83,22 +87,46 @@ static void by_runs(prof *p) {
       size_t n;
       const uint32_t *codes = mt__bt_cursor_get(&c, run_bt, &n);
       if (!codes) p->rc = MT_ERR_NOMEM;
-      else emit(p, codes, n);
+      else emit(p, &p->cur, codes, n);
     }
     run_bt = bt;
     in_run = 1;
-    add(p, i);
+    add(p, &p->cur, i);
   }
   if (in_run && !p->rc) {
     size_t n;
     const uint32_t *codes = mt__bt_cursor_get(&c, run_bt, &n);
     if (!codes) p->rc = MT_ERR_NOMEM;
-    else emit(p, codes, n);
+    else emit(p, &p->cur, codes, n);
   }
   mt__bt_cursor_free(&c);
 }
 
-/* ---- objects sorted by backtrace ---- */
+/* ---- by backtrace ---- */
+
+/* The sums of every backtrace at once, when they take at most this much:
+ * one pass over the objects in their order. Past it (a trace of that many
+ * distinct stacks), the objects are sorted by backtrace instead, at 4
+ * bytes an object; reading their columns in that order costs a cache miss
+ * an object. */
+#define SUMS_MAX ((size_t)64 << 20)
+
+static int sums_visit(void *ctx, size_t bt, const uint32_t *codes, size_t n) {
+  prof *p = ctx;
+  return emit(p, &p->sums[bt], codes, n); /* nothing for a backtrace with no object */
+}
+
+static void by_backtrace_sums(prof *p) {
+  const mt_analysis *a = p->a;
+  if (!(p->sums = calloc(a->nbt + 1, sizeof *p->sums))) {
+    p->rc = MT_ERR_NOMEM;
+    return;
+  }
+  for (size_t i = p->qa.lo; i < p->qa.hi; i++)
+    if (mt__query_object(&p->qa, i)) add(p, &p->sums[a->bt[i]], i);
+  int rc = mt_analysis_each_distinct_backtrace(a, sums_visit, p);
+  if (rc && !p->rc) p->rc = rc;
+}
 
 static int count_visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
   (void)codes;
@@ -116,17 +144,23 @@ static int place_visit(void *ctx, size_t i, const uint32_t *codes, size_t n) {
   return 0;
 }
 
-static int bt_visit(void *ctx, size_t bt, const uint32_t *codes, size_t n) {
+static int sorted_visit(void *ctx, size_t bt, const uint32_t *codes, size_t n) {
   prof *p = ctx;
   /* after placing, start[bt] is where bt + 1's objects begin */
   uint32_t from = bt ? p->start[bt - 1] : 0, to = p->start[bt];
   if (from == to) return 0;
-  for (uint32_t k = from; k < to; k++) add(p, p->order[k]);
-  return emit(p, codes, n);
+  for (uint32_t k = from; k < to; k++) add(p, &p->cur, p->order[k]);
+  return emit(p, &p->cur, codes, n);
 }
 
+/* A sample per backtrace, in id order: the objects of each are added in
+ * their order either way, so the sums are the same to the bit. */
 static void by_backtrace(prof *p) {
   const mt_analysis *a = p->a;
+  if (a->nbt <= p->sums_max / sizeof(acc)) {
+    by_backtrace_sums(p);
+    return;
+  }
   p->start = calloc(a->nbt + 2, sizeof *p->start);
   if (!p->start) {
     p->rc = MT_ERR_NOMEM;
@@ -140,12 +174,17 @@ static void by_backtrace(prof *p) {
     return;
   }
   mt__scan(&p->qa, 0, a->nobj, place_visit, p);
-  int rc = mt_analysis_each_distinct_backtrace(a, bt_visit, p);
+  int rc = mt_analysis_each_distinct_backtrace(a, sorted_visit, p);
   if (rc && !p->rc) p->rc = rc;
 }
 
 int mt_profile(const mt_analysis *a, const mt_filter *f, int merge, mt_profile_info *info,
                mt_profile_fn fn, void *ctx) {
+  return mt__profile(a, f, merge, info, fn, ctx, SUMS_MAX);
+}
+
+int mt__profile(const mt_analysis *a, const mt_filter *f, int merge, mt_profile_info *info,
+                mt_profile_fn fn, void *ctx, size_t sums_max) {
   /* alloc_* counts every object the filter keeps (up to the snapshot);
    * inuse_* those of them alive at the snapshot */
   mt_filter fa = *f, fi = *f;
@@ -172,6 +211,7 @@ int mt_profile(const mt_analysis *a, const mt_filter *f, int merge, mt_profile_i
   p.fn = fn;
   p.ctx = ctx;
   p.scale = a->word_bytes / a->info.sample_rate;
+  p.sums_max = sums_max;
   int qrc = mt__query_init(&p.qa, a, &fa);
   if (qrc != MT_OK) return qrc;
   if ((qrc = mt__query_init(&p.qi, a, &fi)) != MT_OK) {
@@ -182,6 +222,7 @@ int mt_profile(const mt_analysis *a, const mt_filter *f, int merge, mt_profile_i
   else by_runs(&p);
   mt__query_free(&p.qa);
   mt__query_free(&p.qi);
+  free(p.sums);
   free(p.start);
   free(p.order);
   return p.rc;

@@ -566,6 +566,64 @@ static void test_profile(void **state) {
   mt_analysis_free(a);
 }
 
+/* Every sample of a profile, in order: a digest of its codes, source and
+ * values. */
+typedef struct sample_digest {
+  size_t n;
+  uint64_t h;
+} sample_digest;
+
+static uint64_t digest_step(uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001b3ull; }
+
+static int on_sample_digest(void *ctx, const uint32_t *codes, size_t n, int source,
+                            const int64_t v[MT_PROFILE_VALUES]) {
+  sample_digest *d = ctx;
+  d->n++;
+  d->h = digest_step(d->h, n);
+  for (size_t i = 0; i < n; i++) d->h = digest_step(d->h, codes[i]);
+  d->h = digest_step(d->h, (uint64_t)(source + 1));
+  for (int k = 0; k < MT_PROFILE_VALUES; k++) d->h = digest_step(d->h, (uint64_t)v[k]);
+  return 0;
+}
+
+/* Random traces of interned backtraces: the profile's samples are the same
+ * whether made from sums by backtrace or from the objects sorted by
+ * backtrace, under filters and with sources apart or merged. */
+static void test_profile_ways_agree(void **state) {
+  (void)state;
+  uint64_t codes[] = {0x10, 0x20, 0x30, 0x31, 0x40, 0x50, 0x99, 0x98};
+  srand(11);
+  for (int round = 0; round < 4; round++) {
+    mt_writer *w = open_trace(0.01, resolve);
+    for (int i = 0; i < 3000; i++) {
+      uint64_t bt[8];
+      size_t n = (size_t)(rand() % 7);
+      for (size_t k = 0; k < n; k++) bt[k] = codes[rand() % 8];
+      uint64_t id = alloc(w, (uint64_t)i, 1 + (uint64_t)(rand() % 50),
+                          (mt_source)(rand() % 3), bt, n);
+      if (rand() % 3 == 0) mt_writer_collect(w, T0 + (uint64_t)i + (uint64_t)(rand() % 500), 0, id);
+    }
+    mt_analysis *a = close_and_load(w);
+    assert_true(a->bt_distinct);
+    for (int kind = 0; kind < 4; kind++) {
+      mt_filter f = all();
+      if (kind == 1) f.live = MT_LIVE_AT_PEAK;
+      if (kind == 2) f.size_min = 80, f.size_max = 240;
+      if (kind == 3) f.sources = 1u << MT_SOURCE_MAJOR | 1u << MT_SOURCE_EXTERNAL;
+      for (int merge = 0; merge < 2; merge++) {
+        mt_profile_info pi;
+        sample_digest sums = {0, 0}, sorted = {0, 0};
+        assert_int_equal(mt_profile(a, &f, merge, &pi, on_sample_digest, &sums), MT_OK);
+        assert_int_equal(mt__profile(a, &f, merge, &pi, on_sample_digest, &sorted, 0), MT_OK);
+        assert_true(sums.n > 0);
+        assert_int_equal(sums.n, sorted.n);
+        assert_true(sums.h == sorted.h);
+      }
+    }
+    mt_analysis_free(a);
+  }
+}
+
 /* Random traces: rankings by stack agree whether from one pass, from
  * passes over slices of the fingerprints, or from the analysis' index. */
 static int same_rows(const mt_ranking *x, const mt_ranking *y) {
@@ -626,7 +684,8 @@ int main(void) {
       cmocka_unit_test(test_leaks),      cmocka_unit_test(test_callers),
       cmocka_unit_test(test_diff),       cmocka_unit_test(test_calltree),
       cmocka_unit_test(test_cursor),     cmocka_unit_test(test_cursor_model),     cmocka_unit_test(test_stats),
-      cmocka_unit_test(test_profile),    cmocka_unit_test(test_rank_ways_agree),
+      cmocka_unit_test(test_profile),    cmocka_unit_test(test_profile_ways_agree),
+      cmocka_unit_test(test_rank_ways_agree),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
