@@ -14,8 +14,10 @@
  * time the filter's `live` condition names (a time, the peak): then, as in
  * a heap profile taken at that time, alloc_* count only the allocations
  * made up to it. The other conditions of the filter choose the objects
- * counted. Samples come in bounded memory, one backtrace at a time; a
- * backtrace may come as more than one sample (pprof adds them up).
+ * counted. Samples come in bounded memory, one backtrace at a time (beside
+ * the analysis: a sum per distinct backtrace up to 64 MiB of them, else 4
+ * bytes an object); a backtrace may come as more than one sample (pprof
+ * adds them up).
  */
 #ifndef MEMTRACE_PROFILE_H
 #define MEMTRACE_PROFILE_H
