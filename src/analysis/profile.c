@@ -72,6 +72,15 @@ static int emit(prof *p, acc *from, const uint32_t *codes, size_t n) {
 
 /* ---- runs ---- */
 
+/* The samples of the run of backtrace bt gathered in cur, its codes read
+ * through c. */
+static void emit_run(prof *p, mt__bt_cursor *c, uint32_t bt) {
+  size_t n;
+  const uint32_t *codes = mt__bt_cursor_get(c, bt, &n);
+  if (!codes) p->rc = MT_ERR_NOMEM;
+  else emit(p, &p->cur, codes, n);
+}
+
 /* A sample per run of passing objects of one backtrace (objects not
  * passing, between them, do not end it), its codes taken when it ends. */
 static void by_runs(prof *p) {
@@ -83,22 +92,12 @@ static void by_runs(prof *p) {
   for (size_t i = p->qa.lo; i < p->qa.hi && !p->rc; i++) {
     if (!mt__query_object(&p->qa, i)) continue;
     uint32_t bt = a->bt[i];
-    if (in_run && bt != run_bt) {
-      size_t n;
-      const uint32_t *codes = mt__bt_cursor_get(&c, run_bt, &n);
-      if (!codes) p->rc = MT_ERR_NOMEM;
-      else emit(p, &p->cur, codes, n);
-    }
+    if (in_run && bt != run_bt) emit_run(p, &c, run_bt);
     run_bt = bt;
     in_run = 1;
     add(p, &p->cur, i);
   }
-  if (in_run && !p->rc) {
-    size_t n;
-    const uint32_t *codes = mt__bt_cursor_get(&c, run_bt, &n);
-    if (!codes) p->rc = MT_ERR_NOMEM;
-    else emit(p, &p->cur, codes, n);
-  }
+  if (in_run && !p->rc) emit_run(p, &c, run_bt);
   mt__bt_cursor_free(&c);
 }
 

@@ -130,8 +130,11 @@ const char *mt__strtab_intern(mt__strtab *t, const char *s, size_t len) {
   return copy;
 }
 
+/* A transparent huge page's size (x86-64, arm64 with 4 KiB pages). */
+#define HUGE_PAGE ((size_t)2 << 20)
+
 void *mt__table_alloc(size_t bytes) {
-  const size_t huge = (size_t)2 << 20;
+  const size_t huge = HUGE_PAGE;
   if (bytes < huge) return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
   size_t whole = (bytes + huge - 1) & ~(huge - 1); /* aligned_alloc wants a multiple */
   void *p = aligned_alloc(huge, whole);
@@ -144,8 +147,7 @@ void *mt__table_alloc(size_t bytes) {
 void *mt__realloc_big(void *old, size_t bytes) {
   void *p = realloc(old, bytes);
 #ifdef MADV_HUGEPAGE
-  const size_t huge = (size_t)2 << 20;
-  if (p && bytes >= 2 * huge) {
+  if (p && bytes >= 2 * HUGE_PAGE) {
     long ps = sysconf(_SC_PAGESIZE);
     uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096;
     /* every page it touches: a block this large is a mapping of its own,

@@ -39,16 +39,20 @@ static inline uint32_t mt__u64map_intern(mt__u64map *m, uint64_t key, uint32_t v
  * in order then takes a page fault per 2 MiB rather than per 4 KiB. */
 void *mt__realloc_big(void *old, size_t bytes);
 
-/* The capacity, doubled from *cap (or `first`) up to `need`, for elements
- * of `size` bytes: 0, or -1 when the bytes would not fit a size_t. */
-static inline int mt__grown_cap(size_t cap, size_t need, size_t size, size_t first, size_t *out) {
-  size_t nc = cap ? cap : first;
+/* mt__grow's work, growing by `re` (realloc or mt__realloc_big). */
+static inline int mt__grow_by(void **v, size_t *cap, size_t need, size_t size, size_t first,
+                              void *(*re)(void *, size_t)) {
+  if (need <= *cap) return 0;
+  size_t nc = *cap ? *cap : first;
   while (nc < need) {
     if (nc > SIZE_MAX / 2) return -1;
     nc *= 2;
   }
   if (size && nc > SIZE_MAX / size) return -1;
-  *out = nc;
+  void *p = re(*v, nc * size);
+  if (!p) return -1;
+  *v = p;
+  *cap = nc;
   return 0;
 }
 
@@ -57,28 +61,14 @@ static inline int mt__grown_cap(size_t cap, size_t need, size_t size, size_t fir
  * needed), or -1 when out of memory or the size would not fit a size_t
  * (*v and *cap unchanged). */
 static inline int mt__grow(void **v, size_t *cap, size_t need, size_t size, size_t first) {
-  size_t nc;
-  if (need <= *cap) return 0;
-  if (mt__grown_cap(*cap, need, size, first, &nc)) return -1;
-  void *p = realloc(*v, nc * size);
-  if (!p) return -1;
-  *v = p;
-  *cap = nc;
-  return 0;
+  return mt__grow_by(v, cap, need, size, first, realloc);
 }
 
 /* mt__grow for the analysis's large arrays, on huge pages from a few MiB
  * (mt__realloc_big). Not for the tracer: the profiled program's memory
  * stays as its allocator makes it. */
 static inline int mt__grow_big(void **v, size_t *cap, size_t need, size_t size, size_t first) {
-  size_t nc;
-  if (need <= *cap) return 0;
-  if (mt__grown_cap(*cap, need, size, first, &nc)) return -1;
-  void *p = mt__realloc_big(*v, nc * size);
-  if (!p) return -1;
-  *v = p;
-  *cap = nc;
-  return 0;
+  return mt__grow_by(v, cap, need, size, first, mt__realloc_big);
 }
 
 /* Room for one more element in the array *v, n of *cap used (mt__grow). */

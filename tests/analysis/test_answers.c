@@ -566,6 +566,23 @@ static void test_profile(void **state) {
   mt_analysis_free(a);
 }
 
+/* A random trace (rand()): 3000 objects of sizes 1-50 words from 8 codes,
+ * stacks of 0-6 frames, a third collected, each up to `late` us after its
+ * allocation. */
+static mt_analysis *random_trace(int late) {
+  static const uint64_t codes[] = {0x10, 0x20, 0x30, 0x31, 0x40, 0x50, 0x99, 0x98};
+  mt_writer *w = open_trace(0.01, resolve);
+  for (int i = 0; i < 3000; i++) {
+    uint64_t bt[8];
+    size_t n = (size_t)(rand() % 7);
+    for (size_t k = 0; k < n; k++) bt[k] = codes[rand() % 8];
+    uint64_t id = alloc(w, (uint64_t)i, 1 + (uint64_t)(rand() % 50), (mt_source)(rand() % 3), bt, n);
+    if (rand() % 3 == 0)
+      mt_writer_collect(w, T0 + (uint64_t)i + (late ? (uint64_t)(rand() % late) : 0), 0, id);
+  }
+  return close_and_load(w);
+}
+
 /* Every sample of a profile, in order: a digest of its codes, source and
  * values. */
 typedef struct sample_digest {
@@ -591,19 +608,9 @@ static int on_sample_digest(void *ctx, const uint32_t *codes, size_t n, int sour
  * backtrace, under filters and with sources apart or merged. */
 static void test_profile_ways_agree(void **state) {
   (void)state;
-  uint64_t codes[] = {0x10, 0x20, 0x30, 0x31, 0x40, 0x50, 0x99, 0x98};
   srand(11);
   for (int round = 0; round < 4; round++) {
-    mt_writer *w = open_trace(0.01, resolve);
-    for (int i = 0; i < 3000; i++) {
-      uint64_t bt[8];
-      size_t n = (size_t)(rand() % 7);
-      for (size_t k = 0; k < n; k++) bt[k] = codes[rand() % 8];
-      uint64_t id = alloc(w, (uint64_t)i, 1 + (uint64_t)(rand() % 50),
-                          (mt_source)(rand() % 3), bt, n);
-      if (rand() % 3 == 0) mt_writer_collect(w, T0 + (uint64_t)i + (uint64_t)(rand() % 500), 0, id);
-    }
-    mt_analysis *a = close_and_load(w);
+    mt_analysis *a = random_trace(500);
     assert_true(a->bt_distinct);
     for (int kind = 0; kind < 4; kind++) {
       mt_filter f = all();
@@ -638,19 +645,9 @@ static int same_rows(const mt_ranking *x, const mt_ranking *y) {
 
 static void test_rank_ways_agree(void **state) {
   (void)state;
-  uint64_t codes[] = {0x10, 0x20, 0x30, 0x31, 0x40, 0x50, 0x99, 0x98};
   srand(7);
   for (int round = 0; round < 4; round++) {
-    mt_writer *w = open_trace(0.01, resolve);
-    for (int i = 0; i < 3000; i++) {
-      uint64_t bt[8];
-      size_t n = (size_t)(rand() % 7);
-      for (size_t k = 0; k < n; k++) bt[k] = codes[rand() % 8];
-      uint64_t id = alloc(w, (uint64_t)i, 1 + (uint64_t)(rand() % 50),
-                          (mt_source)(rand() % 3), bt, n);
-      if (rand() % 3 == 0) mt_writer_collect(w, T0 + (uint64_t)i, 0, id);
-    }
-    mt_analysis *a = close_and_load(w);
+    mt_analysis *a = random_trace(0);
     mt_filter f = all();
     if (round & 1) f.hide = "helper";
     for (int order = 0; order < 3; order++) {
