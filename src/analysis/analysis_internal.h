@@ -48,6 +48,30 @@ typedef struct mt__site_sum {
   uint64_t oldest, newest;
 } mt__site_sum;
 
+/* The side table (side.c): the values that do not fit an object's columns
+ * (lengths past 32 bits, samples past 16) and promotion times, by object
+ * key (its index, or its id while a live-only load moves objects). Per
+ * kind, entries that come in increasing key order (objects are allocated
+ * and promoted in order) are appended to a run and found by bisection, so
+ * that a trace's many promotions cost no hashing and no cache miss; any
+ * other entry goes to a map. */
+enum { MT__SIDE_LENGTH = 0, MT__SIDE_SAMPLES = 1, MT__SIDE_PROMOTE = 2, MT__SIDE_KINDS = 3 };
+
+typedef struct mt__side {
+  struct mt__side_run {
+    uint64_t *key, *val;
+    size_t n, cap;
+  } run[MT__SIDE_KINDS];
+  mt__u64map late; /* key << 2 | kind -> index in late_val */
+  uint64_t *late_val;
+  size_t nlate, late_cap;
+} mt__side;
+
+/* The entries held. */
+size_t mt__side_count(const mt__side *s);
+/* Frees every entry: s is empty and may be used again. */
+void mt__side_free(mt__side *s);
+
 struct mt_analysis {
   int status;
   char err[768];
@@ -112,11 +136,9 @@ struct mt_analysis {
   /* the first live series of every object a timeline made (timeline.c;
    * read atomically), kept for the next timeline on that grid */
   struct mt__live_cache *live_cache;
-  mt__u64map side;    /* (object << 2 | kind) -> index in side_vals */
+  mt__side side;
   const uint64_t *side_key; /* while a live-only load runs: each object's id,
                                the side table's key (objects move); else NULL */
-  uint64_t *side_vals;
-  size_t nside, side_cap;
 
   /* codes and their frames */
   size_t ncodes, code_cap;
@@ -161,10 +183,9 @@ struct mt_analysis {
   size_t nbins_used;
 };
 
-enum { MT__SIDE_LENGTH = 0, MT__SIDE_SAMPLES = 1, MT__SIDE_PROMOTE = 2 };
-
+/* Object i's value of a side kind (0 when it has none). */
 uint64_t mt__side_get(const mt_analysis *a, size_t obj, unsigned kind);
-/* 0, or -1 (no memory). */
+/* Sets object i's value of a side kind. 0, or -1 (no memory). */
 int mt__side_put(mt_analysis *a, size_t obj, unsigned kind, uint64_t v);
 
 #define MT__T_NEVER UINT32_MAX

@@ -48,26 +48,6 @@ int mt__grow_objects(mt_analysis *a, size_t need) {
   return 0;
 }
 
-/* An object's key in the side table: its index, or its id while a
- * live-only load moves objects (side_key). */
-static uint64_t side_key(const mt_analysis *a, size_t obj, unsigned kind) {
-  return (a->side_key ? a->side_key[obj] : (uint64_t)obj) << 2 | kind;
-}
-
-uint64_t mt__side_get(const mt_analysis *a, size_t obj, unsigned kind) {
-  uint32_t *ix = mt__u64map_get(&a->side, side_key(a, obj, kind));
-  return ix ? a->side_vals[*ix - 1] : 0;
-}
-
-int mt__side_put(mt_analysis *a, size_t obj, unsigned kind, uint64_t v) {
-  if (mt__load_grow((void **)&a->side_vals, &a->side_cap, a->nside + 1, sizeof *a->side_vals))
-    return -1;
-  a->side_vals[a->nside] = v;
-  if (mt__u64map_put(&a->side, side_key(a, obj, kind), (uint32_t)a->nside)) return -1;
-  a->nside++;
-  return 0;
-}
-
 /* ---- functions and the codes' frames ---- */
 
 static int function_id(mt_analysis *a, const char *name, const char *file, uint32_t *out) {
@@ -557,13 +537,13 @@ void mt_analysis_free(mt_analysis *a) {
   if (!a) return;
   void *arrays[] = {a->alloc_t,  a->free_t,    a->nsamples,    a->length,   a->bt,
                     a->bt_site,  a->bt_flat,   a->bt_off,      a->log,      a->code_described,
-                    a->checkpoints, a->source, a->side_vals,   a->code_val, a->code_first,
+                    a->checkpoints, a->source, a->code_val, a->code_first,
                     a->code_n,   a->frames,    a->fn_name,     a->fn_file,  a->bt_fp,
                     a->trace_of, a->trace_end, a->fold_tally, a->fold_site, a->fold_site_code,
                     a->bt_all};
   for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
   mt__live_cache_drop(a);
-  mt__u64map_free(&a->side);
+  mt__side_free(&a->side);
   mt__u64map_free(&a->code_index);
   mt__u64map_free(&a->fn_index);
   mt__strtab_free(&a->strings);

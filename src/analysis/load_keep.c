@@ -107,13 +107,14 @@ static int kept_side_entries(const mt_analysis *a, const pass *p, side_entry **o
       {MT__OBJ_PROMOTED, MT__SIDE_PROMOTE}};
   *out = NULL;
   *n = 0;
-  if (!a->nside) return 0;
-  side_entry *v = malloc(a->nside * sizeof *v);
+  size_t count = mt__side_count(&a->side);
+  if (!count) return 0;
+  side_entry *v = malloc(count * sizeof *v);
   if (!v) return -1;
   for (size_t i = 0, k = 0; i < a->nobj; i++) {
     if (p->gone[i]) continue;
     for (size_t j = 0; j < sizeof kinds / sizeof *kinds; j++)
-      if ((a->source[i] & kinds[j].flag) && *n < a->nside)
+      if ((a->source[i] & kinds[j].flag) && *n < count)
         v[(*n)++] = (side_entry){k, kinds[j].kind, mt__side_get(a, i, kinds[j].kind)};
     k++;
   }
@@ -127,7 +128,7 @@ static int kept_side_entries(const mt_analysis *a, const pass *p, side_entry **o
 int mt__live_compact(mt_analysis *a, pass *p, int last) {
   int rc = 0;
   if (p->ngone || last) {
-    int rebuild = last || a->nside > 2 * p->side_kept + COMPACT_MIN;
+    int rebuild = last || mt__side_count(&a->side) > 2 * p->side_kept + COMPACT_MIN;
     side_entry *side = NULL;
     size_t nside = 0;
     if (rebuild && kept_side_entries(a, p, &side, &nside)) return -1;
@@ -151,8 +152,7 @@ int mt__live_compact(mt_analysis *a, pass *p, int last) {
     p->ngone = 0;
     p->tail_at = k;
     if (rebuild) {
-      mt__u64map_free(&a->side);
-      a->nside = 0;
+      mt__side_free(&a->side);
       if (last) a->side_key = NULL; /* by index from now on */
       for (size_t j = 0; j < nside && !rc; j++)
         rc = mt__side_put(a, side[j].obj, side[j].kind, side[j].value);
@@ -309,8 +309,7 @@ int mt__fold_finish(mt_analysis *a, pass *p) {
   }
   a->nobj = k;
   a->fold_tally = tally;
-  mt__u64map_free(&a->side); /* the rows have no side entries */
-  a->nside = 0;
+  mt__side_free(&a->side); /* the rows have no side entries */
   release_ids(a, p);
   p->keep_live = 0; /* nothing left to compact */
   return 0;

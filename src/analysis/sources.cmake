@@ -23,6 +23,7 @@ set(MT_ANALYSIS_SOURCES
   src/analysis/rank_traces.c
   src/analysis/rss.c
   src/analysis/select.c
+  src/analysis/side.c
   src/analysis/stats.c
   src/analysis/tables.c
   src/analysis/timeline.c
