@@ -190,7 +190,16 @@ static int add_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
 int mt__intern_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev,
                             uint32_t *out) {
   size_t n = ev->backtrace_len, k = 0;
-  while (k < n && k < p->prev_len && ev->backtrace[k] == p->prev_codes[k]) k++;
+  if (ev->domain == p->prev_domain) {
+    /* The trace encodes a backtrace against its domain's last one, here
+     * the last object's: the reader says how many frames they share (more
+     * than either has when the writer cut one short). */
+    k = ev->common_prefix < n ? ev->common_prefix : n;
+    if (k > p->prev_len) k = p->prev_len;
+  } else {
+    while (k < n && k < p->prev_len && ev->backtrace[k] == p->prev_codes[k]) k++;
+  }
+  p->prev_domain = ev->domain;
   if (n + 1 > p->prev_cap) {
     size_t nc = (n + 1) * 2;
     uint64_t *c = realloc(p->prev_codes, nc * sizeof *c);

@@ -31,6 +31,7 @@ typedef struct pass {
   uint32_t *prev_ids;   /* and the code ids of its frames */
   uint64_t *prefix_hash; /* [j]: hash of its first j code ids */
   size_t prev_len, prev_cap;
+  uint32_t prev_domain;  /* its domain (any, before the first object) */
   uint32_t *last_ids;   /* the last distinct backtrace logged */
   size_t last_len, last_cap;
   /* the intern table: backtrace id + 1 by hash (0 = empty); each

@@ -319,33 +319,68 @@ static void test_coverage_objects(void **state) {
   }
 }
 
-/* Each object's backtrace, read back from the analysis, is the one the
- * reader delivers for its allocation, on real traces. */
+/* Each object's backtrace, read back from the analysis of the trace at
+ * `path`, is the one the reader delivers for its allocation. */
+static void check_backtraces(const char *path) {
+  mt_analysis *a;
+  mt_reader *r;
+  assert_int_equal(mt_analysis_load(&a, path, NULL, NULL), MT_OK);
+  assert_int_equal(mt_reader_open(&r, path), MT_OK);
+  static uint32_t bt[8192];
+  mt_event ev;
+  size_t i = 0;
+  while (mt_reader_next(r, &ev) > 0) {
+    if (ev.kind != MT_EVENT_ALLOC) continue;
+    size_t n = mt_analysis_object_backtrace(a, i++, bt, 8192);
+    assert_int_equal(n, ev.backtrace_len);
+    for (size_t k = 0; k < n; k++) assert_int_equal(mt_analysis_code_value(a, bt[k]), ev.backtrace[k]);
+  }
+  assert_int_equal(i, mt_analysis_object_count(a));
+  mt_reader_close(r);
+  mt_analysis_free(a);
+}
+
+/* On real traces, and on one of three domains taking turns at random
+ * (each domain's backtraces encoded against its own last one), whose
+ * stacks grow and shrink as a program's do. */
 static void test_backtraces_golden(void **state) {
   (void)state;
   static const char *names[] = {"ocamlopt", "workload-1e-4"};
   for (int t = 0; t < 2; t++) {
     char p[1024];
     snprintf(p, sizeof p, "%s/%s.ctf", MT_SHARED_TRACES, names[t]);
-    mt_analysis *a;
-    mt_reader *r;
-    assert_int_equal(mt_analysis_load(&a, p, NULL, NULL), MT_OK);
-    assert_int_equal(mt_reader_open(&r, p), MT_OK);
-    static uint32_t bt[8192];
-    mt_event ev;
-    size_t i = 0;
-    while (mt_reader_next(r, &ev) > 0) {
-      if (ev.kind != MT_EVENT_ALLOC) continue;
-      size_t n = mt_analysis_object_backtrace(a, i++, bt, 8192);
-      assert_int_equal(n, ev.backtrace_len);
-      for (size_t k = 0; k < n; k++) assert_int_equal(mt_analysis_code_value(a, bt[k]), ev.backtrace[k]);
-    }
-    assert_int_equal(i, mt_analysis_object_count(a));
-    mt_reader_close(r);
-    mt_analysis_free(a);
+    check_backtraces(p);
   }
+  enum { DOMAINS = 3, DEPTH = 40 };
+  snprintf(trace_path, sizeof trace_path, "/tmp/mt_test_domains_%d.ctf", (int)getpid());
+  FILE *f = fopen(trace_path, "wb");
+  assert_non_null(f);
+  mt_trace_info in = {.sample_rate = 1e-3, .word_size = 64, .executable_name = "t",
+                      .host_name = "h", .runtime_params = "", .pid = 1, .start_time = T0,
+                      .context = ""};
+  mt_writer_options o = {.fd = fileno(f), .resolve = resolve, .version = 3};
+  mt_writer *w;
+  assert_int_equal(mt_writer_open(&w, &in, &o), MT_OK);
+  uint64_t stack[DOMAINS][DEPTH], rng = 0x2545f4914f6cdd1dull, t = T0;
+  size_t depth[DOMAINS] = {0};
+  for (int i = 0; i < 30000; i++) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    uint32_t d = (uint32_t)(rng % DOMAINS);
+    size_t *n = &depth[d];
+    if (*n > 1 && (rng >> 8) % 3 == 0) *n -= 1 + (rng >> 12) % *n / 2; /* returns */
+    while (*n < DEPTH && (*n < 2 || (rng >> 20) % 2)) { /* calls */
+      stack[d][*n] = *n == 0 ? 0x100 : 0x1000 + (rng >> 24) % 64 * 16;
+      ++*n;
+      rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    }
+    assert_int_equal(mt_writer_alloc(w, t += 5, d, 8, 1, MT_SOURCE_EXTERNAL, stack[d], *n, NULL),
+                     MT_OK);
+  }
+  assert_int_equal(mt_writer_close(w), MT_OK);
+  fclose(f);
+  check_backtraces(trace_path);
+  unlink(trace_path);
 }
-
 
 /* Interned backtraces: objects drawn from a pool of stacks (not in a row,
  * so sharing a prefix with the previous object says nothing) keep their
