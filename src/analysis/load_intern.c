@@ -113,16 +113,18 @@ static int code_kind(mt_analysis *a, const mt_reader *r, const mt_event *ev, uin
   return a->code_described[c];
 }
 
-/* A new distinct backtrace (p->prev_ids[0..n)): logs it against the last
- * one and finds its site: the last frame the trace describes, skipping at
- * most 2 undescribed ones as memtrace does (else the last frame). */
+/* A new distinct backtrace (p->prev_ids[0..n)), which shares `shared`
+ * frames with the last one logged when that was the last object's
+ * (SIZE_MAX: not known): logs it against the last one and finds its site:
+ * the last frame the trace describes, skipping at most 2 undescribed ones
+ * as memtrace does (else the last frame). */
 static int add_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev,
-                         uint64_t hash, size_t slot, uint32_t *out) {
+                         size_t shared, uint64_t hash, size_t slot, uint32_t *out) {
   size_t n = ev->backtrace_len, b = a->nbt, k = 0;
   if (b >= UINT32_MAX - 2) return -1;
   if (b == a->bt_cap) {
     size_t nc = a->bt_cap ? a->bt_cap * 2 : 4096;
-    uint32_t *si = realloc(a->bt_site, nc * sizeof *si);
+    uint32_t *si = mt__realloc_big(a->bt_site, nc * sizeof *si);
     if (si) a->bt_site = si;
     uint64_t *h = p->no_intern ? NULL : realloc(p->bt_hash, nc * sizeof *h);
     if (h) p->bt_hash = h;
@@ -130,7 +132,9 @@ static int add_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
     a->bt_cap = nc;
   }
   if (b % MT__LOG_CHECKPOINT != 0) {
-    while (k < n && k < p->last_len && p->prev_ids[k] == p->last_ids[k]) k++;
+    if (shared != SIZE_MAX) k = shared;
+    else
+      while (k < n && k < p->last_len && p->prev_ids[k] == p->last_ids[k]) k++;
   } else {
     if (mt__load_grow((void **)&a->checkpoints, &a->checkpoints_cap, a->ncheckpoints + 1,
              sizeof *a->checkpoints))
@@ -144,6 +148,7 @@ static int add_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
     p->last_ids[i] = p->prev_ids[i];
   }
   p->last_len = n;
+  p->logged_last = 1;
   a->bt_codes_total += n;
   /* an anonymous mapping's own frame, innermost: the site is its caller */
   size_t from = n && code_kind(a, r, ev, p->prev_ids[n - 1], 0) == CODE_MAPPING && n > 1;
@@ -193,12 +198,12 @@ int mt__intern_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
   if (ev->domain == p->prev_domain) {
     /* The trace encodes a backtrace against its domain's last one, here
      * the last object's: the reader says how many frames they share (more
-     * than either has when the writer cut one short). */
+     * than either has when the writer cut one short). A writer may say
+     * fewer than they share: the rest are compared. */
     k = ev->common_prefix < n ? ev->common_prefix : n;
     if (k > p->prev_len) k = p->prev_len;
-  } else {
-    while (k < n && k < p->prev_len && ev->backtrace[k] == p->prev_codes[k]) k++;
   }
+  while (k < n && k < p->prev_len && ev->backtrace[k] == p->prev_codes[k]) k++;
   p->prev_domain = ev->domain;
   if (n + 1 > p->prev_cap) {
     size_t nc = (n + 1) * 2;
@@ -219,9 +224,11 @@ int mt__intern_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
   }
   int same = k == n && n == p->prev_len && a->nobj > 0;
   p->prev_len = n;
+  /* the frames shared with the last backtrace logged, if known */
+  size_t shared = p->logged_last ? k : SIZE_MAX;
   if (p->no_intern) { /* no lookup: no hash */
     if (same) *out = p->prev_bt;
-    else if (add_backtrace(a, p, r, ev, 0, 0, out)) return -1;
+    else if (add_backtrace(a, p, r, ev, shared, 0, 0, out)) return -1;
     p->prev_bt = *out;
     return 0;
   }
@@ -235,10 +242,11 @@ int mt__intern_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
     uint32_t b = p->slots[j] - 1;
     if (p->bt_hash[b] == h) {
       *out = p->prev_bt = b;
+      p->logged_last = b + 1 == a->nbt; /* the last logged, again */
       return 0;
     }
   }
-  if (add_backtrace(a, p, r, ev, h, j, out)) return -1;
+  if (add_backtrace(a, p, r, ev, shared, h, j, out)) return -1;
   p->prev_bt = *out;
   return 0;
 }

@@ -34,6 +34,7 @@ typedef struct pass {
   uint32_t prev_domain;  /* its domain (any, before the first object) */
   uint32_t *last_ids;   /* the last distinct backtrace logged */
   size_t last_len, last_cap;
+  int logged_last;      /* and it is the last object's */
   /* the intern table: backtrace id + 1 by hash (0 = empty); each
    * backtrace's full hash in bt_hash */
   uint32_t *slots;
