@@ -51,15 +51,14 @@ static int log_uint(mt_analysis *a, uint64_t v) {
 
 /* One step of the backtrace hash: a full 64-bit mix per code, so that
  * sequences collide only by chance (about n^2 / 2^65 for n distinct
- * backtraces: 4e-7 for 4 million). */
+ * backtraces: 4e-7 for 4 million). The code, spread by an odd multiplier
+ * (distinct codes stay distinct), is folded into the state, which is then
+ * mixed by one 64x64->128-bit multiply, its halves xored (as wyhash mixes):
+ * a step waits on one multiply, not a chain of them. */
 static inline uint64_t hash_step(uint64_t h, uint32_t code) {
-  h ^= code + 0x9e3779b97f4a7c15ull + (h << 6);
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ull;
-  h ^= h >> 33;
-  return h;
+  unsigned __int128 x =
+      (unsigned __int128)(h ^ (uint64_t)code * 0x9e3779b97f4a7c15ull) * 0xd6e8feb86659fd93ull;
+  return (uint64_t)x ^ (uint64_t)(x >> 64);
 }
 
 static int grow_u32(uint32_t **p, size_t *cap, size_t need) {
