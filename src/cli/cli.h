@@ -111,6 +111,10 @@ mt_analysis *mt_cli_load(const char *path);
 /* The same, folded by fold's conditions on objects (mt_analysis_load_folded);
  * NULL: a whole load. */
 mt_analysis *mt_cli_load_folded(const char *path, const mt_filter *fold);
+/* The same, keeping `keep` (MT_KEEP_FOLDED and MT_KEEP_SITES under fold's
+ * conditions, as mt_analysis_load_folded and mt_analysis_load_sites); every
+ * object under MEMTRACE_LOAD=whole. */
+mt_analysis *mt_cli_load_keep(const char *path, mt_keep keep, const mt_filter *fold);
 
 /* The traces named by the arguments: a file as it is, a directory as the
  * .ctf files in it (sorted). Returns how many, with their paths in *out

@@ -38,13 +38,22 @@ int mt_cli_load_whole(void) {
   return e && strcmp(e, "whole") == 0;
 }
 
-mt_analysis *mt_cli_load(const char *path) { return mt_cli_load_folded(path, NULL); }
+mt_analysis *mt_cli_load(const char *path) { return mt_cli_load_keep(path, MT_KEEP_ALL, NULL); }
 
 mt_analysis *mt_cli_load_folded(const char *path, const mt_filter *fold) {
+  return mt_cli_load_keep(path, fold ? MT_KEEP_FOLDED : MT_KEEP_ALL, fold);
+}
+
+/* One trace's load, keeping `keep`: a status, *a set either way. */
+static int load_keep(mt_analysis **a, const char *path, mt_keep keep, const mt_filter *fold) {
+  return keep == MT_KEEP_FOLDED  ? mt_analysis_load_folded(a, &path, 1, fold, NULL, NULL)
+         : keep == MT_KEEP_SITES ? mt_analysis_load_sites(a, &path, 1, fold, NULL, NULL)
+                                 : mt_analysis_load_keep(a, &path, 1, keep, NULL, NULL);
+}
+
+mt_analysis *mt_cli_load_keep(const char *path, mt_keep keep, const mt_filter *fold) {
   mt_analysis *a;
-  if (mt_cli_load_whole()) fold = NULL;
-  int rc = fold ? mt_analysis_load_folded(&a, &path, 1, fold, NULL, NULL)
-                : mt_analysis_load(&a, path, NULL, NULL);
+  int rc = load_keep(&a, path, mt_cli_load_whole() ? MT_KEEP_ALL : keep, fold);
   if (rc != MT_OK) {
     fprintf(stderr, "memtrace: %s\n", mt_analysis_error(a));
     mt_analysis_free(a);
@@ -117,9 +126,7 @@ static void *load_worker(void *arg) {
     if (i >= l->t->n) return NULL;
     const char *path = l->t->paths[i];
     mt_analysis **a = &l->t->as[i];
-    l->rc[i] = l->keep == MT_KEEP_FOLDED  ? mt_analysis_load_folded(a, &path, 1, l->fold, NULL, NULL)
-               : l->keep == MT_KEEP_SITES ? mt_analysis_load_sites(a, &path, 1, l->fold, NULL, NULL)
-                                          : mt_analysis_load_keep(a, &path, 1, l->keep, NULL, NULL);
+    l->rc[i] = load_keep(a, path, l->keep, l->fold);
   }
 }
 

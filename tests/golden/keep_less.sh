@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The commands that load less than every object (leaks, top, flamegraph
-# by bytes or samples, timeline) print what they print with every object
-# loaded (MEMTRACE_LOAD=whole), byte for byte, under filters of each kind.
+# The commands that load less than every object (leaks, top, diff,
+# flamegraph by bytes or samples, timeline) print what they print with
+# every object loaded (MEMTRACE_LOAD=whole), byte for byte, under filters
+# of each kind.
 # Usage: keep_less.sh MEMTRACE TRACES NAME
 set -uo pipefail
 memtrace=$1 traces=$2 name=$3
@@ -13,7 +14,8 @@ filters=("" "--size 64..4k" "--time 0.01..0.1" "--source major" "--never-collect
   "--lifetime ..0.01" "--collected 0.05.." "--live-at 0.05" "--inside Stdlib" "--hide Stdlib__Map")
 commands=("leaks -n 0 --format json" "top -n 0 --format json" "top --by line -n 0 --format csv"
   "top --sort objects -n 5" "flamegraph --weight bytes" "flamegraph --weight samples"
-  "timeline --bins 57 --format json" "timeline --bins 400 --format csv")
+  "timeline --bins 57 --format json" "timeline --bins 400 --format csv"
+  "diff -n 0 --format json $traces/workload-1e-3.ctf" "diff --by line --format csv $traces/ocamlopt.ctf")
 for c in "${commands[@]}"; do
   for f in "${filters[@]}"; do
     # leaks name what is never collected: a condition on collection contradicts them

@@ -4,6 +4,7 @@
  *
  *   mt_tools_synth OUT.ctf TRUTH.json [--rate R] [--seed S] [--scale K]
  *                  [--double SITE] [--summary] [--version 2|3] [--start US]
+ *                  [--gap US]
  *
  * The simulated program has a dozen allocation sites (stacks) chosen to
  * exercise the site rules: two stacks sharing one site line, one function
@@ -215,7 +216,7 @@ static void frame_text(char *buf, size_t n, int f, unsigned line) {
 
 int main(int argc, char **argv) {
   if (argc < 3) die("usage: mt_tools_synth OUT.ctf TRUTH.json [--rate R] [--seed S] "
-                    "[--scale K] [--double SITE] [--summary] [--version 2|3] [--start US]");
+                    "[--scale K] [--double SITE] [--summary] [--version 2|3] [--start US] [--gap US]");
   const char *out = argv[1], *truth = argv[2];
   memset(long_a, 'x', sizeof long_a - 1);
   memset(long_b, 'x', sizeof long_b - 1);
@@ -225,6 +226,7 @@ int main(int argc, char **argv) {
   uint64_t seed = 1;
   int doubled = -1, summary = 0, version = 2;
   uint64_t start = 1700000000000000ull; /* us since the epoch; --start US adds */
+  double alloc_gap = 20; /* the mean gap between allocations, us */
   for (int i = 3; i < argc; i++) {
     if (strcmp(argv[i], "--summary") == 0) summary = 1;
     else if (i + 1 >= argc) die("option without a value");
@@ -234,6 +236,7 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--double") == 0) doubled = atoi(argv[++i]);
     else if (strcmp(argv[i], "--version") == 0) version = atoi(argv[++i]);
     else if (strcmp(argv[i], "--start") == 0) start += strtoull(argv[++i], NULL, 10);
+    else if (strcmp(argv[i], "--gap") == 0) alloc_gap = atof(argv[++i]);
     else die("unknown option");
   }
   if (!(rate > 0 && rate <= 1)) die("--rate must be in (0, 1]");
@@ -260,11 +263,11 @@ int main(int argc, char **argv) {
     }
   }
   /* Interleave the sites in time: sort by the random key, then give
-   * increasing, distinct times (a mean gap of 20 us). */
+   * increasing, distinct times (a mean gap of 20 us, or --gap's). */
   qsort(objs, nobj, sizeof *objs, cmp_key);
   uint64_t ts = seed ^ 0x5eed, t = 0;
   for (size_t i = 0; i < nobj; i++) {
-    t += 1 + (uint64_t)expo(&ts, 20);
+    t += 1 + (uint64_t)expo(&ts, alloc_gap);
     objs[i].alloc = t;
     if (objs[i].free != UINT64_MAX) objs[i].free += t; /* free held the lifetime */
   }

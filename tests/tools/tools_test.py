@@ -467,6 +467,25 @@ def test_diff_identical():
         check("0 with a significant change" in out, "diff table identical")
 
 
+def test_long_trace():
+    """A trace of hours: under a condition on allocation times, top and diff
+    fall back from sums made while reading (whose times would coarsen as the
+    trace passes 71 minutes) to a whole load, and print what a whole load
+    prints; without one, the sums stand."""
+    a, truth = synth("--rate", "1e-2", "--seed", "37", "--gap", "2000000")
+    b, _ = synth("--rate", "1e-2", "--seed", "38", "--gap", "2000000")
+    check(truth.duration > 3 * 3600 * 1e6, f"the trace spans {truth.duration / 3.6e9:.1f} hours")
+    whole = dict(os.environ, MEMTRACE_LOAD="whole")
+    for args in (("top", "--time", "600..5000", "--format", "json", a),
+                 ("top", "--by", "line", "--format", "csv", a),
+                 ("diff", "--time", "600..5000", "--format", "json", a, b),
+                 ("diff", "--by", "line", "--format", "csv", a, b)):
+        kept = run(*args)
+        p = subprocess.run([MEMTRACE, *args], capture_output=True, env=whole)
+        check(p.returncode == 0 and kept == p.stdout.decode("utf-8") and kept,
+              f"memtrace {' '.join(args[:-1])}: as a whole load")
+
+
 def test_diff_doubled():
     a, ta = synth("--rate", "1", "--seed", "41")
     b, tb = synth("--rate", "1", "--seed", "41", "--double", "4")

@@ -1,7 +1,7 @@
 /* memtrace diff: per-site change in estimated bytes and objects between two
- * traces: mt_diff, each trace loaded, added and freed before the next is
- * loaded (the memory needed is that of the larger trace), rendered as a
- * table, CSV or JSON. */
+ * traces: mt_diff, each trace loaded (as top loads it: sums by site where
+ * the filter allows), added and freed before the next is loaded, rendered
+ * as a table, CSV or JSON. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -175,14 +175,25 @@ static int run(int argc, char **argv) {
 
   mt_diff *d;
   if (mt_diff_new(by, &d) != MT_OK) mt_cli_nomem(cmd);
+  /* as little as the rankings need, as for top: sums by site made while
+   * reading, or the objects never collected, or every object */
+  mt_rank_spec rs = {by, MT_ORDER_BYTES, 0, 0};
+  mt_keep keep = mt_rank_folds(&f, &rs)               ? MT_KEEP_SITES
+                 : f.collected == MT_COLLECTED_NEVER ? MT_KEEP_LIVE
+                                                     : MT_KEEP_ALL;
   for (int k = 0; k < 2; k++) {
     /* a side is a trace, or a directory of them (a process tree's): each
      * loaded, added and freed in turn */
     char **side;
     size_t n = mt_cli_traces(cmd, &paths[k], 1, &side);
     for (size_t i = 0; i < n; i++) {
-      mt_analysis *a = mt_cli_load(side[i]);
+      mt_analysis *a = mt_cli_load_keep(side[i], keep, &f);
       int rc = mt_diff_add(d, k, a, &f);
+      if (rc == MT_ERR_INVALID && keep == MT_KEEP_SITES) { /* see mt_rank_folds */
+        mt_analysis_free(a);
+        a = mt_cli_load(side[i]);
+        rc = mt_diff_add(d, k, a, &f);
+      }
       if (rc == MT_ERR_INVALID) {
         fprintf(stderr, "memtrace diff: %s: its sample rate (%g) is not that of the other "
                         "traces of %s (%g): one side's traces must share their rate\n",
