@@ -10,6 +10,7 @@
 
 #include "memtrace/analysis.h"
 #include "memtrace/json.h"
+#include "memtrace/rank.h"
 
 typedef struct mt_command {
   const char *name;
@@ -115,6 +116,11 @@ mt_analysis *mt_cli_load_folded(const char *path, const mt_filter *fold);
  * conditions, as mt_analysis_load_folded and mt_analysis_load_sites); every
  * object under MEMTRACE_LOAD=whole. */
 mt_analysis *mt_cli_load_keep(const char *path, mt_keep keep, const mt_filter *fold);
+/* As little as a ranking by spec under f needs (top, diff): sums by site
+ * made while reading (mt_rank_folds; a ranking that still refuses them,
+ * MT_ERR_INVALID, is made again on a whole load), or the objects never
+ * collected, or every object. */
+mt_keep mt_cli_rank_keep(const mt_filter *f, const mt_rank_spec *spec);
 
 /* The traces named by the arguments: a file as it is, a directory as the
  * .ctf files in it (sorted). Returns how many, with their paths in *out

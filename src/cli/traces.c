@@ -44,6 +44,12 @@ mt_analysis *mt_cli_load_folded(const char *path, const mt_filter *fold) {
   return mt_cli_load_keep(path, fold ? MT_KEEP_FOLDED : MT_KEEP_ALL, fold);
 }
 
+mt_keep mt_cli_rank_keep(const mt_filter *f, const mt_rank_spec *spec) {
+  return mt_rank_folds(f, spec)               ? MT_KEEP_SITES
+         : f->collected == MT_COLLECTED_NEVER ? MT_KEEP_LIVE
+                                              : MT_KEEP_ALL;
+}
+
 /* One trace's load, keeping `keep`: a status, *a set either way. */
 static int load_keep(mt_analysis **a, const char *path, mt_keep keep, const mt_filter *fold) {
   return keep == MT_KEEP_FOLDED  ? mt_analysis_load_folded(a, &path, 1, fold, NULL, NULL)

@@ -175,12 +175,8 @@ static int run(int argc, char **argv) {
 
   mt_diff *d;
   if (mt_diff_new(by, &d) != MT_OK) mt_cli_nomem(cmd);
-  /* as little as the rankings need, as for top: sums by site made while
-   * reading, or the objects never collected, or every object */
-  mt_rank_spec rs = {by, MT_ORDER_BYTES, 0, 0};
-  mt_keep keep = mt_rank_folds(&f, &rs)               ? MT_KEEP_SITES
-                 : f.collected == MT_COLLECTED_NEVER ? MT_KEEP_LIVE
-                                                     : MT_KEEP_ALL;
+  mt_rank_spec rs = {by, MT_ORDER_BYTES, 0, 0}; /* mt_diff_add's */
+  mt_keep keep = mt_cli_rank_keep(&f, &rs);
   for (int k = 0; k < 2; k++) {
     /* a side is a trace, or a directory of them (a process tree's): each
      * loaded, added and freed in turn */

@@ -212,11 +212,7 @@ static int run(int argc, char **argv) {
   size_t nargs = mt_cli_parse(cmd, argc, argv, &spec);
 
   mt_rank_spec rs = {by, sort ? MT_ORDER_OBJECTS : MT_ORDER_BYTES, limit, depth};
-  /* as little as the question needs: sums by site made while reading, or
-   * the objects never collected, or every object */
-  mt_keep keep = mt_rank_folds(&f, &rs)               ? MT_KEEP_SITES
-                 : f.collected == MT_COLLECTED_NEVER ? MT_KEEP_LIVE
-                                                     : MT_KEEP_ALL;
+  mt_keep keep = mt_cli_rank_keep(&f, &rs);
   mt_cli_trace_set t;
   mt_cli_load_set(cmd, args, nargs, keep, &f, &t);
   if (by == MT_BY_STACK && (t.n > 1 || by_process))
