@@ -352,15 +352,7 @@ static void test_backtraces_golden(void **state) {
     check_backtraces(p);
   }
   enum { DOMAINS = 3, DEPTH = 40 };
-  snprintf(trace_path, sizeof trace_path, "/tmp/mt_test_domains_%d.ctf", (int)getpid());
-  FILE *f = fopen(trace_path, "wb");
-  assert_non_null(f);
-  mt_trace_info in = {.sample_rate = 1e-3, .word_size = 64, .executable_name = "t",
-                      .host_name = "h", .runtime_params = "", .pid = 1, .start_time = T0,
-                      .context = ""};
-  mt_writer_options o = {.fd = fileno(f), .resolve = resolve, .version = 3};
-  mt_writer *w;
-  assert_int_equal(mt_writer_open(&w, &in, &o), MT_OK);
+  mt_writer *w = open_trace_version(1e-3, resolve, 3);
   uint64_t stack[DOMAINS][DEPTH], rng = 0x2545f4914f6cdd1dull, t = T0;
   size_t depth[DOMAINS] = {0};
   for (int i = 0; i < 30000; i++) {
@@ -377,7 +369,7 @@ static void test_backtraces_golden(void **state) {
                      MT_OK);
   }
   assert_int_equal(mt_writer_close(w), MT_OK);
-  fclose(f);
+  fclose(trace_file);
   check_backtraces(trace_path);
   unlink(trace_path);
 }

@@ -604,53 +604,6 @@ static int on_sample_digest(void *ctx, const uint32_t *codes, size_t n, int sour
   return 0;
 }
 
-
-/* The side table against a plain array: per kind, keys mostly increasing
- * (the runs), some going back (the map), some set again; with objects
- * keyed by index, then by id (a live-only load's side_key). */
-static void test_side_table(void **state) {
-  (void)state;
-  enum { N = 20000 };
-  static uint64_t want[MT__SIDE_KINDS][N];
-  static uint64_t ids[N];
-  for (int by_id = 0; by_id < 2; by_id++) {
-    mt_analysis *a = mt__analysis_new();
-    assert_non_null(a);
-    for (size_t i = 0; i < N; i++) ids[i] = 3 * (uint64_t)i + 7;
-    a->side_key = by_id ? ids : NULL;
-    memset(want, 0, sizeof want);
-    uint64_t rng = 0x9e3779b97f4a7c15ull + (uint64_t)by_id;
-    size_t next[MT__SIDE_KINDS] = {0}, held = 0;
-    for (int step = 0; step < 3 * N; step++) {
-      rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-      unsigned kind = (unsigned)(rng % MT__SIDE_KINDS);
-      size_t obj;
-      if (next[kind] + 2 >= N) continue;
-      if ((rng >> 8) % 8 != 0 || next[kind] == 0) { /* in order, some left out */
-        obj = next[kind] + (size_t)((rng >> 20) % 3);
-        next[kind] = obj + 1;
-      } else {
-        obj = (size_t)((rng >> 16) % next[kind]); /* back: the map, or set again */
-      }
-      uint64_t v = rng >> 3 | 1;
-      if (!want[kind][obj]) held++;
-      want[kind][obj] = v;
-      assert_int_equal(mt__side_put(a, obj, kind, v), 0);
-    }
-    assert_int_equal(mt__side_count(&a->side), held);
-    assert_true(a->side.nlate > 0 && a->side.nlate < held / 2); /* both ways taken */
-    for (unsigned k = 0; k < MT__SIDE_KINDS; k++)
-      for (size_t i = 0; i < N; i++) assert_int_equal(mt__side_get(a, i, k), want[k][i]);
-    mt__side_free(&a->side);
-    assert_int_equal(mt__side_count(&a->side), 0);
-    assert_int_equal(mt__side_get(a, 5, MT__SIDE_PROMOTE), 0);
-    assert_int_equal(mt__side_put(a, 5, MT__SIDE_PROMOTE, 42), 0); /* usable again */
-    assert_int_equal(mt__side_get(a, 5, MT__SIDE_PROMOTE), 42);
-    a->side_key = NULL;
-    mt_analysis_free(a);
-  }
-}
-
 /* Random traces of interned backtraces: the profile's samples are the same
  * whether made from sums by backtrace or from the objects sorted by
  * backtrace, under filters and with sources apart or merged. */
@@ -719,6 +672,52 @@ static void test_rank_ways_agree(void **state) {
       mt_ranking_free(passes);
       mt_ranking_free(indexed);
     }
+    mt_analysis_free(a);
+  }
+}
+
+/* The side table against a plain array: per kind, keys mostly increasing
+ * (the runs), some going back (the map), some set again; with objects
+ * keyed by index, then by id (a live-only load's side_key). */
+static void test_side_table(void **state) {
+  (void)state;
+  enum { N = 20000 };
+  static uint64_t want[MT__SIDE_KINDS][N];
+  static uint64_t ids[N];
+  for (int by_id = 0; by_id < 2; by_id++) {
+    mt_analysis *a = mt__analysis_new();
+    assert_non_null(a);
+    for (size_t i = 0; i < N; i++) ids[i] = 3 * (uint64_t)i + 7;
+    a->side_key = by_id ? ids : NULL;
+    memset(want, 0, sizeof want);
+    uint64_t rng = 0x9e3779b97f4a7c15ull + (uint64_t)by_id;
+    size_t next[MT__SIDE_KINDS] = {0}, held = 0;
+    for (int step = 0; step < 3 * N; step++) {
+      rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+      unsigned kind = (unsigned)(rng % MT__SIDE_KINDS);
+      size_t obj;
+      if (next[kind] + 2 >= N) continue;
+      if ((rng >> 8) % 8 != 0 || next[kind] == 0) { /* in order, some left out */
+        obj = next[kind] + (size_t)((rng >> 20) % 3);
+        next[kind] = obj + 1;
+      } else {
+        obj = (size_t)((rng >> 16) % next[kind]); /* back: the map, or set again */
+      }
+      uint64_t v = rng >> 3 | 1;
+      if (!want[kind][obj]) held++;
+      want[kind][obj] = v;
+      assert_int_equal(mt__side_put(a, obj, kind, v), 0);
+    }
+    assert_int_equal(mt__side_count(&a->side), held);
+    assert_true(a->side.nlate > 0 && a->side.nlate < held / 2); /* both ways taken */
+    for (unsigned k = 0; k < MT__SIDE_KINDS; k++)
+      for (size_t i = 0; i < N; i++) assert_int_equal(mt__side_get(a, i, k), want[k][i]);
+    mt__side_free(&a->side);
+    assert_int_equal(mt__side_count(&a->side), 0);
+    assert_int_equal(mt__side_get(a, 5, MT__SIDE_PROMOTE), 0);
+    assert_int_equal(mt__side_put(a, 5, MT__SIDE_PROMOTE, 42), 0); /* usable again */
+    assert_int_equal(mt__side_get(a, 5, MT__SIDE_PROMOTE), 42);
+    a->side_key = NULL;
     mt_analysis_free(a);
   }
 }

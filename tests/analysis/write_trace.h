@@ -14,8 +14,9 @@
 static char trace_path[64];
 static FILE *trace_file; /* the writer owns no fd: closed after the writer */
 
-/* A writer at `rate` (start time T0), codes named by `resolve`. */
-static inline mt_writer *open_trace(double rate, mt_resolve_fn resolve) {
+/* A writer of format `version` (0: the default) at `rate` (start time
+ * T0), codes named by `resolve`. */
+static inline mt_writer *open_trace_version(double rate, mt_resolve_fn resolve, int version) {
   static int written;
   snprintf(trace_path, sizeof trace_path, "/tmp/mt_test_trace_%d_%d.ctf", (int)getpid(),
            written++);
@@ -24,10 +25,15 @@ static inline mt_writer *open_trace(double rate, mt_resolve_fn resolve) {
   mt_trace_info in = {.sample_rate = rate, .word_size = 64, .executable_name = "t",
                       .host_name = "h", .runtime_params = "", .pid = 1, .start_time = T0,
                       .context = ""};
-  mt_writer_options o = {.fd = fileno(trace_file), .resolve = resolve};
+  mt_writer_options o = {.fd = fileno(trace_file), .resolve = resolve, .version = version};
   mt_writer *w;
   assert_int_equal(mt_writer_open(&w, &in, &o), MT_OK);
   return w;
+}
+
+/* A writer at `rate` (start time T0), codes named by `resolve`. */
+static inline mt_writer *open_trace(double rate, mt_resolve_fn resolve) {
+  return open_trace_version(rate, resolve, 0);
 }
 
 /* Closes the writer and loads what it wrote (the file is removed). */
