@@ -28,4 +28,12 @@ enum {
   MT__EV_SHORT_ALLOC_BASE = 100 /* 101..116: alloc of 1..16 words */
 };
 
+/* The reader decodes the common events through a fast path where the
+ * packet holds enough bytes, and every other event, or one the fast path
+ * finds fault with, through the checked path, which says what is wrong.
+ * This makes reader r use the checked path alone: the tests compare the
+ * two on damaged traces. */
+struct mt_reader;
+void mt__reader_checked_only(struct mt_reader *r);
+
 #endif

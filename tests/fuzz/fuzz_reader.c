@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "format/format_internal.h"
 #include "fuzz_util.h"
 #include "memtrace/format.h"
 
@@ -167,6 +168,30 @@ static void check_follow(const uint8_t *data, size_t size, uint64_t want, uint64
   close(fd);
 }
 
+/* The input read again through the reader's checked path alone
+ * (mt__reader_checked_only): the fast path must give the same events and
+ * stop at the same error, with the same message and offset (want_*: the
+ * read with both paths). */
+static void check_paths_agree(int fd, uint64_t want, uint64_t nwant, int want_rc,
+                              const char *want_err, uint64_t want_off) {
+  int fd2 = open_at_start(fd);
+  mt_reader *r = NULL;
+  FUZZ_CHECK(mt_reader_open_fd(&r, fd2, "fuzz-input") == MT_OK);
+  mt__reader_checked_only(r);
+  mt_event ev;
+  uint64_t h = 0xcbf29ce484222325ull, n = 0;
+  int rc;
+  while ((rc = mt_reader_next(r, &ev)) == 1) {
+    h = digest(h, &ev);
+    n++;
+  }
+  FUZZ_CHECK(rc == want_rc && n == nwant && h == want);
+  FUZZ_CHECK(strcmp(mt_reader_error(r), want_err) == 0);
+  FUZZ_CHECK(mt_reader_error_offset(r) == want_off);
+  mt_reader_close(r);
+  close(fd2);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int fd = fuzz_memfd(data, size);
   mt_reader *r = NULL;
@@ -206,7 +231,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* No warning means "the whole trace was read". */
     if (!warning) FUZZ_CHECK(done == total);
   }
+  char err[1024];
+  snprintf(err, sizeof err, "%s", mt_reader_error(r));
+  uint64_t err_off = mt_reader_error_offset(r);
   mt_reader_close(r);
+  check_paths_agree(fd, h, n, rc, err, err_off);
   check_many(fd);
   check_follow(data, size, h, n, rc);
   close(fd);
