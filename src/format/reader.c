@@ -4,7 +4,12 @@
  * Memory is bounded by the input buffer, the look-ahead of queued packets
  * (MAX_QUEUED bytes), one backtrace cache per domain, and the location
  * table; never by the trace's length. Every field read from the file is
- * checked before use, and every failure names the byte offset. */
+ * checked before use, and every failure names the byte offset.
+ *
+ * This file holds the input, the packets, the domains and their merge, and
+ * the API; the events are decoded by reader_fast.h (the common ones, on
+ * their fast path) and reader_events.c (the checked path, which also keeps
+ * the locations). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -14,11 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "btcodec.h"
-#include "reader_many.h"
-#include "format_internal.h"
-#include "loccodec.h"
-#include "base/containers.h"
+#include "reader_fast.h"
+#include "reader_internal.h"
 
 #define INBUF_SIZE (4u << 20)   /* the input buffer; > MT__MAX_PACKET */
 #define INBUF_MIN 4096          /* a small file's buffer                    */
@@ -27,88 +29,10 @@
  * time on a 123 MB trace, and left the data to be fetched again) */
 #define READ_CHUNK (256u << 10)
 #define MAX_QUEUED (8u << 20)   /* look-ahead when merging domains */
-#define MAX_DOMAINS 128         /* OCaml's own limit on domains */
-#define LOC_CHUNK 4096          /* mt_location entries per storage chunk */
-
-typedef struct packet {
-  struct packet *next;
-  const uint8_t *data; /* content, after the header: buf, or in the input buffer */
-  uint8_t *buf;        /* the packet's own copy, of cap bytes */
-  size_t len, cap;
-  uint64_t data_off; /* file offset of data[0] */
-  uint64_t time_begin, time_end, alloc_begin, alloc_end;
-  uint64_t seq; /* file order, to break timestamp ties */
-  uint16_t v_ix, v_pred;
-  uint64_t v_val;
-} packet;
-
-typedef struct domain {
-  uint32_t id;
-  mt__bt_decoder bt;
-  mt__mtf mtf;
-  uint64_t last_time;
-  packet *cur; /* the packet being decoded, or NULL */
-  mt__rd rd;   /* cursor in cur */
-  uint64_t alloc_id;
-  packet *qhead, *qtail; /* read, not started */
-} domain;
-
-typedef struct loc_list {
-  const mt_location *locs;
-  uint32_t n;
-} loc_list;
-
-struct mt_reader {
-  int fd, own_fd;
-  char *name;
-  uint64_t file_size;
-
-  uint8_t *in;
-  size_t in_pos, in_end, in_cap;
-  uint64_t in_off; /* file offset of in[0] */
-  int in_eof;      /* read() returned 0 */
-  int done;        /* no more packets will be read */
-  /* mt_reader_follow: the end of the file is the end for now; `waiting`
-   * once a read found no whole packet there (cleared by the next call) */
-  int follow, waiting;
-
-  mt_trace_info info;
-  mt__strtab strings;
-
-  mt__u64map loc_index; /* code -> index in lists */
-  loc_list *lists;
-  size_t nlists, lists_cap;
-  mt_location *loc_chunk;
-  size_t loc_chunk_used;
-  void **loc_chunks;
-  size_t nloc_chunks, loc_chunks_cap;
-
-  domain *doms[MAX_DOMAINS];
-  size_t ndoms;
-  size_t queued;
-  uint64_t seq;
-  packet *free_packets;
-
-  int status;
-  char err[768];
-  uint64_t err_off;   /* MT_NO_OFFSET when the error has no place */
-  char warn[512];
-  int warn_set;
-  int truncated;
-  uint64_t truncated_off;
-  uint64_t skipped_pid, skipped_pid_value;
-  uint64_t last_event; /* the time of the last event read */
-  unsigned skip;       /* mt_reader_skip's kinds */
-  int checked_only;    /* mt__reader_checked_only */
-  mt__many *many; /* several traces read as one: every call goes there */
-};
 
 /* ---- errors ---- */
 
-static int fail(mt_reader *r, int status, uint64_t off, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(mt_reader *r, int status, uint64_t off, const char *fmt, ...) {
+int mt__reader_fail(mt_reader *r, int status, uint64_t off, const char *fmt, ...) {
   if (r->status < 0) return r->status;
   char what[512];
   va_list ap;
@@ -128,7 +52,9 @@ static int fail(mt_reader *r, int status, uint64_t off, const char *fmt, ...) {
   return status;
 }
 
-static int nomem(mt_reader *r) { return fail(r, MT_ERR_NOMEM, 0, "out of memory"); }
+int mt__reader_nomem(mt_reader *r) {
+  return mt__reader_fail(r, MT_ERR_NOMEM, 0, "out of memory");
+}
 
 /* ---- input buffer ---- */
 
@@ -148,7 +74,7 @@ static long fill(mt_reader *r, size_t need) {
     size_t cap = r->in_cap * 2 > need ? r->in_cap * 2 : need;
     if (cap > INBUF_SIZE) cap = INBUF_SIZE;
     uint8_t *in = realloc(r->in, cap);
-    if (!in) return nomem(r);
+    if (!in) return mt__reader_nomem(r);
     r->in = in;
     r->in_cap = cap;
   }
@@ -158,8 +84,8 @@ static long fill(mt_reader *r, size_t need) {
     ssize_t got = read(r->fd, r->in + r->in_end, want);
     if (got < 0) {
       if (errno == EINTR) continue;
-      return fail(r, MT_ERR_IO, 0, "read failed at byte %llu: %s",
-                  (unsigned long long)(r->in_off + r->in_end), strerror(errno));
+      return mt__reader_fail(r, MT_ERR_IO, 0, "read failed at byte %llu: %s",
+                             (unsigned long long)(r->in_off + r->in_end), strerror(errno));
     }
     if (got == 0) r->in_eof = 1;
     r->in_end += (size_t)got;
@@ -190,16 +116,16 @@ static int read_header(mt_reader *r, header *h, size_t *present) {
   if (avail < 4) return 0;
   h->magic = mt__ld32(p);
   if (h->magic != MT__MAGIC)
-    return fail(r, MT_ERR_CORRUPT, off,
-                "bad packet magic 0x%08x (expected 0x%08x): not a memtrace "
-                "trace, or a damaged one",
-                h->magic, MT__MAGIC);
+    return mt__reader_fail(r, MT_ERR_CORRUPT, off,
+                           "bad packet magic 0x%08x (expected 0x%08x): not a memtrace "
+                           "trace, or a damaged one",
+                           h->magic, MT__MAGIC);
   if (avail < MT__HEADER_V2) return 0;
   h->version = mt__ld16(p + 28);
   if (h->version < 1 || h->version > MT_FORMAT_VERSION_MAX)
-    return fail(r, MT_ERR_VERSION, off + 28,
-                "unsupported trace format version %u (this reader knows 1 to %d)",
-                h->version, MT_FORMAT_VERSION_MAX);
+    return mt__reader_fail(r, MT_ERR_VERSION, off + 28,
+                           "unsupported trace format version %u (this reader knows 1 to %d)",
+                           h->version, MT_FORMAT_VERSION_MAX);
   h->header_len = h->version >= 3 ? MT__HEADER_V3 : MT__HEADER_V2;
   if ((size_t)avail < h->header_len) return 0;
   mt__rd c = {p + 4, p + h->header_len, 0};
@@ -218,21 +144,21 @@ static int read_header(mt_reader *r, header *h, size_t *present) {
 
   size_t size = h->size_bits / 8;
   if (size < h->header_len)
-    return fail(r, MT_ERR_CORRUPT, off + 4,
-                "packet size %zu bytes is smaller than its %zu-byte header", size,
-                h->header_len);
+    return mt__reader_fail(r, MT_ERR_CORRUPT, off + 4,
+                           "packet size %zu bytes is smaller than its %zu-byte header", size,
+                           h->header_len);
   if (size > MT__MAX_PACKET)
-    return fail(r, MT_ERR_CORRUPT, off + 4,
-                "packet size %zu bytes exceeds the limit of %u", size,
-                MT__MAX_PACKET);
+    return mt__reader_fail(r, MT_ERR_CORRUPT, off + 4,
+                           "packet size %zu bytes exceeds the limit of %u", size,
+                           MT__MAX_PACKET);
   if (h->time_begin > h->time_end)
-    return fail(r, MT_ERR_CORRUPT, off + 8,
-                "packet ends (%llu us) before it begins (%llu us)",
-                (unsigned long long)h->time_end, (unsigned long long)h->time_begin);
+    return mt__reader_fail(r, MT_ERR_CORRUPT, off + 8,
+                           "packet ends (%llu us) before it begins (%llu us)",
+                           (unsigned long long)h->time_end, (unsigned long long)h->time_begin);
   if (h->alloc_begin > h->alloc_end)
-    return fail(r, MT_ERR_CORRUPT, off + h->header_len - 16,
-                "packet's object ids run backwards (%llu to %llu)",
-                (unsigned long long)h->alloc_begin, (unsigned long long)h->alloc_end);
+    return mt__reader_fail(r, MT_ERR_CORRUPT, off + h->header_len - 16,
+                           "packet's object ids run backwards (%llu to %llu)",
+                           (unsigned long long)h->alloc_begin, (unsigned long long)h->alloc_end);
   h->content_len = size - h->header_len;
   return 1;
 }
@@ -263,12 +189,12 @@ static domain *find_domain(mt_reader *r, uint32_t id, uint64_t off) {
   for (size_t i = 0; i < r->ndoms; i++)
     if (r->doms[i]->id == id) return r->doms[i];
   if (r->ndoms == MAX_DOMAINS) {
-    fail(r, MT_ERR_CORRUPT, off, "more than %d distinct domains", MAX_DOMAINS);
+    mt__reader_fail(r, MT_ERR_CORRUPT, off, "more than %d distinct domains", MAX_DOMAINS);
     return NULL;
   }
   domain *d = calloc(1, sizeof *d);
   if (!d) {
-    nomem(r);
+    mt__reader_nomem(r);
     return NULL;
   }
   d->id = id;
@@ -359,7 +285,7 @@ static int read_packet(mt_reader *r) {
      * a domain with nothing left), so no read moves it meanwhile. With
      * several, packets wait in queues while others are read. */
     packet *p = new_packet(r, content, h.content_len, r->ndoms == 1);
-    if (!p) return nomem(r);
+    if (!p) return mt__reader_nomem(r);
     p->data_off = off + h.header_len;
     p->time_begin = h.time_begin;
     p->time_end = h.time_end;
@@ -378,17 +304,6 @@ static int read_packet(mt_reader *r) {
   return 0;
 }
 
-static uint64_t cur_off(const domain *d) {
-  return d->cur->data_off + (uint64_t)(d->rd.p - d->cur->data);
-}
-
-/* The file offset of `at`, a place in d's current packet: events note
- * where they start as a pointer and turn it into an offset only to report
- * an error. */
-static uint64_t off_at(const domain *d, const uint8_t *at) {
-  return d->cur->data_off + (uint64_t)(at - d->cur->data);
-}
-
 /* Makes d->cur a packet with an event left, finishing exhausted packets.
  * Returns 1 when d has an event ready, 0 when it needs more packets, or a
  * negative status. */
@@ -397,10 +312,10 @@ static int domain_ready(mt_reader *r, domain *d) {
     if (d->cur) {
       if (d->rd.p < d->rd.end) return 1;
       if (d->alloc_id != d->cur->alloc_end)
-        return fail(r, MT_ERR_CORRUPT, d->cur->data_off,
-                    "packet holds %llu allocations but its header says %llu",
-                    (unsigned long long)(d->alloc_id - d->cur->alloc_begin),
-                    (unsigned long long)(d->cur->alloc_end - d->cur->alloc_begin));
+        return mt__reader_fail(r, MT_ERR_CORRUPT, d->cur->data_off,
+                               "packet holds %llu allocations but its header says %llu",
+                               (unsigned long long)(d->alloc_id - d->cur->alloc_begin),
+                               (unsigned long long)(d->cur->alloc_end - d->cur->alloc_begin));
       recycle_packet(r, d->cur);
       d->cur = NULL;
     }
@@ -412,18 +327,11 @@ static int domain_ready(mt_reader *r, domain *d) {
     d->rd = (mt__rd){p->data, p->data + p->len, 0};
     d->alloc_id = p->alloc_begin;
     if (!mt__bt_check_verifier(&d->bt, p->v_ix, p->v_pred, p->v_val))
-      return fail(r, MT_ERR_CORRUPT, p->data_off - 28,
-                  "backtrace cache verification failed (slot %u): the trace "
-                  "is damaged or was written by a faulty encoder",
-                  p->v_ix);
+      return mt__reader_fail(r, MT_ERR_CORRUPT, p->data_off - 28,
+                             "backtrace cache verification failed (slot %u): the trace "
+                             "is damaged or was written by a faulty encoder",
+                             p->v_ix);
   }
-}
-
-/* Widens a 25-bit event timestamp against the packet's begin time. */
-static uint64_t event_time(const packet *p, uint32_t hdr) {
-  uint64_t low = hdr & MT__TIME_MASK, start_low = p->time_begin & MT__TIME_MASK;
-  if (low < start_low) low += (uint64_t)1 << 25;
-  return (p->time_begin & ~(uint64_t)MT__TIME_MASK) + low;
 }
 
 /* Picks the domain whose next event comes first, reading packets ahead as
@@ -466,278 +374,6 @@ static domain *pick_domain(mt_reader *r) {
   }
 }
 
-/* ---- location table ---- */
-
-static const mt_location *store_locations(mt_reader *r, const mt_location *l, size_t n) {
-  if (n == 0) return NULL;
-  if (!r->loc_chunk || LOC_CHUNK - r->loc_chunk_used < n) {
-    if (r->nloc_chunks == r->loc_chunks_cap) {
-      size_t nc = r->loc_chunks_cap ? r->loc_chunks_cap * 2 : 16;
-      void **c = realloc(r->loc_chunks, nc * sizeof *c);
-      if (!c) return NULL;
-      r->loc_chunks = c;
-      r->loc_chunks_cap = nc;
-    }
-    mt_location *chunk = malloc(LOC_CHUNK * sizeof *chunk);
-    if (!chunk) return NULL;
-    r->loc_chunks[r->nloc_chunks++] = chunk;
-    r->loc_chunk = chunk;
-    r->loc_chunk_used = 0;
-  }
-  mt_location *dst = r->loc_chunk + r->loc_chunk_used;
-  memcpy(dst, l, n * sizeof *l);
-  r->loc_chunk_used += n;
-  return dst;
-}
-
-static int same_locations(const loc_list *a, const mt_location *b, size_t n) {
-  if (a->n != n) return 0;
-  for (size_t i = 0; i < n; i++) {
-    const mt_location *x = &a->locs[i], *y = &b[i];
-    /* strings are interned: equal strings are equal pointers */
-    if (x->filename != y->filename || x->defname != y->defname ||
-        x->line != y->line || x->start_char != y->start_char ||
-        x->end_char != y->end_char)
-      return 0;
-  }
-  return 1;
-}
-
-static int read_location(mt_reader *r, domain *d, uint64_t off) {
-  mt_location locs[255];
-  size_t n = 0;
-  uint64_t code;
-  const char *why = mt__loc_decode(&d->mtf, &r->strings, &d->rd, &code, locs, &n);
-  if (why) return fail(r, MT_ERR_CORRUPT, cur_off(d), "%s", why);
-  uint32_t *ix = mt__u64map_get(&r->loc_index, code);
-  if (ix) {
-    if (!same_locations(&r->lists[*ix - 1], locs, n))
-      return fail(r, MT_ERR_CORRUPT, off,
-                  "location code 0x%llx redefined with different locations",
-                  (unsigned long long)code);
-    return 0;
-  }
-  if (r->nlists == r->lists_cap) {
-    size_t nc = r->lists_cap ? r->lists_cap * 2 : 1024;
-    loc_list *nl = realloc(r->lists, nc * sizeof *nl);
-    if (!nl) return nomem(r);
-    r->lists = nl;
-    r->lists_cap = nc;
-  }
-  const mt_location *stored = store_locations(r, locs, n);
-  if (n && !stored) return nomem(r);
-  r->lists[r->nlists] = (loc_list){stored, (uint32_t)n};
-  if (mt__u64map_put(&r->loc_index, code, (uint32_t)r->nlists) != 0) return nomem(r);
-  r->nlists++;
-  return 0;
-}
-
-/* ---- events ---- */
-
-static int read_alloc(mt_reader *r, domain *d, unsigned code, mt_event *ev) {
-  mt__rd *c = &d->rd;
-  const uint8_t *at = d->rd.p;
-  int64_t length, nsamples, common;
-  size_t nencoded;
-  mt_source source = MT_SOURCE_MINOR;
-  if (code != MT__EV_ALLOC) {
-    length = code - MT__EV_SHORT_ALLOC_BASE;
-    nsamples = 1;
-    common = mt__getvint(c);
-    nencoded = mt__get8(c);
-  } else {
-    length = mt__getvint(c);
-    nsamples = mt__getvint(c);
-    unsigned src = mt__get8(c);
-    if (!c->bad && src > MT_SOURCE_EXTERNAL)
-      return fail(r, MT_ERR_CORRUPT, cur_off(d) - 1, "unknown allocation source %u", src);
-    source = (mt_source)src;
-    common = mt__getvint(c);
-    nencoded = mt__get16(c);
-  }
-  if (c->bad) return fail(r, MT_ERR_CORRUPT, off_at(d, at), "allocation event cut short");
-  if (length < 0 || nsamples < 0 || common < 0)
-    return fail(r, MT_ERR_CORRUPT, off_at(d, at),
-                "allocation with a negative field (length %lld, samples %lld, "
-                "common prefix %lld)",
-                (long long)length, (long long)nsamples, (long long)common);
-  if (d->alloc_id >= d->cur->alloc_end)
-    return fail(r, MT_ERR_CORRUPT, off_at(d, at),
-                "more allocations than the packet header's object id range");
-  int rc = mt__bt_decode_fast(&d->bt, c, nencoded, (uint64_t)common)
-               ? MT__BT_OK
-               : mt__bt_decode(&d->bt, c, nencoded, (uint64_t)common);
-  if (rc == MT__BT_TRUNCATED)
-    return fail(r, MT_ERR_CORRUPT, cur_off(d), "backtrace cut short");
-  if (rc == MT__BT_TOO_LONG)
-    return fail(r, MT_ERR_CORRUPT, off_at(d, at), "backtrace longer than %u frames",
-                MT__BT_MAX_FRAMES);
-  if (rc == MT__BT_NOMEM) return nomem(r);
-  ev->kind = MT_EVENT_ALLOC;
-  ev->source = source;
-  ev->obj_id = d->alloc_id++;
-  ev->length = (uint64_t)length;
-  ev->nsamples = (uint64_t)nsamples;
-  ev->backtrace = d->bt.bt;
-  ev->backtrace_len = d->bt.len;
-  ev->common_prefix = (size_t)common;
-  return 0;
-}
-
-/* Promote and collect name an object relative to the last allocation. */
-static int read_relative_id(mt_reader *r, domain *d, int may_be_later, mt_event *ev) {
-  const uint8_t *at = d->rd.p;
-  int64_t delta = mt__getvint(&d->rd);
-  if (d->rd.bad) return fail(r, MT_ERR_CORRUPT, off_at(d, at), "event cut short");
-  uint64_t last = d->alloc_id; /* id of the last allocation, plus one */
-  if (delta >= 0) {
-    if ((uint64_t)delta >= last)
-      return fail(r, MT_ERR_CORRUPT, off_at(d, at),
-                  "object id delta %lld names an object before the first",
-                  (long long)delta);
-    ev->obj_id = last - 1 - (uint64_t)delta;
-  } else {
-    /* Only collections may name a later id: an object of another domain
-     * (memtrace's reader allows this for domain termination). */
-    if (!may_be_later || delta == INT64_MIN || (uint64_t)(-delta) > UINT64_MAX - last)
-      return fail(r, MT_ERR_CORRUPT, off_at(d, at), "negative object id delta %lld",
-                  (long long)delta);
-    ev->obj_id = last + (uint64_t)(-delta) - 1; /* -delta >= 1: no underflow */
-  }
-  return 0;
-}
-
-static int read_event(mt_reader *r, domain *d, mt_event *ev) {
-  const uint8_t *at = d->rd.p;
-  uint32_t hdr = mt__get32(&d->rd);
-  if (d->rd.bad) return fail(r, MT_ERR_CORRUPT, off_at(d, at), "event header cut short");
-  uint64_t t = event_time(d->cur, hdr);
-  if (t < d->cur->time_begin || t > d->cur->time_end)
-    return fail(r, MT_ERR_CORRUPT, off_at(d, at),
-                "event time %llu us lies outside its packet (%llu to %llu)",
-                (unsigned long long)t, (unsigned long long)d->cur->time_begin,
-                (unsigned long long)d->cur->time_end);
-  if (t < d->last_time)
-    return fail(r, MT_ERR_CORRUPT, off_at(d, at),
-                "event time %llu us is before the previous event (%llu us)",
-                (unsigned long long)t, (unsigned long long)d->last_time);
-  d->last_time = t;
-  unsigned code = hdr >> MT__TIME_BITS;
-  ev->time = t;
-  ev->domain = d->id;
-  switch (code) {
-  case MT__EV_TRACE_INFO:
-    return fail(r, MT_ERR_CORRUPT, off_at(d, at), "a second trace_info event");
-  case MT__EV_LOCATION: {
-    int rc = read_location(r, d, off_at(d, at));
-    return rc < 0 ? rc : 1; /* 1: not an event for the caller */
-  }
-  case MT__EV_ALLOC:
-    return read_alloc(r, d, code, ev);
-  case MT__EV_PROMOTE:
-  case MT__EV_COLLECT:
-    /* an allocation's fields are zero here (read_alloc sets them all) */
-    ev->kind = code == MT__EV_PROMOTE ? MT_EVENT_PROMOTE : MT_EVENT_COLLECT;
-    ev->backtrace = NULL;
-    ev->backtrace_len = ev->common_prefix = 0;
-    ev->length = ev->nsamples = 0;
-    ev->source = MT_SOURCE_MINOR;
-    return read_relative_id(r, d, code == MT__EV_COLLECT, ev);
-  default:
-    if (code > MT__EV_SHORT_ALLOC_BASE && code <= MT__EV_SHORT_ALLOC_BASE + 16)
-      return read_alloc(r, d, code, ev);
-    return fail(r, MT_ERR_CORRUPT, off_at(d, at), "unknown event code %u", code);
-  }
-}
-
-/* ---- the common events' fast path ---- */
-
-/* The most bytes a promotion, a collection or an allocation takes before
- * its backtrace's codewords: a long allocation's header, three vints of 9
- * bytes at most, its source and its 16-bit codeword count. */
-#define FAST_ROOM (4 + 9 + 9 + 1 + 9 + 2)
-
-/* A vint at *p whose bytes are known to be there; 0 for a negative one
- * (a field that may not be negative: the checked path says so). */
-static inline int fast_vint(const uint8_t **p, uint64_t *v) {
-  const uint8_t *q = *p;
-  uint8_t t = q[0];
-  if (t < 253) {
-    *v = t;
-    *p = q + 1;
-    return 1;
-  }
-  int64_t x = t == 253 ? (int64_t)mt__ld16(q + 1)
-              : t == 254 ? (int64_t)(int32_t)mt__ld32(q + 1)
-                         : (int64_t)mt__ld64(q + 1);
-  *p = q + (t == 253 ? 3 : t == 254 ? 5 : 9);
-  *v = (uint64_t)x;
-  return x >= 0;
-}
-
-/* The event at d's cursor when it is a well-formed allocation, promotion
- * or collection of an earlier object, with FAST_ROOM bytes (and its
- * codewords' longest encoding) in the packet: every field read with the
- * one bound checked, and every check of the checked path made. Returns 1
- * with *ev and d advanced, or 0 with nothing read or changed: the checked
- * path (read_event) then reads the event, and says what is wrong with it. */
-static inline int fast_event(domain *d, mt_event *ev) {
-  const uint8_t *p = d->rd.p;
-  if ((size_t)(d->rd.end - p) < FAST_ROOM) return 0;
-  const packet *pk = d->cur;
-  uint32_t hdr = mt__ld32(p);
-  uint64_t t = event_time(pk, hdr);
-  if (t > pk->time_end || t < d->last_time) return 0; /* event_time is >= time_begin */
-  unsigned code = hdr >> MT__TIME_BITS;
-  p += 4;
-  if (code == MT__EV_PROMOTE || code == MT__EV_COLLECT) {
-    uint64_t delta;
-    if (!fast_vint(&p, &delta) || delta >= d->alloc_id) return 0;
-    ev->kind = code == MT__EV_PROMOTE ? MT_EVENT_PROMOTE : MT_EVENT_COLLECT;
-    ev->source = MT_SOURCE_MINOR;
-    ev->obj_id = d->alloc_id - 1 - delta;
-    ev->length = ev->nsamples = 0;
-    ev->backtrace = NULL;
-    ev->backtrace_len = ev->common_prefix = 0;
-  } else {
-    uint64_t length, nsamples = 1, common;
-    size_t nencoded;
-    mt_source source = MT_SOURCE_MINOR;
-    if (code > MT__EV_SHORT_ALLOC_BASE && code <= MT__EV_SHORT_ALLOC_BASE + 16) {
-      length = code - MT__EV_SHORT_ALLOC_BASE;
-      if (!fast_vint(&p, &common)) return 0;
-      nencoded = *p++;
-    } else if (code == MT__EV_ALLOC) {
-      if (!fast_vint(&p, &length) || !fast_vint(&p, &nsamples)) return 0;
-      if (*p > MT_SOURCE_EXTERNAL) return 0;
-      source = (mt_source)*p++;
-      if (!fast_vint(&p, &common)) return 0;
-      nencoded = mt__ld16(p);
-      p += 2;
-    } else {
-      return 0;
-    }
-    mt__bt_decoder *bt = &d->bt;
-    if (d->alloc_id >= pk->alloc_end || common > bt->len || nencoded > MT__BT_EXPAND_MAX ||
-        (size_t)(d->rd.end - p) < nencoded * 10 || bt->cap < common + nencoded * 256)
-      return 0;
-    bt->len = mt__bt_expand(bt, &p, nencoded, bt->bt, (size_t)common);
-    ev->kind = MT_EVENT_ALLOC;
-    ev->source = source;
-    ev->obj_id = d->alloc_id++;
-    ev->length = length;
-    ev->nsamples = nsamples;
-    ev->backtrace = bt->bt;
-    ev->backtrace_len = bt->len;
-    ev->common_prefix = (size_t)common;
-  }
-  d->rd.p = p;
-  d->last_time = t;
-  ev->time = t;
-  ev->domain = d->id;
-  return 1;
-}
-
 int mt_reader_next(mt_reader *r, mt_event *ev) {
   if (r->many) {
     int rc;
@@ -764,7 +400,7 @@ int mt_reader_next(mt_reader *r, mt_event *ev) {
                     (unsigned long long)r->skipped_pid_value);
       return 0;
     }
-    int rc = !r->checked_only && fast_event(d, ev) ? 0 : read_event(r, d, ev);
+    int rc = !r->checked_only && fast_event(d, ev) ? 0 : mt__read_event(r, d, ev);
     if (rc < 0) return rc;
     if (rc == 0) {
       r->last_event = ev->time;
@@ -781,27 +417,27 @@ static int read_trace_info(mt_reader *r) {
   int rc = read_header(r, &h, &present);
   if (rc < 0) return rc;
   if (rc == 0)
-    return fail(r, MT_ERR_CORRUPT, present,
-                present == 0 ? "empty file: not a memtrace trace"
-                             : "file ends inside the first packet header");
+    return mt__reader_fail(r, MT_ERR_CORRUPT, present,
+                           present == 0 ? "empty file: not a memtrace trace"
+                                        : "file ends inside the first packet header");
   size_t size = h.header_len + h.content_len;
   long avail = fill(r, size);
   if (avail < 0) return (int)avail;
   if ((size_t)avail < size)
-    return fail(r, MT_ERR_CORRUPT, (uint64_t)avail,
-                "file ends inside the trace_info packet (%zu of %zu bytes)",
-                (size_t)avail, size);
+    return mt__reader_fail(r, MT_ERR_CORRUPT, (uint64_t)avail,
+                           "file ends inside the trace_info packet (%zu of %zu bytes)",
+                           (size_t)avail, size);
   const uint8_t *base = r->in + r->in_pos;
   mt__rd c = {base + h.header_len, base + size, 0};
 #define OFF ((uint64_t)(c.p - base))
   uint32_t hdr = mt__get32(&c);
   if (c.bad || hdr >> MT__TIME_BITS != MT__EV_TRACE_INFO)
-    return fail(r, MT_ERR_CORRUPT, h.header_len,
-                "the first event is not trace_info (code %u)", hdr >> MT__TIME_BITS);
+    return mt__reader_fail(r, MT_ERR_CORRUPT, h.header_len,
+                           "the first event is not trace_info (code %u)", hdr >> MT__TIME_BITS);
   packet p = {.time_begin = h.time_begin, .time_end = h.time_end};
   if (event_time(&p, hdr) != h.time_begin)
-    return fail(r, MT_ERR_CORRUPT, h.header_len,
-                "trace_info time differs from its packet's");
+    return mt__reader_fail(r, MT_ERR_CORRUPT, h.header_len,
+                           "trace_info time differs from its packet's");
   mt_trace_info *in = &r->info;
   uint64_t rate_bits = mt__get64(&c);
   memcpy(&in->sample_rate, &rate_bits, sizeof rate_bits);
@@ -810,24 +446,24 @@ static int read_trace_info(mt_reader *r) {
   for (int i = 0; i < 3; i++) {
     size_t len = 0;
     const char *s = mt__getstr(&c, &len);
-    if (!s) return fail(r, MT_ERR_CORRUPT, OFF, "unterminated string in trace_info");
-    if (!(*fields[i] = mt__strtab_intern(&r->strings, s, len))) return nomem(r);
+    if (!s) return mt__reader_fail(r, MT_ERR_CORRUPT, OFF, "unterminated string in trace_info");
+    if (!(*fields[i] = mt__strtab_intern(&r->strings, s, len))) return mt__reader_nomem(r);
   }
   in->pid = mt__get64(&c);
   in->context = "";
   if (h.version >= 2) {
     size_t len = 0;
     const char *s = mt__getstr(&c, &len);
-    if (!s) return fail(r, MT_ERR_CORRUPT, OFF, "unterminated context in trace_info");
-    if (!(in->context = mt__strtab_intern(&r->strings, s, len))) return nomem(r);
+    if (!s) return mt__reader_fail(r, MT_ERR_CORRUPT, OFF, "unterminated context in trace_info");
+    if (!(in->context = mt__strtab_intern(&r->strings, s, len))) return mt__reader_nomem(r);
   }
-  if (c.bad) return fail(r, MT_ERR_CORRUPT, OFF, "trace_info event cut short");
+  if (c.bad) return mt__reader_fail(r, MT_ERR_CORRUPT, OFF, "trace_info event cut short");
   if (c.p != c.end)
-    return fail(r, MT_ERR_CORRUPT, OFF, "%zu unexpected bytes after trace_info",
-                (size_t)(c.end - c.p));
+    return mt__reader_fail(r, MT_ERR_CORRUPT, OFF, "%zu unexpected bytes after trace_info",
+                           (size_t)(c.end - c.p));
   if (!(in->sample_rate > 0 && in->sample_rate <= 1))
-    return fail(r, MT_ERR_CORRUPT, h.header_len + 4,
-                "sample rate %g is not a probability in (0, 1]", in->sample_rate);
+    return mt__reader_fail(r, MT_ERR_CORRUPT, h.header_len + 4,
+                           "sample rate %g is not a probability in (0, 1]", in->sample_rate);
 #undef OFF
   in->start_time = h.time_begin;
   in->initial_domain = h.domain;
@@ -917,23 +553,6 @@ void mt_reader_close(mt_reader *r) {
 
 const mt_trace_info *mt_reader_info(const mt_reader *r) {
   return r->many ? mt__many_info(r->many) : &r->info;
-}
-
-const mt_location *mt_reader_lookup(const mt_reader *r, uint64_t code, size_t *n) {
-  if (r->many) return mt__many_lookup(r->many, code, n);
-  uint32_t *ix = mt__u64map_get(&r->loc_index, code);
-  if (!ix) {
-    *n = 0;
-    return NULL;
-  }
-  const loc_list *l = &r->lists[*ix - 1];
-  *n = l->n;
-  return l->locs;
-}
-
-int mt_reader_has_code(const mt_reader *r, uint64_t code) {
-  if (r->many) return mt__many_has_code(r->many, code);
-  return mt__u64map_get(&r->loc_index, code) != NULL;
 }
 
 void mt_reader_progress(const mt_reader *r, uint64_t *done, uint64_t *total) {

@@ -3,6 +3,7 @@ set(MT_FORMAT_SOURCES
   src/format/btcodec.c
   src/format/loccodec.c
   src/format/reader.c
+  src/format/reader_events.c
   src/format/reader_many.c
   src/format/span.c
   src/format/status.c
