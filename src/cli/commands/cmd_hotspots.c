@@ -515,17 +515,15 @@ typedef struct hot {
   size_t ncallers, cap;
 } hot;
 
-static void report(state *s, const mt_trace_info *info, int64_t total_samples, mt_out *o) {
-  const double wordsize = 8.; /* as memtrace: not the trace's word size */
+#define TOTAL_ALLOCS(s, f) ((s)->total_count[f] + (s)->funcs[f].direct)
+
+/* The allocating functions above 0.5%, each with its callers, as
+ * memtrace's hot_allocs table (Func_tbl.create 100, keyed by function)
+ * holds them: its hot functions in *hots, and their order (Func_tbl.fold
+ * conses: the table's iteration order reversed; then List.sort by direct
+ * allocations, heaviest first) in the returned list of *nhots. */
+static ranked *hot_functions(state *s, int64_t total_samples, hot **hots_out, size_t *nhots_out) {
   func *fs = s->funcs;
-  for (size_t e = 0; e < s->nentries; e++) fs[s->entries[e].func].direct += s->entry_count[e];
-#define TOTAL_ALLOCS(f) (s->total_count[f] + fs[f].direct)
-
-  mt_out_printf(o, "Trace for %s [%" PRId64 "]:\n   %" PRId64 " samples of ",
-                info->executable_name, (int64_t)info->pid, total_samples);
-  print_bytes(o, (double)total_samples / info->sample_rate * wordsize);
-  mt_out_str(o, " allocations\n\n");
-
   /* The heavy hitters, in the iteration order of memtrace's table. */
   heavy_hitters *hh = &s->hh;
   size_t nlive = 0;
@@ -535,13 +533,12 @@ static void report(state *s, const mt_trace_info *info, int64_t total_samples, m
     if (hh->ctr[c].score == HH_FREE) continue;
     uint64_t caller = hh->ctr[c].key >> 32, allocator = (uint32_t)hh->ctr[c].key;
     /* a.id * 1231441 + b.id * 3821 (an OCaml int: the low bits agree) */
-    order[nlive++] = (mt_ocaml_binding){caller * 1231441u + allocator * 3821u, hh->seq[c], (uint32_t)c};
+    order[nlive++] =
+        (mt_ocaml_binding){caller * 1231441u + allocator * 3821u, hh->seq[c], (uint32_t)c};
   }
   mt_ocaml_shape hh_shape = mt_ocaml_shape_create(HH_K); /* never grows: size <= k */
   mt_ocaml_hashtbl_order(order, nlive, hh_shape.nbuckets);
 
-  /* The allocating functions above 0.5%, each with its callers: memtrace's
-   * hot_allocs table (Func_tbl.create 100, keyed by function). */
   mt_ocaml_shape hot_shape = mt_ocaml_shape_create(100);
   mt__u64map hot_index = {0}; /* function -> hot */
   hot *hots = NULL;
@@ -563,7 +560,7 @@ static void report(state *s, const mt_trace_info *info, int64_t total_samples, m
     }
     hot *ho = &hots[*hi - 1];
     double pair_freq = (double)d1;
-    double fn_freq = (double)TOTAL_ALLOCS(fn);
+    double fn_freq = (double)TOTAL_ALLOCS(s, fn);
     double bound = 0.10 >= alloc_prop * 1.2 ? 0.10 : alloc_prop * 1.2; /* max */
     if (pair_freq / fn_freq > bound && pair_freq / (double)total_samples > 0.005) {
       ho->callers = grow_array(ho->callers, &ho->cap, ho->ncallers + 1, sizeof *ho->callers);
@@ -573,8 +570,6 @@ static void report(state *s, const mt_trace_info *info, int64_t total_samples, m
   free(order);
   mt__u64map_free(&hot_index);
 
-  /* Func_tbl.fold conses: the list is the iteration order reversed; then
-   * List.sort by direct allocations, heaviest first. */
   mt_ocaml_binding *hot_order = malloc((nhots + 1) * sizeof *hot_order);
   ranked *list = malloc((nhots + 1) * sizeof *list);
   if (!hot_order || !list) die_nomem();
@@ -587,66 +582,87 @@ static void report(state *s, const mt_trace_info *info, int64_t total_samples, m
   }
   free(hot_order);
   sort_ranked(list, nhots);
+  *hots_out = hots;
+  *nhots_out = nhots;
+  return list;
+}
 
-  ranked *locs = NULL;
-  size_t locs_cap = 0;
-  for (size_t k = 0; k < nhots; k++) {
-    hot *ho = &hots[list[k].item];
-    func *al = &fs[ho->func];
-    double freq = (double)al->direct / (double)total_samples;
-    double bytes = (double)al->direct / info->sample_rate * wordsize;
-    print_bytes(o, bytes);
-    mt_out_printf(o, " (%4.1f%%) at %s (%s:", 100. * freq, al->name, al->filename);
+/* A hot function's lines: its bytes and share, its top locations, and
+ * the callers that carry enough of its allocations. *locs is scratch. */
+static void print_hot(state *s, const mt_trace_info *info, int64_t total_samples, hot *ho,
+                      ranked **locs, size_t *locs_cap, mt_out *o) {
+  const double wordsize = 8.; /* as memtrace: not the trace's word size */
+  func *fs = s->funcs, *al = &fs[ho->func];
+  double freq = (double)al->direct / (double)total_samples;
+  double bytes = (double)al->direct / info->sample_rate * wordsize;
+  print_bytes(o, bytes);
+  mt_out_printf(o, " (%4.1f%%) at %s (%s:", 100. * freq, al->name, al->filename);
 
-    /* the function's locations: consed (newest first), sorted by count */
-    size_t nlocs = 0;
-    for (uint32_t e = al->newest_loc; e != NONE; e = s->entries[e].older) {
-      locs = grow_array(locs, &locs_cap, nlocs + 1, sizeof *locs);
-      locs[nlocs++] = (ranked){s->entry_count[e], 0, e};
-    }
-    sort_ranked(locs, nlocs);
-    int printed = 0;
-    for (size_t i = 0; i < nlocs; i++) {
-      const loc_entry *le = &s->entries[locs[i].item];
-      if (s->entry_count[locs[i].item] <= 0) continue;
-      if (printed < 3)
-        mt_out_printf(o, "%s%u:%u-%u", printed ? ", " : "", le->line, le->start_char, le->end_char);
-      else if (printed == 3)
-        mt_out_str(o, "...");
-      printed++;
-    }
-    mt_out_str(o, ")\n");
-
-    /* callers: consed, so reversed, then sorted by frequency */
-    ranked *c = ho->callers;
-    for (size_t i = 0, j = ho->ncallers; i + 1 < j; i++, j--) {
-      ranked t = c[i];
-      c[i] = c[j - 1];
-      c[j - 1] = t;
-    }
-    sort_ranked(c, ho->ncallers);
-    int first = 1;
-    for (size_t i = 0; i < ho->ncallers; i++) {
-      uint32_t caller = c[i].item;
-      int64_t f = c[i].weight;
-      double rfreq = (double)f / (double)TOTAL_ALLOCS(caller);
-      double cbytes = (double)f / info->sample_rate * wordsize;
-      if ((double)TOTAL_ALLOCS(caller) / (double)total_samples > 0.005) {
-        if (first) mt_out_str(o, "      including:\n");
-        first = 0;
-        mt_out_str(o, "    ");
-        print_bytes(o, cbytes);
-        mt_out_printf(o, " via %s (%.0f%% of this)\n", fs[caller].name, 100. * rfreq);
-      }
-    }
-    mt_out_char(o, '\n');
+  /* the function's locations: consed (newest first), sorted by count */
+  size_t nlocs = 0;
+  for (uint32_t e = al->newest_loc; e != NONE; e = s->entries[e].older) {
+    *locs = grow_array(*locs, locs_cap, nlocs + 1, sizeof **locs);
+    (*locs)[nlocs++] = (ranked){s->entry_count[e], 0, e};
   }
-#undef TOTAL_ALLOCS
+  sort_ranked(*locs, nlocs);
+  int printed = 0;
+  for (size_t i = 0; i < nlocs; i++) {
+    const loc_entry *le = &s->entries[(*locs)[i].item];
+    if (s->entry_count[(*locs)[i].item] <= 0) continue;
+    if (printed < 3)
+      mt_out_printf(o, "%s%u:%u-%u", printed ? ", " : "", le->line, le->start_char, le->end_char);
+    else if (printed == 3)
+      mt_out_str(o, "...");
+    printed++;
+  }
+  mt_out_str(o, ")\n");
+
+  /* callers: consed, so reversed, then sorted by frequency */
+  ranked *c = ho->callers;
+  for (size_t i = 0, j = ho->ncallers; i + 1 < j; i++, j--) {
+    ranked t = c[i];
+    c[i] = c[j - 1];
+    c[j - 1] = t;
+  }
+  sort_ranked(c, ho->ncallers);
+  int first = 1;
+  for (size_t i = 0; i < ho->ncallers; i++) {
+    uint32_t caller = c[i].item;
+    int64_t f = c[i].weight;
+    double rfreq = (double)f / (double)TOTAL_ALLOCS(s, caller);
+    double cbytes = (double)f / info->sample_rate * wordsize;
+    if ((double)TOTAL_ALLOCS(s, caller) / (double)total_samples > 0.005) {
+      if (first) mt_out_str(o, "      including:\n");
+      first = 0;
+      mt_out_str(o, "    ");
+      print_bytes(o, cbytes);
+      mt_out_printf(o, " via %s (%.0f%% of this)\n", fs[caller].name, 100. * rfreq);
+    }
+  }
+  mt_out_char(o, '\n');
+}
+
+static void report(state *s, const mt_trace_info *info, int64_t total_samples, mt_out *o) {
+  const double wordsize = 8.; /* as memtrace: not the trace's word size */
+  for (size_t e = 0; e < s->nentries; e++)
+    s->funcs[s->entries[e].func].direct += s->entry_count[e];
+  mt_out_printf(o, "Trace for %s [%" PRId64 "]:\n   %" PRId64 " samples of ",
+                info->executable_name, (int64_t)info->pid, total_samples);
+  print_bytes(o, (double)total_samples / info->sample_rate * wordsize);
+  mt_out_str(o, " allocations\n\n");
+
+  hot *hots;
+  size_t nhots;
+  ranked *list = hot_functions(s, total_samples, &hots, &nhots), *locs = NULL;
+  size_t locs_cap = 0;
+  for (size_t k = 0; k < nhots; k++)
+    print_hot(s, info, total_samples, &hots[list[k].item], &locs, &locs_cap, o);
   free(locs);
   free(list);
   for (size_t k = 0; k < nhots; k++) free(hots[k].callers);
   free(hots);
 }
+#undef TOTAL_ALLOCS
 
 static int run(int argc, char **argv) {
   const char *path;
