@@ -37,7 +37,7 @@ static inline int fast_vint(const uint8_t **p, uint64_t *v) {
  * codewords' longest encoding) in the packet: every field read with the
  * one bound checked, and every check of the checked path made. Returns 1
  * with *ev and d advanced, or 0 with nothing read or changed: the checked
- * path (read_event) then reads the event, and says what is wrong with it. */
+ * path (mt__read_event) then reads the event, and says what is wrong with it. */
 static inline int fast_event(domain *d, mt_event *ev) {
   const uint8_t *p = d->rd.p;
   if ((size_t)(d->rd.end - p) < FAST_ROOM) return 0;
