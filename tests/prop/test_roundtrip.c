@@ -784,13 +784,7 @@ static void read_pipe_case(uint64_t seed, int version, int ndoms, size_t nevents
   /* and identical decodes, event by event, location by location */
   SCHECK(seed, (tp.n) == (tm.n));
   for (size_t i = 0; i < tp.n; i++) {
-    const mt_event *a = &tp.ev[i].ev, *b = &tm.ev[i].ev;
-    if (a->kind != b->kind || a->domain != b->domain || a->time != b->time ||
-        a->obj_id != b->obj_id || a->length != b->length || a->nsamples != b->nsamples ||
-        a->source != b->source || a->backtrace_len != b->backtrace_len ||
-        a->common_prefix != b->common_prefix ||
-        (a->backtrace_len &&
-         memcmp(a->backtrace, b->backtrace, a->backtrace_len * sizeof *a->backtrace)))
+    if (!tu_same_event(&tp.ev[i].ev, &tm.ev[i].ev))
       fail_msg("seed %llu: event %zu differs between the pipe and the file", (unsigned long long)seed, i);
   }
   for (size_t i = 0; i < j->u.n; i++) {

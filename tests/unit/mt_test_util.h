@@ -283,10 +283,22 @@ typedef struct tu_trace {
   int status;          /* the last mt_reader_next result (0 = clean end) */
   int open_status;
   char error[1024];
+  uint64_t error_offset; /* mt_reader_error_offset */
   char warning[1024];
   int has_warning;
   int fd;
 } tu_trace;
+
+/* Whether two events say the same: every field, and the backtrace's
+ * frames. */
+static inline int tu_same_event(const mt_event *a, const mt_event *b) {
+  return a->kind == b->kind && a->domain == b->domain && a->time == b->time &&
+         a->obj_id == b->obj_id && a->length == b->length && a->nsamples == b->nsamples &&
+         a->source == b->source && a->backtrace_len == b->backtrace_len &&
+         a->common_prefix == b->common_prefix &&
+         (a->backtrace_len == 0 ||
+          memcmp(a->backtrace, b->backtrace, a->backtrace_len * sizeof *a->backtrace) == 0);
+}
 
 static inline void tu_trace_free(tu_trace *t) {
   for (size_t i = 0; i < t->n; i++) free(t->ev[i].bt);
@@ -317,6 +329,7 @@ static inline void tu_read_events(mt_reader *r, tu_trace *t) {
   }
   t->status = rc;
   snprintf(t->error, sizeof t->error, "%s", mt_reader_error(r));
+  t->error_offset = mt_reader_error_offset(r);
   const char *w = mt_reader_warning(r);
   t->has_warning = w != NULL;
   snprintf(t->warning, sizeof t->warning, "%s", w ? w : "");
