@@ -13,13 +13,9 @@
 static const mt_location *store_locations(mt_reader *r, const mt_location *l, size_t n) {
   if (n == 0) return NULL;
   if (!r->loc_chunk || LOC_CHUNK - r->loc_chunk_used < n) {
-    if (r->nloc_chunks == r->loc_chunks_cap) {
-      size_t nc = r->loc_chunks_cap ? r->loc_chunks_cap * 2 : 16;
-      void **c = realloc(r->loc_chunks, nc * sizeof *c);
-      if (!c) return NULL;
-      r->loc_chunks = c;
-      r->loc_chunks_cap = nc;
-    }
+    if (mt__reserve((void **)&r->loc_chunks, r->nloc_chunks, &r->loc_chunks_cap,
+                    sizeof *r->loc_chunks))
+      return NULL;
     mt_location *chunk = malloc(LOC_CHUNK * sizeof *chunk);
     if (!chunk) return NULL;
     r->loc_chunks[r->nloc_chunks++] = chunk;
@@ -59,13 +55,8 @@ static int read_location(mt_reader *r, domain *d, uint64_t off) {
                              (unsigned long long)code);
     return 0;
   }
-  if (r->nlists == r->lists_cap) {
-    size_t nc = r->lists_cap ? r->lists_cap * 2 : 1024;
-    loc_list *nl = realloc(r->lists, nc * sizeof *nl);
-    if (!nl) return mt__reader_nomem(r);
-    r->lists = nl;
-    r->lists_cap = nc;
-  }
+  if (mt__grow((void **)&r->lists, &r->lists_cap, r->nlists + 1, sizeof *r->lists, 1024))
+    return mt__reader_nomem(r);
   const mt_location *stored = store_locations(r, locs, n);
   if (n && !stored) return mt__reader_nomem(r);
   r->lists[r->nlists] = (loc_list){stored, (uint32_t)n};
