@@ -368,7 +368,7 @@ static inline const uint32_t *mt__bt_cursor_get(mt__bt_cursor *c, uint32_t b, si
     *n = a->bt_off[b + 1] - a->bt_off[b];
     return a->bt_flat + a->bt_off[b];
   }
-  if (b + 1 == c->next) {
+  if (b + 1 == c->next && c->cur) {
     *n = c->cur_n;
     return c->cur;
   }

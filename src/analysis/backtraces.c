@@ -103,6 +103,9 @@ void mt__bt_cursor_free(mt__bt_cursor *c) {
 }
 
 const uint32_t *mt__bt_cursor_seek(mt__bt_cursor *c, uint32_t b, size_t *n) {
+  /* an empty backtrace read before any other leaves its buffer unmade:
+   * NULL means no memory */
+  static const uint32_t no_codes[1];
   /* Backtraces first appear in id order: a new one is the log's next
    * record (decoded sequentially into cur); a repeat of an older one is
    * replayed from its checkpoint into old. */
@@ -112,12 +115,12 @@ const uint32_t *mt__bt_cursor_seek(mt__bt_cursor *c, uint32_t b, size_t *n) {
   }
   if (b + 1 == c->next) {
     *n = c->cur_n;
-    return c->cur;
+    return c->cur ? c->cur : no_codes;
   }
   size_t len = mt__bt_codes_grow(c->a, b, &c->old, &c->old_cap);
   if (len == SIZE_MAX) return NULL;
   *n = len;
-  return c->old;
+  return c->old ? c->old : no_codes;
 }
 
 int mt__scan_codes(const mt__query *q, mt__visit_fn fn, void *ctx) {
