@@ -120,22 +120,40 @@ typedef enum mt_keep {
   MT_KEEP_ALL = 0,   /* every one: every answer */
   MT_KEEP_LIVE = 1,  /* those never collected: memory follows the live heap */
   MT_KEEP_FOLDED = 2, /* their tallies by backtrace (mt_analysis_load_folded) */
-  MT_KEEP_SITES = 3   /* those never collected, and sums by allocation site
+  MT_KEEP_SITES = 3,  /* those never collected, and sums by allocation site
                          (mt_analysis_load_sites) */
+  MT_KEEP_PROFILE = 4 /* what a heap profile needs (mt_profile): every one
+                         while backtraces repeat, else whether each was
+                         collected, the trace read again for the profile */
 } mt_keep;
 
-/* As mt_analysis_load_many, keeping `keep` (MT_KEEP_ALL or MT_KEEP_LIVE;
- * MT_KEEP_FOLDED is mt_analysis_load_folded's). With MT_KEEP_LIVE each object
- * is dropped as it is collected, so the analysis's memory is that of the
- * objects live at the end and of the distinct backtraces, whatever the
- * trace's length: what mt_leaks needs, for traces of any length. What is
+/* As mt_analysis_load_many, keeping `keep` (MT_KEEP_ALL, MT_KEEP_LIVE or
+ * MT_KEEP_PROFILE; MT_KEEP_FOLDED is mt_analysis_load_folded's). With
+ * MT_KEEP_LIVE each object is dropped as it is collected, so the
+ * analysis's memory is that of the objects live at the end and of the
+ * distinct backtraces, whatever the trace's length: what mt_leaks needs,
+ * for traces of any length. What is
  * computed while reading stays whole: the trace's total
  * (mt_analysis_tally with a filter that selects all, a ranking's
  * trace_total), the live heap's series, peak and envelope, the duration.
  * Every other answer covers the objects never collected only, so one asked
  * under a filter that admits collected objects (collected other than
- * MT_COLLECTED_NEVER; mt_leaks sets it) returns MT_ERR_INVALID. Errors as
- * mt_analysis_load's. */
+ * MT_COLLECTED_NEVER; mt_leaks sets it) returns MT_ERR_INVALID.
+ *
+ * MT_KEEP_PROFILE loads as MT_KEEP_ALL while the trace's backtraces
+ * repeat. Once nearly every object proves to have a backtrace of its own
+ * (where the load would stop interning them: a heap profile then has
+ * about a sample per object, and keeping the objects is most of its
+ * cost), the load keeps of each object only whether it was collected,
+ * and mt_profile reads the trace files again for the samples: they must
+ * not change in between. mt_analysis_keeps then says MT_KEEP_PROFILE: the
+ * analysis holds no object (mt_analysis_object_count is 0, the live heap
+ * is empty) but the trace's info, duration, codes and functions, and
+ * answers mt_profile under a filter mt_profile_rereads accepts; every
+ * other answer returns MT_ERR_INVALID. Otherwise the analysis is
+ * MT_KEEP_ALL's. Memory: 1 bit an object, and the codes.
+ *
+ * Errors as mt_analysis_load's. */
 MT_API int mt_analysis_load_keep(mt_analysis **out, const char *const *paths, size_t n,
                                  mt_keep keep, mt_progress_fn progress, void *ctx);
 /* Loads the traces keeping, per backtrace, the tally of the objects that

@@ -42,6 +42,8 @@ typedef struct mt_profile_info {
   uint64_t covered;    /* the time the profile covers, us (the snapshot, or
                           the trace's end if earlier)                      */
   double period;       /* bytes between samples: word bytes / rate          */
+  char error[512];     /* when mt_profile fails reading the trace again: why,
+                          naming the trace; else empty                     */
 } mt_profile_info;
 
 /* One sample: its backtrace (code ids, outermost first; empty for an
@@ -51,9 +53,26 @@ typedef int (*mt_profile_fn)(void *ctx, const uint32_t *codes, size_t n, int sou
                              const int64_t values[MT_PROFILE_VALUES]);
 
 /* Fills *info and calls fn for every sample of the profile of the objects
- * f keeps. MT_OK, fn's non-zero result, or MT_ERR_NOMEM. */
+ * f keeps. MT_OK, fn's non-zero result, or MT_ERR_NOMEM.
+ *
+ * On an analysis loaded with MT_KEEP_PROFILE that kept no objects
+ * (mt_analysis_keeps says MT_KEEP_PROFILE), the samples come from reading
+ * its trace files again, with the memory of one backtrace: the same
+ * samples, in the same order, as from the analysis MT_KEEP_ALL loads.
+ * Then f must be one mt_profile_rereads accepts (MT_ERR_INVALID
+ * otherwise), and a trace that changed since the load, or can no longer
+ * be read, fails with MT_ERR_INVALID, MT_ERR_IO or MT_ERR_CORRUPT, the
+ * reason in info->error; the samples before the failure have been given
+ * to fn. */
 MT_API int mt_profile(const mt_analysis *a, const mt_filter *f, int merge_sources,
                       mt_profile_info *info, mt_profile_fn fn, void *ctx);
+
+/* Whether mt_profile can take f on an analysis that kept no objects
+ * (MT_KEEP_PROFILE): f keeps every object, its snapshot the trace's end
+ * (`live` MT_LIVE_ANY or MT_LIVE_AT_END; `hide` is no condition on
+ * objects). A caller loads with MT_KEEP_PROFILE for such a filter, and
+ * with MT_KEEP_ALL for any other. */
+MT_API int mt_profile_rereads(const mt_filter *f);
 
 #ifdef __cplusplus
 }

@@ -158,6 +158,15 @@ struct mt_analysis {
 
   mt_tally all; /* every object, kept or not */
   int live_only; /* MT_KEEP_LIVE: only the objects never collected are kept */
+  /* MT_KEEP_PROFILE once the backtraces proved nearly all distinct: no
+   * object is kept (nobj is 0), only whether each of the reread_objects
+   * was collected (bit i of gone_bits); mt_profile reads the first
+   * reread_events events of the traces at reread_paths again. */
+  int reread;
+  char **reread_paths;
+  size_t nreread_paths;
+  uint64_t *gone_bits;
+  uint64_t reread_objects, reread_events;
   /* MT_KEEP_FOLDED: one object per backtrace, the tally of the objects that
    * passed fold_filter's conditions on objects; else NULL */
   mt_tally *fold_tally;
@@ -249,6 +258,20 @@ static inline void mt__tally_cached(const mt_analysis *a, uint64_t w, uint64_t s
   mt_tally_fx_add(t->var_fx, a->ht_vfx[w]);
   if (a->ht_w[w] > t->w_max) t->w_max = a->ht_w[w];
 }
+/* Adds to t one object of `length` words from `source` (MT_SOURCE_*) with
+ * `samples` samples. */
+static inline void mt__tally_one(const mt_analysis *a, uint64_t length, int source,
+                                 uint64_t samples, mt_tally *t) {
+  /* OCaml heap blocks are sampled over their header word too. */
+  uint64_t w = length + (source != MT_SOURCE_EXTERNAL);
+  if (__builtin_expect(w >= MT__HT_CACHE, 0)) {
+    t->samples += samples;
+    t->objects++;
+    mt__tally_big(a, w, t);
+    return;
+  }
+  mt__tally_cached(a, w, samples, t);
+}
 /* Adds object i to t: inline, as passes over millions of objects call it
  * for each. */
 static inline void mt__tally_object(const mt_analysis *a, size_t i, mt_tally *t) {
@@ -256,15 +279,24 @@ static inline void mt__tally_object(const mt_analysis *a, size_t i, mt_tally *t)
     mt_tally_add(t, &a->fold_tally[i]);
     return;
   }
-  /* OCaml heap blocks are sampled over their header word too. */
-  uint64_t w = mt__obj_length(a, i) + ((a->source[i] & 3) != MT_SOURCE_EXTERNAL);
-  if (__builtin_expect(w >= MT__HT_CACHE, 0)) {
-    t->samples += mt__obj_samples(a, i);
-    t->objects++;
-    mt__tally_big(a, w, t);
-    return;
+  mt__tally_one(a, mt__obj_length(a, i), a->source[i] & 3, mt__obj_samples(a, i), t);
+}
+
+/* How many outer frames the backtrace of ev shares with prev[0..n), that
+ * of the object allocated before it, of domain prev_domain. The trace
+ * encodes a backtrace against its domain's last one: the reader says how
+ * many frames they share (more than either has when the writer cut one
+ * short); a writer may say fewer than they share, so the rest are
+ * compared. */
+static inline size_t mt__frames_shared(const mt_event *ev, uint32_t prev_domain,
+                                       const uint64_t *prev, size_t n) {
+  size_t len = ev->backtrace_len, k = 0;
+  if (ev->domain == prev_domain) {
+    k = ev->common_prefix < len ? ev->common_prefix : len;
+    if (k > n) k = n;
   }
-  mt__tally_cached(a, w, mt__obj_samples(a, i), t);
+  while (k < len && k < n && ev->backtrace[k] == prev[k]) k++;
+  return k;
 }
 
 /* ---- Queries (select.c): the one place that decides which objects a

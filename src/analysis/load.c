@@ -189,18 +189,80 @@ static int find_object(const pass *p, uint64_t id, size_t nobj, size_t *out) {
   return 0;
 }
 
-static int on_alloc(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev,
-                    uint64_t t) {
-  if (mt__grow_objects(a, a->nobj + 1)) return -1;
-  size_t i = a->nobj;
-  uint32_t bt;
-  if (mt__intern_backtrace(a, p, r, ev, &bt)) return -1;
+/* Object i has id ev->obj_id, for find_object. 0, or -1 (no memory). */
+static int note_id(pass *p, const mt_event *ev, size_t i) {
   if (!p->keep_live && !p->diverged && ev->obj_id != i) {
     p->diverged = 1;
     p->diverged_at = i;
   }
   if (p->diverged && (i > UINT32_MAX - 2 || mt__u64map_put(&p->ids, ev->obj_id, (uint32_t)i)))
     return -1;
+  return 0;
+}
+
+/* ---- MT_KEEP_PROFILE: each object's fate, and past the interning, nothing else ---- */
+
+/* Room in a->gone_bits for object i's bit, new bits clear. 0, or -1. */
+static int gone_room(mt_analysis *a, pass *p, size_t i) {
+  size_t need = i / 64 + 1;
+  if (need <= p->gone_cap) return 0;
+  size_t nc = p->gone_cap ? p->gone_cap * 2 : 1024;
+  if (nc < need) nc = need;
+  uint64_t *g = realloc(a->gone_bits, nc * sizeof *g);
+  if (!g) return -1;
+  memset(g + p->gone_cap, 0, (nc - p->gone_cap) * sizeof *g);
+  a->gone_bits = g;
+  p->gone_cap = nc;
+  return 0;
+}
+
+static int gone(const mt_analysis *a, size_t i) { return (a->gone_bits[i / 64] >> (i % 64)) & 1; }
+static void set_gone(mt_analysis *a, size_t i) { a->gone_bits[i / 64] |= 1ull << (i % 64); }
+
+/* Object i, not kept: its codes, for the samples of mt_profile's second
+ * read, and its id, for its collection. */
+static int alloc_fate(mt_analysis *a, pass *p, const mt_event *ev) {
+  size_t i = a->nobj;
+  if (mt__note_codes(a, p, ev) || note_id(p, ev, i) || gone_room(a, p, i)) return -1;
+  a->nobj++;
+  return 0;
+}
+
+/* At the end: the objects kept while interning go too. The analysis keeps
+ * the trace's info, duration, codes and functions, and each object's
+ * fate; mt_profile reads the trace again. */
+static void keep_fates_only(mt_analysis *a, uint64_t events) {
+  void *arrays[] = {a->alloc_t, a->free_t, a->nsamples, a->length, a->source,
+                    a->bt,      a->trace_of, a->bt_site, a->log,  a->checkpoints};
+  for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
+  a->alloc_t = a->free_t = a->length = a->bt = a->bt_site = NULL;
+  a->nsamples = a->trace_of = NULL;
+  a->source = a->log = NULL;
+  a->checkpoints = NULL;
+  mt__side_free(&a->side);
+  a->reread = 1;
+  a->reread_objects = a->nobj;
+  a->reread_events = events;
+  a->nobj = a->obj_cap = a->nbt = a->bt_cap = a->log_len = a->log_cap = 0;
+  a->ncheckpoints = a->checkpoints_cap = a->bt_codes_total = 0;
+  memset(&a->all, 0, sizeof a->all);
+  a->peak_time = a->peak_samples = 0;
+  a->nbins_used = 0;
+}
+
+static int on_alloc(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev,
+                    uint64_t t) {
+  if (p->fates) return alloc_fate(a, p, ev);
+  if (mt__grow_objects(a, a->nobj + 1)) return -1;
+  size_t i = a->nobj;
+  uint32_t bt;
+  if (mt__intern_backtrace(a, p, r, ev, &bt) || note_id(p, ev, i)) return -1;
+  if (p->keep_profile) {
+    if (gone_room(a, p, i)) return -1;
+    /* the backtraces are nearly all distinct: objects from the next on
+     * are not kept */
+    p->fates = p->no_intern;
+  }
   if (p->keep_live && mt__live_note(a, p, i, ev->obj_id)) return -1;
   uint8_t src = (uint8_t)ev->source;
   if (p->bt_mapping[bt / 8] & (1u << (bt % 8)) && ev->source == MT_SOURCE_EXTERNAL)
@@ -247,12 +309,25 @@ static int on_promote(mt_analysis *a, pass *p, const mt_event *ev, uint64_t t) {
     p->unknown_ids++;
     return 0;
   }
+  if (p->fates) return 0; /* no profile value counts promotions */
   if (a->source[i] & MT__OBJ_PROMOTED) return 0;
   a->source[i] |= MT__OBJ_PROMOTED;
   return mt__side_put(a, i, MT__SIDE_PROMOTE, t);
 }
 
+/* A collection once objects are not kept: an object's first is its fate. */
+static void collect_fate(mt_analysis *a, pass *p, const mt_event *ev, size_t nobj) {
+  size_t i;
+  if (find_object(p, ev->obj_id, nobj, &i)) p->unknown_ids++;
+  else if (gone(a, i)) p->double_frees++;
+  else set_gone(a, i);
+}
+
 static int on_collect(mt_analysis *a, pass *p, const mt_event *ev, uint64_t t) {
+  if (p->fates) {
+    collect_fate(a, p, ev, a->nobj);
+    return 0;
+  }
   size_t i;
   if (find_object(p, ev->obj_id, a->nobj, &i)) {
     p->unknown_ids++;
@@ -262,6 +337,7 @@ static int on_collect(mt_analysis *a, pass *p, const mt_event *ev, uint64_t t) {
     p->double_frees++;
     return 0;
   }
+  if (p->keep_profile) set_gone(a, i);
   if (!p->keep_live || p->fold || p->tl) a->free_t[i] = store_time(a, t);
   uint64_t ns = mt__obj_samples(a, i), before = p->live;
   p->live -= ns <= p->live ? ns : p->live;
@@ -343,6 +419,7 @@ int mt__pass_begin(mt_analysis *a, pass *p, mt_reader *r, const mt__load_spec *h
   }
   /* after the fold's query, which would refuse a live-only analysis */
   if (keep == MT_KEEP_LIVE || keep == MT_KEEP_SITES) a->live_only = p->keep_live = 1;
+  p->keep_profile = keep == MT_KEEP_PROFILE;
   size_t ntraces = mt_reader_trace_count(r);
   if (ntraces > 1) {
     a->ntraces = ntraces;
@@ -423,7 +500,8 @@ static int run_pass(mt_analysis *a, mt_reader *r, const mt__load_spec *how,
     mt__pass_free(&p);
     return rc;
   }
-  rc = mt__pass_read(a, &p, r, 0, progress, ctx, NULL);
+  uint64_t events;
+  rc = mt__pass_read(a, &p, r, 0, progress, ctx, &events);
   int ended = rc == 1;
   if (ended) rc = 0;
   if (p.live_by) { /* every trace's end, ended before the last event or not */
@@ -447,6 +525,7 @@ static int run_pass(mt_analysis *a, mt_reader *r, const mt__load_spec *how,
     free(p.rows);
     free(p.row_of);
   }
+  if (p.fates && rc >= 0) keep_fates_only(a, events);
   if (rc >= 0) rc = mt__pass_publish(a, &p, r);
   mt__pass_free(&p);
   return rc;
@@ -472,8 +551,18 @@ int mt_analysis_load_many(mt_analysis **out, const char *const *paths, size_t n,
 }
 
 mt_keep mt_analysis_keeps(const mt_analysis *a) {
+  if (a->reread) return MT_KEEP_PROFILE;
   if (a->live_only) return a->fold_site ? MT_KEEP_SITES : MT_KEEP_LIVE;
   return a->fold_tally ? MT_KEEP_FOLDED : MT_KEEP_ALL;
+}
+
+/* The traces' paths, for mt_profile to read them again. 0, or -1. */
+static int keep_paths(mt_analysis *a, const char *const *paths, size_t n) {
+  if (!(a->reread_paths = calloc(n, sizeof *a->reread_paths))) return -1;
+  a->nreread_paths = n;
+  for (size_t i = 0; i < n; i++)
+    if (!(a->reread_paths[i] = strdup(paths[i]))) return -1;
+  return 0;
 }
 
 int mt__load_paths(mt_analysis **out, const char *const *paths, size_t n,
@@ -492,6 +581,7 @@ int mt__load_paths(mt_analysis **out, const char *const *paths, size_t n,
   }
   rc = load_reader(out, r, how, progress, ctx);
   mt_reader_close(r);
+  if (rc == MT_OK && (*out)->reread && keep_paths(*out, paths, n)) rc = nomem(*out);
   return rc;
 }
 
@@ -504,7 +594,7 @@ static int refuse(mt_analysis **out, const char *why) {
 
 int mt_analysis_load_keep(mt_analysis **out, const char *const *paths, size_t n, mt_keep keep,
                           mt_progress_fn progress, void *ctx) {
-  if (keep != MT_KEEP_ALL && keep != MT_KEEP_LIVE)
+  if (keep != MT_KEEP_ALL && keep != MT_KEEP_LIVE && keep != MT_KEEP_PROFILE)
     return refuse(out, "a folded load takes its filter: mt_analysis_load_folded");
   mt__load_spec how = {keep, NULL, NULL};
   return mt__load_paths(out, paths, n, &how, progress, ctx);
@@ -540,8 +630,10 @@ void mt_analysis_free(mt_analysis *a) {
                     a->checkpoints, a->source, a->code_val, a->code_first,
                     a->code_n,   a->frames,    a->fn_name,     a->fn_file,  a->bt_fp,
                     a->trace_of, a->trace_end, a->fold_tally, a->fold_site, a->fold_site_code,
-                    a->bt_all};
+                    a->bt_all, a->gone_bits};
   for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
+  for (size_t i = 0; i < a->nreread_paths; i++) free(a->reread_paths[i]);
+  free(a->reread_paths);
   mt__live_cache_drop(a);
   mt__side_free(&a->side);
   mt__u64map_free(&a->code_index);

@@ -188,21 +188,12 @@ static int add_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
   return rehash(p, a->nbt);
 }
 
-/* The backtrace id of the object being added: its codes' hash (from the
- * previous object's prefix hashes, so only frames past the shared prefix
- * cost anything) looked up in the intern table. */
-int mt__intern_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev,
-                            uint32_t *out) {
-  size_t n = ev->backtrace_len, k = 0;
-  if (ev->domain == p->prev_domain) {
-    /* The trace encodes a backtrace against its domain's last one, here
-     * the last object's: the reader says how many frames they share (more
-     * than either has when the writer cut one short). A writer may say
-     * fewer than they share: the rest are compared. */
-    k = ev->common_prefix < n ? ev->common_prefix : n;
-    if (k > p->prev_len) k = p->prev_len;
-  }
-  while (k < n && k < p->prev_len && ev->backtrace[k] == p->prev_codes[k]) k++;
+/* The codes of ev's backtrace past the k it shares with the last object's
+ * (mt__frames_shared) as code ids, after theirs in p->prev_ids (and its
+ * codes in p->prev_codes); p->prev_len is left to the caller. 0, or -1
+ * (no memory). */
+static int take_codes(mt_analysis *a, pass *p, const mt_event *ev, size_t k) {
+  size_t n = ev->backtrace_len;
   p->prev_domain = ev->domain;
   if (n + 1 > p->prev_cap) {
     size_t nc = (n + 1) * 2;
@@ -221,6 +212,24 @@ int mt__intern_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
     p->prev_codes[i] = ev->backtrace[i];
     p->prev_ids[i] = code;
   }
+  return 0;
+}
+
+int mt__note_codes(mt_analysis *a, pass *p, const mt_event *ev) {
+  size_t k = mt__frames_shared(ev, p->prev_domain, p->prev_codes, p->prev_len);
+  if (take_codes(a, p, ev, k)) return -1;
+  p->prev_len = ev->backtrace_len;
+  return 0;
+}
+
+/* The backtrace id of the object being added: its codes' hash (from the
+ * previous object's prefix hashes, so only frames past the shared prefix
+ * cost anything) looked up in the intern table. */
+int mt__intern_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev,
+                            uint32_t *out) {
+  size_t n = ev->backtrace_len,
+         k = mt__frames_shared(ev, p->prev_domain, p->prev_codes, p->prev_len);
+  if (take_codes(a, p, ev, k)) return -1;
   int same = k == n && n == p->prev_len && a->nobj > 0;
   p->prev_len = n;
   /* the frames shared with the last backtrace logged, if known */

@@ -68,6 +68,11 @@ typedef struct pass {
   size_t side_kept; /* side entries after the last rebuild of the table */
   uint64_t tail_id0;
   mt__tl_pass *tl; /* a timeline made while reading, or NULL */
+  /* MT_KEEP_PROFILE: each object's fate is noted in a->gone_bits; once
+   * interning stops, `fates` is set, and objects from then on are not
+   * kept (load.c) */
+  int keep_profile, fates;
+  size_t gone_cap; /* words of a->gone_bits */
   /* MT_KEEP_FOLDED and MT_KEEP_SITES: the filter's conditions on objects */
   const mt__query *fold;
   int fold_at_alloc; /* decided as objects are allocated */
@@ -117,6 +122,10 @@ int mt__describe_late(mt_analysis *a, const mt_reader *r, uint32_t c);
  * memory). */
 int mt__intern_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev,
                          uint32_t *out);
+/* Maps the codes of ev's backtrace to code ids, as mt__intern_backtrace
+ * does, without a backtrace id: an object whose fate alone is kept
+ * (MT_KEEP_PROFILE). 0, or -1 (no memory). */
+int mt__note_codes(mt_analysis *a, pass *p, const mt_event *ev);
 /* A new analysis, empty. NULL when out of memory. */
 mt_analysis *mt__analysis_new(void);
 

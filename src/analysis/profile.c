@@ -9,6 +9,8 @@
  * objects share an id only with their neighbours: each run of them is a
  * sample, and nothing is kept beside the analysis. */
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,6 +179,125 @@ static void by_backtrace(prof *p) {
   if (rc && !p->rc) p->rc = rc;
 }
 
+/* ---- reading the trace again ---- */
+
+/* The backtrace of the last object read: its codes, their ids, its
+ * domain. */
+typedef struct last_bt {
+  uint64_t *codes;
+  uint32_t *ids;
+  size_t n, cap;
+  uint32_t domain;
+  uint32_t *cache; /* recent code value -> id + 1, by hash */
+} last_bt;
+
+static void reread_fail(prof *p, mt_profile_info *info, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void reread_fail(prof *p, mt_profile_info *info, int rc, const char *fmt, ...) {
+  if (p->rc) return;
+  p->rc = rc;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(info->error, sizeof info->error, fmt, ap);
+  va_end(ap);
+}
+
+/* ev's backtrace as the last one, past the k frames they share: its codes'
+ * ids as the load numbered them. MT_OK; MT_ERR_INVALID for a code the load
+ * never saw (the trace changed); MT_ERR_NOMEM. */
+static int take_backtrace(const mt_analysis *a, last_bt *l, const mt_event *ev, size_t k) {
+  size_t n = ev->backtrace_len;
+  if (n > l->cap) {
+    size_t nc = n * 2;
+    uint64_t *c = realloc(l->codes, nc * sizeof *c);
+    if (c) l->codes = c;
+    uint32_t *d = realloc(l->ids, nc * sizeof *d);
+    if (d) l->ids = d;
+    if (!c || !d) return MT_ERR_NOMEM;
+    l->cap = nc;
+  }
+  for (size_t i = k; i < n; i++) {
+    uint64_t v = ev->backtrace[i];
+    uint32_t *slot = &l->cache[mt__hash64(v) >> 48];
+    if (!*slot || a->code_val[*slot - 1] != v) {
+      uint32_t *ix = mt__u64map_get(&a->code_index, v);
+      if (!ix) return MT_ERR_INVALID;
+      *slot = *ix;
+    }
+    l->codes[i] = v;
+    l->ids[i] = *slot - 1;
+  }
+  l->n = n;
+  return MT_OK;
+}
+
+/* Object i, read again, into the run's sums: alive at the end unless the
+ * load saw it collected. */
+static void add_read(prof *p, const mt_event *ev, uint64_t i) {
+  const mt_analysis *a = p->a;
+  int s = p->merge ? 0 : (int)(ev->source & 3);
+  mt__tally_one(a, ev->length, ev->source, ev->nsamples, &p->cur.alloc[s]);
+  if (!((a->gone_bits[i / 64] >> (i % 64)) & 1))
+    mt__tally_one(a, ev->length, ev->source, ev->nsamples, &p->cur.inuse[s]);
+}
+
+static const char *traces_name(const mt_analysis *a) {
+  return a->nreread_paths == 1 ? a->reread_paths[0] : "the traces";
+}
+
+/* The samples of by_runs from the events the load read, read again: a
+ * sample per run of objects of equal backtraces. */
+static void by_reading(prof *p, mt_profile_info *info) {
+  const mt_analysis *a = p->a;
+  mt_reader *r;
+  int rc = mt_reader_open_many(&r, (const char *const *)a->reread_paths, a->nreread_paths);
+  if (rc != MT_OK) {
+    reread_fail(p, info, rc, "reading the trace again: %s", r ? mt_reader_error(r) : "out of memory");
+    mt_reader_close(r);
+    return;
+  }
+  last_bt l = {0};
+  if (!(l.cache = calloc(1u << 16, sizeof *l.cache))) p->rc = MT_ERR_NOMEM;
+  uint64_t events = 0, obj = 0;
+  int changed = 0;
+  mt_event ev;
+  while (!p->rc && !changed && events < a->reread_events && (rc = mt_reader_next(r, &ev)) > 0) {
+    events++;
+    if (ev.kind != MT_EVENT_ALLOC) continue;
+    if (obj == a->reread_objects) { /* more objects than the load read */
+      changed = 1;
+      break;
+    }
+    size_t k = mt__frames_shared(&ev, l.domain, l.codes, l.n);
+    if (k < ev.backtrace_len || k < l.n || obj == 0) {
+      if (obj) emit(p, &p->cur, l.ids, l.n);
+      int trc = take_backtrace(a, &l, &ev, k);
+      if (trc == MT_ERR_NOMEM) p->rc = trc;
+      changed = trc == MT_ERR_INVALID;
+      if (trc) break;
+    }
+    l.domain = ev.domain;
+    add_read(p, &ev, obj++);
+  }
+  if (rc < 0)
+    reread_fail(p, info, rc, "reading the trace again: %s", mt_reader_error(r));
+  else if (changed || events != a->reread_events || obj != a->reread_objects)
+    reread_fail(p, info, MT_ERR_INVALID, "%s: the trace changed after it was loaded",
+                traces_name(a));
+  else if (obj && !p->rc)
+    emit(p, &p->cur, l.ids, l.n);
+  free(l.codes);
+  free(l.ids);
+  free(l.cache);
+  mt_reader_close(r);
+}
+
+int mt_profile_rereads(const mt_filter *f) {
+  mt_filter g = *f;
+  if (g.live == MT_LIVE_AT_END) g.live = MT_LIVE_ANY; /* the snapshot a reread takes */
+  return mt_filter_selects_all(&g);
+}
+
 int mt_profile(const mt_analysis *a, const mt_filter *f, int merge, mt_profile_info *info,
                mt_profile_fn fn, void *ctx) {
   return mt__profile(a, f, merge, info, fn, ctx, SUMS_MAX);
@@ -211,6 +332,11 @@ int mt__profile(const mt_analysis *a, const mt_filter *f, int merge, mt_profile_
   p.ctx = ctx;
   p.scale = a->word_bytes / a->info.sample_rate;
   p.sums_max = sums_max;
+  if (a->reread) {
+    if (!mt_profile_rereads(f)) return MT_ERR_INVALID;
+    by_reading(&p, info);
+    return p.rc;
+  }
   int qrc = mt__query_init(&p.qa, a, &fa);
   if (qrc != MT_OK) return qrc;
   if ((qrc = mt__query_init(&p.qi, a, &fi)) != MT_OK) {

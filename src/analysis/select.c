@@ -68,6 +68,7 @@ static int query_init(mt__query *q, const mt_analysis *a, const mt_filter *f, in
   /* a live-only load holds nothing of the objects collected; a folded
    * one, tallies of those that passed its conditions */
   if (a->live_only && f->collected != MT_COLLECTED_NEVER) return MT_ERR_INVALID;
+  if (a->reread) return MT_ERR_INVALID; /* no objects: only mt_profile reads them again */
   if (a->fold_tally && (!tallies || !same_conditions(f, &a->fold_filter))) return MT_ERR_INVALID;
   q->a = a;
   q->f = *f;

@@ -6,6 +6,7 @@
 #   export.sh known   MEMTRACE GEN_KNOWN REFERENCE_DIR
 #   export.sh golden  MEMTRACE TRACES_DIR NAME REFERENCE_DIR
 #   export.sh errors  MEMTRACE TRACES_DIR REFERENCE_DIR
+#   export.sh reread  MEMTRACE GEN_TRACE REFERENCE_DIR
 #
 # known: a trace written by the library at sample rate 1 (gen_known.c), where
 # every value is known exactly: samples, locations, inlined lines, header.
@@ -372,8 +373,38 @@ errors() {
   fi
 }
 
+# reread: on traces of nearly all distinct stacks the export keeps no
+# objects and reads each trace again for its samples (MT_KEEP_PROFILE): the
+# same profile, byte for byte, as from a whole load (MEMTRACE_LOAD=whole),
+# with sources apart or merged, for one trace and for two together.
+reread() {
+  local gen=$1 t2="$tmp/distinct-v2.ctf" t3="$tmp/distinct-v3.ctf"
+  "$gen" "$t2" --events 1500000 --seed 3 > /dev/null || { fail "mt_gen_trace v2"; return; }
+  "$gen" "$t3" --events 1500000 --seed 4 --version 3 --domains 4 > /dev/null ||
+    { fail "mt_gen_trace v3"; return; }
+  local name args
+  for name in v2 v3 v2-merged both; do
+    case $name in
+      v2) args=("$t2") ;;
+      v3) args=("$t3") ;;
+      v2-merged) args=(--merge-sources "$t2") ;;
+      both) args=("$t2" "$t3") ;;
+    esac
+    "$memtrace" export "${args[@]}" -o "$tmp/$name.pb.gz" 2> "$tmp/err" ||
+      { fail "reread $name: $(cat "$tmp/err")"; continue; }
+    MEMTRACE_LOAD=whole "$memtrace" export "${args[@]}" -o "$tmp/$name-whole.pb.gz" ||
+      { fail "reread $name: the whole load's export failed"; continue; }
+    if cmp -s <(zcat "$tmp/$name.pb.gz") <(zcat "$tmp/$name-whole.pb.gz"); then ok
+    else fail "reread $name: not the whole load's profile"; fi
+  done
+  # a profile protoc reads, of about a sample per allocation
+  decode "$tmp/v2.pb.gz" && [ "$(grep -c '^sample {' "$tmp/v2.txt")" -gt 500000 ] && ok ||
+    fail "reread v2: not a profile of distinct stacks"
+}
+
 case $check in
   known) known "$3" "$4" ;;
+  reread) refdir=$4; reread "$3" ;;
   golden) golden "$3" "$4" "$5" ;;
   errors) errors "$3" "$4" ;;
   *) echo "export.sh: unknown check '$check'" >&2; exit 2 ;;

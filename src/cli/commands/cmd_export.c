@@ -223,8 +223,9 @@ static void out_open(output *o, const char *path) {
   }
 }
 
-/* Completes the output, or removes it and exits 1 naming the file. */
-static void out_close(output *o, int err) {
+/* Completes the output, or removes it and exits 1 naming the file, or
+ * saying `why` (the profile failed before it was written). */
+static void out_end(output *o, int err, const char *why) {
   if (!err && o->tmp && fsync(o->fd) != 0 && errno != EINVAL) err = errno;
   if (o->fd != STDOUT_FILENO && close(o->fd) != 0 && !err) err = errno;
   if (!err && o->tmp) {
@@ -233,14 +234,17 @@ static void out_close(output *o, int err) {
   }
   if (err && o->tmp) unlink(o->tmp);
   guard_tmp(NULL);
-  if (err) {
+  free(o->tmp);
+  if (!err) return;
+  if (why)
+    fprintf(stderr, "memtrace export: %s\n", why);
+  else
     fprintf(stderr, "memtrace: %s: writing the profile failed: %s\n",
             strcmp(o->path, "-") ? o->path : "standard output", strerror(err));
-    free(o->tmp);
-    exit(1);
-  }
-  free(o->tmp);
+  exit(1);
 }
+
+static void out_close(output *o, int err) { out_end(o, err, NULL); }
 
 static const char *inuse_text(char *buf, size_t n, const mt_profile_info *pi, int many) {
   if (pi->snapshot_kind == MT_LIVE_AT_PEAK && many)
@@ -372,7 +376,10 @@ static int run(int argc, char **argv) {
   /* The input is read whole before the output is created: a bad trace
    * leaves no file behind. */
   mt_cli_trace_set t;
-  mt_cli_load_set(cmd, args, nargs, MT_KEEP_ALL, NULL, &t);
+  /* under a filter that selects all, a trace of nearly all distinct stacks
+   * is read twice rather than kept (memtrace/analysis.h, MT_KEEP_PROFILE) */
+  mt_cli_load_set(cmd, args, nargs, mt_profile_rereads(&f) ? MT_KEEP_PROFILE : MT_KEEP_ALL,
+                  NULL, &t);
   output out;
   out_open(&out, outpath);
   exporter e = {0};
@@ -387,7 +394,8 @@ static int run(int argc, char **argv) {
   for (size_t k = 0; k < t.n; k++) {
     if (export_trace(&e, &t, k, &f, merge, &pi, &sp) != MT_OK) {
       pprof_free(e.p);
-      out_close(&out, ENOMEM);
+      /* a trace read again that could not be, or out of memory */
+      out_end(&out, pi.error[0] ? EIO : ENOMEM, pi.error[0] ? pi.error : NULL);
     }
   }
   header(e.p, &sp);
