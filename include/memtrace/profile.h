@@ -16,7 +16,8 @@
  * made up to it. The other conditions of the filter choose the objects
  * counted. Samples come in bounded memory, one backtrace at a time (beside
  * the analysis: a sum per distinct backtrace up to 64 MiB of them, else 4
- * bytes an object); a backtrace may come as more than one sample (pprof
+ * bytes an object; or, from an analysis that kept no objects, from a second
+ * read of the trace); a backtrace may come as more than one sample (pprof
  * adds them up).
  */
 #ifndef MEMTRACE_PROFILE_H

@@ -219,6 +219,17 @@ static int gone_room(mt_analysis *a, pass *p, size_t i) {
 static int gone(const mt_analysis *a, size_t i) { return (a->gone_bits[i / 64] >> (i % 64)) & 1; }
 static void set_gone(mt_analysis *a, size_t i) { a->gone_bits[i / 64] |= 1ull << (i % 64); }
 
+/* The backtraces proved nearly all distinct while object i is being
+ * added: objects from the next on are not kept. The fates of those kept
+ * so far become bits. 0, or -1 (no memory). */
+static int start_fates(mt_analysis *a, pass *p, size_t i) {
+  if (gone_room(a, p, i)) return -1;
+  for (size_t j = 0; j < i; j++)
+    if (a->free_t[j] != MT__T_NEVER) set_gone(a, j);
+  p->fates = 1;
+  return 0;
+}
+
 /* Object i, not kept: its codes, for the samples of mt_profile's second
  * read, and its id, for its collection. */
 static int alloc_fate(mt_analysis *a, pass *p, const mt_event *ev) {
@@ -257,12 +268,7 @@ static int on_alloc(mt_analysis *a, pass *p, const mt_reader *r, const mt_event 
   size_t i = a->nobj;
   uint32_t bt;
   if (mt__intern_backtrace(a, p, r, ev, &bt) || note_id(p, ev, i)) return -1;
-  if (p->keep_profile) {
-    if (gone_room(a, p, i)) return -1;
-    /* the backtraces are nearly all distinct: objects from the next on
-     * are not kept */
-    p->fates = p->no_intern;
-  }
+  if (p->keep_profile && p->no_intern && !p->fates && start_fates(a, p, i)) return -1;
   if (p->keep_live && mt__live_note(a, p, i, ev->obj_id)) return -1;
   uint8_t src = (uint8_t)ev->source;
   if (p->bt_mapping[bt / 8] & (1u << (bt % 8)) && ev->source == MT_SOURCE_EXTERNAL)
@@ -337,7 +343,6 @@ static int on_collect(mt_analysis *a, pass *p, const mt_event *ev, uint64_t t) {
     p->double_frees++;
     return 0;
   }
-  if (p->keep_profile) set_gone(a, i);
   if (!p->keep_live || p->fold || p->tl) a->free_t[i] = store_time(a, t);
   uint64_t ns = mt__obj_samples(a, i), before = p->live;
   p->live -= ns <= p->live ? ns : p->live;

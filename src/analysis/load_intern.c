@@ -7,14 +7,9 @@
 
 #include "load_pass.h"
 
-static int code_id(mt_analysis *a, uint64_t value, uint32_t *out) {
-  /* Most frames repeat recent codes: a direct-mapped cache answers them
-   * without the hash map. */
-  uint32_t *slot = &a->code_cache[mt__hash64(value) >> 48];
-  if (*slot && a->code_val[*slot - 1] == value) {
-    *out = *slot - 1;
-    return 0;
-  }
+/* code_id past its cache: the map, or a new code. */
+static __attribute__((noinline)) int code_id_slow(mt_analysis *a, uint64_t value,
+                                                  uint32_t *slot, uint32_t *out) {
   uint32_t *ix = mt__u64map_get(&a->code_index, value);
   if (ix) {
     *out = *ix - 1;
@@ -33,6 +28,16 @@ static int code_id(mt_analysis *a, uint64_t value, uint32_t *out) {
   return 0;
 }
 
+static inline int code_id(mt_analysis *a, uint64_t value, uint32_t *out) {
+  /* Most frames repeat recent codes: a direct-mapped cache answers them
+   * without the hash map. */
+  uint32_t *slot = &a->code_cache[mt__hash64(value) >> 48];
+  if (__builtin_expect(*slot && a->code_val[*slot - 1] == value, 1)) {
+    *out = *slot - 1;
+    return 0;
+  }
+  return code_id_slow(a, value, slot, out);
+}
 
 /* Appends an unsigned LEB128 number to the backtrace log. */
 static int log_uint(mt_analysis *a, uint64_t v) {
@@ -192,7 +197,8 @@ static int add_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
  * (mt__frames_shared) as code ids, after theirs in p->prev_ids (and its
  * codes in p->prev_codes); p->prev_len is left to the caller. 0, or -1
  * (no memory). */
-static int take_codes(mt_analysis *a, pass *p, const mt_event *ev, size_t k) {
+static inline __attribute__((always_inline)) int take_codes(mt_analysis *a, pass *p,
+                                                        const mt_event *ev, size_t k) {
   size_t n = ev->backtrace_len;
   p->prev_domain = ev->domain;
   if (n + 1 > p->prev_cap) {

@@ -68,9 +68,9 @@ typedef struct pass {
   size_t side_kept; /* side entries after the last rebuild of the table */
   uint64_t tail_id0;
   mt__tl_pass *tl; /* a timeline made while reading, or NULL */
-  /* MT_KEEP_PROFILE: each object's fate is noted in a->gone_bits; once
-   * interning stops, `fates` is set, and objects from then on are not
-   * kept (load.c) */
+  /* MT_KEEP_PROFILE: once interning stops, `fates` is set, objects from
+   * then on are not kept, and each object's fate is a bit of
+   * a->gone_bits (load.c) */
   int keep_profile, fates;
   size_t gone_cap; /* words of a->gone_bits */
   /* MT_KEEP_FOLDED and MT_KEEP_SITES: the filter's conditions on objects */
