@@ -257,6 +257,7 @@ static void keep_fates_only(mt_analysis *a, uint64_t events) {
   a->nobj = a->obj_cap = a->nbt = a->bt_cap = a->log_len = a->log_cap = 0;
   a->ncheckpoints = a->checkpoints_cap = a->bt_codes_total = 0;
   memset(&a->all, 0, sizeof a->all);
+  a->any_runtime = a->any_mapping = 0;
   a->peak_time = a->peak_samples = 0;
   a->nbins_used = 0;
 }

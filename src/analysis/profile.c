@@ -252,7 +252,8 @@ static void by_reading(prof *p, mt_profile_info *info) {
   mt_reader *r;
   int rc = mt_reader_open_many(&r, (const char *const *)a->reread_paths, a->nreread_paths);
   if (rc != MT_OK) {
-    reread_fail(p, info, rc, "reading the trace again: %s", r ? mt_reader_error(r) : "out of memory");
+    reread_fail(p, info, rc, "reading the trace again: %s",
+                r ? mt_reader_error(r) : "out of memory");
     mt_reader_close(r);
     return;
   }

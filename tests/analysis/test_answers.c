@@ -21,6 +21,7 @@
 #include "memtrace/profile.h"
 #include "memtrace/rank.h"
 #include "memtrace/stats.h"
+#include "profile_digest.h"
 #include "write_trace.h"
 
 
@@ -582,26 +583,6 @@ static mt_analysis *random_trace(int late) {
       mt_writer_collect(w, T0 + (uint64_t)i + (late ? (uint64_t)(rand() % late) : 0), 0, id);
   }
   return close_and_load(w);
-}
-
-/* Every sample of a profile, in order: a digest of its codes, source and
- * values. */
-typedef struct sample_digest {
-  size_t n;
-  uint64_t h;
-} sample_digest;
-
-static uint64_t digest_step(uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001b3ull; }
-
-static int on_sample_digest(void *ctx, const uint32_t *codes, size_t n, int source,
-                            const int64_t v[MT_PROFILE_VALUES]) {
-  sample_digest *d = ctx;
-  d->n++;
-  d->h = digest_step(d->h, n);
-  for (size_t i = 0; i < n; i++) d->h = digest_step(d->h, codes[i]);
-  d->h = digest_step(d->h, (uint64_t)(source + 1));
-  for (int k = 0; k < MT_PROFILE_VALUES; k++) d->h = digest_step(d->h, (uint64_t)v[k]);
-  return 0;
 }
 
 /* Random traces of interned backtraces: the profile's samples are the same

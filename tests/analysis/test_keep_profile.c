@@ -22,6 +22,7 @@
 #include "memtrace/analysis.h"
 #include "memtrace/profile.h"
 #include "memtrace/rank.h"
+#include "profile_digest.h"
 #include "write_trace.h"
 
 static const mt_location LOCS[4][1] = {{{"a.c", "alpha", 10, 1, 5}},
@@ -97,30 +98,10 @@ static void load(const char *path, mt_keep keep, mt_analysis **a) {
   assert_int_equal(mt_analysis_load_keep(a, &path, 1, keep, NULL, NULL), MT_OK);
 }
 
-/* Every sample of a profile, in order: a digest of its codes, source and
- * values. */
-typedef struct digest {
-  size_t n;
-  uint64_t h;
-} digest;
-
-static uint64_t step(uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001b3ull; }
-
-static int on_sample(void *ctx, const uint32_t *codes, size_t n, int source,
-                     const int64_t v[MT_PROFILE_VALUES]) {
-  digest *d = ctx;
-  d->n++;
-  d->h = step(d->h, n);
-  for (size_t i = 0; i < n; i++) d->h = step(d->h, codes[i]);
-  d->h = step(d->h, (uint64_t)(source + 1));
-  for (int k = 0; k < MT_PROFILE_VALUES; k++) d->h = step(d->h, (uint64_t)v[k]);
-  return 0;
-}
-
-static digest profile(const mt_analysis *a, const mt_filter *f, int merge) {
+static sample_digest profile(const mt_analysis *a, const mt_filter *f, int merge) {
   mt_profile_info pi;
-  digest d = {0, 0};
-  assert_int_equal(mt_profile(a, f, merge, &pi, on_sample, &d), MT_OK);
+  sample_digest d = {0, 0};
+  assert_int_equal(mt_profile(a, f, merge, &pi, on_sample_digest, &d), MT_OK);
   assert_string_equal(pi.error, "");
   return d;
 }
@@ -152,7 +133,7 @@ static void same_profiles(const mt_analysis *whole, const mt_analysis *reread) {
     if (kind == 1) f.live = MT_LIVE_AT_END;
     if (kind == 2) f.hide = "alpha";
     for (int merge = 0; merge < 2; merge++) {
-      digest x = profile(whole, &f, merge), y = profile(reread, &f, merge);
+      sample_digest x = profile(whole, &f, merge), y = profile(reread, &f, merge);
       assert_true(x.n > 1000);
       assert_int_equal(x.n, y.n);
       assert_true(x.h == y.h);
@@ -183,11 +164,11 @@ static void distinct_stacks(int version) {
   f.size_min = 80;
   assert_false(mt_profile_rereads(&f));
   mt_profile_info pi;
-  digest d = {0, 0};
-  assert_int_equal(mt_profile(reread, &f, 0, &pi, on_sample, &d), MT_ERR_INVALID);
+  sample_digest d = {0, 0};
+  assert_int_equal(mt_profile(reread, &f, 0, &pi, on_sample_digest, &d), MT_ERR_INVALID);
   mt_filter_init(&f);
   f.live = MT_LIVE_AT_PEAK;
-  assert_int_equal(mt_profile(reread, &f, 0, &pi, on_sample, &d), MT_ERR_INVALID);
+  assert_int_equal(mt_profile(reread, &f, 0, &pi, on_sample_digest, &d), MT_ERR_INVALID);
   assert_int_equal(d.n, 0);
   mt_filter_init(&f);
   mt_ranking *rk;
@@ -198,17 +179,17 @@ static void distinct_stacks(int version) {
   char path[64];
   snprintf(path, sizeof path, "%s", trace_path);
   assert_int_equal(truncate(path, 1 << 20), 0);
-  assert_int_equal(mt_profile(reread, &f, 0, &pi, on_sample, &d), MT_ERR_INVALID);
+  assert_int_equal(mt_profile(reread, &f, 0, &pi, on_sample_digest, &d), MT_ERR_INVALID);
   assert_non_null(strstr(pi.error, path));
   assert_non_null(strstr(pi.error, "changed"));
   write_trace(version, 20000, 85);
   assert_int_equal(rename(trace_path, path), 0);
   pi.error[0] = 0;
-  assert_int_equal(mt_profile(reread, &f, 0, &pi, on_sample, &d), MT_ERR_INVALID);
+  assert_int_equal(mt_profile(reread, &f, 0, &pi, on_sample_digest, &d), MT_ERR_INVALID);
   assert_non_null(strstr(pi.error, "changed"));
   /* gone */
   unlink(path);
-  assert_int_equal(mt_profile(reread, &f, 0, &pi, on_sample, &d), MT_ERR_IO);
+  assert_int_equal(mt_profile(reread, &f, 0, &pi, on_sample_digest, &d), MT_ERR_IO);
   assert_non_null(strstr(pi.error, path));
   mt_analysis_free(whole);
   mt_analysis_free(reread);
@@ -240,7 +221,7 @@ static void test_repeating(void **state) {
   mt_filter f;
   mt_filter_init(&f);
   f.size_min = 80;
-  digest x = profile(whole, &f, 0), y = profile(kept, &f, 0);
+  sample_digest x = profile(whole, &f, 0), y = profile(kept, &f, 0);
   assert_int_equal(x.n, y.n);
   assert_true(x.h == y.h);
   mt_analysis_free(whole);
