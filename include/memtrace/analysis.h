@@ -132,13 +132,13 @@ typedef enum mt_keep {
  * MT_KEEP_LIVE each object is dropped as it is collected, so the
  * analysis's memory is that of the objects live at the end and of the
  * distinct backtraces, whatever the trace's length: what mt_leaks needs,
- * for traces of any length. What is
- * computed while reading stays whole: the trace's total
- * (mt_analysis_tally with a filter that selects all, a ranking's
- * trace_total), the live heap's series, peak and envelope, the duration.
- * Every other answer covers the objects never collected only, so one asked
- * under a filter that admits collected objects (collected other than
- * MT_COLLECTED_NEVER; mt_leaks sets it) returns MT_ERR_INVALID.
+ * for traces of any length. What is computed while reading stays whole:
+ * the trace's total (mt_analysis_tally with a filter that selects all, a
+ * ranking's trace_total), the live heap's series, peak and envelope, the
+ * duration. Every other answer covers the objects never collected only,
+ * so one asked under a filter that admits collected objects (collected
+ * other than MT_COLLECTED_NEVER; mt_leaks sets it) returns
+ * MT_ERR_INVALID.
  *
  * MT_KEEP_PROFILE loads as MT_KEEP_ALL while the trace's backtraces
  * repeat. Once nearly every object proves to have a backtrace of its own
@@ -151,7 +151,9 @@ typedef enum mt_keep {
  * is empty) but the trace's info, duration, codes and functions, and
  * answers mt_profile under a filter mt_profile_rereads accepts; every
  * other answer returns MT_ERR_INVALID. Otherwise the analysis is
- * MT_KEEP_ALL's. Memory: 1 bit an object, and the codes.
+ * MT_KEEP_ALL's. Memory: 1 bit an object, the codes, and a map of the
+ * objects' ids when they are not the objects' order (traces of several
+ * domains).
  *
  * Errors as mt_analysis_load's. */
 MT_API int mt_analysis_load_keep(mt_analysis **out, const char *const *paths, size_t n,
