@@ -282,6 +282,22 @@ static inline void mt__tally_object(const mt_analysis *a, size_t i, mt_tally *t)
   mt__tally_one(a, mt__obj_length(a, i), a->source[i] & 3, mt__obj_samples(a, i), t);
 }
 
+/* The id + 1 of code `value` among a's codes, or 0 when a has none such:
+ * through `cache`, a direct-mapped table of 2^16 ids + 1 by hash (most
+ * frames repeat recent codes), filled here, then a's map. */
+static inline uint32_t mt__code_find(const mt_analysis *a, uint32_t *cache, uint64_t value) {
+  uint32_t *slot = &cache[mt__hash64(value) >> 48];
+  if (__builtin_expect(*slot && a->code_val[*slot - 1] == value, 1)) return *slot;
+  uint32_t *ix = mt__u64map_get(&a->code_index, value);
+  return ix ? (*slot = *ix) : 0;
+}
+
+/* Whether object i of an analysis that kept only the objects' fates
+ * (a->reread) was collected. */
+static inline int mt__reread_gone(const mt_analysis *a, size_t i) {
+  return (int)((a->gone_bits[i / 64] >> (i % 64)) & 1);
+}
+
 /* How many outer frames the backtrace of ev shares with prev[0..n), that
  * of the object allocated before it, of domain prev_domain. The trace
  * encodes a backtrace against its domain's last one: the reader says how

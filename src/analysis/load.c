@@ -216,7 +216,6 @@ static int gone_room(mt_analysis *a, pass *p, size_t i) {
   return 0;
 }
 
-static int gone(const mt_analysis *a, size_t i) { return (a->gone_bits[i / 64] >> (i % 64)) & 1; }
 static void set_gone(mt_analysis *a, size_t i) { a->gone_bits[i / 64] |= 1ull << (i % 64); }
 
 /* The backtraces proved nearly all distinct while object i is being
@@ -326,7 +325,7 @@ static int on_promote(mt_analysis *a, pass *p, const mt_event *ev, uint64_t t) {
 static void collect_fate(mt_analysis *a, pass *p, const mt_event *ev, size_t nobj) {
   size_t i;
   if (find_object(p, ev->obj_id, nobj, &i)) p->unknown_ids++;
-  else if (gone(a, i)) p->double_frees++;
+  else if (mt__reread_gone(a, i)) p->double_frees++;
   else set_gone(a, i);
 }
 

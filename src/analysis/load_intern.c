@@ -7,15 +7,8 @@
 
 #include "load_pass.h"
 
-/* code_id past its cache: the map, or a new code. */
-static __attribute__((noinline)) int code_id_slow(mt_analysis *a, uint64_t value,
-                                                  uint32_t *slot, uint32_t *out) {
-  uint32_t *ix = mt__u64map_get(&a->code_index, value);
-  if (ix) {
-    *out = *ix - 1;
-    *slot = *ix;
-    return 0;
-  }
+/* A code new to the analysis: the next id. */
+static __attribute__((noinline)) int code_new(mt_analysis *a, uint64_t value, uint32_t *out) {
   size_t cap = a->code_cap;
   if (mt__load_grow((void **)&a->code_val, &cap, a->ncodes + 1, sizeof *a->code_val) ||
       mt__load_grow((void **)&a->code_described, &a->code_cap, a->ncodes + 1, 1))
@@ -24,19 +17,17 @@ static __attribute__((noinline)) int code_id_slow(mt_analysis *a, uint64_t value
   a->code_described[a->ncodes] = -1;
   if (mt__u64map_put(&a->code_index, value, (uint32_t)a->ncodes)) return -1;
   *out = (uint32_t)a->ncodes++;
-  *slot = *out + 1;
+  a->code_cache[mt__hash64(value) >> 48] = *out + 1;
   return 0;
 }
 
 static inline int code_id(mt_analysis *a, uint64_t value, uint32_t *out) {
-  /* Most frames repeat recent codes: a direct-mapped cache answers them
-   * without the hash map. */
-  uint32_t *slot = &a->code_cache[mt__hash64(value) >> 48];
-  if (__builtin_expect(*slot && a->code_val[*slot - 1] == value, 1)) {
-    *out = *slot - 1;
+  uint32_t id = mt__code_find(a, a->code_cache, value);
+  if (__builtin_expect(id != 0, 1)) {
+    *out = id - 1;
     return 0;
   }
-  return code_id_slow(a, value, slot, out);
+  return code_new(a, value, out);
 }
 
 /* Appends an unsigned LEB128 number to the backtrace log. */

@@ -217,15 +217,10 @@ static int take_backtrace(const mt_analysis *a, last_bt *l, const mt_event *ev, 
     l->cap = nc;
   }
   for (size_t i = k; i < n; i++) {
-    uint64_t v = ev->backtrace[i];
-    uint32_t *slot = &l->cache[mt__hash64(v) >> 48];
-    if (!*slot || a->code_val[*slot - 1] != v) {
-      uint32_t *ix = mt__u64map_get(&a->code_index, v);
-      if (!ix) return MT_ERR_INVALID;
-      *slot = *ix;
-    }
-    l->codes[i] = v;
-    l->ids[i] = *slot - 1;
+    uint32_t id = mt__code_find(a, l->cache, ev->backtrace[i]);
+    if (!id) return MT_ERR_INVALID;
+    l->codes[i] = ev->backtrace[i];
+    l->ids[i] = id - 1;
   }
   l->n = n;
   return MT_OK;
@@ -237,7 +232,7 @@ static void add_read(prof *p, const mt_event *ev, uint64_t i) {
   const mt_analysis *a = p->a;
   int s = p->merge ? 0 : (int)(ev->source & 3);
   mt__tally_one(a, ev->length, ev->source, ev->nsamples, &p->cur.alloc[s]);
-  if (!((a->gone_bits[i / 64] >> (i % 64)) & 1))
+  if (!mt__reread_gone(a, i))
     mt__tally_one(a, ev->length, ev->source, ev->nsamples, &p->cur.inuse[s]);
 }
 
@@ -262,7 +257,7 @@ static void by_reading(prof *p, mt_profile_info *info) {
   uint64_t events = 0, obj = 0;
   int changed = 0;
   mt_event ev;
-  while (!p->rc && !changed && events < a->reread_events && (rc = mt_reader_next(r, &ev)) > 0) {
+  while (!p->rc && events < a->reread_events && (rc = mt_reader_next(r, &ev)) > 0) {
     events++;
     if (ev.kind != MT_EVENT_ALLOC) continue;
     if (obj == a->reread_objects) { /* more objects than the load read */
