@@ -109,8 +109,19 @@ static inline size_t mt__bt_expand(mt__bt_decoder *d, const uint8_t **p, size_t 
       b[pos++] = lit;
       continue;
     }
-    uint32_t npred = tag == 2 ? q[2] : tag;
-    q += tag == 2 ? 3 : 2;
+    if (tag < 2) {
+      /* one frame, or two: both written (the output has room), no loop
+       * whose length varies from one codeword to the next */
+      uint32_t next = d->pred[bucket];
+      b[pos] = d->code[bucket];
+      b[pos + 1] = d->code[next];
+      pos += 1 + tag;
+      pred = tag ? next : bucket;
+      q += 2;
+      continue;
+    }
+    uint32_t npred = q[2];
+    q += 3;
     b[pos++] = d->code[bucket];
     while (npred--) {
       pred = d->pred[pred];

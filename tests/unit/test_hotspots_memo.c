@@ -24,8 +24,9 @@ static int cmp_pair(const void *a, const void *b) {
 
 static pair hash_of(const uint64_t *bt, size_t n) {
   static memo_prefix ph[64];
+  static uint64_t out[64];
   pair p;
-  memo_hash(bt, 0, n, ph, &p.h1, &p.h2);
+  memo_hash(bt, 0, n, ph, out, &p.h1, &p.h2);
   return p;
 }
 
@@ -58,8 +59,8 @@ static void structured_backtraces_differ(void **state) {
 }
 
 /* Random backtraces that share prefixes with the one before: resuming from
- * the kept prefix hashes equals hashing from scratch, and distinct
- * backtraces get distinct hashes. */
+ * the kept prefix hashes equals hashing from scratch, the new codes are
+ * copied out, and distinct backtraces get distinct hashes. */
 static void resumed_prefixes_agree(void **state) {
   (void)state;
   enum { N = 20000, MAXLEN = 40 };
@@ -80,7 +81,10 @@ static void resumed_prefixes_agree(void **state) {
     size_t k = 0;
     while (k < len && k < prev_len && bt[k] == prev[k]) k++;
     pair p;
-    memo_hash(bt, k, len, ph, &p.h1, &p.h2);
+    uint64_t out[MAXLEN];
+    memo_hash(bt, k, len, ph, out, &p.h1, &p.h2);
+    /* the new codes copied on the way */
+    if (len > k) assert_memory_equal(out, bt + k, (len - k) * sizeof *bt);
     pair q = hash_of(bt, len);
     assert_true(p.h1 == q.h1 && p.h2 == q.h2);
     got[e] = p;

@@ -193,12 +193,14 @@ static code_slot add_loc(state *s, const uint64_t *bt, size_t i) {
 
 /* ---- the pass over the trace ---- */
 
-/* Allocations whose memo probe waits (QUEUE at most), and the new frames
- * each may bring (QUEUE_FRAMES at most; one bringing more is resolved at
- * once). None waits while the memo's table has fewer than QUEUE_MIN_CAP
+/* Allocations whose memo probe waits (QUEUE at most, in a ring of RING
+ * slots: the next slot is free before the oldest is resolved), and the new
+ * frames each may bring (QUEUE_FRAMES at most; one bringing more is
+ * resolved at once). None waits while the memo's table has fewer than
+ * QUEUE_MIN_CAP
  * records (1 MiB): the caches hold it, and waiting would only cost a
  * second copy of each backtrace's new frames. */
-enum { QUEUE = 8, QUEUE_FRAMES = 64, QUEUE_MIN_CAP = 1 << 14 };
+enum { QUEUE = 8, RING = 16, QUEUE_FRAMES = 64, QUEUE_MIN_CAP = 1 << 14, COPY_AHEAD = 8 };
 
 /* An allocation waiting for its memo probe: its backtrace is the one
  * before it with frames k..n replaced by the n - k in the queue's frames;
@@ -240,8 +242,8 @@ typedef struct pass {
   memo_bt *last;
   /* A ring, from head, filled while the memo is on (it may turn off while
    * some wait), and each waiting allocation's new frames. */
-  waiting queue[QUEUE];
-  uint64_t frames[QUEUE][QUEUE_FRAMES];
+  waiting queue[RING];
+  uint64_t frames[RING][QUEUE_FRAMES];
   size_t head, nwaiting;
   int64_t total_samples;
 } pass;
@@ -390,7 +392,14 @@ static void resolve_slow(pass *p, const waiting *w) {
  * allocations to analyse. */
 static inline void resolve(pass *p, const waiting *w, const uint64_t *frames) {
   size_t k = w->k, n = w->n;
-  for (size_t i = k; i < n; i++) p->prev[i] = frames[i - k];
+  /* Mostly a few new frames: COPY_AHEAD copied whatever their number
+   * (prev has room for n + COPY_AHEAD, frames for QUEUE_FRAMES, or it is
+   * prev itself), the rest after, rather than a loop whose length varies. */
+  uint64_t *prev = p->prev;
+  uint64_t ahead[COPY_AHEAD]; /* through registers: frames may be prev + k */
+  memcpy(ahead, frames, sizeof ahead);
+  memcpy(prev + k, ahead, sizeof ahead);
+  for (size_t i = k + COPY_AHEAD; i < n; i++) prev[i] = frames[i - k];
   p->prev_len = n;
   if (p->func_valid > k) p->func_valid = k;
   memo_bt *b;
@@ -410,7 +419,7 @@ static inline void resolve(pass *p, const waiting *w, const uint64_t *frames) {
 
 static void resolve_oldest(pass *p) {
   size_t h = p->head;
-  p->head = (h + 1) % QUEUE;
+  p->head = (h + 1) % RING;
   p->nwaiting--;
   resolve(p, &p->queue[h], p->frames[h]);
 }
@@ -428,13 +437,13 @@ static void pass_alloc(pass *p, const mt_event *ev) {
   int same_domain = ev->domain == p->last_domain;
   p->last_domain = ev->domain;
   if (n == 0) return; /* memtrace's tool fails on these; we skip them */
-  if (n > p->bt_cap) {
+  if (n + COPY_AHEAD > p->bt_cap) { /* resolve copies COPY_AHEAD frames past k into prev */
     size_t cap = p->bt_cap;
-    p->prev = grow_array(p->prev, &cap, n, sizeof *p->prev);
+    p->prev = grow_array(p->prev, &cap, n + COPY_AHEAD, sizeof *p->prev);
     cap = p->bt_cap;
-    p->func_at = grow_array(p->func_at, &cap, n, sizeof *p->func_at);
+    p->func_at = grow_array(p->func_at, &cap, n + COPY_AHEAD, sizeof *p->func_at);
     cap = p->bt_cap;
-    p->prefix_hash = grow_array(p->prefix_hash, &cap, n, sizeof *p->prefix_hash);
+    p->prefix_hash = grow_array(p->prefix_hash, &cap, n + COPY_AHEAD, sizeof *p->prefix_hash);
     p->bt_cap = cap;
   }
   /* The frames shared with the last backtrace: the reader says how many
@@ -459,24 +468,24 @@ static void pass_alloc(pass *p, const mt_event *ev) {
     return;
   }
   if (same && p->nwaiting) { /* the last allocation's backtrace, waiting */
-    waiting *t = &p->queue[(p->head + p->nwaiting - 1) % QUEUE];
+    waiting *t = &p->queue[(p->head + p->nwaiting - 1) % RING];
     t->repeats++;
     t->repeat_samples += nsamples;
     return;
   }
   waiting now = {0, 0, nsamples, 0, k, n, 0, same};
-  memo_hash(bt, k, n, p->prefix_hash, &now.hash1, &now.hash2);
-  if (n - k > QUEUE_FRAMES || p->m.cap < QUEUE_MIN_CAP) {
-    drain(p);
-    resolve(p, &now, bt + k);
+  int wait = n - k <= QUEUE_FRAMES && p->m.cap >= QUEUE_MIN_CAP;
+  if (!wait) drain(p); /* prev is then the last backtrace, its frames from k on free */
+  /* the new frames: into the ring's next slot, or in place into prev */
+  uint64_t *frames = wait ? p->frames[(p->head + p->nwaiting) % RING] : p->prev + k;
+  memo_hash(bt, k, n, p->prefix_hash, frames, &now.hash1, &now.hash2);
+  if (!wait) {
+    resolve(p, &now, frames);
     return;
   }
   if (!same) memo_prefetch(&p->m, now.hash1); /* a repeat's record is the last one's */
   if (p->nwaiting == QUEUE) resolve_oldest(p);
-  size_t t = (p->head + p->nwaiting++) % QUEUE;
-  p->queue[t] = now;
-  uint64_t *f = p->frames[t];
-  for (size_t i = k; i < n; i++) f[i - k] = bt[i];
+  p->queue[(p->head + p->nwaiting++) % RING] = now;
 }
 
 /* ---- the report ---- */

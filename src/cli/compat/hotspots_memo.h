@@ -111,12 +111,15 @@ static inline void memo_step(memo_prefix *p, uint64_t code) {
 }
 
 /* Hashes bt[0..n) into *hash1 and *hash2, given ph[0..k) (the hashes of
- * the first k codes' prefixes); fills ph[k..n). */
+ * the first k codes' prefixes); fills ph[k..n), and copies bt[k..n) to
+ * out[0..n-k) on the way (out may be bt + k). */
 static inline void memo_hash(const uint64_t *bt, size_t k, size_t n, memo_prefix *ph,
-                             uint64_t *hash1, uint64_t *hash2) {
+                             uint64_t *out, uint64_t *hash1, uint64_t *hash2) {
   memo_prefix p = k ? ph[k - 1] : (memo_prefix){0x2545f4914f6cdd1dull, 0x6a09e667f3bcc909ull};
   for (size_t i = k; i < n; i++) {
-    memo_step(&p, bt[i]);
+    uint64_t code = bt[i];
+    out[i - k] = code;
+    memo_step(&p, code);
     ph[i] = p;
   }
   memo_step(&p, n); /* the length too */
