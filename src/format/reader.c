@@ -402,11 +402,15 @@ static __attribute__((noinline)) int next_event(mt_reader *r, mt_event *ev) {
                     (unsigned long long)r->skipped_pid_value);
       return 0;
     }
-    if (r->skip_fast && r->ndoms == 1 && fast_skip(d, r->skip)) {
+    /* Events passed over on the fast path (one domain only: with several,
+     * each event is the earliest of them) */
+    const uint8_t *at = d->rd.p;
+    int fast = !r->checked_only && fast_event(d, ev, r->ndoms == 1 ? r->skip : 0);
+    if (!fast && d->rd.p != at) {
       r->last_event = d->last_time;
       if (d->rd.p >= d->rd.end) continue; /* the packet ended */
     }
-    int rc = !r->checked_only && fast_event(d, ev) ? 0 : mt__read_event(r, d, ev);
+    int rc = fast ? 0 : mt__read_event(r, d, ev);
     if (rc < 0) return rc;
     if (rc == 0) {
       r->last_event = ev->time;
@@ -422,11 +426,11 @@ int mt_reader_next(mt_reader *r, mt_event *ev) {
   if (r->ndoms == 1 && !r->checked_only && r->status >= 0) {
     domain *d = r->doms[0];
     while (d->cur && d->rd.p < d->rd.end) {
-      if (r->skip_fast && fast_skip(d, r->skip)) {
-        r->last_event = d->last_time;
-        if (d->rd.p >= d->rd.end) break;
+      const uint8_t *at = d->rd.p;
+      if (!fast_event(d, ev, r->skip)) {
+        if (d->rd.p != at) r->last_event = d->last_time; /* events passed over */
+        break;
       }
-      if (!fast_event(d, ev)) break;
       r->last_event = ev->time;
       if (!(r->skip >> ev->kind & 1)) return 1;
     }
@@ -607,14 +611,10 @@ uint64_t mt_reader_error_offset(const mt_reader *r) {
 int mt_reader_skip(mt_reader *r, unsigned kinds) {
   if (kinds >> (MT_EVENT_COLLECT + 1)) return MT_ERR_INVALID;
   r->skip = kinds;
-  r->skip_fast = !r->checked_only && (kinds & (1u << MT_EVENT_PROMOTE | 1u << MT_EVENT_COLLECT));
   return MT_OK;
 }
 
-void mt__reader_checked_only(mt_reader *r) {
-  r->checked_only = 1;
-  r->skip_fast = 0;
-}
+void mt__reader_checked_only(mt_reader *r) { r->checked_only = 1; }
 
 int mt_reader_follow(mt_reader *r, int on) {
   if (r->many || r->done) return MT_ERR_INVALID;

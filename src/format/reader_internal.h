@@ -87,7 +87,6 @@ struct mt_reader {
   uint64_t skipped_pid, skipped_pid_value;
   uint64_t last_event; /* the time of the last event read */
   unsigned skip;       /* mt_reader_skip's kinds */
-  int skip_fast;       /* skip names promotions or collections: fast_skip passes them */
   int checked_only;    /* mt__reader_checked_only */
   mt__many *many; /* several traces read as one: every call goes there */
 };

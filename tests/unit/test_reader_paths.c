@@ -21,7 +21,7 @@
 #define NSTACKS 40
 
 /* Promotions and collections: the kinds a reader of allocations alone
- * skips, which the fast path passes over in runs (fast_skip). */
+ * skips, which the fast path passes over without filling an event. */
 #define SKIP_MINOR (1u << MT_EVENT_PROMOTE | 1u << MT_EVENT_COLLECT)
 
 /* The copy in `data` read to its end, through the checked path alone or
