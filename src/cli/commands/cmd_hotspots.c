@@ -390,7 +390,8 @@ static void resolve_slow(pass *p, const waiting *w) {
 /* Resolves allocation w, whose backtrace is prev with frames k..n replaced
  * by `frames`, and its repeats: recurrences of a memoized backtrace, or
  * allocations to analyse. */
-static inline void resolve(pass *p, const waiting *w, const uint64_t *frames) {
+static inline __attribute__((always_inline)) void resolve(pass *p, const waiting *w,
+                                                           const uint64_t *frames) {
   size_t k = w->k, n = w->n;
   /* Mostly a few new frames: COPY_AHEAD copied whatever their number
    * (prev has room for n + COPY_AHEAD, frames for QUEUE_FRAMES, or it is
@@ -473,19 +474,21 @@ static void pass_alloc(pass *p, const mt_event *ev) {
     t->repeat_samples += nsamples;
     return;
   }
-  waiting now = {0, 0, nsamples, 0, k, n, 0, same};
-  int wait = n - k <= QUEUE_FRAMES && p->m.cap >= QUEUE_MIN_CAP;
-  if (!wait) drain(p); /* prev is then the last backtrace, its frames from k on free */
-  /* the new frames: into the ring's next slot, or in place into prev */
-  uint64_t *frames = wait ? p->frames[(p->head + p->nwaiting) % RING] : p->prev + k;
-  memo_hash(bt, k, n, p->prefix_hash, frames, &now.hash1, &now.hash2);
-  if (!wait) {
-    resolve(p, &now, frames);
+  if (n - k > QUEUE_FRAMES || p->m.cap < QUEUE_MIN_CAP) {
+    drain(p); /* prev is then the last backtrace, its frames from k on free */
+    waiting now = {0, 0, nsamples, 0, k, n, 0, same};
+    memo_hash(bt, k, n, p->prefix_hash, p->prev + k, &now.hash1, &now.hash2);
+    resolve(p, &now, p->prev + k); /* the new frames copied in place */
     return;
   }
-  if (!same) memo_prefetch(&p->m, now.hash1); /* a repeat's record is the last one's */
+  /* into the ring's next slot, free while the oldest waits */
+  size_t t = (p->head + p->nwaiting) % RING;
+  waiting *w = &p->queue[t];
+  *w = (waiting){0, 0, nsamples, 0, k, n, 0, same};
+  memo_hash(bt, k, n, p->prefix_hash, p->frames[t], &w->hash1, &w->hash2);
+  if (!same) memo_prefetch(&p->m, w->hash1); /* a repeat's record is the last one's */
   if (p->nwaiting == QUEUE) resolve_oldest(p);
-  p->queue[(p->head + p->nwaiting++) % RING] = now;
+  p->nwaiting++;
 }
 
 /* ---- the report ---- */
