@@ -92,9 +92,11 @@ static inline int mt__bt_expand_fits(const mt__rd *r, size_t n) {
 
 /* Expands n codewords at *p into b[pos..) with no bounds checked (the
  * caller checked them, as MT__BT_EXPAND_MAX says), updating the cache;
- * advances *p and returns the new pos. */
-static inline size_t mt__bt_expand(mt__bt_decoder *d, const uint8_t **p, size_t n, uint64_t *b,
-                                   size_t pos) {
+ * advances *p and returns the new pos. Always inlined: the reader's fast
+ * path, inlined twice itself, would otherwise call it for each allocation. */
+static inline __attribute__((always_inline)) size_t mt__bt_expand(mt__bt_decoder *d,
+                                                                  const uint8_t **p, size_t n,
+                                                                  uint64_t *b, size_t pos) {
   const uint8_t *q = *p;
   uint32_t pred = 0;
   for (size_t i = 0; i < n; i++) {
