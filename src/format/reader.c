@@ -402,8 +402,9 @@ static __attribute__((noinline)) int next_event(mt_reader *r, mt_event *ev) {
                     (unsigned long long)r->skipped_pid_value);
       return 0;
     }
-    /* Events passed over on the fast path (one domain only: with several,
-     * each event is the earliest of them) */
+    /* Skipped events are passed over on the fast path in a trace of one
+     * domain only: with several, each event read must be the earliest of
+     * the domains' next ones. */
     const uint8_t *at = d->rd.p;
     int fast = !r->checked_only && fast_event(d, ev, r->ndoms == 1 ? r->skip : 0);
     if (!fast && d->rd.p != at) {

@@ -197,9 +197,9 @@ static code_slot add_loc(state *s, const uint64_t *bt, size_t i) {
  * slots: the next slot is free before the oldest is resolved), and the new
  * frames each may bring (QUEUE_FRAMES at most; one bringing more is
  * resolved at once). None waits while the memo's table has fewer than
- * QUEUE_MIN_CAP
- * records (1 MiB): the caches hold it, and waiting would only cost a
- * second copy of each backtrace's new frames. */
+ * QUEUE_MIN_CAP records (1 MiB): the caches hold it, and waiting would only
+ * cost a second copy of each backtrace's new frames. resolve copies
+ * COPY_AHEAD frames into the last backtrace whatever their number. */
 enum { QUEUE = 8, RING = 16, QUEUE_FRAMES = 64, QUEUE_MIN_CAP = 1 << 14, COPY_AHEAD = 8 };
 
 /* An allocation waiting for its memo probe: its backtrace is the one
