@@ -374,6 +374,19 @@ static domain *pick_domain(mt_reader *r) {
   }
 }
 
+/* fast_event, noting the time of the last event it read, returned or
+ * passed over, as the reader's last. */
+static inline __attribute__((always_inline)) int fast_read(mt_reader *r, domain *d,
+                                                           mt_event *ev, unsigned skip) {
+  const uint8_t *at = d->rd.p;
+  if (fast_event(d, ev, skip)) {
+    r->last_event = ev->time;
+    return 1;
+  }
+  if (d->rd.p != at) r->last_event = d->last_time; /* events passed over */
+  return 0;
+}
+
 /* mt_reader_next past its common case: several traces or domains, a
  * packet to read, an event for the checked path, an error or the end. */
 static __attribute__((noinline)) int next_event(mt_reader *r, mt_event *ev) {
@@ -405,18 +418,14 @@ static __attribute__((noinline)) int next_event(mt_reader *r, mt_event *ev) {
     /* Skipped events are passed over on the fast path in a trace of one
      * domain only: with several, each event read must be the earliest of
      * the domains' next ones. */
-    const uint8_t *at = d->rd.p;
-    int fast = !r->checked_only && fast_event(d, ev, r->ndoms == 1 ? r->skip : 0);
-    if (!fast && d->rd.p != at) {
-      r->last_event = d->last_time;
-      if (d->rd.p >= d->rd.end) continue; /* the packet ended */
+    int rc = 0;
+    if (r->checked_only || !fast_read(r, d, ev, r->ndoms == 1 ? r->skip : 0)) {
+      if (d->rd.p >= d->rd.end) continue; /* passed over to the packet's end */
+      rc = mt__read_event(r, d, ev);
+      if (rc < 0) return rc;
+      if (rc == 0) r->last_event = ev->time;
     }
-    int rc = fast ? 0 : mt__read_event(r, d, ev);
-    if (rc < 0) return rc;
-    if (rc == 0) {
-      r->last_event = ev->time;
-      if (!(r->skip >> ev->kind & 1)) return 1;
-    }
+    if (rc == 0 && !(r->skip >> ev->kind & 1)) return 1;
   }
 }
 
@@ -426,15 +435,8 @@ int mt_reader_next(mt_reader *r, mt_event *ev) {
    * in its packet. */
   if (r->ndoms == 1 && !r->checked_only && r->status >= 0) {
     domain *d = r->doms[0];
-    while (d->cur && d->rd.p < d->rd.end) {
-      const uint8_t *at = d->rd.p;
-      if (!fast_event(d, ev, r->skip)) {
-        if (d->rd.p != at) r->last_event = d->last_time; /* events passed over */
-        break;
-      }
-      r->last_event = ev->time;
+    while (d->cur && d->rd.p < d->rd.end && fast_read(r, d, ev, r->skip))
       if (!(r->skip >> ev->kind & 1)) return 1;
-    }
   }
   return next_event(r, ev);
 }
