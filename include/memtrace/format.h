@@ -213,6 +213,10 @@ MT_API int mt_reader_next(mt_reader *r, mt_event *ev);
  * kind. */
 MT_API int mt_reader_skip(mt_reader *r, unsigned kinds);
 
+/* The events mt_reader_skip's kinds made the reader pass over so far: with
+ * the events mt_reader_next returned, every event read. */
+MT_API uint64_t mt_reader_skipped(const mt_reader *r);
+
 /* Reading a trace still being written: while `on`, the end of the file
  * is only the end for now. mt_reader_next then returns 0 after the last
  * whole packet written so far (a partial packet is left unread, and no

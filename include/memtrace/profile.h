@@ -49,9 +49,14 @@ typedef struct mt_profile_info {
 
 /* One sample: its backtrace (code ids, outermost first; empty for an
  * allocation with no backtrace), its source (-1 when sources are merged),
- * its values. Non-zero stops the profile. */
-typedef int (*mt_profile_fn)(void *ctx, const uint32_t *codes, size_t n, int source,
-                             const int64_t values[MT_PROFILE_VALUES]);
+ * its values. `shared` is a count of its outermost codes known to be those
+ * of the last sample given (at most n and the last sample's n; 0 for the
+ * first sample, or when the profile does not know): a writer encoding
+ * each sample against the last one need not compare them. More may be
+ * shared. `codes` is valid during the call only. Non-zero stops the
+ * profile. */
+typedef int (*mt_profile_fn)(void *ctx, const uint32_t *codes, size_t n, size_t shared,
+                             int source, const int64_t values[MT_PROFILE_VALUES]);
 
 /* Fills *info and calls fn for every sample of the profile of the objects
  * f keeps. MT_OK, fn's non-zero result, or MT_ERR_NOMEM.

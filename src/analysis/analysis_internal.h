@@ -161,8 +161,9 @@ struct mt_analysis {
   /* MT_KEEP_PROFILE once the backtraces proved nearly all distinct: no
    * object is kept (nobj is 0), only whether each of the reread_objects
    * was collected (bit i of gone_bits); mt_profile reads the first
-   * reread_events events of the traces at reread_paths again. */
-  int reread;
+   * reread_events events of the traces at reread_paths again (every event
+   * when reread_to_end: the load read to the traces' end). */
+  int reread, reread_to_end;
   char **reread_paths;
   size_t nreread_paths;
   uint64_t *gone_bits;

@@ -241,7 +241,7 @@ static int alloc_fate(mt_analysis *a, pass *p, const mt_event *ev) {
 /* At the end: the objects kept while interning go too. The analysis keeps
  * the trace's info, duration, codes and functions, and each object's
  * fate; mt_profile reads the trace again. */
-static void keep_fates_only(mt_analysis *a, uint64_t events) {
+static void keep_fates_only(mt_analysis *a, uint64_t events, int to_end) {
   void *arrays[] = {a->alloc_t, a->free_t, a->nsamples, a->length, a->source,
                     a->bt,      a->trace_of, a->bt_site, a->log,  a->checkpoints};
   for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
@@ -253,6 +253,7 @@ static void keep_fates_only(mt_analysis *a, uint64_t events) {
   a->reread = 1;
   a->reread_objects = a->nobj;
   a->reread_events = events;
+  a->reread_to_end = to_end;
   a->nobj = a->obj_cap = a->nbt = a->bt_cap = a->log_len = a->log_cap = 0;
   a->ncheckpoints = a->checkpoints_cap = a->bt_codes_total = 0;
   memset(&a->all, 0, sizeof a->all);
@@ -530,7 +531,7 @@ static int run_pass(mt_analysis *a, mt_reader *r, const mt__load_spec *how,
     free(p.rows);
     free(p.row_of);
   }
-  if (p.fates && rc >= 0) keep_fates_only(a, events);
+  if (p.fates && rc >= 0) keep_fates_only(a, events, !ended);
   if (rc >= 0) rc = mt__pass_publish(a, &p, r);
   mt__pass_free(&p);
   return rc;

@@ -56,8 +56,9 @@ static void add(const prof *p, acc *into, size_t i) {
  * the sources met, most samples meeting one. The point
  * estimates alone: objects are the Horvitz-Thompson count, bytes the
  * samples scaled (mt_sampling_objects and _bytes, without their
- * intervals). */
-static int emit(prof *p, acc *from, const uint32_t *codes, size_t n) {
+ * intervals). `shared`: codes known to be the last sample's (mt_profile_fn);
+ * a source's sample after the first has all of them. */
+static int emit(prof *p, acc *from, const uint32_t *codes, size_t n, size_t shared) {
   double scale = p->scale;
   for (int k = 0; k < (p->merge ? 1 : 3); k++) {
     mt_tally *al = &from->alloc[k], *in = &from->inuse[k];
@@ -65,7 +66,8 @@ static int emit(prof *p, acc *from, const uint32_t *codes, size_t n) {
     int64_t v[MT_PROFILE_VALUES] = {round_est(mt_tally_ht(al)), round_est((double)al->samples * scale),
                                     in->objects ? round_est(mt_tally_ht(in)) : 0,
                                     in->objects ? round_est((double)in->samples * scale) : 0};
-    if (!p->rc) p->rc = p->fn(p->ctx, codes, n, p->merge ? -1 : k, v);
+    if (!p->rc) p->rc = p->fn(p->ctx, codes, n, shared, p->merge ? -1 : k, v);
+    shared = n;
     memset(al, 0, sizeof *al);
     memset(in, 0, sizeof *in);
   }
@@ -80,7 +82,7 @@ static void emit_run(prof *p, mt__bt_cursor *c, uint32_t bt) {
   size_t n;
   const uint32_t *codes = mt__bt_cursor_get(c, bt, &n);
   if (!codes) p->rc = MT_ERR_NOMEM;
-  else emit(p, &p->cur, codes, n);
+  else emit(p, &p->cur, codes, n, 0);
 }
 
 /* A sample per run of passing objects of one backtrace (objects not
@@ -114,7 +116,7 @@ static void by_runs(prof *p) {
 
 static int sums_visit(void *ctx, size_t bt, const uint32_t *codes, size_t n) {
   prof *p = ctx;
-  return emit(p, &p->sums[bt], codes, n); /* nothing for a backtrace with no object */
+  return emit(p, &p->sums[bt], codes, n, 0); /* nothing for a backtrace with no object */
 }
 
 static void by_backtrace_sums(prof *p) {
@@ -151,7 +153,7 @@ static int sorted_visit(void *ctx, size_t bt, const uint32_t *codes, size_t n) {
   uint32_t from = bt ? p->start[bt - 1] : 0, to = p->start[bt];
   if (from == to) return 0;
   for (uint32_t k = from; k < to; k++) add(p, &p->cur, p->order[k]);
-  return emit(p, &p->cur, codes, n);
+  return emit(p, &p->cur, codes, n, 0);
 }
 
 /* A sample per backtrace, in id order: the objects of each are added in
@@ -241,7 +243,10 @@ static const char *traces_name(const mt_analysis *a) {
 }
 
 /* The samples of by_runs from the events the load read, read again: a
- * sample per run of objects of equal backtraces. */
+ * sample per run of objects of equal backtraces. A read to the end passes
+ * over promotions and collections (the load noted which objects were
+ * collected); the reader's count of them completes the count of events,
+ * which must be the load's. */
 static void by_reading(prof *p, mt_profile_info *info) {
   const mt_analysis *a = p->a;
   mt_reader *r;
@@ -252,9 +257,11 @@ static void by_reading(prof *p, mt_profile_info *info) {
     mt_reader_close(r);
     return;
   }
+  if (a->reread_to_end) mt_reader_skip(r, 1u << MT_EVENT_PROMOTE | 1u << MT_EVENT_COLLECT);
   last_bt l = {0};
   if (!(l.cache = calloc(1u << 16, sizeof *l.cache))) p->rc = MT_ERR_NOMEM;
-  uint64_t events = 0, obj = 0;
+  uint64_t events = 0, obj = 0; /* events returned */
+  size_t last_shared = 0;         /* codes the last backtrace shared with the one before */
   int changed = 0;
   mt_event ev;
   while (!p->rc && events < a->reread_events && (rc = mt_reader_next(r, &ev)) > 0) {
@@ -266,7 +273,8 @@ static void by_reading(prof *p, mt_profile_info *info) {
     }
     size_t k = mt__frames_shared(&ev, l.domain, l.codes, l.n);
     if (k < ev.backtrace_len || k < l.n || obj == 0) {
-      if (obj) emit(p, &p->cur, l.ids, l.n);
+      if (obj) emit(p, &p->cur, l.ids, l.n, last_shared);
+      last_shared = k;
       int trc = take_backtrace(a, &l, &ev, k);
       if (trc == MT_ERR_NOMEM) p->rc = trc;
       changed = trc == MT_ERR_INVALID;
@@ -277,11 +285,12 @@ static void by_reading(prof *p, mt_profile_info *info) {
   }
   if (rc < 0)
     reread_fail(p, info, rc, "reading the trace again: %s", mt_reader_error(r));
-  else if (changed || events != a->reread_events || obj != a->reread_objects)
+  else if (changed || events + mt_reader_skipped(r) != a->reread_events ||
+           obj != a->reread_objects)
     reread_fail(p, info, MT_ERR_INVALID, "%s: the trace changed after it was loaded",
                 traces_name(a));
   else if (obj && !p->rc)
-    emit(p, &p->cur, l.ids, l.n);
+    emit(p, &p->cur, l.ids, l.n, last_shared);
   free(l.codes);
   free(l.ids);
   free(l.cache);

@@ -392,7 +392,7 @@ static inline __attribute__((always_inline)) int fast_read(mt_reader *r, domain 
 static __attribute__((noinline)) int next_event(mt_reader *r, mt_event *ev) {
   if (r->many) {
     int rc;
-    while ((rc = mt__many_next(r->many, ev)) > 0 && (r->skip >> ev->kind & 1)) continue;
+    while ((rc = mt__many_next(r->many, ev)) > 0 && (r->skip >> ev->kind & 1)) r->passed++;
     return rc;
   }
   if (r->status < 0) return r->status;
@@ -426,6 +426,7 @@ static __attribute__((noinline)) int next_event(mt_reader *r, mt_event *ev) {
       if (rc == 0) r->last_event = ev->time;
     }
     if (rc == 0 && !(r->skip >> ev->kind & 1)) return 1;
+    if (rc == 0) r->passed++;
   }
 }
 
@@ -435,8 +436,10 @@ int mt_reader_next(mt_reader *r, mt_event *ev) {
    * in its packet. */
   if (r->ndoms == 1 && !r->checked_only && r->status >= 0) {
     domain *d = r->doms[0];
-    while (d->cur && d->rd.p < d->rd.end && fast_read(r, d, ev, r->skip))
+    while (d->cur && d->rd.p < d->rd.end && fast_read(r, d, ev, r->skip)) {
       if (!(r->skip >> ev->kind & 1)) return 1;
+      r->passed++; /* allocations skipped: fast_event returns them */
+    }
   }
   return next_event(r, ev);
 }
@@ -615,6 +618,12 @@ int mt_reader_skip(mt_reader *r, unsigned kinds) {
   if (kinds >> (MT_EVENT_COLLECT + 1)) return MT_ERR_INVALID;
   r->skip = kinds;
   return MT_OK;
+}
+
+uint64_t mt_reader_skipped(const mt_reader *r) {
+  uint64_t n = r->passed;
+  for (size_t k = 0; k < r->ndoms; k++) n += r->doms[k]->passed;
+  return n;
 }
 
 void mt__reader_checked_only(mt_reader *r) { r->checked_only = 1; }

@@ -63,6 +63,7 @@ static inline __attribute__((always_inline)) int fast_event(domain *d, mt_event 
     if (skip >> kind & 1) { /* passed over */
       d->rd.p = p = q;
       d->last_time = t;
+      d->passed++;
       continue;
     }
     ev->kind = kind;

@@ -38,6 +38,7 @@ typedef struct domain {
   packet *cur; /* the packet being decoded, or NULL */
   mt__rd rd;   /* cursor in cur */
   uint64_t alloc_id;
+  uint64_t passed; /* events the fast path passed over (mt_reader_skip) */
   packet *qhead, *qtail; /* read, not started */
 } domain;
 
@@ -87,6 +88,7 @@ struct mt_reader {
   uint64_t skipped_pid, skipped_pid_value;
   uint64_t last_event; /* the time of the last event read */
   unsigned skip;       /* mt_reader_skip's kinds */
+  uint64_t passed;     /* skipped events passed over outside fast_event */
   int checked_only;    /* mt__reader_checked_only */
   mt__many *many; /* several traces read as one: every call goes there */
 };

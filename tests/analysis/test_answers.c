@@ -528,10 +528,11 @@ typedef struct sample_log {
   int sources[3];
 } sample_log;
 
-static int on_sample(void *ctx, const uint32_t *codes, size_t n, int source,
+static int on_sample(void *ctx, const uint32_t *codes, size_t n, size_t shared, int source,
                      const int64_t v[MT_PROFILE_VALUES]) {
   (void)codes;
   (void)n;
+  (void)shared;
   sample_log *l = ctx;
   l->n++;
   l->alloc_space += v[MT_PROFILE_ALLOC_SPACE];
@@ -601,11 +602,12 @@ static void test_profile_ways_agree(void **state) {
       if (kind == 3) f.sources = 1u << MT_SOURCE_MAJOR | 1u << MT_SOURCE_EXTERNAL;
       for (int merge = 0; merge < 2; merge++) {
         mt_profile_info pi;
-        sample_digest sums = {0, 0}, sorted = {0, 0};
+        sample_digest sums = {0}, sorted = {0};
         assert_int_equal(mt_profile(a, &f, merge, &pi, on_sample_digest, &sums), MT_OK);
         assert_int_equal(mt__profile(a, &f, merge, &pi, on_sample_digest, &sorted, 0), MT_OK);
         assert_true(sums.n > 0);
         assert_int_equal(sums.n, sorted.n);
+        assert_int_equal(sums.bad_shared + sorted.bad_shared, 0);
         assert_true(sums.h == sorted.h);
       }
     }

@@ -100,9 +100,10 @@ static void load(const char *path, mt_keep keep, mt_analysis **a) {
 
 static sample_digest profile(const mt_analysis *a, const mt_filter *f, int merge) {
   mt_profile_info pi;
-  sample_digest d = {0, 0};
+  sample_digest d = {0};
   assert_int_equal(mt_profile(a, f, merge, &pi, on_sample_digest, &d), MT_OK);
   assert_string_equal(pi.error, "");
+  assert_int_equal(d.bad_shared, 0);
   return d;
 }
 
@@ -137,6 +138,8 @@ static void same_profiles(const mt_analysis *whole, const mt_analysis *reread) {
       assert_true(x.n > 1000);
       assert_int_equal(x.n, y.n);
       assert_true(x.h == y.h);
+      /* a second read knows the codes each sample shares with the last */
+      if (mt_analysis_keeps(reread) == MT_KEEP_PROFILE) assert_true(y.shared_codes > y.n);
     }
   }
   same_codes(whole, reread);
@@ -164,7 +167,7 @@ static void distinct_stacks(int version) {
   f.size_min = 80;
   assert_false(mt_profile_rereads(&f));
   mt_profile_info pi;
-  sample_digest d = {0, 0};
+  sample_digest d = {0};
   assert_int_equal(mt_profile(reread, &f, 0, &pi, on_sample_digest, &d), MT_ERR_INVALID);
   mt_filter_init(&f);
   f.live = MT_LIVE_AT_PEAK;

@@ -24,11 +24,16 @@
  * skips, which the fast path passes over without filling an event. */
 #define SKIP_MINOR (1u << MT_EVENT_PROMOTE | 1u << MT_EVENT_COLLECT)
 
+/* How a read ended: the time of the last event read, returned or not, and
+ * the count of those not returned (mt_reader_skipped). */
+typedef struct read_end {
+  uint64_t time, skipped;
+} read_end;
+
 /* The copy in `data` read to its end, through the checked path alone or
- * through both, skipping the kinds in `skip`; *end: the time of the last
- * event read, returned or not. */
+ * through both, skipping the kinds in `skip`. */
 static void read_copy(const uint8_t *data, size_t len, int checked_only, unsigned skip,
-                      tu_trace *t, uint64_t *end) {
+                      tu_trace *t, read_end *end) {
   memset(t, 0, sizeof *t);
   t->fd = tu_memfd(data, len);
   mt_reader *r = NULL;
@@ -36,7 +41,8 @@ static void read_copy(const uint8_t *data, size_t len, int checked_only, unsigne
   if (checked_only) mt__reader_checked_only(r);
   assert_int_equal(mt_reader_skip(r, skip), MT_OK);
   tu_read_events(r, t);
-  *end = mt_reader_trace_end(r, 0);
+  end->time = mt_reader_trace_end(r, 0);
+  end->skipped = mt_reader_skipped(r);
   mt_reader_close(r);
   close(t->fd);
   t->fd = -1;
@@ -106,13 +112,14 @@ static void paths_agree_on(int version, uint32_t ndomains, uint64_t seed) {
   assert_true(npk > 4 && npk <= 512);
 
   tu_trace fast, checked;
-  uint64_t fast_end, checked_end;
+  read_end fast_end, checked_end;
   read_copy(b.data, b.len, 0, 0, &fast, &fast_end);
   read_copy(b.data, b.len, 1, 0, &checked, &checked_end);
   assert_int_equal(fast.status, 0);
   assert_true(fast.n > 2000);
   assert_true(same_reads(&fast, &checked));
-  assert_int_equal(fast_end, checked_end);
+  assert_int_equal(fast_end.time, checked_end.time);
+  assert_int_equal(fast_end.skipped + checked_end.skipped, 0);
   size_t all = fast.n;
   tu_trace_free(&fast);
   tu_trace_free(&checked);
@@ -120,7 +127,10 @@ static void paths_agree_on(int version, uint32_t ndomains, uint64_t seed) {
   read_copy(b.data, b.len, 1, SKIP_MINOR, &checked, &checked_end);
   assert_true(fast.n > 1000 && fast.n < all - 300); /* runs of skipped events */
   assert_true(same_reads(&fast, &checked));
-  assert_int_equal(fast_end, checked_end);
+  assert_int_equal(fast_end.time, checked_end.time);
+  /* every event read: returned or skipped */
+  assert_int_equal(fast.n + fast_end.skipped, all);
+  assert_int_equal(checked.n + checked_end.skipped, all);
   tu_trace_free(&fast);
   tu_trace_free(&checked);
 
@@ -147,7 +157,8 @@ static void paths_agree_on(int version, uint32_t ndomains, uint64_t seed) {
     unsigned skip = trial % 2 ? SKIP_MINOR : 0;
     read_copy(copy, b.len, 0, skip, &fast, &fast_end);
     read_copy(copy, b.len, 1, skip, &checked, &checked_end);
-    if (!same_reads(&fast, &checked) || fast_end != checked_end)
+    if (!same_reads(&fast, &checked) || fast_end.time != checked_end.time ||
+        fast_end.skipped != checked_end.skipped)
       fail_msg("byte %zu set to 0x%02x, skipping %#x: fast path %d after %zu events (%s), "
                "checked path %d after %zu (%s)",
                at, copy[at], skip, fast.status, fast.n, fast.error, checked.status, checked.n,

@@ -75,7 +75,10 @@ typedef struct exporter {
   int64_t label_key, label_str[3];
   pprof_label process[2]; /* the trace's pid and executable, or none */
   size_t nprocess;
+  int label_set[4]; /* the trace's samples' labels by source + 1, or NO_SET */
 } exporter;
+
+enum { NO_SET = -2 }; /* a label set not made yet (-1: no labels) */
 
 /* Location id of a code of the current trace (code ids follow first
  * appearance in the trace, so the outer frames every stack shares get the
@@ -85,27 +88,32 @@ static uint64_t empty_loc(const exporter *e) {
   return e->loc_base + mt_analysis_code_count(e->a) + 1;
 }
 
-static int on_sample(void *ctx, const uint32_t *codes, size_t n, int source,
+static int on_sample(void *ctx, const uint32_t *codes, size_t n, size_t shared, int source,
                      const int64_t values[MT_PROFILE_VALUES]) {
   exporter *e = ctx;
   uint32_t empty = (uint32_t)mt_analysis_code_count(e->a);
   if (n == 0) { /* the stand-in location: empty_loc, as a code past the last */
     codes = &empty;
     n = 1;
+    shared = 0;
     e->empty_used = 1;
   }
-  pprof_label labels[3];
-  size_t nl = 0;
-  if (source >= 0) {
-    /* interned at the first sample of a source, so a source with none adds
-     * no string */
-    if (!e->label_key) e->label_key = pprof_string(e->p, "source");
-    if (!e->label_str[source]) e->label_str[source] = pprof_string(e->p, source_names[source]);
-    labels[nl++] = (pprof_label){e->label_key, e->label_str[source], 0, 0};
+  int *set = &e->label_set[source + 1];
+  if (*set == NO_SET) {
+    pprof_label labels[3];
+    size_t nl = 0;
+    if (source >= 0) {
+      /* interned at the first sample of a source, so a source with none
+       * adds no string */
+      if (!e->label_key) e->label_key = pprof_string(e->p, "source");
+      if (!e->label_str[source]) e->label_str[source] = pprof_string(e->p, source_names[source]);
+      labels[nl++] = (pprof_label){e->label_key, e->label_str[source], 0, 0};
+    }
+    for (size_t i = 0; i < e->nprocess; i++) labels[nl++] = e->process[i];
+    *set = nl ? pprof_label_set(e->p, labels, nl) : -1;
   }
-  for (size_t i = 0; i < e->nprocess; i++) labels[nl++] = e->process[i];
   /* the frames it shares with the last sample were marked with it */
-  size_t shared = pprof_sample(e->p, codes, n, code_loc(e, 0), values, MT_PROFILE_VALUES, labels, nl);
+  shared = pprof_sample(e->p, codes, n, shared, code_loc(e, 0), values, MT_PROFILE_VALUES, *set);
   for (size_t i = shared; i < n; i++)
     if (codes[i] < empty) e->code_used[codes[i]] = 1;
   return 0;
@@ -330,6 +338,7 @@ static int export_trace(exporter *e, const mt_cli_trace_set *t, size_t k, const 
   e->mapping = k + 1;
   e->code_used = calloc(mt_analysis_code_count(a) + 1, 1);
   if (!e->code_used) return MT_ERR_NOMEM;
+  for (size_t s = 0; s < 4; s++) e->label_set[s] = NO_SET;
   if (t->n > 1) {
     e->process[0] = (pprof_label){pprof_string(e->p, "pid"), 0, (int64_t)info->pid, 0};
     e->process[1] = (pprof_label){pprof_string(e->p, "executable"),

@@ -4,6 +4,7 @@
 #include "gzip_out.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,11 +141,8 @@ struct pprof {
   gz_out *gz;
   pb_buf body;      /* top-level fields not yet compressed         */
   pb_buf sub, sub2; /* scratch for a sub-message and its children  */
-  /* The labels of the last sample and their encoding: samples mostly
-   * repeat the previous one's labels. */
-  pprof_label last_labels[4];
-  size_t last_nlabels; /* SIZE_MAX: none encoded */
-  pb_buf label_bytes;
+  pb_buf *label_sets; /* pprof_label_set's, encoded */
+  size_t nlabel_sets, label_sets_cap;
   uint64_t encoded;
   /* The last sample's stack (outermost first), its location ids' encoding
    * (leaf first) and, for each d, the bytes of its d outermost frames: a
@@ -198,7 +196,6 @@ static void emit_sub(pprof *p, uint32_t field) {
 pprof *pprof_open(int fd, int level) {
   pprof *p = calloc(1, sizeof *p);
   if (!p) return NULL;
-  p->last_nlabels = SIZE_MAX;
   p->gz = gz_open(fd, level);
   if (!p->gz || pprof_string(p, "") != 0 || p->err) {
     pprof_free(p);
@@ -213,7 +210,8 @@ void pprof_free(pprof *p) {
   pb_free(&p->body);
   pb_free(&p->sub);
   pb_free(&p->sub2);
-  pb_free(&p->label_bytes);
+  for (size_t i = 0; i < p->nlabel_sets; i++) pb_free(&p->label_sets[i]);
+  free(p->label_sets);
   free(p->last_stack);
   free(p->ids);
   free(p->last_outer);
@@ -298,14 +296,20 @@ void pprof_period_type(pprof *p, const char *type, const char *unit) {
   value_type(p, 11, type, unit);
 }
 
-/* The encoded labels of a sample, in p->label_bytes: those of the previous
- * sample when they are the same. */
-static pb_buf *sample_labels(pprof *p, const pprof_label *labels, size_t nlabels) {
-  pb_buf *lb = &p->label_bytes;
-  if (nlabels == p->last_nlabels &&
-      (nlabels == 0 || memcmp(labels, p->last_labels, nlabels * sizeof *labels) == 0))
-    return lb;
-  lb->len = 0;
+int pprof_label_set(pprof *p, const pprof_label *labels, size_t nlabels) {
+  if (p->err) return -1;
+  if (p->nlabel_sets == p->label_sets_cap) {
+    size_t cap = p->label_sets_cap ? p->label_sets_cap * 2 : 4;
+    pb_buf *sets = cap <= INT_MAX ? realloc(p->label_sets, cap * sizeof *sets) : NULL;
+    if (!sets) {
+      fail(p, ENOMEM);
+      return -1;
+    }
+    p->label_sets = sets;
+    p->label_sets_cap = cap;
+  }
+  pb_buf *lb = &p->label_sets[p->nlabel_sets];
+  memset(lb, 0, sizeof *lb);
   for (size_t i = 0; i < nlabels; i++) {
     pb_int(&p->sub2, 1, labels[i].key);
     pb_int(&p->sub2, 2, labels[i].str);
@@ -314,12 +318,12 @@ static pb_buf *sample_labels(pprof *p, const pprof_label *labels, size_t nlabels
     pb_bytes(lb, 3, p->sub2.p, p->sub2.len);
     p->sub2.len = 0;
   }
-  p->last_nlabels = SIZE_MAX;
-  if (nlabels <= sizeof p->last_labels / sizeof *p->last_labels && !lb->failed) {
-    if (nlabels) memcpy(p->last_labels, labels, nlabels * sizeof *labels);
-    p->last_nlabels = nlabels;
+  p->nlabel_sets++;
+  if (lb->failed || p->sub2.failed) {
+    fail(p, ENOMEM);
+    return -1;
   }
-  return lb;
+  return (int)(p->nlabel_sets - 1);
 }
 
 /* Room for the ids of a stack of n frames; the last encoding kept at the
@@ -345,17 +349,19 @@ static int ids_room(pprof *p, size_t n) {
 
 /* The location ids of stack[0..n) leaf first, kept as the last sample's:
  * the frames past those it shares with the last sample are encoded in
- * front of the shared ones' bytes. Returns where they start (they end at
- * p->ids + p->ids_cap), the frames shared in *shared; NULL when out of
- * memory. */
-static const uint8_t *put_ids(pprof *p, const uint32_t *stack, size_t n, uint64_t base,
-                              size_t *shared) {
+ * front of the shared ones' bytes. `known`: frames the caller knows are
+ * shared. Returns where they start (they end at p->ids + p->ids_cap), the
+ * frames shared in *shared; NULL when out of memory. */
+static const uint8_t *put_ids(pprof *p, const uint32_t *stack, size_t n, size_t known,
+                              uint64_t base, size_t *shared) {
   size_t k = 0;
   if (base == p->last_base) {
-    /* Samples mostly share most of their frames: four ids compared at a
-     * time (16 bytes, two words), then the rest one by one. */
+    /* Samples mostly share most of their frames: past those known, four
+     * ids compared at a time (16 bytes, two words), then the rest one by
+     * one. */
     size_t m = n < p->last_n ? n : p->last_n;
     const uint32_t *last = p->last_stack;
+    k = known < m ? known : m;
     while (k + 4 <= m && memcmp(stack + k, last + k, 4 * sizeof *stack) == 0) k += 4;
     while (k < m && stack[k] == last[k]) k++;
   }
@@ -379,22 +385,28 @@ static const uint8_t *put_ids(pprof *p, const uint32_t *stack, size_t n, uint64_
 
 /* Samples are most of a profile: each is written in one pass straight into
  * the body, its location ids copied from where put_ids encoded them. */
-size_t pprof_sample(pprof *p, const uint32_t *stack, size_t n, uint64_t id_base,
-                    const int64_t *values, size_t nvalues, const pprof_label *labels,
-                    size_t nlabels) {
+size_t pprof_sample(pprof *p, const uint32_t *stack, size_t n, size_t known, uint64_t id_base,
+                    const int64_t *values, size_t nvalues, int label_set) {
   if (p->err) return 0;
-  pb_buf *lb = sample_labels(p, labels, nlabels);
+  if (nvalues > PPROF_MAX_VALUES || label_set >= (int)p->nlabel_sets) {
+    fail(p, EINVAL);
+    return 0;
+  }
+  const pb_buf *lb = label_set >= 0 ? &p->label_sets[label_set] : NULL;
+  size_t lb_len = lb ? lb->len : 0;
   pb_buf *b = &p->body;
   size_t shared = 0;
-  const uint8_t *ids = put_ids(p, stack, n, id_base, &shared);
-  if (!ids || lb->failed || p->sub2.failed) {
+  const uint8_t *ids = put_ids(p, stack, n, known, id_base, &shared);
+  if (!ids) {
     fail(p, ENOMEM);
     return 0;
   }
-  size_t ids_len = (size_t)(p->ids + p->ids_cap - ids), val_len = 0;
-  for (size_t i = 0; i < nvalues; i++) val_len += varint_size((uint64_t)values[i]);
+  /* int64 values are the varints of their two's complement */
+  uint8_t vals[PPROF_MAX_VALUES * 10], *v = vals;
+  for (size_t i = 0; i < nvalues; i++) v = put_varint(v, (uint64_t)values[i]);
+  size_t ids_len = (size_t)(p->ids + p->ids_cap - ids), val_len = (size_t)(v - vals);
   size_t size = (n ? 1 + varint_size(ids_len) + ids_len : 0) +
-                (nvalues ? 1 + varint_size(val_len) + val_len : 0) + lb->len;
+                (nvalues ? 1 + varint_size(val_len) + val_len : 0) + lb_len;
   if (pb_reserve(b, 1 + 10 + size)) {
     fail(p, ENOMEM);
     return 0;
@@ -408,13 +420,13 @@ size_t pprof_sample(pprof *p, const uint32_t *stack, size_t n, uint64_t id_base,
     q += ids_len;
   }
   if (nvalues) {
-    /* int64 values are the varints of their two's complement */
     q = put_varint(q, 2u << 3 | WIRE_LEN);
     q = put_varint(q, val_len);
-    for (size_t i = 0; i < nvalues; i++) q = put_varint(q, (uint64_t)values[i]);
+    memcpy(q, vals, val_len);
+    q += val_len;
   }
-  if (lb->len) memcpy(q, lb->p, lb->len);
-  b->len = (size_t)(q + lb->len - b->p);
+  if (lb_len) memcpy(q, lb->p, lb_len);
+  b->len = (size_t)(q + lb_len - b->p);
   if (b->len >= FLUSH_AT) flush_body(p);
   return shared;
 }

@@ -73,14 +73,24 @@ int64_t pprof_string(pprof *p, const char *s);
 /* Profile fields, in any order (repeated ones append). */
 void pprof_sample_type(pprof *p, const char *type, const char *unit);
 void pprof_period_type(pprof *p, const char *type, const char *unit);
+/* A set of labels for samples to carry, encoded once: its number, or -1
+ * when out of memory. */
+int pprof_label_set(pprof *p, const pprof_label *labels, size_t nlabels);
+
+/* The most values a sample has (one per sample type). */
+#define PPROF_MAX_VALUES 16
+
 /* One sample: its stack, the outermost frame first, as numbers whose
  * location ids are number + id_base (written leaf first, as profile.proto
- * wants; a sample of n = 0 has no location); one value per sample type.
- * Returns how many of its outermost frames the last sample had too (with
- * the same id_base): those frames' ids were given before. */
-size_t pprof_sample(pprof *p, const uint32_t *stack, size_t n, uint64_t id_base,
-                    const int64_t *values, size_t nvalues, const pprof_label *labels,
-                    size_t nlabels);
+ * wants; a sample of n = 0 has no location); `known` a count of its
+ * outermost frames the caller knows the last sample had too (with the
+ * same id_base; at most n and the last sample's n; 0 if not known);
+ * nvalues (at most PPROF_MAX_VALUES) values, one per sample type; the
+ * labels of pprof_label_set's set `label_set`, or none for -1. Returns how
+ * many of its outermost frames the last sample had too (with the same
+ * id_base, `known` and more): those frames' ids were given before. */
+size_t pprof_sample(pprof *p, const uint32_t *stack, size_t n, size_t known, uint64_t id_base,
+                    const int64_t *values, size_t nvalues, int label_set);
 void pprof_mapping_add(pprof *p, const pprof_mapping *m);
 /* One location; `lines` innermost (inlined) function first, the caller
  * they were inlined into last, as profile.proto specifies. */
