@@ -231,9 +231,9 @@ static int start_fates(mt_analysis *a, pass *p, size_t i) {
 
 /* Object i, not kept: its codes, for the samples of mt_profile's second
  * read, and its id, for its collection. */
-static int alloc_fate(mt_analysis *a, pass *p, const mt_event *ev) {
+static int alloc_fate(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev) {
   size_t i = a->nobj;
-  if (mt__note_codes(a, p, ev) || note_id(p, ev, i) || gone_room(a, p, i)) return -1;
+  if (mt__note_codes(a, p, r, ev) || note_id(p, ev, i) || gone_room(a, p, i)) return -1;
   a->nobj++;
   return 0;
 }
@@ -264,7 +264,7 @@ static void keep_fates_only(mt_analysis *a, uint64_t events, int to_end) {
 
 static int on_alloc(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev,
                     uint64_t t) {
-  if (p->fates) return alloc_fate(a, p, ev);
+  if (p->fates) return alloc_fate(a, p, r, ev);
   if (mt__grow_objects(a, a->nobj + 1)) return -1;
   size_t i = a->nobj;
   uint32_t bt;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/bt_tags.h"
 #include "load_pass.h"
 
 /* A code new to the analysis: the next id. */
@@ -28,6 +29,22 @@ static inline int code_id(mt_analysis *a, uint64_t value, uint32_t *out) {
     return 0;
   }
   return code_new(a, value, out);
+}
+
+/* code_id of frame i of the event whose slots are t (i >= from) or not:
+ * from its slot's tag when the reader has it, else looked up and given to
+ * the tag. */
+static inline int code_id_tagged(mt_analysis *a, const mt__bt_tags *t, size_t from, size_t i,
+                                 uint64_t value, uint32_t *out) {
+  if (i < from) return code_id(a, value, out);
+  uint32_t id = mt__bt_tag_get(t, i, value);
+  if (__builtin_expect(id != 0, 1)) {
+    *out = id - 1;
+    return 0;
+  }
+  if (code_id(a, value, out)) return -1;
+  mt__bt_tag_set(t, i, value, *out + 1);
+  return 0;
 }
 
 /* Appends an unsigned LEB128 number to the backtrace log. */
@@ -189,6 +206,7 @@ static int add_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
  * codes in p->prev_codes); p->prev_len is left to the caller. 0, or -1
  * (no memory). */
 static inline __attribute__((always_inline)) int take_codes(mt_analysis *a, pass *p,
+                                                        const mt_reader *r,
                                                         const mt_event *ev, size_t k) {
   size_t n = ev->backtrace_len;
   p->prev_domain = ev->domain;
@@ -203,18 +221,20 @@ static inline __attribute__((always_inline)) int take_codes(mt_analysis *a, pass
     if (!c || !d || !h) return -1;
     p->prev_cap = nc;
   }
+  mt__bt_tags t;
+  size_t from = k < n && mt__reader_bt_tags(r, ev, &t) ? t.from : n;
   for (size_t i = k; i < n; i++) {
     uint32_t code;
-    if (code_id(a, ev->backtrace[i], &code)) return -1;
+    if (code_id_tagged(a, &t, from, i, ev->backtrace[i], &code)) return -1;
     p->prev_codes[i] = ev->backtrace[i];
     p->prev_ids[i] = code;
   }
   return 0;
 }
 
-int mt__note_codes(mt_analysis *a, pass *p, const mt_event *ev) {
+int mt__note_codes(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev) {
   size_t k = mt__frames_shared(ev, p->prev_domain, p->prev_codes, p->prev_len);
-  if (take_codes(a, p, ev, k)) return -1;
+  if (take_codes(a, p, r, ev, k)) return -1;
   p->prev_len = ev->backtrace_len;
   return 0;
 }
@@ -226,7 +246,7 @@ int mt__intern_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
                             uint32_t *out) {
   size_t n = ev->backtrace_len,
          k = mt__frames_shared(ev, p->prev_domain, p->prev_codes, p->prev_len);
-  if (take_codes(a, p, ev, k)) return -1;
+  if (take_codes(a, p, r, ev, k)) return -1;
   int same = k == n && n == p->prev_len && a->nobj > 0;
   p->prev_len = n;
   /* the frames shared with the last backtrace logged, if known */

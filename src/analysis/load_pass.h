@@ -125,7 +125,7 @@ int mt__intern_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
 /* Maps the codes of ev's backtrace to code ids, as mt__intern_backtrace
  * does, without a backtrace id: an object whose fate alone is kept
  * (MT_KEEP_PROFILE). 0, or -1 (no memory). */
-int mt__note_codes(mt_analysis *a, pass *p, const mt_event *ev);
+int mt__note_codes(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev);
 /* A new analysis, empty. NULL when out of memory. */
 mt_analysis *mt__analysis_new(void);
 

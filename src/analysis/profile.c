@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "analysis_internal.h"
+#include "format/bt_tags.h"
 #include "memtrace/profile.h"
 
 typedef struct acc {
@@ -205,9 +206,11 @@ static void reread_fail(prof *p, mt_profile_info *info, int rc, const char *fmt,
 }
 
 /* ev's backtrace as the last one, past the k frames they share: its codes'
- * ids as the load numbered them. MT_OK; MT_ERR_INVALID for a code the load
- * never saw (the trace changed); MT_ERR_NOMEM. */
-static int take_backtrace(const mt_analysis *a, last_bt *l, const mt_event *ev, size_t k) {
+ * ids as the load numbered them, kept in the reader's tags (bt_tags.h)
+ * where it has them. MT_OK; MT_ERR_INVALID for a code the load never saw
+ * (the trace changed); MT_ERR_NOMEM. */
+static int take_backtrace(const mt_analysis *a, last_bt *l, const mt_reader *r,
+                          const mt_event *ev, size_t k) {
   size_t n = ev->backtrace_len;
   if (n > l->cap) {
     size_t nc = n * 2;
@@ -218,10 +221,16 @@ static int take_backtrace(const mt_analysis *a, last_bt *l, const mt_event *ev, 
     if (!c || !d) return MT_ERR_NOMEM;
     l->cap = nc;
   }
+  mt__bt_tags t;
+  size_t from = k < n && mt__reader_bt_tags(r, ev, &t) ? t.from : n;
   for (size_t i = k; i < n; i++) {
-    uint32_t id = mt__code_find(a, l->cache, ev->backtrace[i]);
-    if (!id) return MT_ERR_INVALID;
-    l->codes[i] = ev->backtrace[i];
+    uint64_t code = ev->backtrace[i];
+    uint32_t id = i >= from ? mt__bt_tag_get(&t, i, code) : 0;
+    if (!id) {
+      if (!(id = mt__code_find(a, l->cache, code))) return MT_ERR_INVALID;
+      if (i >= from) mt__bt_tag_set(&t, i, code, id);
+    }
+    l->codes[i] = code;
     l->ids[i] = id - 1;
   }
   l->n = n;
@@ -275,7 +284,7 @@ static void by_reading(prof *p, mt_profile_info *info) {
     if (k < ev.backtrace_len || k < l.n || obj == 0) {
       if (obj) emit(p, &p->cur, l.ids, l.n, last_shared);
       last_shared = k;
-      int trc = take_backtrace(a, &l, &ev, k);
+      int trc = take_backtrace(a, &l, r, &ev, k);
       if (trc == MT_ERR_NOMEM) p->rc = trc;
       changed = trc == MT_ERR_INVALID;
       if (trc) break;

@@ -121,31 +121,36 @@ void mt__bt_decoder_init(mt__bt_decoder *d) { memset(d, 0, sizeof *d); }
 
 void mt__bt_decoder_free(mt__bt_decoder *d) {
   free(d->bt);
+  free(d->slot);
   free(d->scratch);
+  free(d->scratch_slot);
   memset(d, 0, sizeof *d);
 }
 
-static int reserve(uint64_t **buf, size_t *cap, size_t need) {
+/* Room for `need` frames and their slots. */
+static int reserve(uint64_t **buf, uint16_t **slots, size_t *cap, size_t need) {
   if (need <= *cap) return 0;
   if (need > MT__BT_MAX_FRAMES) return MT__BT_TOO_LONG;
   size_t ncap = *cap ? *cap : 64;
   while (ncap < need) ncap *= 2;
   if (ncap > MT__BT_MAX_FRAMES) ncap = MT__BT_MAX_FRAMES;
   uint64_t *nb = realloc(*buf, ncap * sizeof *nb);
-  if (!nb) return MT__BT_NOMEM;
-  *buf = nb;
+  if (nb) *buf = nb;
+  uint16_t *ns = realloc(*slots, ncap * sizeof *ns);
+  if (ns) *slots = ns;
+  if (!nb || !ns) return MT__BT_NOMEM;
   *cap = ncap;
   return 0;
 }
 
-/* Decodes into buf from position pos; returns the status, the new length in
- * *out_len. */
-static int decode_into(mt__bt_decoder *d, mt__rd *r, size_t nencoded,
-                       uint64_t **buf, size_t *cap, size_t pos, size_t *out_len) {
+/* Decodes into buf (and slots) from position pos; returns the status, the
+ * new length in *out_len. */
+static int decode_into(mt__bt_decoder *d, mt__rd *r, size_t nencoded, uint64_t **buf,
+                       uint16_t **slots, size_t *cap, size_t pos, size_t *out_len) {
   uint32_t pred = 0;
   /* The common case: no codeword needs a check (mt__bt_expand). */
-  if (mt__bt_expand_fits(r, nencoded) && reserve(buf, cap, pos + nencoded * 256) == 0) {
-    *out_len = mt__bt_expand(d, &r->p, nencoded, *buf, pos);
+  if (mt__bt_expand_fits(r, nencoded) && reserve(buf, slots, cap, pos + nencoded * 256) == 0) {
+    *out_len = mt__bt_expand(d, &r->p, nencoded, *buf, *slots, pos);
     return MT__BT_OK;
   }
   for (size_t i = 0; i < nencoded; i++) {
@@ -158,21 +163,26 @@ static int decode_into(mt__bt_decoder *d, mt__rd *r, size_t nencoded,
       uint64_t lit = mt__get64(r);
       if (r->bad) return MT__BT_TRUNCATED;
       d->code[bucket] = lit;
-      int rc = reserve(buf, cap, pos + 1);
+      d->tag[bucket] = 0;
+      int rc = reserve(buf, slots, cap, pos + 1);
       if (rc) return rc;
+      (*slots)[pos] = (uint16_t)bucket;
       (*buf)[pos++] = lit;
       pred = bucket;
       continue;
     }
     unsigned npred = tag == 2 ? mt__get8(r) : tag;
     if (r->bad) return MT__BT_TRUNCATED;
-    int rc = reserve(buf, cap, pos + 1 + npred);
+    int rc = reserve(buf, slots, cap, pos + 1 + npred);
     if (rc) return rc;
     uint64_t *b = *buf;
+    uint16_t *s = *slots;
+    s[pos] = (uint16_t)bucket;
     b[pos++] = d->code[bucket];
     pred = bucket;
     while (npred--) {
       pred = d->pred[pred];
+      s[pos] = (uint16_t)pred;
       b[pos++] = d->code[pred];
     }
   }
@@ -184,14 +194,14 @@ int mt__bt_decode(mt__bt_decoder *d, mt__rd *r, size_t nencoded,
                   uint64_t common) {
   if (common <= d->len) {
     size_t len;
-    int rc = decode_into(d, r, nencoded, &d->bt, &d->cap, (size_t)common, &len);
+    int rc = decode_into(d, r, nencoded, &d->bt, &d->slot, &d->cap, (size_t)common, &len);
     if (rc == MT__BT_OK) d->len = len;
     return rc;
   }
   /* The writer cut the previous backtrace short, so this one's prefix is
    * unknown: keep the cache in step, and report the previous backtrace. */
   size_t len;
-  return decode_into(d, r, nencoded, &d->scratch, &d->scratch_cap, 0, &len);
+  return decode_into(d, r, nencoded, &d->scratch, &d->scratch_slot, &d->scratch_cap, 0, &len);
 }
 
 int mt__bt_check_verifier(const mt__bt_decoder *d, uint16_t ix, uint16_t pred,

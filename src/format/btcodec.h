@@ -60,9 +60,15 @@ void mt__bt_put_dummy_verifier(mt__wr *w);
 typedef struct mt__bt_decoder {
   uint64_t code[MT__BT_CACHE_SIZE];
   uint16_t pred[MT__BT_CACHE_SIZE];
-  uint64_t *bt;       /* the last backtrace, outermost first */
-  size_t len, cap;
-  uint64_t *scratch;  /* for a suffix whose prefix the decoder lacks */
+  /* A number per slot kept by the decoder's user (a code's id: the
+   * reader's mt__reader_bt_tags), cleared whenever the slot takes a code. */
+  uint32_t tag[MT__BT_CACHE_SIZE];
+  uint64_t *bt;   /* the last backtrace, outermost first */
+  uint16_t *slot; /* the slot each of its frames was decoded from: valid
+                     past the prefix it shares with the one before */
+  size_t len, cap; /* of bt and slot */
+  uint64_t *scratch; /* for a suffix whose prefix the decoder lacks */
+  uint16_t *scratch_slot;
   size_t scratch_cap;
 } mt__bt_decoder;
 
@@ -90,13 +96,15 @@ static inline int mt__bt_expand_fits(const mt__rd *r, size_t n) {
   return n <= MT__BT_EXPAND_MAX && (size_t)(r->end - r->p) >= n * 10;
 }
 
-/* Expands n codewords at *p into b[pos..) with no bounds checked (the
- * caller checked them, as MT__BT_EXPAND_MAX says), updating the cache;
- * advances *p and returns the new pos. Always inlined: the reader's fast
- * path, inlined twice itself, would otherwise call it for each allocation. */
+/* Expands n codewords at *p into b[pos..), and each frame's slot into
+ * s[pos..), with no bounds checked (the caller checked them, as
+ * MT__BT_EXPAND_MAX says), updating the cache; advances *p and returns the
+ * new pos. Always inlined: the reader's fast path, inlined twice itself,
+ * would otherwise call it for each allocation. */
 static inline __attribute__((always_inline)) size_t mt__bt_expand(mt__bt_decoder *d,
                                                                   const uint8_t **p, size_t n,
-                                                                  uint64_t *b, size_t pos) {
+                                                                  uint64_t *b, uint16_t *s,
+                                                                  size_t pos) {
   const uint8_t *q = *p;
   uint32_t pred = 0;
   for (size_t i = 0; i < n; i++) {
@@ -108,6 +116,8 @@ static inline __attribute__((always_inline)) size_t mt__bt_expand(mt__bt_decoder
       uint64_t lit = mt__ld64(q + 2);
       q += 10;
       d->code[bucket] = lit;
+      d->tag[bucket] = 0;
+      s[pos] = (uint16_t)bucket;
       b[pos++] = lit;
       continue;
     }
@@ -117,6 +127,8 @@ static inline __attribute__((always_inline)) size_t mt__bt_expand(mt__bt_decoder
       uint32_t next = d->pred[bucket];
       b[pos] = d->code[bucket];
       b[pos + 1] = d->code[next];
+      s[pos] = (uint16_t)bucket;
+      s[pos + 1] = (uint16_t)next;
       pos += 1 + tag;
       pred = tag ? next : bucket;
       q += 2;
@@ -124,9 +136,11 @@ static inline __attribute__((always_inline)) size_t mt__bt_expand(mt__bt_decoder
     }
     uint32_t npred = q[2];
     q += 3;
+    s[pos] = (uint16_t)bucket;
     b[pos++] = d->code[bucket];
     while (npred--) {
       pred = d->pred[pred];
+      s[pos] = (uint16_t)pred;
       b[pos++] = d->code[pred];
     }
   }
@@ -141,7 +155,7 @@ static inline int mt__bt_decode_fast(mt__bt_decoder *d, mt__rd *r, size_t nencod
                                      uint64_t common) {
   if (common > d->len || !mt__bt_expand_fits(r, nencoded) || d->cap < common + nencoded * 256)
     return 0;
-  d->len = mt__bt_expand(d, &r->p, nencoded, d->bt, (size_t)common);
+  d->len = mt__bt_expand(d, &r->p, nencoded, d->bt, d->slot, (size_t)common);
   return 1;
 }
 

@@ -97,7 +97,7 @@ static inline __attribute__((always_inline)) int fast_event(domain *d, mt_event 
   if (d->alloc_id >= pk->alloc_end || common > bt->len || nencoded > MT__BT_EXPAND_MAX ||
       (size_t)(d->rd.end - p) < nencoded * 10 || bt->cap < common + nencoded * 256)
     return 0;
-  bt->len = mt__bt_expand(bt, &p, nencoded, bt->bt, (size_t)common);
+  bt->len = mt__bt_expand(bt, &p, nencoded, bt->bt, bt->slot, (size_t)common);
   ev->kind = MT_EVENT_ALLOC;
   ev->source = source;
   ev->obj_id = d->alloc_id++;

@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "format/bt_tags.h"
 #include "format/btcodec.h"
 #include "mt_test_util.h"
 
@@ -28,6 +29,31 @@ static uint32_t h1(uint64_t c) { return (uint32_t)((c * 0x4983723u) >> 11) & MAS
 static uint32_t h2(uint64_t c) { return (uint32_t)((c * 0xfdea731u) >> 21) & MASK; }
 
 /* ---- helpers ---- */
+
+/* The number a user of the decoder's tags gives a code (bt_tags.h): one of
+ * its own, non-zero. */
+static uint32_t tag_number(uint64_t c) { return (uint32_t)(c * 0x9e3779b97f4a7c15ull >> 33) | 1; }
+
+/* The decoder's user after each backtrace: the frames decoded (past the
+ * common prefix) numbered from their slots' tags where found, which must
+ * be their codes' numbers, and their tags set where not. Returns how many
+ * were found. */
+static size_t use_tags(mt__bt_decoder *d, uint64_t common) {
+  mt__bt_tags t = {common < d->len ? (size_t)common : d->len, d->slot, d->tag, d->code};
+  size_t found = 0;
+  for (size_t i = t.from; i < d->len; i++) {
+    uint32_t n = mt__bt_tag_get(&t, i, d->bt[i]);
+    if (!n) {
+      mt__bt_tag_set(&t, i, d->bt[i], tag_number(d->bt[i]));
+      continue;
+    }
+    if (n != tag_number(d->bt[i]))
+      fail_msg("frame %zu, code 0x%llx, slot %u: tag %u, not %u", i,
+               (unsigned long long)d->bt[i], d->slot[i], n, tag_number(d->bt[i]));
+    found++;
+  }
+  return found;
+}
 
 typedef struct misses {
   uint64_t codes[8192];
@@ -284,7 +310,7 @@ static void round_trip(int by_address) {
   pool[0] = 0; /* the code 0 hits the empty cache: still round-trips */
   uint64_t stack[MAXLEN], prev[MAXLEN];
   size_t len = 0, prev_len = 0;
-  size_t total_hits = 0, total_misses = 0;
+  size_t total_hits = 0, total_misses = 0, tags_found = 0, frames_decoded = 0;
   for (uint64_t id = 1; id <= NALLOC; id++) {
     if (!tu_chance(&rng, 10)) { /* 10%: the same stack again */
       if (tu_chance(&rng, 3)) len = 0;
@@ -321,6 +347,8 @@ static void round_trip(int by_address) {
     total_misses += nlit;
     if (decode_g(&d, &o, common, 0) != MT__BT_OK) fail_msg("alloc %llu: decode failed", (unsigned long long)id);
     assert_bt(&d, stack, len);
+    tags_found += use_tags(&d, common);
+    frames_decoded += len - common;
     memcpy(prev, stack, len * sizeof *stack);
     prev_len = len;
     if (id % 37 == 0) {
@@ -339,6 +367,9 @@ static void round_trip(int by_address) {
   }
   assert_true(total_misses > POOL / 4); /* the pool overflowed the cache */
   assert_true(total_hits > 10000);
+  /* most frames found their number: those of codes seen before, not since
+   * evicted */
+  assert_true(tags_found > frames_decoded / 2);
   size_t used = 0;
   for (uint32_t i = 0; i < MT__BT_CACHE_SIZE; i++) {
     if (!e.date[i]) continue; /* never taken (ids start at 1) */
@@ -433,6 +464,9 @@ static void fast_and_checked_paths_agree(void **state) {
     assert_ptr_equal(r.p, buf + o.len);
     assert_bt(&exact, stack, len);
     assert_bt(&padded, stack, len);
+    /* the same slots for the frames decoded, and the same tags found */
+    for (size_t i = common; i < len; i++) assert_int_equal(exact.slot[i], padded.slot[i]);
+    assert_int_equal(use_tags(&exact, common), use_tags(&padded, common));
     if (o.ncodes <= 32 && o.len < o.ncodes * 10) ndiffer++; /* the paths differed */
     else if (o.ncodes > 32) nlong++; /* checked both times */
     for (size_t pos = 0; pos + 2 <= o.len;) { /* runs of 2 or more predictions */
@@ -446,6 +480,7 @@ static void fast_and_checked_paths_agree(void **state) {
   for (size_t i = 0; i < MT__BT_CACHE_SIZE; i++) {
     assert_int_equal(exact.code[i], padded.code[i]);
     assert_int_equal(exact.pred[i], padded.pred[i]);
+    assert_int_equal(exact.tag[i], padded.tag[i]);
   }
   /* both kinds of events were there */
   assert_true(ndiffer > NALLOC / 4);
@@ -751,6 +786,43 @@ static void common_prefix_beyond_decoded(void **state) {
   mt__bt_decoder_free(&d);
 }
 
+/* Tags (bt_tags.h) when a backtrace puts codes W, V, W by turns into one
+ * slot: its frames W, V, W come from that slot, which ends holding W. The
+ * number given the first W is not V's, nor is the number V had in an
+ * earlier backtrace W's; through the expanding path and the checked one. */
+static void tags_of_replaced_slots(void **state) {
+  (void)state;
+  static mt__bt_decoder d;
+  const uint64_t W = 0x1111, V = 0x2222, slot = 5;
+  uint8_t b[64];
+  size_t n = 0;
+  const uint64_t lits[] = {V, W, V, W};
+  for (size_t k = 0; k < 4; k++) {
+    uint16_t cw = (uint16_t)(slot << 2 | 3);
+    memcpy(b + n, &cw, 2); /* little-endian, as the trace */
+    memcpy(b + n + 2, &lits[k], 8);
+    n += 10;
+  }
+  for (int checked = 0; checked <= 1; checked++) {
+    mt__bt_decoder_init(&d);
+    /* V alone, numbered */
+    mt__rd r = {b, b + (checked ? 10 : sizeof b), 0};
+    assert_int_equal(mt__bt_decode(&d, &r, 1, 0), MT__BT_OK);
+    assert_int_equal(use_tags(&d, 0), 0);
+    assert_int_equal(d.tag[slot], tag_number(V));
+    /* W, V, W */
+    r = (mt__rd){b + 10, b + (checked ? 40 : sizeof b), 0};
+    assert_int_equal(mt__bt_decode(&d, &r, 3, 0), MT__BT_OK);
+    uint64_t want[] = {W, V, W};
+    assert_bt(&d, want, 3);
+    for (size_t i = 0; i < 3; i++) assert_int_equal(d.slot[i], slot);
+    assert_int_equal(d.tag[slot], 0); /* cleared by the literals */
+    assert_int_equal(use_tags(&d, 0), 1); /* the second W finds the first's */
+    assert_int_equal(d.tag[slot], tag_number(W));
+    mt__bt_decoder_free(&d);
+  }
+}
+
 /* Verifier: memtrace's slot sequence 4242, +5413 mod 2^14; bytes
  * ix, next[ix], code[ix]; the dummy is ffff 0000 0*8 and always passes. */
 static void verifier(void **state) {
@@ -892,6 +964,7 @@ int main(void) {
       cmocka_unit_test(hit_via_hash1),
       cmocka_unit_test(max_length_cut),
       cmocka_unit_test(common_prefix_beyond_decoded),
+      cmocka_unit_test(tags_of_replaced_slots),
       cmocka_unit_test(verifier),
       cmocka_unit_test(decoder_truncated),
       cmocka_unit_test(decoder_too_long),

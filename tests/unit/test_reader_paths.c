@@ -6,7 +6,9 @@
  * ways, each copy must give the same events and end the same way: the
  * same status, message, offset and warning, whether promotions and
  * collections are returned or skipped. A check the fast path lacks lets a
- * bad event through that the checked path stops at. */
+ * bad event through that the checked path stops at. Both paths give each
+ * allocation's frames the backtrace cache slots they came from, whose
+ * tags a user numbering codes finds again (format/bt_tags.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "format/bt_tags.h"
 #include "format/format_internal.h"
 #include "mt_test_util.h"
 
@@ -173,6 +176,53 @@ static void paths_agree_on(int version, uint32_t ndomains, uint64_t seed) {
   tu_buf_free(&b);
 }
 
+/* A user numbering codes through the tags, over both paths and every
+ * domain: a number found is always the code's, and most frames find
+ * theirs (300 codes, no evictions). */
+static void tags_number_codes(int version, uint32_t ndomains, uint64_t seed) {
+  tu_rng rng = {seed};
+  tu_buf b = {0};
+  write_trace(&b, version, ndomains, &rng);
+  for (int checked_only = 0; checked_only <= 1; checked_only++) {
+    int fd = tu_memfd(b.data, b.len);
+    mt_reader *r = NULL;
+    assert_int_equal(mt_reader_open_fd(&r, fd, "tags"), MT_OK);
+    if (checked_only) mt__reader_checked_only(r);
+    mt_event ev;
+    size_t found = 0, frames = 0;
+    int rc;
+    while ((rc = mt_reader_next(r, &ev)) > 0) {
+      if (ev.kind != MT_EVENT_ALLOC) continue;
+      mt__bt_tags t;
+      assert_int_equal(mt__reader_bt_tags(r, &ev, &t), 1);
+      assert_int_equal(t.from, ev.common_prefix);
+      for (size_t i = t.from; i < ev.backtrace_len; i++) {
+        uint64_t c = ev.backtrace[i];
+        uint32_t want = (uint32_t)(c >> 4) + 1, n = mt__bt_tag_get(&t, i, c);
+        frames++;
+        if (n) assert_int_equal(n, want);
+        else mt__bt_tag_set(&t, i, c, want);
+        found += n != 0;
+      }
+    }
+    assert_int_equal(rc, 0);
+    assert_true(frames > 10000 && found > frames * 9 / 10);
+    mt_reader_close(r);
+    close(fd);
+  }
+  tu_buf_free(&b);
+}
+
+static void tags_v2(void **state) {
+  (void)state;
+  tags_number_codes(2, 1, 0x51ed270b);
+}
+
+static void tags_v3_domains(void **state) {
+  (void)state;
+  tags_number_codes(3, 3, 0x7fb5d329);
+}
+
 static void paths_agree_v2(void **state) {
   (void)state;
   paths_agree_on(2, 1, 0x9e3779b97f4a7c15ull);
@@ -187,6 +237,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(paths_agree_v2),
       cmocka_unit_test(paths_agree_v3_domains),
+      cmocka_unit_test(tags_v2),
+      cmocka_unit_test(tags_v3_domains),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
