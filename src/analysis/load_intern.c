@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/bt_tags.h"
 #include "load_pass.h"
 
 /* A code new to the analysis: the next id. */
@@ -31,20 +30,28 @@ static inline int code_id(mt_analysis *a, uint64_t value, uint32_t *out) {
   return code_new(a, value, out);
 }
 
-/* code_id of frame i of the event whose slots are t (i >= from) or not:
- * from its slot's tag when the reader has it, else looked up and given to
- * the tag. */
-static inline int code_id_tagged(mt_analysis *a, const mt__bt_tags *t, size_t from, size_t i,
-                                 uint64_t value, uint32_t *out) {
-  if (i < from) return code_id(a, value, out);
-  uint32_t id = mt__bt_tag_get(t, i, value);
+/* code_id of frame i of an event whose frames from `from` on have slots
+ * (t): looked up, and given to the slot's tag. */
+static __attribute__((noinline)) int code_id_untagged(mt_analysis *a, const mt__bt_tags *t,
+                                                      size_t from, size_t i, uint64_t value,
+                                                      uint32_t *out) {
+  if (code_id(a, value, out)) return -1;
+  if (i >= from) mt__bt_tag_set(t, i, value, *out + 1);
+  return 0;
+}
+
+/* code_id of frame i of the event whose slots are t: from its slot's tag
+ * when it has one (i >= from) that the code was given before. */
+static inline __attribute__((always_inline)) int code_id_tagged(mt_analysis *a,
+                                                                const mt__bt_tags *t,
+                                                                size_t from, size_t i,
+                                                                uint64_t value, uint32_t *out) {
+  uint32_t id = i >= from ? mt__bt_tag_get(t, i, value) : 0;
   if (__builtin_expect(id != 0, 1)) {
     *out = id - 1;
     return 0;
   }
-  if (code_id(a, value, out)) return -1;
-  mt__bt_tag_set(t, i, value, *out + 1);
-  return 0;
+  return code_id_untagged(a, t, from, i, value, out);
 }
 
 /* Appends an unsigned LEB128 number to the backtrace log. */
@@ -221,11 +228,11 @@ static inline __attribute__((always_inline)) int take_codes(mt_analysis *a, pass
     if (!c || !d || !h) return -1;
     p->prev_cap = nc;
   }
-  mt__bt_tags t;
-  size_t from = k < n && mt__reader_bt_tags(r, ev, &t) ? t.from : n;
+  const mt__bt_tags *t = k < n ? mt__bt_tags_of(&p->tags_seen, r, ev) : NULL;
+  size_t from = t ? mt__bt_tags_from(ev) : n;
   for (size_t i = k; i < n; i++) {
     uint32_t code;
-    if (code_id_tagged(a, &t, from, i, ev->backtrace[i], &code)) return -1;
+    if (code_id_tagged(a, t, from, i, ev->backtrace[i], &code)) return -1;
     p->prev_codes[i] = ev->backtrace[i];
     p->prev_ids[i] = code;
   }

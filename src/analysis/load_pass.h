@@ -4,6 +4,7 @@
 #define MT_ANALYSIS_LOAD_PASS_H
 
 #include "analysis_internal.h"
+#include "format/bt_tags.h"
 
 /* A timeline made while reading (timeline_load.c). */
 typedef struct mt__tl_pass mt__tl_pass;
@@ -32,6 +33,7 @@ typedef struct pass {
   uint64_t *prefix_hash; /* [j]: hash of its first j code ids */
   size_t prev_len, prev_cap;
   uint32_t prev_domain;  /* its domain (any, before the first object) */
+  mt__bt_tags_seen tags_seen; /* the reader's slots for code ids (bt_tags.h) */
   uint32_t *last_ids;   /* the last distinct backtrace logged */
   size_t last_len, last_cap;
   int logged_last;      /* and it is the last object's */

@@ -192,6 +192,7 @@ typedef struct last_bt {
   size_t n, cap;
   uint32_t domain;
   uint32_t *cache; /* recent code value -> id + 1, by hash */
+  mt__bt_tags_seen seen;
 } last_bt;
 
 static void reread_fail(prof *p, mt_profile_info *info, int rc, const char *fmt, ...)
@@ -221,14 +222,14 @@ static int take_backtrace(const mt_analysis *a, last_bt *l, const mt_reader *r,
     if (!c || !d) return MT_ERR_NOMEM;
     l->cap = nc;
   }
-  mt__bt_tags t;
-  size_t from = k < n && mt__reader_bt_tags(r, ev, &t) ? t.from : n;
+  const mt__bt_tags *t = k < n ? mt__bt_tags_of(&l->seen, r, ev) : NULL;
+  size_t from = t ? mt__bt_tags_from(ev) : n;
   for (size_t i = k; i < n; i++) {
     uint64_t code = ev->backtrace[i];
-    uint32_t id = i >= from ? mt__bt_tag_get(&t, i, code) : 0;
+    uint32_t id = i >= from ? mt__bt_tag_get(t, i, code) : 0;
     if (!id) {
       if (!(id = mt__code_find(a, l->cache, code))) return MT_ERR_INVALID;
-      if (i >= from) mt__bt_tag_set(&t, i, code, id);
+      if (i >= from) mt__bt_tag_set(t, i, code, id);
     }
     l->codes[i] = code;
     l->ids[i] = id - 1;

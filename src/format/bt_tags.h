@@ -15,33 +15,54 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "btcodec.h"
 #include "memtrace/format.h"
 
-typedef struct mt__bt_tags {
-  size_t from;          /* frames from here to the backtrace's end have a slot */
-  const uint16_t *slot; /* slot[i]: the slot frame i came from (i >= from) */
-  uint32_t *tag;        /* tag[s]: 0, or the number the user gave the code in s */
-  const uint64_t *code; /* code[s]: the code in slot s */
-} mt__bt_tags;
+/* The slots of the domain of `ev`, an allocation mt_reader_next returned
+ * on r, or NULL when r has none to give (a reader of several traces, whose
+ * codes are renumbered). Valid until r is closed; the tags are the
+ * caller's to set (through mt__bt_tag_set), r const or not. */
+const mt__bt_tags *mt__reader_bt_tags(const mt_reader *r, const mt_event *ev);
 
-/* The slots of the allocation `ev`, the last event mt_reader_next returned
- * on r: 1 and *t filled, or 0 when r has none to give (a reader of several
- * traces, whose codes are renumbered). The tags are the caller's to set
- * (through the two functions below), r const or not, until r reads its
- * next event. */
-int mt__reader_bt_tags(const mt_reader *r, const mt_event *ev, mt__bt_tags *t);
+/* The first frame of ev, the last event r returned, that has a slot: the
+ * frames past its common prefix were decoded for it (a prefix longer than
+ * the last backtrace, which its writer cut short, left that one as it
+ * was). */
+static inline size_t mt__bt_tags_from(const mt_event *ev) {
+  return ev->common_prefix < ev->backtrace_len ? ev->common_prefix : ev->backtrace_len;
+}
 
-/* The number of ev's frame i (>= t->from), of code `code`, from its
- * slot's tag; 0 when there is none. The slot is checked to hold the code
- * still: a later frame of the same backtrace may have put another there. */
+/* mt__reader_bt_tags for a reader's events one after another, asked again
+ * only when an event's domain or backtrace buffer is not the last one's
+ * (zero it for a new reader). */
+typedef struct mt__bt_tags_seen {
+  const uint64_t *backtrace;
+  uint32_t domain;
+  const mt__bt_tags *tags;
+} mt__bt_tags_seen;
+
+static inline const mt__bt_tags *mt__bt_tags_of(mt__bt_tags_seen *seen, const mt_reader *r,
+                                                const mt_event *ev) {
+  if (ev->backtrace != seen->backtrace || ev->domain != seen->domain) {
+    seen->backtrace = ev->backtrace;
+    seen->domain = ev->domain;
+    seen->tags = mt__reader_bt_tags(r, ev);
+  }
+  return seen->tags;
+}
+
+/* The number of frame i (past mt__bt_tags_from) of the last event, of code
+ * `code`, from its slot's tag; 0 when there is none. The slot is checked
+ * to hold the code still: a later frame of the same backtrace may have put
+ * another there. */
 static inline uint32_t mt__bt_tag_get(const mt__bt_tags *t, size_t i, uint64_t code) {
   uint16_t s = t->slot[i];
   return t->code[s] == code ? t->tag[s] : 0;
 }
 
-/* Gives frame i (>= t->from), of code `code`, the number n (non-zero),
- * if its slot still holds that code: a slot's tag is always the number of
- * the code in it. */
+/* Gives frame i (past mt__bt_tags_from), of code `code`, the number n
+ * (non-zero), if its slot still holds that code: a slot's tag is always
+ * the number of the code in it. */
 static inline void mt__bt_tag_set(const mt__bt_tags *t, size_t i, uint64_t code, uint32_t n) {
   uint16_t s = t->slot[i];
   if (t->code[s] == code) t->tag[s] = n;

@@ -621,20 +621,12 @@ int mt_reader_skip(mt_reader *r, unsigned kinds) {
   return MT_OK;
 }
 
-int mt__reader_bt_tags(const mt_reader *r, const mt_event *ev, mt__bt_tags *t) {
-  if (r->many || ev->kind != MT_EVENT_ALLOC) return 0;
-  for (size_t k = 0; k < r->ndoms; k++) {
-    mt__bt_decoder *bt = &r->doms[k]->bt;
-    if (r->doms[k]->id != ev->domain || ev->backtrace != bt->bt) continue;
-    /* frames past the prefix were decoded for ev; a prefix longer than the
-     * last backtrace (cut short by its writer) left it as it was */
-    t->from = ev->common_prefix < ev->backtrace_len ? ev->common_prefix : ev->backtrace_len;
-    t->slot = bt->slot;
-    t->tag = bt->tag;
-    t->code = bt->code;
-    return 1;
-  }
-  return 0;
+const mt__bt_tags *mt__reader_bt_tags(const mt_reader *r, const mt_event *ev) {
+  if (r->many || ev->kind != MT_EVENT_ALLOC) return NULL;
+  for (size_t k = 0; k < r->ndoms; k++)
+    if (r->doms[k]->id == ev->domain && ev->backtrace == r->doms[k]->bt.bt)
+      return &r->doms[k]->bt.tags;
+  return NULL;
 }
 
 uint64_t mt_reader_skipped(const mt_reader *r) {
