@@ -23,7 +23,8 @@ static inline uint64_t mt__mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-/* A hash of len bytes at s (FNV-1a, then mixed as mt__hash64). */
+/* A hash of len bytes at s, for hash tables: eight bytes a step, then
+ * mixed as mt__mix64. */
 uint64_t mt__hash_bytes(const char *s, size_t len);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cmocka.h>
 
@@ -256,8 +257,39 @@ static void table_alloc(void **state) {
   }
 }
 
+/* mt__hash_bytes: any one bit changed, at any place of strings of every
+ * length up to 40 (the word steps and the tail), changes the hash; and
+ * names alike but for a number spread over a table's slots. */
+static void hash_bytes_spreads(void **state) {
+  (void)state;
+  char buf[41] = {0};
+  for (size_t len = 0; len <= 40; len++) {
+    for (size_t i = 0; i < len; i++) buf[i] = (char)('a' + (i * 7) % 26);
+    uint64_t h = mt__hash_bytes(buf, len);
+    if (len) assert_true(h != mt__hash_bytes(buf, len - 1));
+    for (size_t i = 0; i < len; i++)
+      for (int bit = 0; bit < 8; bit++) {
+        buf[i] ^= (char)(1 << bit);
+        assert_true(mt__hash_bytes(buf, len) != h);
+        buf[i] ^= (char)(1 << bit);
+      }
+  }
+  enum { N = 8192, SLOTS = 16384 };
+  static uint8_t used[SLOTS];
+  size_t taken = 0;
+  for (int k = 0; k < N; k++) {
+    int n = snprintf(buf, sizeof buf, "Stdlib__Map.Make(Ord).add_%d", k);
+    size_t s = mt__hash_bytes(buf, (size_t)n) & (SLOTS - 1);
+    taken += !used[s];
+    used[s] = 1;
+  }
+  /* a random placement takes SLOTS * (1 - e^(-N/SLOTS)): 6,450 */
+  assert_true(taken > 6300);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(hash_bytes_spreads),
       cmocka_unit_test(map_empty),
       cmocka_unit_test(map_key_zero_and_value_zero),
       cmocka_unit_test(map_overwrite),
