@@ -132,6 +132,17 @@ void pb_packed(pb_buf *b, uint32_t field, const uint64_t *v, size_t n) {
 
 /* ---- the profile ---- */
 
+/* A sample's parts (its ids, values, labels) are copied 16 bytes a step
+ * rather than by memcpy calls of varying length: up to 15 bytes past each
+ * part are read and written, which every buffer involved has beyond its
+ * end. */
+#define COPY_SLACK 16
+
+static inline uint8_t *copy_part(uint8_t *q, const uint8_t *from, size_t n) {
+  for (size_t o = 0; o < n; o += 16) memcpy(q + o, from + o, 16);
+  return q + n;
+}
+
 /* Uncompressed bytes gathered before they are handed to the compressor:
  * large enough that it is called rarely, small enough not to matter. */
 #define FLUSH_AT (256 * 1024)
@@ -319,6 +330,7 @@ int pprof_label_set(pprof *p, const pprof_label *labels, size_t nlabels) {
     p->sub2.len = 0;
   }
   p->nlabel_sets++;
+  pb_reserve(lb, COPY_SLACK); /* for copy_part */
   if (lb->failed || p->sub2.failed) {
     fail(p, ENOMEM);
     return -1;
@@ -335,7 +347,7 @@ static int ids_room(pprof *p, size_t n) {
   if (st) p->last_stack = st;
   uint32_t *outer = realloc(p->last_outer, (cap + 1) * sizeof *outer);
   if (outer) p->last_outer = outer;
-  uint8_t *ids = st && outer ? malloc(cap * 10) : NULL;
+  uint8_t *ids = st && outer ? malloc(cap * 10 + COPY_SLACK) : NULL;
   if (!ids) return -1;
   size_t kept = p->last_outer && p->last_n ? p->last_outer[p->last_n] : 0;
   if (kept) memcpy(ids + cap * 10 - kept, p->ids + p->ids_cap - kept, kept);
@@ -402,12 +414,12 @@ size_t pprof_sample(pprof *p, const uint32_t *stack, size_t n, size_t known, uin
     return 0;
   }
   /* int64 values are the varints of their two's complement */
-  uint8_t vals[PPROF_MAX_VALUES * 10], *v = vals;
+  uint8_t vals[PPROF_MAX_VALUES * 10 + COPY_SLACK], *v = vals;
   for (size_t i = 0; i < nvalues; i++) v = put_varint(v, (uint64_t)values[i]);
   size_t ids_len = (size_t)(p->ids + p->ids_cap - ids), val_len = (size_t)(v - vals);
   size_t size = (n ? 1 + varint_size(ids_len) + ids_len : 0) +
                 (nvalues ? 1 + varint_size(val_len) + val_len : 0) + lb_len;
-  if (pb_reserve(b, 1 + 10 + size)) {
+  if (pb_reserve(b, 1 + 10 + size + COPY_SLACK)) {
     fail(p, ENOMEM);
     return 0;
   }
@@ -416,17 +428,15 @@ size_t pprof_sample(pprof *p, const uint32_t *stack, size_t n, size_t known, uin
   if (n) {
     q = put_varint(q, 1u << 3 | WIRE_LEN);
     q = put_varint(q, ids_len);
-    memcpy(q, ids, ids_len);
-    q += ids_len;
+    q = copy_part(q, ids, ids_len);
   }
   if (nvalues) {
     q = put_varint(q, 2u << 3 | WIRE_LEN);
     q = put_varint(q, val_len);
-    memcpy(q, vals, val_len);
-    q += val_len;
+    q = copy_part(q, vals, val_len);
   }
-  if (lb_len) memcpy(q, lb->p, lb_len);
-  b->len = (size_t)(q + lb_len - b->p);
+  q = copy_part(q, lb ? lb->p : NULL, lb_len);
+  b->len = (size_t)(q - b->p);
   if (b->len >= FLUSH_AT) flush_body(p);
   return shared;
 }
