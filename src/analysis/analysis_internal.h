@@ -162,12 +162,13 @@ struct mt_analysis {
    * object is kept (nobj is 0), only whether each of the reread_objects
    * was collected (bit i of gone_bits); mt_profile reads the first
    * reread_events events of the traces at reread_paths again (every event
-   * when reread_to_end: the load read to the traces' end). */
+   * when reread_to_end: the load read to the traces' end), their objects'
+   * samples adding up to reread_samples. */
   int reread, reread_to_end;
   char **reread_paths;
   size_t nreread_paths;
   uint64_t *gone_bits;
-  uint64_t reread_objects, reread_events;
+  uint64_t reread_objects, reread_events, reread_samples;
   /* MT_KEEP_FOLDED: one object per backtrace, the tally of the objects that
    * passed fold_filter's conditions on objects; else NULL */
   mt_tally *fold_tally;

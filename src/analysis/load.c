@@ -235,6 +235,7 @@ static int alloc_fate(mt_analysis *a, pass *p, const mt_reader *r, const mt_even
   size_t i = a->nobj;
   if (mt__note_codes(a, p, r, ev) || note_id(p, ev, i) || gone_room(a, p, i)) return -1;
   a->nobj++;
+  a->reread_samples += ev->nsamples;
   return 0;
 }
 
@@ -254,6 +255,7 @@ static void keep_fates_only(mt_analysis *a, uint64_t events, int to_end) {
   a->reread_objects = a->nobj;
   a->reread_events = events;
   a->reread_to_end = to_end;
+  a->reread_samples += a->all.samples; /* the objects kept while interning */
   a->nobj = a->obj_cap = a->nbt = a->bt_cap = a->log_len = a->log_cap = 0;
   a->ncheckpoints = a->checkpoints_cap = a->bt_codes_total = 0;
   memset(&a->all, 0, sizeof a->all);

@@ -256,7 +256,10 @@ static const char *traces_name(const mt_analysis *a) {
  * sample per run of objects of equal backtraces. A read to the end passes
  * over promotions and collections (the load noted which objects were
  * collected); the reader's count of them completes the count of events,
- * which must be the load's. */
+ * which must be the load's. A trace that grew since the load (its program
+ * still writing it) gives the load's profile: the read stops at the first
+ * allocation past the load's objects, which must come past its events;
+ * the objects' samples must add up to the load's too. */
 static void by_reading(prof *p, mt_profile_info *info) {
   const mt_analysis *a = p->a;
   mt_reader *r;
@@ -270,15 +273,15 @@ static void by_reading(prof *p, mt_profile_info *info) {
   if (a->reread_to_end) mt_reader_skip(r, 1u << MT_EVENT_PROMOTE | 1u << MT_EVENT_COLLECT);
   last_bt l = {0};
   if (!(l.cache = calloc(1u << 16, sizeof *l.cache))) p->rc = MT_ERR_NOMEM;
-  uint64_t events = 0, obj = 0; /* events returned */
+  uint64_t events = 0, obj = 0, samples = 0; /* events returned */
   size_t last_shared = 0;         /* codes the last backtrace shared with the one before */
-  int changed = 0;
+  int changed = 0, past = 0;
   mt_event ev;
   while (!p->rc && events < a->reread_events && (rc = mt_reader_next(r, &ev)) > 0) {
     events++;
     if (ev.kind != MT_EVENT_ALLOC) continue;
-    if (obj == a->reread_objects) { /* more objects than the load read */
-      changed = 1;
+    if (obj == a->reread_objects) { /* past the objects the load read */
+      past = 1;
       break;
     }
     size_t k = mt__frames_shared(&ev, l.domain, l.codes, l.n);
@@ -291,12 +294,17 @@ static void by_reading(prof *p, mt_profile_info *info) {
       if (trc) break;
     }
     l.domain = ev.domain;
+    samples += ev.nsamples;
     add_read(p, &ev, obj++);
   }
+  /* the events before the one that ended the read: more than the load's
+   * only when the trace grew (a read that passes over events may pass
+   * over some past the load's before it finds the next allocation) */
+  uint64_t read = events - (uint64_t)past + mt_reader_skipped(r);
   if (rc < 0)
     reread_fail(p, info, rc, "reading the trace again: %s", mt_reader_error(r));
-  else if (changed || events + mt_reader_skipped(r) != a->reread_events ||
-           obj != a->reread_objects)
+  else if (changed || read < a->reread_events || obj != a->reread_objects ||
+           samples != a->reread_samples)
     reread_fail(p, info, MT_ERR_INVALID, "%s: the trace changed after it was loaded",
                 traces_name(a));
   else if (obj && !p->rc)

@@ -41,6 +41,10 @@ static int resolve(void *ctx, uint64_t code, const mt_location **l, size_t *n) {
 
 static uint64_t rnd(void) { return (uint64_t)rand() << 31 ^ (uint64_t)rand(); }
 
+/* Added to every allocation's samples by write_trace: the same program's
+ * trace with other samples. */
+static uint64_t extra_samples;
+
 /* A trace of `nobj` allocations at rate 0.01, format `version` (3: four
  * domains). `fresh` in 100 of the stacks are new (the rest repeat the last
  * one or come back from earlier); the remaining objects' frees, double
@@ -75,7 +79,7 @@ static void write_trace(int version, int nobj, int fresh) {
     }
     int big = rand() % 1000;
     uint64_t words = big == 0 ? (1ull << 33) : big < 5 ? 5000 + rnd() % 100000 : 1 + rnd() % 60;
-    uint64_t samples = big == 1 ? 70000 : 1 + rnd() % 3;
+    uint64_t samples = (big == 1 ? 70000 : 1 + rnd() % 3) + extra_samples;
     dom[i] = (uint32_t)(rand() % domains);
     assert_int_equal(mt_writer_alloc(w, T0 + (uint64_t)i, dom[i], words, samples,
                                      (mt_source)(rand() % 3), bt, n, &ids[i]),
@@ -231,11 +235,61 @@ static void test_repeating(void **state) {
   mt_analysis_free(kept);
 }
 
+/* A trace that grew after the load (its program still writing it): the
+ * second read stops past the events the load read, and the profile is
+ * the load's. The load reads the file cut in the middle of a packet; the
+ * whole file is back for the second read. */
+static void test_grown(void **state) {
+  (void)state;
+  srand(11);
+  write_trace(2, 700000, 85);
+  FILE *f = fopen(trace_path, "rb");
+  assert_non_null(f);
+  assert_int_equal(fseek(f, 0, SEEK_END), 0);
+  long size = ftell(f);
+  assert_true(size > 1 << 20);
+  char *all = malloc((size_t)size);
+  assert_non_null(all);
+  rewind(f);
+  assert_int_equal(fread(all, 1, (size_t)size, f), (size_t)size);
+  fclose(f);
+  assert_int_equal(truncate(trace_path, size / 4 * 3 + 1000), 0);
+  mt_analysis *whole, *reread;
+  load(trace_path, MT_KEEP_ALL, &whole);
+  load(trace_path, MT_KEEP_PROFILE, &reread);
+  assert_int_equal(mt_analysis_keeps(reread), MT_KEEP_PROFILE);
+  f = fopen(trace_path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(all, 1, (size_t)size, f), (size_t)size);
+  fclose(f);
+  same_profiles(whole, reread);
+  /* another trace of as many objects and events, with the same codes, in
+   * its place: their samples tell them apart */
+  char path[64];
+  snprintf(path, sizeof path, "%s", trace_path);
+  srand(11);
+  extra_samples = 1;
+  write_trace(2, 700000, 85);
+  extra_samples = 0;
+  assert_int_equal(rename(trace_path, path), 0);
+  mt_filter any;
+  mt_filter_init(&any);
+  mt_profile_info pi;
+  sample_digest d = {0};
+  assert_int_equal(mt_profile(reread, &any, 0, &pi, on_sample_digest, &d), MT_ERR_INVALID);
+  assert_non_null(strstr(pi.error, "changed"));
+  unlink(path);
+  free(all);
+  mt_analysis_free(whole);
+  mt_analysis_free(reread);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_distinct_v2),
       cmocka_unit_test(test_distinct_v3),
       cmocka_unit_test(test_repeating),
+      cmocka_unit_test(test_grown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
