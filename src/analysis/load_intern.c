@@ -32,7 +32,7 @@ static inline int code_id(mt_analysis *a, uint64_t value, uint32_t *out) {
 
 /* code_id of frame i of an event whose frames from `from` on have slots
  * (t): looked up, and given to the slot's tag. */
-static __attribute__((noinline)) int code_id_untagged(mt_analysis *a, const mt__bt_tags *t,
+static __attribute__((noinline)) int code_id_untagged(mt_analysis *a, mt__bt_decoder *t,
                                                       size_t from, size_t i, uint64_t value,
                                                       uint32_t *out) {
   if (code_id(a, value, out)) return -1;
@@ -43,7 +43,7 @@ static __attribute__((noinline)) int code_id_untagged(mt_analysis *a, const mt__
 /* code_id of frame i of the event whose slots are t: from its slot's tag
  * when it has one (i >= from) that the code was given before. */
 static inline __attribute__((always_inline)) int code_id_tagged(mt_analysis *a,
-                                                                const mt__bt_tags *t,
+                                                                mt__bt_decoder *t,
                                                                 size_t from, size_t i,
                                                                 uint64_t value, uint32_t *out) {
   uint32_t id = i >= from ? mt__bt_tag_get(t, i, value) : 0;
@@ -228,7 +228,7 @@ static inline __attribute__((always_inline)) int take_codes(mt_analysis *a, pass
     if (!c || !d || !h) return -1;
     p->prev_cap = nc;
   }
-  const mt__bt_tags *t = k < n ? mt__bt_tags_of(&p->tags_seen, r, ev) : NULL;
+  mt__bt_decoder *t = k < n ? mt__bt_tags_of(&p->tags_seen, r, ev) : NULL;
   size_t from = t ? mt__bt_tags_from(ev) : n;
   for (size_t i = k; i < n; i++) {
     uint32_t code;

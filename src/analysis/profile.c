@@ -222,7 +222,7 @@ static int take_backtrace(const mt_analysis *a, last_bt *l, const mt_reader *r,
     if (!c || !d) return MT_ERR_NOMEM;
     l->cap = nc;
   }
-  const mt__bt_tags *t = k < n ? mt__bt_tags_of(&l->seen, r, ev) : NULL;
+  mt__bt_decoder *t = k < n ? mt__bt_tags_of(&l->seen, r, ev) : NULL;
   size_t from = t ? mt__bt_tags_from(ev) : n;
   for (size_t i = k; i < n; i++) {
     uint64_t code = ev->backtrace[i];
@@ -273,7 +273,7 @@ static void by_reading(prof *p, mt_profile_info *info) {
   if (a->reread_to_end) mt_reader_skip(r, 1u << MT_EVENT_PROMOTE | 1u << MT_EVENT_COLLECT);
   last_bt l = {0};
   if (!(l.cache = calloc(1u << 16, sizeof *l.cache))) p->rc = MT_ERR_NOMEM;
-  uint64_t events = 0, obj = 0, samples = 0; /* events returned */
+  uint64_t events = 0, obj = 0, samples = 0; /* events returned; objects, their samples */
   size_t last_shared = 0;         /* codes the last backtrace shared with the one before */
   int changed = 0, past = 0;
   mt_event ev;

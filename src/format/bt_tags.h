@@ -18,11 +18,12 @@
 #include "btcodec.h"
 #include "memtrace/format.h"
 
-/* The slots of the domain of `ev`, an allocation mt_reader_next returned
- * on r, or NULL when r has none to give (a reader of several traces, whose
- * codes are renumbered). Valid until r is closed; the tags are the
- * caller's to set (through mt__bt_tag_set), r const or not. */
-const mt__bt_tags *mt__reader_bt_tags(const mt_reader *r, const mt_event *ev);
+/* The decoder of the domain of `ev`, an allocation mt_reader_next returned
+ * on r, whose slots and tags the functions below read; NULL when r has
+ * none to give (a reader of several traces, whose codes are renumbered).
+ * Valid until r is closed; its tags are the caller's to set (through
+ * mt__bt_tag_set), r const or not. */
+mt__bt_decoder *mt__reader_bt_tags(const mt_reader *r, const mt_event *ev);
 
 /* The first frame of ev, the last event r returned, that has a slot: the
  * frames past its common prefix were decoded for it (a prefix longer than
@@ -38,11 +39,11 @@ static inline size_t mt__bt_tags_from(const mt_event *ev) {
 typedef struct mt__bt_tags_seen {
   const uint64_t *backtrace;
   uint32_t domain;
-  const mt__bt_tags *tags;
+  mt__bt_decoder *tags;
 } mt__bt_tags_seen;
 
-static inline const mt__bt_tags *mt__bt_tags_of(mt__bt_tags_seen *seen, const mt_reader *r,
-                                                const mt_event *ev) {
+static inline mt__bt_decoder *mt__bt_tags_of(mt__bt_tags_seen *seen, const mt_reader *r,
+                                             const mt_event *ev) {
   if (ev->backtrace != seen->backtrace || ev->domain != seen->domain) {
     seen->backtrace = ev->backtrace;
     seen->domain = ev->domain;
@@ -55,7 +56,7 @@ static inline const mt__bt_tags *mt__bt_tags_of(mt__bt_tags_seen *seen, const mt
  * `code`, from its slot's tag; 0 when there is none. The slot is checked
  * to hold the code still: a later frame of the same backtrace may have put
  * another there. */
-static inline uint32_t mt__bt_tag_get(const mt__bt_tags *t, size_t i, uint64_t code) {
+static inline uint32_t mt__bt_tag_get(const mt__bt_decoder *t, size_t i, uint64_t code) {
   uint16_t s = t->slot[i];
   return t->code[s] == code ? t->tag[s] : 0;
 }
@@ -63,7 +64,7 @@ static inline uint32_t mt__bt_tag_get(const mt__bt_tags *t, size_t i, uint64_t c
 /* Gives frame i (past mt__bt_tags_from), of code `code`, the number n
  * (non-zero), if its slot still holds that code: a slot's tag is always
  * the number of the code in it. */
-static inline void mt__bt_tag_set(const mt__bt_tags *t, size_t i, uint64_t code, uint32_t n) {
+static inline void mt__bt_tag_set(mt__bt_decoder *t, size_t i, uint64_t code, uint32_t n) {
   uint16_t s = t->slot[i];
   if (t->code[s] == code) t->tag[s] = n;
 }

@@ -117,10 +117,7 @@ void mt__bt_put_dummy_verifier(mt__wr *w) {
   mt__put64(w, 0);
 }
 
-void mt__bt_decoder_init(mt__bt_decoder *d) {
-  memset(d, 0, sizeof *d);
-  d->tags = (mt__bt_tags){NULL, d->tag, d->code};
-}
+void mt__bt_decoder_init(mt__bt_decoder *d) { memset(d, 0, sizeof *d); }
 
 void mt__bt_decoder_free(mt__bt_decoder *d) {
   free(d->bt);
@@ -198,7 +195,6 @@ int mt__bt_decode(mt__bt_decoder *d, mt__rd *r, size_t nencoded,
   if (common <= d->len) {
     size_t len;
     int rc = decode_into(d, r, nencoded, &d->bt, &d->slot, &d->cap, (size_t)common, &len);
-    d->tags.slot = d->slot; /* moved if it grew */
     if (rc == MT__BT_OK) d->len = len;
     return rc;
   }

@@ -57,13 +57,6 @@ size_t mt__bt_encode(mt__bt_encoder *e, mt__wr *w, uint64_t alloc_id,
 void mt__bt_put_verifier(mt__bt_encoder *e, mt__wr *w);
 void mt__bt_put_dummy_verifier(mt__wr *w);
 
-/* A decoder's slots, for its user's numbers (bt_tags.h). */
-typedef struct mt__bt_tags {
-  const uint16_t *slot; /* slot[i]: the slot frame i of the last backtrace came from */
-  uint32_t *tag;        /* tag[s]: 0, or the number the user gave the code in s */
-  const uint64_t *code; /* code[s]: the code in slot s */
-} mt__bt_tags;
-
 typedef struct mt__bt_decoder {
   uint64_t code[MT__BT_CACHE_SIZE];
   uint16_t pred[MT__BT_CACHE_SIZE];
@@ -77,7 +70,6 @@ typedef struct mt__bt_decoder {
   uint64_t *scratch; /* for a suffix whose prefix the decoder lacks */
   uint16_t *scratch_slot;
   size_t scratch_cap;
-  mt__bt_tags tags; /* this decoder's own, kept current */
 } mt__bt_decoder;
 
 void mt__bt_decoder_init(mt__bt_decoder *d);

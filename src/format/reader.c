@@ -621,11 +621,11 @@ int mt_reader_skip(mt_reader *r, unsigned kinds) {
   return MT_OK;
 }
 
-const mt__bt_tags *mt__reader_bt_tags(const mt_reader *r, const mt_event *ev) {
+mt__bt_decoder *mt__reader_bt_tags(const mt_reader *r, const mt_event *ev) {
   if (r->many || ev->kind != MT_EVENT_ALLOC) return NULL;
   for (size_t k = 0; k < r->ndoms; k++)
     if (r->doms[k]->id == ev->domain && ev->backtrace == r->doms[k]->bt.bt)
-      return &r->doms[k]->bt.tags;
+      return &r->doms[k]->bt;
   return NULL;
 }
 

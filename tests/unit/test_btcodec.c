@@ -39,13 +39,11 @@ static uint32_t tag_number(uint64_t c) { return (uint32_t)(c * 0x9e3779b97f4a7c1
  * be their codes' numbers, and their tags set where not. Returns how many
  * were found. */
 static size_t use_tags(mt__bt_decoder *d, uint64_t common) {
-  const mt__bt_tags *t = &d->tags;
-  assert_ptr_equal(t->slot, d->slot);
   size_t found = 0;
   for (size_t i = common < d->len ? (size_t)common : d->len; i < d->len; i++) {
-    uint32_t n = mt__bt_tag_get(t, i, d->bt[i]);
+    uint32_t n = mt__bt_tag_get(d, i, d->bt[i]);
     if (!n) {
-      mt__bt_tag_set(t, i, d->bt[i], tag_number(d->bt[i]));
+      mt__bt_tag_set(d, i, d->bt[i], tag_number(d->bt[i]));
       continue;
     }
     if (n != tag_number(d->bt[i]))

@@ -195,7 +195,7 @@ static void tags_number_codes(int version, uint32_t ndomains, uint64_t seed) {
     while ((rc = mt_reader_next(r, &ev)) > 0) {
       if (ev.kind != MT_EVENT_ALLOC) continue;
       /* asked each time, and through the last answer for its domain */
-      const mt__bt_tags *t = mt__reader_bt_tags(r, &ev);
+      mt__bt_decoder *t = mt__reader_bt_tags(r, &ev);
       assert_non_null(t);
       assert_ptr_equal(mt__bt_tags_of(&seen, r, &ev), t);
       assert_int_equal(mt__bt_tags_from(&ev), ev.common_prefix);

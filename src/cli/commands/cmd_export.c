@@ -338,7 +338,7 @@ static int export_trace(exporter *e, const mt_cli_trace_set *t, size_t k, const 
   e->mapping = k + 1;
   e->code_used = calloc(mt_analysis_code_count(a) + 1, 1);
   if (!e->code_used) return MT_ERR_NOMEM;
-  for (size_t s = 0; s < 4; s++) e->label_set[s] = NO_SET;
+  for (size_t s = 0; s < sizeof e->label_set / sizeof *e->label_set; s++) e->label_set[s] = NO_SET;
   if (t->n > 1) {
     e->process[0] = (pprof_label){pprof_string(e->p, "pid"), 0, (int64_t)info->pid, 0};
     e->process[1] = (pprof_label){pprof_string(e->p, "executable"),

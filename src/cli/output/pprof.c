@@ -1,6 +1,7 @@
 /* pprof profiles: protobuf encoding by hand, streamed through gzip. */
 #include "pprof.h"
 
+#include "base/containers.h"
 #include "gzip_out.h"
 
 #include <errno.h>
@@ -309,15 +310,11 @@ void pprof_period_type(pprof *p, const char *type, const char *unit) {
 
 int pprof_label_set(pprof *p, const pprof_label *labels, size_t nlabels) {
   if (p->err) return -1;
-  if (p->nlabel_sets == p->label_sets_cap) {
-    size_t cap = p->label_sets_cap ? p->label_sets_cap * 2 : 4;
-    pb_buf *sets = cap <= INT_MAX ? realloc(p->label_sets, cap * sizeof *sets) : NULL;
-    if (!sets) {
-      fail(p, ENOMEM);
-      return -1;
-    }
-    p->label_sets = sets;
-    p->label_sets_cap = cap;
+  if (p->nlabel_sets >= INT_MAX ||
+      mt__grow((void **)&p->label_sets, &p->label_sets_cap, p->nlabel_sets + 1,
+               sizeof *p->label_sets, 4)) {
+    fail(p, ENOMEM);
+    return -1;
   }
   pb_buf *lb = &p->label_sets[p->nlabel_sets];
   memset(lb, 0, sizeof *lb);
