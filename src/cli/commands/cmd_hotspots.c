@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "hotspots_callers.h"
 #include "hotspots_hh.h"
 #include "hotspots_memo.h"
 #include "ocaml_hashtbl.h"
@@ -234,9 +235,9 @@ typedef struct pass {
   size_t prev_len, func_valid, bt_cap;
   size_t last_len;      /* the length of the last allocation's backtrace */
   uint32_t last_domain; /* and its domain */
-  uint32_t *seen;       /* per function: the allocation that last counted it */
-  size_t seen_cap;
-  uint32_t stamp;
+  /* The distinct functions of prev's first func_valid - 1 frames at most,
+   * from the innermost out: the callers of an allocation at prev. */
+  callers_list callers;
   /* The memo record of the last allocation resolved, or NULL. Records move
    * only when memo_add grows the table, which returns the new one. */
   memo_bt *last;
@@ -254,13 +255,14 @@ static void pass_init(pass *p, state *s) {
   memo_init(&p->m, &s->hh);
   p->sink = (memo_sink){&s->entry_count, &s->total_count};
   p->last_domain = UINT32_MAX;
+  callers_init(&p->callers);
 }
 
 static void pass_free(pass *p) {
   free(p->prev);
   free(p->func_at);
   free(p->prefix_hash);
-  free(p->seen);
+  callers_free(&p->callers);
   memo_free(&p->m);
 }
 
@@ -296,6 +298,10 @@ static void analyse(pass *p, const uint64_t *bt, size_t k, size_t n, int64_t nsa
                     int record, uint64_t hash1, uint64_t hash2) {
   state *s = p->s;
   uint32_t *func_at = p->func_at, allocpt = NONE; /* the allocation point's loc entry */
+  /* The callers' list keeps the frames whose functions stay as they were,
+   * outside the allocation point (n - 1 frames: bt may be a prefix of prev) */
+  size_t keep = p->func_valid < k ? p->func_valid : k;
+  callers_truncate(&p->callers, keep < n - 1 ? keep : n - 1);
   /* The frames the previous backtrace shares, already described, whose
    * functions were not noted on a memo hit. */
   for (size_t i = p->func_valid; i < k; i++) func_at[i] = code_find(&s->codes, bt[i])->func;
@@ -311,25 +317,16 @@ static void analyse(pass *p, const uint64_t *bt, size_t k, size_t n, int64_t nsa
   p->prev_len = p->func_valid = n;
   uint32_t allocator = func_at[n - 1];
 
-  if (s->nfuncs > p->seen_cap) {
-    size_t old = p->seen_cap;
-    p->seen = grow_array(p->seen, &p->seen_cap, s->nfuncs, sizeof *p->seen);
-    memset(p->seen + old, 0, (p->seen_cap - old) * sizeof *p->seen);
-  }
-  uint32_t *seen = p->seen;
-  if (++p->stamp == 0) { /* wrapped: forget every mark */
-    memset(seen, 0, p->seen_cap * sizeof *seen);
-    p->stamp = 1;
-  }
-  uint32_t stamp = p->stamp;
+  /* the callers: the frames before the allocation point */
+  callers_list *cl = &p->callers;
+  if (callers_reserve(cl, p->bt_cap, s->nfuncs) != 0) die_nomem();
+  for (size_t i = cl->len; i < n - 1; i++) callers_push(cl, func_at[i]);
   if (p->m.on) {
     memo_caller *c = memo_open(&p->m, n);
     uint32_t nc = 0;
     int64_t sweeps = s->hh.sweeps, low = INT64_MAX;
-    for (size_t i = n - 1; i-- > 0;) {
-      uint32_t f = func_at[i];
-      if (seen[f] == stamp) continue;
-      seen[f] = stamp;
+    for (uint32_t x = callers_first(cl); x; x = callers_next(cl, x)) {
+      uint32_t f = callers_func(cl, x);
       uint16_t got = hh_add(&s->hh, f, allocator);
       c[nc++] = (memo_caller){f, got};
       if (got != HH_EMPTY && s->hh.ctr[got].score < low) low = s->hh.ctr[got].score;
@@ -345,10 +342,8 @@ static void analyse(pass *p, const uint64_t *bt, size_t k, size_t n, int64_t nsa
     return;
   }
   s->entry_count[allocpt] += nsamples;
-  for (size_t i = n - 1; i-- > 0;) {
-    uint32_t f = func_at[i];
-    if (seen[f] == stamp) continue;
-    seen[f] = stamp;
+  for (uint32_t x = callers_first(cl); x; x = callers_next(cl, x)) {
+    uint32_t f = callers_func(cl, x);
     s->total_count[f] += nsamples;
     hh_add(&s->hh, f, allocator);
   }
