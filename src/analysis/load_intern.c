@@ -75,7 +75,7 @@ static int log_uint(mt_analysis *a, uint64_t v) {
  * (distinct codes stay distinct), is folded into the state, which is then
  * mixed by one 64x64->128-bit multiply, its halves xored (as wyhash mixes):
  * a step waits on one multiply, not a chain of them. */
-static inline uint64_t hash_step(uint64_t h, uint32_t code) {
+static inline uint64_t hash_step(uint64_t h, uint64_t code) {
   unsigned __int128 x =
       (unsigned __int128)(h ^ (uint64_t)code * 0x9e3779b97f4a7c15ull) * 0xd6e8feb86659fd93ull;
   return (uint64_t)x ^ (uint64_t)(x >> 64);
@@ -208,65 +208,93 @@ static int add_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
   return rehash(p, a->nbt);
 }
 
-/* The codes of ev's backtrace past the k it shares with the last object's
- * (mt__frames_shared) as code ids, after theirs in p->prev_ids (and its
- * codes in p->prev_codes); p->prev_len is left to the caller. 0, or -1
- * (no memory). */
+/* Room for a backtrace of n frames in the previous object's arrays; 0, or
+ * -1 (no memory). */
+static __attribute__((noinline)) int prev_grow(pass *p, size_t n) {
+  size_t nc = (n + 1) * 2;
+  uint64_t *c = realloc(p->prev_codes, nc * sizeof *c);
+  if (c) p->prev_codes = c;
+  uint32_t *d = realloc(p->prev_ids, nc * sizeof *d);
+  if (d) p->prev_ids = d;
+  uint64_t *h = realloc(p->prefix_hash, nc * sizeof *h);
+  if (h) p->prefix_hash = h;
+  if (!c || !d || !h) return -1;
+  p->prev_cap = nc;
+  return 0;
+}
+
+static inline int prev_room(pass *p, size_t n) {
+  return n + 1 <= p->prev_cap ? 0 : prev_grow(p, n);
+}
+
+/* The codes of ev's frames from `lo` on, in p->prev_codes, and their ids,
+ * in p->prev_ids: those of the frames ev's event decoded from their slots'
+ * tags, the others looked up (frames an earlier event decoded, shared by
+ * ev). 0, or -1 (no memory). */
+static inline __attribute__((always_inline)) int take_ids(mt_analysis *a, pass *p,
+                                                      const mt_reader *r,
+                                                      const mt_event *ev, size_t lo) {
+  size_t n = ev->backtrace_len;
+  mt__bt_decoder *t = lo < n ? mt__bt_tags_of(&p->tags_seen, r, ev) : NULL;
+  size_t from = t ? mt__bt_tags_from(ev) : n;
+  for (size_t i = lo; i < n; i++) {
+    p->prev_codes[i] = ev->backtrace[i];
+    if (code_id_tagged(a, t, from, i, ev->backtrace[i], &p->prev_ids[i])) return -1;
+  }
+  p->ids_valid = n;
+  return 0;
+}
+
+/* ev's backtrace becomes the previous object's, with its code ids, given
+ * the k frames it shares with it. 0, or -1 (no memory). */
 static inline __attribute__((always_inline)) int take_codes(mt_analysis *a, pass *p,
                                                         const mt_reader *r,
                                                         const mt_event *ev, size_t k) {
   size_t n = ev->backtrace_len;
+  if (prev_room(p, n)) return -1;
+  if (take_ids(a, p, r, ev, p->ids_valid < k ? p->ids_valid : k)) return -1;
   p->prev_domain = ev->domain;
-  if (n + 1 > p->prev_cap) {
-    size_t nc = (n + 1) * 2;
-    uint64_t *c = realloc(p->prev_codes, nc * sizeof *c);
-    if (c) p->prev_codes = c;
-    uint32_t *d = realloc(p->prev_ids, nc * sizeof *d);
-    if (d) p->prev_ids = d;
-    uint64_t *h = realloc(p->prefix_hash, nc * sizeof *h);
-    if (h) p->prefix_hash = h;
-    if (!c || !d || !h) return -1;
-    p->prev_cap = nc;
-  }
-  mt__bt_decoder *t = k < n ? mt__bt_tags_of(&p->tags_seen, r, ev) : NULL;
-  size_t from = t ? mt__bt_tags_from(ev) : n;
-  for (size_t i = k; i < n; i++) {
-    uint32_t code;
-    if (code_id_tagged(a, t, from, i, ev->backtrace[i], &code)) return -1;
-    p->prev_codes[i] = ev->backtrace[i];
-    p->prev_ids[i] = code;
-  }
+  p->prev_len = n;
   return 0;
 }
 
 int mt__note_codes(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev) {
-  size_t k = mt__frames_shared(ev, p->prev_domain, p->prev_codes, p->prev_len);
-  if (take_codes(a, p, r, ev, k)) return -1;
-  p->prev_len = ev->backtrace_len;
-  return 0;
+  return take_codes(a, p, r, ev, mt__frames_shared(ev, p->prev_domain, p->prev_codes, p->prev_len));
 }
 
-/* The backtrace id of the object being added: its codes' hash (from the
- * previous object's prefix hashes, so only frames past the shared prefix
- * cost anything) looked up in the intern table. */
+/* The backtrace id of the object being added: the hash of its codes (from
+ * the previous object's prefix hashes, so only frames past the shared
+ * prefix cost anything) looked up in the intern table. The hash is of the
+ * codes themselves, not their ids: a backtrace met before needs no id,
+ * and on a trace whose backtraces recur, as most do, finding the ids
+ * frame by frame would be most of the lookup's cost. The ids are found for
+ * a new backtrace, which is logged by them: its frames from where they
+ * were last known (ids_valid), every frame past it since being one of an
+ * interned backtrace, or of this one. */
 int mt__intern_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev,
                             uint32_t *out) {
   size_t n = ev->backtrace_len,
          k = mt__frames_shared(ev, p->prev_domain, p->prev_codes, p->prev_len);
-  if (take_codes(a, p, r, ev, k)) return -1;
   int same = k == n && n == p->prev_len && a->nobj > 0;
-  p->prev_len = n;
   /* the frames shared with the last backtrace logged, if known */
   size_t shared = p->logged_last ? k : SIZE_MAX;
   if (p->no_intern) { /* no lookup: no hash */
+    if (take_codes(a, p, r, ev, k)) return -1;
     if (same) *out = p->prev_bt;
     else if (add_backtrace(a, p, r, ev, shared, 0, 0, out)) return -1;
     p->prev_bt = *out;
     return 0;
   }
+  if (prev_room(p, n)) return -1;
+  if (k < p->ids_valid) p->ids_valid = k;
   p->prefix_hash[0] = 0x243f6a8885a308d3ull;
-  for (size_t i = k; i < n; i++)
-    p->prefix_hash[i + 1] = hash_step(p->prefix_hash[i], p->prev_ids[i]);
+  for (size_t i = k; i < n; i++) {
+    uint64_t code = ev->backtrace[i];
+    p->prev_codes[i] = code;
+    p->prefix_hash[i + 1] = hash_step(p->prefix_hash[i], code);
+  }
+  p->prev_domain = ev->domain;
+  p->prev_len = n;
   uint64_t h = hash_step(p->prefix_hash[n], (uint32_t)n ^ 0x5bd1e995u);
   if (!p->slots && rehash(p, 0)) return -1;
   size_t cap = p->nslots, j = home_slot(h, cap);
@@ -278,8 +306,8 @@ int mt__intern_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
       return 0;
     }
   }
-  if (add_backtrace(a, p, r, ev, shared, h, j, out)) return -1;
+  if (take_ids(a, p, r, ev, p->ids_valid) || add_backtrace(a, p, r, ev, shared, h, j, out))
+    return -1;
   p->prev_bt = *out;
   return 0;
 }
-

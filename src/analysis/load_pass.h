@@ -29,9 +29,9 @@ void mt__tl_fate(const mt_analysis *a, mt__tl_pass *tl, size_t i, uint64_t gone)
 
 typedef struct pass {
   uint64_t *prev_codes; /* previous object's backtrace, to share its prefix */
-  uint32_t *prev_ids;   /* and the code ids of its frames */
-  uint64_t *prefix_hash; /* [j]: hash of its first j code ids */
-  size_t prev_len, prev_cap;
+  uint32_t *prev_ids;   /* and the code ids of its frames [0, ids_valid) */
+  uint64_t *prefix_hash; /* [j]: hash of its first j codes (while interning) */
+  size_t prev_len, prev_cap, ids_valid;
   uint32_t prev_domain;  /* its domain (any, before the first object) */
   mt__bt_tags_seen tags_seen; /* the reader's slots for code ids (bt_tags.h) */
   uint32_t *last_ids;   /* the last distinct backtrace logged */
