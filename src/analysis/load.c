@@ -144,16 +144,26 @@ static void coarsen(mt_analysis *a) {
   a->bin_width *= 2;
 }
 
-/* Records that live samples went from `before` to `after` at time t. */
-static void live_change(mt_analysis *a, uint64_t t, double before, double after) {
+/* The bin of time t past the last one used (or before it): the bins
+ * coarsened until it fits, those skipped over made flat at `before`. */
+static __attribute__((noinline)) size_t bin_at(mt_analysis *a, uint64_t t, double before) {
   size_t i;
   while ((i = (size_t)(t / a->bin_width)) >= MT__ENVELOPE_BINS) coarsen(a);
   if (i >= a->nbins_used) {
-    /* bins skipped over stay flat at the last value */
     for (size_t j = a->nbins_used; j < i; j++) a->bins[j] = (mt__bin){before, before, before, 1};
     a->nbins_used = i + 1;
     a->bins[i].touched = 0;
   }
+  return i;
+}
+
+/* Records that live samples went from `before` to `after` at time t. */
+static inline void live_change(mt_analysis *a, uint64_t t, double before, double after) {
+  /* events come in time order, bins are hundreds of them wide: t is
+   * nearly always in the last bin used, found without a division */
+  size_t i = a->nbins_used - 1;
+  if (a->nbins_used == 0 || t - (uint64_t)i * a->bin_width >= a->bin_width)
+    i = bin_at(a, t, before);
   mt__bin *b = &a->bins[i];
   if (!b->touched) *b = (mt__bin){before, before, before, 1};
   if (after < b->min) b->min = after;
