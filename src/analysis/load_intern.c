@@ -287,15 +287,18 @@ int mt__intern_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
   }
   if (prev_room(p, n)) return -1;
   if (k < p->ids_valid) p->ids_valid = k;
-  p->prefix_hash[0] = 0x243f6a8885a308d3ull;
+  /* the chain through a register, not through the stored prefix hashes:
+   * a store and its reload would add their latency to every step */
+  uint64_t h = k ? p->prefix_hash[k] : 0x243f6a8885a308d3ull;
   for (size_t i = k; i < n; i++) {
     uint64_t code = ev->backtrace[i];
     p->prev_codes[i] = code;
-    p->prefix_hash[i + 1] = hash_step(p->prefix_hash[i], code);
+    h = hash_step(h, code);
+    p->prefix_hash[i + 1] = h;
   }
   p->prev_domain = ev->domain;
   p->prev_len = n;
-  uint64_t h = hash_step(p->prefix_hash[n], (uint32_t)n ^ 0x5bd1e995u);
+  h = hash_step(h, (uint32_t)n ^ 0x5bd1e995u);
   if (!p->slots && rehash(p, 0)) return -1;
   size_t cap = p->nslots, j = home_slot(h, cap);
   for (; p->slots[j]; j = j + 1 == cap ? 0 : j + 1) {
