@@ -24,6 +24,7 @@
 
 #include "base/containers.h"
 #include "cli.h"
+#include "code_table.h"
 #include "memtrace/calltree.h"
 #include "output.h"
 #include "progress.h"
@@ -239,10 +240,14 @@ typedef struct names {
   mt__u64map ids;          /* interned name pointer -> number */
   const char **name;       /* by number */
   size_t n, cap;
-  mt__u64map code_index;   /* location code -> its names, in code_names */
-  uint32_t *code_names, *code_off, *code_len;
-  size_t ncode_names, code_names_cap, ncodes, codes_cap;
+  code_table codes;        /* location code -> its names, in code_names */
+  uint32_t *code_names;
+  size_t ncode_names, code_names_cap;
 } names;
+
+/* A code's numbers in the table of codes (code_table.h): where its names
+ * start in code_names, and how many. */
+enum { OFF, LEN };
 
 static uint32_t name_id(names *s, const char *str) {
   const char *p = mt__strtab_intern(&s->strings, str, strlen(str));
@@ -259,10 +264,10 @@ static uint32_t name_id(names *s, const char *str) {
 /* The names of a code's locations, outermost first. Codes the trace has not
  * named (yet) have none and are not remembered. */
 static const uint32_t *names_of(names *s, uint64_t code, size_t *n) {
-  uint32_t *ix = mt__u64map_get(&s->code_index, code);
-  if (ix) {
-    *n = s->code_len[*ix - 1];
-    return s->code_names + s->code_off[*ix - 1];
+  const code_slot *known = code_find(&s->codes, code);
+  if (known->v[OFF] != CODE_TABLE_EMPTY) {
+    *n = known->v[LEN];
+    return s->code_names + known->v[OFF];
   }
   size_t nlocs = 0;
   const mt_location *l = mt_reader_lookup(s->r, code, &nlocs);
@@ -271,19 +276,15 @@ static const uint32_t *names_of(names *s, uint64_t code, size_t *n) {
     *n = 0;
     return NULL;
   }
-  size_t cap = s->codes_cap;
-  if (mt__grow((void **)&s->code_off, &cap, s->ncodes + 1, sizeof *s->code_off, 256) ||
-      mt__grow((void **)&s->code_len, &s->codes_cap, s->ncodes + 1, sizeof *s->code_len, 256) ||
+  if (s->ncode_names + nlocs >= CODE_TABLE_EMPTY ||
       mt__grow((void **)&s->code_names, &s->code_names_cap, s->ncode_names + nlocs + 1,
                sizeof *s->code_names, 256))
     mt_cli_nomem(&mt_cmd_flamegraph);
-  uint32_t c = (uint32_t)s->ncodes++;
-  s->code_off[c] = (uint32_t)s->ncode_names;
-  s->code_len[c] = (uint32_t)nlocs;
+  uint32_t off = (uint32_t)s->ncode_names;
   for (size_t i = 0; i < nlocs; i++) s->code_names[s->ncode_names++] = name_id(s, l[i].defname);
-  if (mt__u64map_put(&s->code_index, code, c)) mt_cli_nomem(&mt_cmd_flamegraph);
+  if (!code_add(&s->codes, code, off, (uint32_t)nlocs)) mt_cli_nomem(&mt_cmd_flamegraph);
   *n = nlocs;
-  return s->code_names + s->code_off[c];
+  return s->code_names + off;
 }
 
 static const char *stream_name(const void *ctx, uint32_t fn) {
@@ -358,10 +359,8 @@ static void run_stream(const char *path, sink *o) {
   free(mark);
   free(s.name);
   free(s.code_names);
-  free(s.code_off);
-  free(s.code_len);
   mt__u64map_free(&s.ids);
-  mt__u64map_free(&s.code_index);
+  code_table_free(&s.codes);
   mt__strtab_free(&s.strings);
   mt_calltree_free(t);
   mt_reader_close(r);

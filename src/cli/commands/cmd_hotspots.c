@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "code_table.h"
 #include "hotspots_callers.h"
 #include "hotspots_hh.h"
 #include "hotspots_memo.h"
@@ -72,47 +73,9 @@ typedef struct func {
   int64_t direct;      /* samples allocated at its own locations */
 } func;
 
-/* Location codes -> their loc entry and function: open addressing, linear
- * probing, one slot read per lookup. */
-typedef struct code_slot {
-  uint64_t code;
-  uint32_t entry, func; /* entry NONE: an empty slot */
-} code_slot;
-
-typedef struct code_table {
-  code_slot *slots;
-  size_t cap, count;
-} code_table;
-
-/* The slot of code, or the empty slot where it would go. */
-static code_slot *code_find(code_table *t, uint64_t code) {
-  if (t->cap == 0) {
-    static code_slot none = {0, NONE, NONE};
-    return &none;
-  }
-  size_t mask = t->cap - 1;
-  size_t i = (size_t)mt__hash64(code) & mask;
-  while (t->slots[i].entry != NONE && t->slots[i].code != code) i = (i + 1) & mask;
-  return &t->slots[i];
-}
-
-static code_slot code_add(code_table *t, uint64_t code, uint32_t entry, uint32_t func) {
-  if ((t->count + 1) * 2 > t->cap) {
-    code_table g = {NULL, t->cap ? t->cap * 2 : 1024, 0};
-    g.slots = malloc(g.cap * sizeof *g.slots);
-    if (!g.slots) die_nomem();
-    for (size_t i = 0; i < g.cap; i++) g.slots[i].entry = NONE;
-    for (size_t i = 0; i < t->cap; i++)
-      if (t->slots[i].entry != NONE) *code_find(&g, t->slots[i].code) = t->slots[i];
-    g.count = t->count;
-    free(t->slots);
-    *t = g;
-  }
-  code_slot *c = code_find(t, code);
-  *c = (code_slot){code, entry, func};
-  t->count++;
-  return *c;
-}
+/* A code's numbers in the table of codes (code_table.h): its loc entry
+ * and its function. */
+enum { ENTRY, FUNC };
 
 typedef struct state {
   const mt_reader *r;
@@ -161,7 +124,7 @@ static uint32_t func_of(state *s, const char *filename, const char *name) {
  * appearance. */
 static code_slot add_loc(state *s, const uint64_t *bt, size_t i) {
   code_slot *known = code_find(&s->codes, bt[i]);
-  if (known->entry != NONE) return *known;
+  if (known->v[ENTRY] != CODE_TABLE_EMPTY) return *known;
 
   const char *filename = "??", *name;
   uint32_t line = 0, start = 0, end = 0;
@@ -189,7 +152,9 @@ static code_slot add_loc(state *s, const uint64_t *bt, size_t i) {
   s->entries[e] = (loc_entry){line, start, end, f, s->funcs[f].newest_loc};
   s->entry_count[e] = 0;
   s->funcs[f].newest_loc = e;
-  return code_add(&s->codes, bt[i], e, f);
+  code_slot *c = code_add(&s->codes, bt[i], e, f);
+  if (!c) die_nomem();
+  return *c;
 }
 
 /* ---- the pass over the trace ---- */
@@ -304,16 +269,16 @@ static void analyse(pass *p, const uint64_t *bt, size_t k, size_t n, int64_t nsa
   callers_truncate(&p->callers, keep < n - 1 ? keep : n - 1);
   /* The frames the previous backtrace shares, already described, whose
    * functions were not noted on a memo hit. */
-  for (size_t i = p->func_valid; i < k; i++) func_at[i] = code_find(&s->codes, bt[i])->func;
+  for (size_t i = p->func_valid; i < k; i++) func_at[i] = code_find(&s->codes, bt[i])->v[FUNC];
   /* memtrace describes the allocation point first, then the callers from
    * the innermost out: new functions are numbered in that order. */
   for (size_t i = n; i-- > k;) {
     code_slot c = add_loc(s, bt, i);
-    if (i == n - 1) allocpt = c.entry;
+    if (i == n - 1) allocpt = c.v[ENTRY];
     p->prev[i] = bt[i];
-    func_at[i] = c.func;
+    func_at[i] = c.v[FUNC];
   }
-  if (k == n) allocpt = add_loc(s, bt, n - 1).entry; /* a prefix of the last one */
+  if (k == n) allocpt = add_loc(s, bt, n - 1).v[ENTRY]; /* a prefix of the last one */
   p->prev_len = p->func_valid = n;
   uint32_t allocator = func_at[n - 1];
 
@@ -709,7 +674,7 @@ static int run(int argc, char **argv) {
   free(s.entries);
   free(s.entry_count);
   hh_free(&s.hh);
-  free(s.codes.slots);
+  code_table_free(&s.codes);
   mt__u64map_free(&s.func_ids);
   mt__u64map_free(&s.string_ids);
   mt__strtab_free(&s.strings);
