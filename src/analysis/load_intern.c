@@ -259,7 +259,19 @@ static inline __attribute__((always_inline)) int take_codes(mt_analysis *a, pass
 }
 
 int mt__note_codes(mt_analysis *a, pass *p, const mt_reader *r, const mt_event *ev) {
-  return take_codes(a, p, r, ev, mt__frames_shared(ev, p->prev_domain, p->prev_codes, p->prev_len));
+  size_t n = ev->backtrace_len, from = mt__bt_tags_from(ev);
+  mt__bt_decoder *t = mt__bt_tags_of(&p->tags_seen, r, ev);
+  if (!t) /* a reader of several traces: no slots, the codes compared */
+    return take_codes(a, p, r, ev, mt__frames_shared(ev, p->prev_domain, p->prev_codes, p->prev_len));
+  /* The frames the event decoded: those before them were decoded for an
+   * earlier allocation of the domain, whose codes have ids. The previous
+   * object's arrays are not kept: nothing reads them once objects are no
+   * longer interned (when the reader gives slots, it always does). */
+  for (size_t i = from; i < n; i++) {
+    uint32_t id;
+    if (code_id_tagged(a, t, from, i, ev->backtrace[i], &id)) return -1;
+  }
+  return 0;
 }
 
 /* The backtrace id of the object being added: the hash of its codes (from
