@@ -36,19 +36,14 @@ typedef struct mt__tree_feed {
 
 static int grow_nodes(mt_calltree *t) {
   size_t nc = t->cap ? t->cap * 2 : 1024;
-  uint32_t **arrays[] = {&t->parent, &t->fn, &t->first, &t->next, &t->line};
-  size_t narrays = t->line ? 5 : 4;
-  for (size_t k = 0; k < narrays; k++) {
-    uint32_t *p = realloc(*arrays[k], nc * sizeof *p);
-    if (!p) return -1;
-    *arrays[k] = p;
-  }
-  uint8_t **bytes[] = {&t->nkids, &t->outer};
-  for (size_t k = 0; k < 2; k++) {
-    uint8_t *p = realloc(*bytes[k], nc);
-    if (!p) return -1;
-    *bytes[k] = p;
-  }
+  /* the lines, last, once there are any (start_lines) */
+  void **const cols[] = {(void **)&t->parent, (void **)&t->fn,    (void **)&t->first,
+                         (void **)&t->next,   (void **)&t->nkids, (void **)&t->outer,
+                         (void **)&t->line};
+  const size_t sizes[] = {sizeof *t->parent, sizeof *t->fn,    sizeof *t->first,
+                          sizeof *t->next,   sizeof *t->nkids, sizeof *t->outer,
+                          sizeof *t->line};
+  if (mt__realloc_columns(cols, sizes, t->line ? 7 : 6, nc, realloc)) return -1;
   t->cap = nc;
   return 0;
 }

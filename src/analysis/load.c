@@ -26,24 +26,14 @@ int mt__grow_objects(mt_analysis *a, size_t need) {
   if (need <= a->obj_cap) return 0;
   size_t nc = a->obj_cap ? a->obj_cap * 2 : 65536;
   if (nc < need) nc = need;
-  uint32_t *at = mt__realloc_big(a->alloc_t, nc * sizeof *at);
-  if (at) a->alloc_t = at;
-  uint32_t *ft = mt__realloc_big(a->free_t, nc * sizeof *ft);
-  if (ft) a->free_t = ft;
-  uint32_t *st = mt__realloc_big(a->bt, nc * sizeof *st);
-  if (st) a->bt = st;
-  uint16_t *ns = mt__realloc_big(a->nsamples, nc * sizeof *ns);
-  if (ns) a->nsamples = ns;
-  uint32_t *ln = mt__realloc_big(a->length, nc * sizeof *ln);
-  if (ln) a->length = ln;
-  uint8_t *so = mt__realloc_big(a->source, nc * sizeof *so);
-  if (so) a->source = so;
-  if (!at || !ft || !st || !ns || !ln || !so) return -1;
-  if (a->ntraces > 1) {
-    uint16_t *tr = mt__realloc_big(a->trace_of, nc * sizeof *tr);
-    if (!tr) return -1;
-    a->trace_of = tr;
-  }
+  /* the trace of each object, last, only when there are several */
+  void **const cols[] = {(void **)&a->alloc_t,  (void **)&a->free_t, (void **)&a->bt,
+                         (void **)&a->nsamples, (void **)&a->length, (void **)&a->source,
+                         (void **)&a->trace_of};
+  const size_t sizes[] = {sizeof *a->alloc_t,  sizeof *a->free_t, sizeof *a->bt,
+                          sizeof *a->nsamples, sizeof *a->length, sizeof *a->source,
+                          sizeof *a->trace_of};
+  if (mt__realloc_columns(cols, sizes, a->ntraces > 1 ? 7 : 6, nc, mt__realloc_big)) return -1;
   a->obj_cap = nc;
   return 0;
 }

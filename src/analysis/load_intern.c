@@ -212,13 +212,10 @@ static int add_backtrace(mt_analysis *a, pass *p, const mt_reader *r, const mt_e
  * -1 (no memory). */
 static __attribute__((noinline)) int prev_grow(pass *p, size_t n) {
   size_t nc = (n + 1) * 2;
-  uint64_t *c = realloc(p->prev_codes, nc * sizeof *c);
-  if (c) p->prev_codes = c;
-  uint32_t *d = realloc(p->prev_ids, nc * sizeof *d);
-  if (d) p->prev_ids = d;
-  uint64_t *h = realloc(p->prefix_hash, nc * sizeof *h);
-  if (h) p->prefix_hash = h;
-  if (!c || !d || !h) return -1;
+  void **const cols[] = {(void **)&p->prev_codes, (void **)&p->prev_ids,
+                         (void **)&p->prefix_hash};
+  const size_t sizes[] = {sizeof *p->prev_codes, sizeof *p->prev_ids, sizeof *p->prefix_hash};
+  if (mt__realloc_columns(cols, sizes, 3, nc, realloc)) return -1;
   p->prev_cap = nc;
   return 0;
 }

@@ -215,11 +215,9 @@ static int take_backtrace(const mt_analysis *a, last_bt *l, const mt_reader *r,
   size_t n = ev->backtrace_len;
   if (n > l->cap) {
     size_t nc = n * 2;
-    uint64_t *c = realloc(l->codes, nc * sizeof *c);
-    if (c) l->codes = c;
-    uint32_t *d = realloc(l->ids, nc * sizeof *d);
-    if (d) l->ids = d;
-    if (!c || !d) return MT_ERR_NOMEM;
+    void **const cols[] = {(void **)&l->codes, (void **)&l->ids};
+    const size_t sizes[] = {sizeof *l->codes, sizeof *l->ids};
+    if (mt__realloc_columns(cols, sizes, 2, nc, realloc)) return MT_ERR_NOMEM;
     l->cap = nc;
   }
   mt__bt_decoder *t = k < n ? mt__bt_tags_of(&l->seen, r, ev) : NULL;

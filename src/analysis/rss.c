@@ -22,15 +22,11 @@ void mt_rss_free(mt_rss *r) {
 static int add_tick(mt_rss *r, size_t *cap, uint64_t t) {
   if (r->n == *cap) {
     size_t nc = *cap ? *cap * 2 : 256;
-    uint64_t *tm = realloc(r->time, nc * sizeof *tm);
-    if (tm) r->time = tm;
-    double *a = realloc(r->anon, nc * sizeof *a);
-    if (a) r->anon = a;
-    double *f = realloc(r->file, nc * sizeof *f);
-    if (f) r->file = f;
-    double *s = realloc(r->shmem, nc * sizeof *s);
-    if (s) r->shmem = s;
-    if (!tm || !a || !f || !s) return -1;
+    void **const cols[] = {(void **)&r->time, (void **)&r->anon, (void **)&r->file,
+                           (void **)&r->shmem};
+    const size_t sizes[] = {sizeof *r->time, sizeof *r->anon, sizeof *r->file,
+                            sizeof *r->shmem};
+    if (mt__realloc_columns(cols, sizes, 4, nc, realloc)) return -1;
     *cap = nc;
   }
   r->time[r->n] = t;

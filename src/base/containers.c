@@ -155,6 +155,17 @@ void *mt__table_alloc(size_t bytes) {
   return p;
 }
 
+int mt__realloc_columns(void **const columns[], const size_t sizes[], size_t n, size_t nc,
+                        void *(*re)(void *, size_t)) {
+  int rc = 0;
+  for (size_t k = 0; k < n; k++) {
+    void *p = sizes[k] && nc > SIZE_MAX / sizes[k] ? NULL : re(*columns[k], nc * sizes[k]);
+    if (p) *columns[k] = p;
+    else rc = -1;
+  }
+  return rc;
+}
+
 void *mt__realloc_big(void *old, size_t bytes) {
   void *p = realloc(old, bytes);
 #ifdef MADV_HUGEPAGE

@@ -71,6 +71,15 @@ static inline int mt__grow_big(void **v, size_t *cap, size_t need, size_t size, 
   return mt__grow_by(v, cap, need, size, first, mt__realloc_big);
 }
 
+/* Reallocates n parallel arrays (columns[k] points to the k-th array, of
+ * sizes[k]-byte elements) to nc elements each, by `re` (realloc or
+ * mt__realloc_big): 0, or -1 when out of memory or a size would not fit a
+ * size_t. On failure the arrays that were reallocated keep their new
+ * place, each at least as large as before: the caller's capacity, which it
+ * updates only on success, stays true. */
+int mt__realloc_columns(void **const columns[], const size_t sizes[], size_t n, size_t nc,
+                        void *(*re)(void *, size_t));
+
 /* Room for one more element in the array *v, n of *cap used (mt__grow). */
 static inline int mt__reserve(void **v, size_t n, size_t *cap, size_t size) {
   return n < *cap ? 0 : mt__grow(v, cap, n + 1, size, 16);

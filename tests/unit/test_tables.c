@@ -260,6 +260,30 @@ static void table_alloc(void **state) {
 /* mt__hash_bytes: any one bit changed, at any place of strings of every
  * length up to 40 (the word steps and the tail), changes the hash; and
  * names alike but for a number spread over a table's slots. */
+/* Parallel arrays reallocated together keep their contents; a size that
+ * would not fit a size_t fails the call, the other arrays still grown. */
+static void realloc_columns(void **state) {
+  (void)state;
+  uint64_t *a = malloc(4 * sizeof *a);
+  uint16_t *b = malloc(4 * sizeof *b);
+  for (int i = 0; i < 4; i++) a[i] = 1000 + (uint64_t)i, b[i] = (uint16_t)(7 * i);
+  void **const cols[] = {(void **)&a, (void **)&b};
+  const size_t sizes[] = {sizeof *a, sizeof *b};
+  assert_int_equal(mt__realloc_columns(cols, sizes, 2, 100000, realloc), 0);
+  a[99999] = 1;
+  b[99999] = 2;
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(a[i], 1000 + (uint64_t)i);
+    assert_int_equal(b[i], 7 * i);
+  }
+  const size_t huge[] = {sizeof *a, SIZE_MAX / 2};
+  assert_int_equal(mt__realloc_columns(cols, huge, 2, 200000, realloc), -1);
+  a[199999] = 3; /* the first grew all the same */
+  assert_int_equal(b[3], 21);
+  free(a);
+  free(b);
+}
+
 static void hash_bytes_spreads(void **state) {
   (void)state;
   char buf[41] = {0};
@@ -299,6 +323,7 @@ int main(void) {
       cmocka_unit_test(intern_prefixes),
       cmocka_unit_test(grow_sizes),
       cmocka_unit_test(table_alloc),
+      cmocka_unit_test(realloc_columns),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
