@@ -217,6 +217,12 @@ unsigned mt_http_parse(char *buf, size_t n, const mt_http_limits *lim, mt_http_r
   memset(rq, 0, sizeof *rq);
   size_t p = 0;
   while (p < n && (buf[p] == '\r' || buf[p] == '\n')) p++;
+  /* the lines are read as C strings: a NUL would hide what follows it */
+  const char *nul = memchr(buf + p, 0, n - p);
+  if (nul) {
+    snprintf(msg, msglen, "a NUL byte in the request head, at byte %zu", (size_t)(nul - buf));
+    return 400;
+  }
   char *line = next_line(buf, n, &p);
   if (!line) {
     snprintf(msg, msglen, "no request line");

@@ -22,15 +22,16 @@ typedef struct parsed {
   unsigned status;
 } parsed;
 
-static parsed *parse(const char *head) {
+static parsed *parse_n(const char *head, size_t n) {
   static parsed p;
-  size_t n = strlen(head);
   assert_true(n <= MT_HTTP_HEAD_MAX);
   memcpy(p.buf, head, n + 1);
   p.msg[0] = 0;
   p.status = mt_http_parse(p.buf, n, &LIM, &p.rq, p.msg, sizeof p.msg);
   return &p;
 }
+
+static parsed *parse(const char *head) { return parse_n(head, strlen(head)); }
 
 /* head gets status, with every word of words (NULL-ended) in its message. */
 static void refused(const char *head, unsigned status, ...) {
@@ -235,6 +236,15 @@ static void test_bad_fields(void **state) {
           "Content-Length '4'", NULL);
   refused("GET / HTTP/1.1\r\n\r\n", 400, "no Host", NULL);
   refused("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "more than one Host", NULL);
+  /* a NUL anywhere: what follows it would go unread */
+  static const char nul_line[] = "CONNECT /x HTTP/1.1\0\rHost: x\r\r\nGET / HTTP/1.1\r\n\r\n";
+  parsed *p = parse_n(nul_line, sizeof nul_line - 1);
+  assert_int_equal(p->status, 400);
+  assert_non_null(strstr(p->msg, "a NUL byte in the request head, at byte 19"));
+  static const char nul_field[] = "GET / HTTP/1.1\r\nHost: x\0y\r\n\r\n";
+  p = parse_n(nul_field, sizeof nul_field - 1);
+  assert_int_equal(p->status, 400);
+  assert_non_null(strstr(p->msg, "NUL byte"));
   /* bytes past 0x7f are text in a value */
   assert_int_equal(parse("GET / HTTP/1.1\r\nHost: x\r\nX: caf\xc3\xa9\r\n\r\n")->status, 0);
 }
