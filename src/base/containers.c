@@ -110,13 +110,14 @@ static char *arena_alloc(mt__strtab *t, size_t n) {
 
 static int strtab_grow(mt__strtab *t) {
   size_t ncap = t->cap ? t->cap * 2 : 256;
-  const char **ns = calloc(ncap, sizeof *ns);
+  mt__strtab_slot *ns = calloc(ncap, sizeof *ns);
   if (!ns) return -1;
   for (size_t j = 0; j < t->cap; j++) {
-    if (!t->slots[j]) continue;
-    size_t i = mt__hash_bytes(t->slots[j], strlen(t->slots[j])) & (ncap - 1);
-    while (ns[i]) i = (i + 1) & (ncap - 1);
-    ns[i] = t->slots[j];
+    const mt__strtab_slot *o = &t->slots[j];
+    if (!o->s) continue;
+    size_t i = mt__hash_bytes(o->s, o->len) & (ncap - 1);
+    while (ns[i].s) i = (i + 1) & (ncap - 1);
+    ns[i] = *o;
   }
   free(t->slots);
   t->slots = ns;
@@ -125,18 +126,20 @@ static int strtab_grow(mt__strtab *t) {
 }
 
 const char *mt__strtab_intern(mt__strtab *t, const char *s, size_t len) {
-  if ((t->count + 1) * 2 > t->cap && strtab_grow(t) != 0) return NULL;
+  if (len > UINT32_MAX || ((t->count + 1) * 2 > t->cap && strtab_grow(t) != 0)) return NULL;
   size_t mask = t->cap - 1;
-  size_t i = mt__hash_bytes(s, len) & mask;
-  for (; t->slots[i]; i = (i + 1) & mask) {
-    const char *c = t->slots[i];
-    if (strncmp(c, s, len) == 0 && c[len] == 0) return c;
+  uint64_t h = mt__hash_bytes(s, len);
+  uint32_t tag = (uint32_t)(h >> 32);
+  size_t i = h & mask;
+  for (; t->slots[i].s; i = (i + 1) & mask) {
+    const mt__strtab_slot *c = &t->slots[i];
+    if (c->tag == tag && c->len == len && memcmp(c->s, s, len) == 0) return c->s;
   }
   char *copy = arena_alloc(t, len + 1);
   if (!copy) return NULL;
   memcpy(copy, s, len);
   copy[len] = 0;
-  t->slots[i] = copy;
+  t->slots[i] = (mt__strtab_slot){copy, (uint32_t)len, tag};
   t->count++;
   return copy;
 }

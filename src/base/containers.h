@@ -94,8 +94,15 @@ void *mt__table_alloc(size_t bytes);
 
 /* Interned strings: equal strings give the same pointer, valid until the
  * table is freed. */
+typedef struct mt__strtab_slot {
+  const char *s; /* NULL: empty */
+  uint32_t len;  /* s's length */
+  uint32_t tag;  /* the high half of s's hash: a probe that misses reads
+                    neither s nor its bytes, most of the time */
+} mt__strtab_slot;
+
 typedef struct mt__strtab {
-  const char **slots; /* hash set of interned pointers */
+  mt__strtab_slot *slots; /* hash set of interned strings */
   size_t cap, count;
   char *chunk;        /* current arena chunk */
   size_t chunk_used, chunk_cap;
