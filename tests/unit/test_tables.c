@@ -203,6 +203,26 @@ static void intern_prefixes(void **state) {
   mt__strtab_free(&t);
 }
 
+/* A string is its len bytes, a NUL among them included: strings equal up
+ * to a NUL and different past it are two. */
+static void intern_bytes_past_nul(void **state) {
+  (void)state;
+  mt__strtab t = {0};
+  const char *a = mt__strtab_intern(&t, "a", 1);
+  const char *ab = mt__strtab_intern(&t, "a\0b", 3);
+  const char *ac = mt__strtab_intern(&t, "a\0c", 3);
+  assert_non_null(a);
+  assert_non_null(ab);
+  assert_non_null(ac);
+  assert_ptr_not_equal(a, ab);
+  assert_ptr_not_equal(ab, ac);
+  assert_memory_equal(ac, "a\0c", 4);
+  assert_ptr_equal(mt__strtab_intern(&t, "a\0b", 3), ab);
+  assert_ptr_equal(mt__strtab_intern(&t, "a", 1), a);
+  assert_int_equal(t.count, 3);
+  mt__strtab_free(&t);
+}
+
 /* mt__grow: doubling from the first size to at least what is asked;
  * mt__reserve: room for one more; a size that would not fit a size_t
  * refused with the array as it was. */
@@ -321,6 +341,7 @@ int main(void) {
       cmocka_unit_test(intern_equal_pointers),
       cmocka_unit_test(intern_long_and_many),
       cmocka_unit_test(intern_prefixes),
+      cmocka_unit_test(intern_bytes_past_nul),
       cmocka_unit_test(grow_sizes),
       cmocka_unit_test(table_alloc),
       cmocka_unit_test(realloc_columns),
