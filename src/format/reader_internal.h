@@ -116,11 +116,12 @@ static inline uint64_t off_at(const domain *d, const uint8_t *at) {
   return d->cur->data_off + (uint64_t)(at - d->cur->data);
 }
 
-/* Widens a 25-bit event timestamp against the packet's begin time. */
+/* Widens a 25-bit event timestamp against the packet's begin time: the
+ * first time at or after it whose low 25 bits are the event's, which is
+ * the begin time plus the distance from its low bits to the event's,
+ * modulo 2^25. */
 static inline uint64_t event_time(const packet *p, uint32_t hdr) {
-  uint64_t low = hdr & MT__TIME_MASK, start_low = p->time_begin & MT__TIME_MASK;
-  if (low < start_low) low += (uint64_t)1 << 25;
-  return (p->time_begin & ~(uint64_t)MT__TIME_MASK) + low;
+  return p->time_begin + ((hdr - (uint32_t)p->time_begin) & MT__TIME_MASK);
 }
 
 #endif
