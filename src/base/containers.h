@@ -92,8 +92,7 @@ static inline int mt__reserve(void **v, size_t n, size_t *cap, size_t size) {
  * memory. Where the kernel gives no huge pages, it is an aligned malloc. */
 void *mt__table_alloc(size_t bytes);
 
-/* Interned strings: equal strings give the same pointer, valid until the
- * table is freed. */
+/* A slot of an mt__strtab. */
 typedef struct mt__strtab_slot {
   const char *s; /* NULL: empty */
   uint32_t len;  /* s's length */
@@ -101,6 +100,8 @@ typedef struct mt__strtab_slot {
                     neither s nor its bytes, most of the time */
 } mt__strtab_slot;
 
+/* Interned strings: equal strings give the same pointer, valid until the
+ * table is freed. */
 typedef struct mt__strtab {
   mt__strtab_slot *slots; /* hash set of interned strings */
   size_t cap, count;
