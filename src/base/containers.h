@@ -112,7 +112,8 @@ typedef struct mt__strtab {
 } mt__strtab;
 
 void mt__strtab_free(mt__strtab *t);
-/* The interned copy of s[0..len), or NULL when out of memory. */
+/* The interned copy of s[0..len), or NULL when out of memory or when len
+ * is past UINT32_MAX. */
 const char *mt__strtab_intern(mt__strtab *t, const char *s, size_t len);
 
 #endif
