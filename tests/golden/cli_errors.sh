@@ -81,12 +81,12 @@ head -n "$n" "$tmp/full.txt" | cmp -s - "$tmp/cut.txt" && [ "$n" -gt 100 ] ||
 expect copy-unwritable 1 "/nonexistent/dir/out.ctf: cannot create" -- "$memtrace" copy "$t" /nonexistent/dir/out.ctf
 if [ -w /dev/full ]; then
   expect copy-full-disk 1 "/dev/full: writing the trace failed: No space left on device" -- "$memtrace" copy "$t" /dev/full
-  expect dump-full-disk 1 "writing the output failed: No space left on device" -- sh -c "\"$memtrace\" dump \"$t\" > /dev/full"
+  expect dump-full-disk 1 "writing to standard output failed: No space left on device" -- sh -c "\"$memtrace\" dump \"$t\" > /dev/full"
 fi
 # a file size limit (ulimit -f, KiB) the output reaches: a message, not SIGXFSZ
 expect copy-file-size-limit 1 "out.ctf: writing the trace failed: File too large" -- \
   sh -c "ulimit -f 16 && exec \"$memtrace\" copy \"$t\" \"$tmp/out.ctf\""
-expect dump-file-size-limit 1 "writing the output failed: File too large" -- \
+expect dump-file-size-limit 1 "writing to standard output failed: File too large" -- \
   sh -c "ulimit -f 16 && exec \"$memtrace\" dump \"$t\" > \"$tmp/dump.txt\""
 
 # a port another process listens on: said plainly, with what to do

@@ -24,7 +24,8 @@ static void write_all(int fd, const char *p, size_t n) {
     ssize_t w = write(fd, p, n);
     if (w < 0) {
       if (errno == EINTR) continue;
-      fprintf(stderr, "memtrace: writing the output failed: %s\n", strerror(errno));
+      fprintf(stderr, "memtrace: writing %s failed: %s\n",
+              fd == STDOUT_FILENO ? "to standard output" : "the output", strerror(errno));
       exit(1);
     }
     p += w;
