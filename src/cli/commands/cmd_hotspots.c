@@ -123,7 +123,7 @@ static uint32_t func_of(state *s, const char *filename, const char *name) {
 /* The loc entry of bt[i] and its function, made on the code's first
  * appearance. */
 static code_slot add_loc(state *s, const uint64_t *bt, size_t i) {
-  code_slot *known = code_find(&s->codes, bt[i]);
+  const code_slot *known = code_find(&s->codes, bt[i]);
   if (known->v[ENTRY] != CODE_TABLE_EMPTY) return *known;
 
   const char *filename = "??", *name;

@@ -10,11 +10,11 @@ code_slot *code_add(code_table *t, uint64_t code, uint32_t v0, uint32_t v1) {
     if (!g.slots) return NULL;
     for (size_t i = 0; i < g.cap; i++) g.slots[i].v[0] = CODE_TABLE_EMPTY;
     for (size_t i = 0; i < t->cap; i++)
-      if (t->slots[i].v[0] != CODE_TABLE_EMPTY) *code_find(&g, t->slots[i].code) = t->slots[i];
+      if (t->slots[i].v[0] != CODE_TABLE_EMPTY) g.slots[code_probe(&g, t->slots[i].code)] = t->slots[i];
     free(t->slots);
     *t = g;
   }
-  code_slot *c = code_find(t, code);
+  code_slot *c = &t->slots[code_probe(t, code)];
   *c = (code_slot){code, {v0, v1}};
   t->count++;
   return c;

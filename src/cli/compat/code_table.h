@@ -24,15 +24,20 @@ typedef struct code_table {
   size_t cap, count;
 } code_table;
 
-/* The slot of code, or the empty slot where it would go (a shared empty
- * slot while the table has none: not to be written). */
-static inline code_slot *code_find(const code_table *t, uint64_t code) {
-  static code_slot none = {0, {CODE_TABLE_EMPTY, CODE_TABLE_EMPTY}};
-  if (t->cap == 0) return &none;
+/* Where code is in a table with slots, or the empty slot where it would
+ * go. */
+static inline size_t code_probe(const code_table *t, uint64_t code) {
   size_t mask = t->cap - 1;
   size_t i = (size_t)mt__hash64(code) & mask;
   while (t->slots[i].v[0] != CODE_TABLE_EMPTY && t->slots[i].code != code) i = (i + 1) & mask;
-  return &t->slots[i];
+  return i;
+}
+
+/* The slot of code, or an empty one (v[0] CODE_TABLE_EMPTY) when the
+ * table lacks it. */
+static inline const code_slot *code_find(const code_table *t, uint64_t code) {
+  static const code_slot none = {0, {CODE_TABLE_EMPTY, CODE_TABLE_EMPTY}};
+  return t->cap ? &t->slots[code_probe(t, code)] : &none;
 }
 
 /* Adds code, which the table lacks, with its numbers (v0 not
