@@ -9,8 +9,10 @@ code_slot *code_add(code_table *t, uint64_t code, uint32_t v0, uint32_t v1) {
     g.slots = malloc(g.cap * sizeof *g.slots);
     if (!g.slots) return NULL;
     for (size_t i = 0; i < g.cap; i++) g.slots[i].v[0] = CODE_TABLE_EMPTY;
-    for (size_t i = 0; i < t->cap; i++)
-      if (t->slots[i].v[0] != CODE_TABLE_EMPTY) g.slots[code_probe(&g, t->slots[i].code)] = t->slots[i];
+    for (size_t i = 0; i < t->cap; i++) {
+      const code_slot *o = &t->slots[i];
+      if (o->v[0] != CODE_TABLE_EMPTY) g.slots[code_probe(&g, o->code)] = *o;
+    }
     free(t->slots);
     *t = g;
   }
