@@ -16,8 +16,15 @@ typedef struct json_cursor {
   const char *p, *end;
 } json_cursor;
 
+/* The two classes met at every byte of an answer, tested without a call:
+ * the answers of a small trace run to megabytes, checked under ASan. */
+static inline int json_is_ws(char ch) { return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n'; }
+static inline int json_is_num(char ch) {
+  return (ch >= '0' && ch <= '9') || ch == '.' || ch == 'e' || ch == 'E' || ch == '+' || ch == '-';
+}
+
 static inline void json_ws(json_cursor *c) {
-  while (c->p < c->end && json_in(" \t\r\n", *c->p)) c->p++;
+  while (c->p < c->end && json_is_ws(*c->p)) c->p++;
 }
 
 static inline int json_lit(json_cursor *c, const char *w) {
@@ -49,7 +56,7 @@ static inline int json_string(json_cursor *c) {
 static inline int json_number(json_cursor *c) {
   const char *s = c->p;
   if (c->p < c->end && *c->p == '-') c->p++;
-  while (c->p < c->end && json_in("0123456789.eE+-", *c->p)) c->p++;
+  while (c->p < c->end && json_is_num(*c->p)) c->p++;
   return c->p > s && (c->p[-1] >= '0' && c->p[-1] <= '9');
 }
 
