@@ -209,6 +209,30 @@ static void frames_members(mt_json *j, const mt_rank_row *row) {
   mt_json_end_arr(j);
 }
 
+/* A row's first members: its rank, and its trace's index among the ranked
+ * ones when there are several. */
+static void row_start(mt_json *j, size_t i, int by_process, size_t trace) {
+  mt_json_obj(j);
+  mt_json_key(j, "rank");
+  mt_json_uint(j, i + 1);
+  if (by_process) {
+    mt_json_key(j, "trace_index");
+    mt_json_uint(j, trace);
+  }
+}
+
+/* A location's function and file, and its line when sites are lines. */
+static void site_members(mt_json *j, const mt_site *site, int with_line) {
+  mt_json_key(j, "function");
+  mt_json_str(j, site->function);
+  mt_json_key(j, "file");
+  mt_json_str(j, site->file);
+  if (with_line) {
+    mt_json_key(j, "line");
+    mt_json_uint(j, site->line);
+  }
+}
+
 static const char *by_name(int by) {
   return by == MT_BY_LINE ? "line" : by == MT_BY_STACK ? "stack" : "function";
 }
@@ -241,13 +265,7 @@ void mt_json_ranking(mt_json *j, const mt_ranking *r, const mt_filter *f) {
   for (size_t i = 0; i < r->nrows; i++) {
     const mt_rank_row *row = &r->rows[i];
     char site[1024];
-    mt_json_obj(j);
-    mt_json_key(j, "rank");
-    mt_json_uint(j, i + 1);
-    if (r->by_process) { /* the index of its trace among the ranked ones */
-      mt_json_key(j, "trace_index");
-      mt_json_uint(j, row->trace);
-    }
+    row_start(j, i, r->by_process, row->trace);
     mt_json_key(j, "site");
     size_t need = strlen(row->site.function) + strlen(row->site.file) + 40;
     char *text = need <= sizeof site ? site : malloc(need);
@@ -255,14 +273,7 @@ void mt_json_ranking(mt_json *j, const mt_ranking *r, const mt_filter *f) {
                                 text ? need : sizeof site));
     if (text && text != site) free(text);
     if (row->site.kind == MT_SITE_LOCATION) {
-      mt_json_key(j, "function");
-      mt_json_str(j, row->site.function);
-      mt_json_key(j, "file");
-      mt_json_str(j, row->site.file);
-      if (with_line) {
-        mt_json_key(j, "line");
-        mt_json_uint(j, row->site.line);
-      }
+      site_members(j, &row->site, with_line);
     } else if (row->site.kind == MT_SITE_CODE) {
       char hex[24];
       snprintf(hex, sizeof hex, "%" PRIx64, row->site.code);
@@ -302,19 +313,8 @@ void mt_json_leaks(mt_json *j, const mt_ranking *r, const mt_filter *f) {
   mt_json_arr(j);
   for (size_t i = 0; i < r->nrows; i++) {
     const mt_rank_row *row = &r->rows[i];
-    mt_json_obj(j);
-    mt_json_key(j, "rank");
-    mt_json_uint(j, i + 1);
-    if (r->by_process) { /* the index of its trace among the ranked ones */
-      mt_json_key(j, "trace_index");
-      mt_json_uint(j, row->trace);
-    }
-    key_estimate(j, "bytes", row->bytes);
-    key_estimate(j, "objects", row->objects);
-    mt_json_key(j, "samples");
-    mt_json_uint(j, row->tally.samples);
-    mt_json_key(j, "sampled_objects");
-    mt_json_uint(j, row->tally.objects);
+    row_start(j, i, r->by_process, row->trace);
+    estimate_members(j, row->bytes, row->objects, &row->tally);
     key_seconds(j, "oldest_alloc_s", row->oldest);
     key_seconds(j, "newest_alloc_s", row->newest);
     /* several traces: times are each trace's own, and an age has no one end */
@@ -384,34 +384,18 @@ void mt_json_diff(mt_json *j, const mt_diff *d, const mt_filter *f, size_t limit
     const mt_diff_row *r = &d->rows[i];
     size_t need = strlen(r->site.function) + strlen(r->site.file) + 40;
     char *text = malloc(need);
-    mt_json_obj(j);
-    mt_json_key(j, "rank");
-    mt_json_uint(j, i + 1);
+    row_start(j, i, 0, 0);
     mt_json_key(j, "site");
     if (text) mt_json_str(j, diff_site_text(d, r, text, need));
     else j->oom = 1;
     free(text);
-    if (r->site.kind == MT_SITE_LOCATION) {
-      mt_json_key(j, "function");
-      mt_json_str(j, r->site.function);
-      mt_json_key(j, "file");
-      mt_json_str(j, r->site.file);
-      if (d->by == MT_BY_LINE) {
-        mt_json_key(j, "line");
-        mt_json_uint(j, r->site.line);
-      }
-    }
+    if (r->site.kind == MT_SITE_LOCATION) site_members(j, &r->site, d->by == MT_BY_LINE);
     mt_json_key(j, "significant");
     mt_json_bool(j, r->significant);
     for (int k = 0; k < 2; k++) {
       mt_json_key(j, sides[k]);
       mt_json_obj(j);
-      key_estimate(j, "bytes", r->side[k].bytes);
-      key_estimate(j, "objects", r->side[k].objects);
-      mt_json_key(j, "samples");
-      mt_json_uint(j, r->side[k].tally.samples);
-      mt_json_key(j, "sampled_objects");
-      mt_json_uint(j, r->side[k].tally.objects);
+      estimate_members(j, r->side[k].bytes, r->side[k].objects, &r->side[k].tally);
       mt_json_end_obj(j);
     }
     mt_json_key(j, "change");
