@@ -12,8 +12,6 @@
 #include "unwlib.h"
 #include "tracer/events.h"
 
-#include <fcntl.h>
-#include <unistd.h>
 #include <stdatomic.h>
 #include <link.h>
 #include <string.h>
@@ -99,54 +97,6 @@ int mt__segment_of(uintptr_t addr, int exec_only, mt__segment *out) {
   return dl_iterate_phdr(find_segment, &q);
 }
 
-/* libunwind opens a pipe at its first use and keeps it for the life of the
- * process (it validates addresses by writing a byte from them). Left to
- * itself it takes the lowest free numbers, 3 and 4 in most programs: the
- * program's own first open would no longer get 3, and a program that
- * closes every descriptor and opens files of its own would give libunwind
- * one of them to read from and write to. So the numbers below LOW_FDS are
- * held (dups of a descriptor of ours) while libunwind starts, and let go
- * after: an eighth of the system calls that holding the 512 below the
- * trace's own descriptor (dest.h) would take, once per process. */
-#define LOW_FDS 64
-
-/* Holds the free numbers below LOW_FDS (into held[]); returns how many. */
-static int hold_low_fds(int held[LOW_FDS]) {
-  int n = 0, fd, open_one = 2;
-  while (open_one > 0 && fcntl(open_one, F_GETFD) < 0) open_one--; /* stderr closed? */
-  while (n < LOW_FDS && (fd = fcntl(open_one, F_DUPFD_CLOEXEC, 0)) >= 0) {
-    if (fd >= LOW_FDS) {
-      close(fd);
-      break;
-    }
-    held[n++] = fd;
-  }
-  return n;
-}
-
-/* libunwind's start: its caching policy, and the pipe it opens then, kept
- * off the low descriptor numbers. At a session's start in the LIBUNWIND
- * mode; in AUTO at the first walk that needs libunwind (most processes
- * never do: the call-frame steps of cfi.h pass what frame records do not),
- * inside that sample. Never without the library loaded (unwlib.h: at a
- * session's start, never in a sample). A thread that finds another
- * starting it does without libunwind for that sample (never waits: a fork
- * child may have inherited the start half done). */
-static _Atomic int lu_state; /* 0: not started; 1: starting; 2: ready */
-
-static int lu_ready(void) {
-  int s = atomic_load_explicit(&lu_state, memory_order_acquire);
-  if (__builtin_expect(s == 2, 1)) return 1;
-  if (!mt__unw_loaded()) return 0; /* loaded at a session's start, if at all */
-  if (s == 1 || !atomic_compare_exchange_strong(&lu_state, &s, 1))
-    return atomic_load_explicit(&lu_state, memory_order_acquire) == 2;
-  int held[LOW_FDS], n = hold_low_fds(held);
-  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-  while (n > 0) close(held[--n]);
-  atomic_store_explicit(&lu_state, 2, memory_order_release);
-  return 1;
-}
-
 _Atomic unsigned long mt__unwind_lu_walks;
 
 void mt__unwind_init(mt__unwind_mode m) {
@@ -159,7 +109,7 @@ void mt__unwind_init(mt__unwind_mode m) {
   if (mt__segment_of((uintptr_t)&mt__unwind_init, 1, &self)) hide(h, self.lo, self.hi);
   mt__unwind_forget();
   atomic_store_explicit(&hidden_now, h, memory_order_release); /* C++'s: mt__cxxrt_probe */
-  if (m == MT__UNWIND_LIBUNWIND && lu_ready()) {
+  if (m == MT__UNWIND_LIBUNWIND && mt__unw_ready()) {
     uintptr_t warm[64]; /* loads the tables of what is mapped now */
     unw_backtrace((void **)warm, 64);
   }
@@ -351,7 +301,7 @@ static unsigned examine(uintptr_t r) {
   if (found < 0) {
     if (is_trampoline(r)) return V_TRAMP; /* in no object: generated code */
     unw_proc_info_t pi;
-    if (!lu_ready()) return V_NONE;
+    if (!mt__unw_ready()) return V_NONE;
     if (unw_get_proc_info_by_ip(unw_local_addr_space, (unw_word_t)(r - 1), &pi, NULL) != 0 ||
         !pi.start_ip || r - 1 < pi.start_ip || r - 1 >= pi.end_ip)
       return V_NONE;
@@ -407,41 +357,6 @@ static size_t copy_out(const uintptr_t *pcs, size_t from, size_t n, uint64_t *bu
   return out;
 }
 
-/* libunwind's walk one unw_step at a time: unw_backtrace's fast path
- * first maps and clears a trace cache of 256 KiB in each thread that calls
- * it (64 page faults). */
-static size_t stepped_from(unw_context_t *uc, uintptr_t *pcs, size_t want) {
-  unw_cursor_t c;
-  if (!want || unw_init_local(&c, uc) != 0) return 0;
-  size_t n = 0;
-  do {
-    unw_word_t ip;
-    if (unw_get_reg(&c, UNW_REG_IP, &ip) != 0 || !ip) break;
-    pcs[n++] = (uintptr_t)ip;
-  } while (n < want && unw_step(&c) > 0);
-  return n;
-}
-
-static size_t stepped_walk(uintptr_t *pcs, size_t want) {
-  unw_context_t uc;
-  return unw_getcontext(&uc) == 0 ? stepped_from(&uc, pcs, want) : 0;
-}
-
-/* Stepped walks a thread takes before unw_backtrace's: in AUTO mode most
- * threads never need libunwind (cfi.h steps past record-less frames), and
- * those that do, a few times at most: they need no trace cache. */
-#define STEPPED_FIRST 16
-static __thread unsigned stepped __attribute__((tls_model("initial-exec")));
-
-static size_t libunwind_walk(uintptr_t *pcs, size_t want) {
-  if (unwind_mode() != MT__UNWIND_LIBUNWIND && stepped < STEPPED_FIRST) {
-    stepped++;
-    return stepped_walk(pcs, want);
-  }
-  int got = unw_backtrace((void **)pcs, (int)want);
-  return got > 0 ? (size_t)got : 0;
-}
-
 enum { EXTRA = 32, MAX_WALK = 4096 + EXTRA }; /* room for the frames we drop */
 
 /* Frames to ask libunwind for, to keep cap past the hidden ones. */
@@ -479,7 +394,8 @@ typedef struct lu_job {
 } lu_job;
 
 static size_t lu_walk(lu_job *j, uintptr_t *pcs, size_t want) {
-  return j->uc ? stepped_from(j->uc, pcs, want) : libunwind_walk(pcs, want);
+  return j->uc ? mt__unw_walk_from(j->uc, pcs, want)
+               : mt__unw_walk(pcs, want, unwind_mode() == MT__UNWIND_LIBUNWIND);
 }
 
 static void run_job(void *j) { ((lu_job *)j)->run(j); }
@@ -515,7 +431,7 @@ static void by_libunwind_job(lu_job *j) {
 }
 
 static size_t by_libunwind(uint64_t *buf, size_t cap) {
-  if (!lu_ready()) return 0;
+  if (!mt__unw_ready()) return 0;
   lu_job j = {.run = by_libunwind_job, .buf = buf, .cap = cap};
   return run_walk(&j);
 }
@@ -810,7 +726,7 @@ static void fallback_job(lu_job *j) {
   uintptr_t lu[want];
   size_t nl = cfi_walk(j, lu, want), sl = 0;
   if (!nl) {
-    if (!lu_ready()) { /* not loaded, or another thread is starting it */
+    if (!mt__unw_ready()) { /* not loaded, or another thread is starting it */
       j->out = n;
       return;
     }
