@@ -9,8 +9,37 @@ PyObject *mt_py_trace_error;
 
 /* ---- helpers --------------------------------------------------------------- */
 
+/* The columns' memory comes from malloc, not numpy's allocator: numpy
+ * advises transparent huge pages for its large arrays, and a column is
+ * written once, front to back, right after it is allocated, where a huge
+ * page's first touch costs the most (the kernel may compact memory to find
+ * one, in the fault) and its fewer TLB misses pay back least. The array
+ * frees the block through its base, a capsule. */
+static void free_block(PyObject *capsule) { free(PyCapsule_GetPointer(capsule, NULL)); }
+
 PyObject *mt_py_array(npy_intp n, int type) {
-  return PyArray_SimpleNew(1, &n, type);
+  PyArray_Descr *descr = PyArray_DescrFromType(type);
+  if (!descr) return NULL;
+  size_t bytes = (size_t)n * (size_t)descr->elsize;
+  void *block = malloc(bytes ? bytes : 1);
+  PyObject *capsule = block ? PyCapsule_New(block, NULL, free_block) : NULL;
+  if (!capsule) {
+    Py_DECREF(descr);
+    free(block);
+    return block ? NULL : PyErr_NoMemory();
+  }
+  /* steals descr, even when it fails */
+  PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, 1, &n, NULL, block,
+                                       NPY_ARRAY_CARRAY, NULL);
+  if (!arr) {
+    Py_DECREF(capsule); /* frees block */
+    return NULL;
+  }
+  if (PyArray_SetBaseObject((PyArrayObject *)arr, capsule) < 0) { /* steals capsule */
+    Py_DECREF(arr);
+    return NULL;
+  }
+  return arr;
 }
 
 PyObject *mt_py_str(const char *s) {

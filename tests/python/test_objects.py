@@ -63,6 +63,34 @@ def test_columns_are_arrays(workload):
     assert (np.diff(df["alloc_time"].to_numpy()) >= 0).all()  # allocation order
 
 
+def rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_columns_own_their_memory():
+    """The columns' blocks (malloc'd in C, freed through each array's base)
+    outlive the trace, are ordinary writeable arrays, and are freed with
+    the DataFrame: calls made and dropped in a loop leave the process no
+    bigger than a few DataFrames."""
+    t = mt.open(shared("workload-1e-3.ctf"))
+    df = t.objects()
+    want = df["alloc_time"].sum(), df["backtrace"].sum()
+    del t
+    assert (df["alloc_time"].sum(), df["backtrace"].sum()) == want
+    for c in ["alloc_time", "free_time", "size", "backtrace"]:
+        a = df[c].to_numpy()
+        assert a.flags.c_contiguous and a.flags.aligned and a.flags.writeable
+    size = df.memory_usage(deep=True, index=False).sum()
+    assert size > 1 << 20  # a leak of 40 would show
+    t = mt.open(shared("workload-1e-3.ctf"))
+    t.objects()
+    before = rss_bytes()
+    for _ in range(40):
+        t.objects()
+    assert rss_bytes() - before < 8 * size, (rss_bytes() - before, size)
+
+
 @pytest.mark.parametrize("which", ["synth", "ocamlopt.ctf", "workload-1e-3.ctf"])
 def test_histograms_count_the_objects(which, synth):
     """stats' histograms behind the plots (size_log2, lifetime_fine,
