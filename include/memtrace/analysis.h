@@ -413,6 +413,11 @@ MT_API int mt_analysis_tally(const mt_analysis *a, const mt_filter *f, mt_tally 
 MT_API int mt_analysis_select(const mt_analysis *a, const mt_filter *f,
                               uint8_t *mask, size_t *count);
 
+/* Whether some function of the trace has s[0..len) in its name: whether
+ * an `inside`, `not_inside` or `hide` condition on it (mt_filter_names)
+ * can select or hide anything. */
+MT_API int mt_analysis_has_function_like(const mt_analysis *a, const char *s, size_t len);
+
 /* Calls fn(ctx, object, codes, n) for each object passing the filter, in
  * allocation order, with its backtrace as code ids (outermost first; valid
  * during the call). One sequential pass. Stops at fn's first

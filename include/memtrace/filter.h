@@ -135,6 +135,22 @@ MT_API int mt_filter_option(mt_filter *f, int argc, char *const *argv, int *i, c
  * or more"). Returns the length it needed (as snprintf). */
 MT_API size_t mt_filter_describe(const mt_filter *f, char *buf, size_t n);
 
+/* A function name a condition names: its parameter ("inside",
+ * "not_inside" or "hide") and the name, name[0..len) (one of hide's
+ * comma-separated names is not NUL-terminated). */
+typedef struct mt_filter_name {
+  const char *param;
+  const char *name;
+  size_t len;
+} mt_filter_name;
+
+/* The function names f's conditions name, into out[0..max): `inside`,
+ * `not_inside`, then each of `hide`'s (the empty ones skipped), in that
+ * order. Returns their count, which may exceed max (only max are
+ * written). With mt_analysis_has_function_like, a name no function has is
+ * a condition that selects or hides nothing: most likely misspelled. */
+MT_API size_t mt_filter_names(const mt_filter *f, mt_filter_name *out, size_t max);
+
 /* Whether `hide` hides a function of this name. */
 MT_API int mt_filter_hides(const mt_filter *f, const char *function_name);
 

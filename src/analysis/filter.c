@@ -65,6 +65,25 @@ int mt_filter_hides(const mt_filter *f, const char *name) {
   return 0;
 }
 
+size_t mt_filter_names(const mt_filter *f, mt_filter_name *out, size_t max) {
+  size_t n = 0;
+  const char *one[] = {f->inside, f->not_inside}, *params[] = {"inside", "not_inside"};
+  for (int k = 0; k < 2; k++) {
+    if (!nonempty(one[k])) continue;
+    if (n < max) out[n] = (mt_filter_name){params[k], one[k], strlen(one[k])};
+    n++;
+  }
+  for (const char *t = nonempty(f->hide) ? f->hide : ""; *t;) {
+    size_t len = strcspn(t, ",");
+    if (len) {
+      if (n < max) out[n] = (mt_filter_name){"hide", t, len};
+      n++;
+    }
+    t += len + (t[len] == ',');
+  }
+  return n;
+}
+
 /* ---- parsing ---------------------------------------------------------------- */
 
 static int say(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

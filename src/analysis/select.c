@@ -318,6 +318,14 @@ int mt_analysis_matches(const mt_analysis *a, const mt_filter *f, size_t i) {
   return m;
 }
 
+int mt_analysis_has_function_like(const mt_analysis *a, const char *s, size_t len) {
+  for (size_t k = 0; k < a->nfn; k++) {
+    const char *name = a->fn_name[k];
+    if (memmem(name, strlen(name), s, len)) return 1;
+  }
+  return 0;
+}
+
 typedef struct each_ctx {
   mt_backtrace_fn fn;
   void *ctx;

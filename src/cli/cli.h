@@ -152,6 +152,25 @@ typedef struct mt_cli_trace_set {
 void mt_cli_load_set(const mt_command *cmd, const char *const *args, size_t n, mt_keep keep,
                      const mt_filter *fold, mt_cli_trace_set *t);
 void mt_cli_free_set(mt_cli_trace_set *t);
+/* The function names of a filter's conditions (--inside, --not-inside,
+ * --hide), each noted once a trace has a function with it in its name: a
+ * name no trace has selects or hides nothing, and is most likely
+ * misspelled. Names past the first MT_CLI_NAMES are not looked at. */
+#define MT_CLI_NAMES 64
+typedef struct mt_cli_names {
+  mt_filter_name name[MT_CLI_NAMES];
+  unsigned char found[MT_CLI_NAMES];
+  size_t n, traces;
+} mt_cli_names;
+void mt_cli_names_init(mt_cli_names *w, const mt_filter *f);
+/* Notes the names trace a has. */
+void mt_cli_names_look(mt_cli_names *w, const mt_analysis *a);
+/* Warns on stderr, a line each, of the names no trace looked at has. */
+void mt_cli_names_warn(const mt_command *cmd, const mt_cli_names *w);
+/* The three for traces as[0..n), loaded together. */
+void mt_cli_warn_unmatched(const mt_command *cmd, const mt_filter *f,
+                           const mt_analysis *const *as, size_t n);
+
 /* "[exe pid] " (the executable's base name) for trace k, in buf (n bytes);
  * "[exe pid@host] " when the set's traces come from several hosts. */
 const char *mt_cli_process_text(char *buf, size_t n, const mt_cli_trace_set *t, size_t k);

@@ -176,6 +176,41 @@ void mt_cli_free_set(mt_cli_trace_set *t) {
   free(t->paths);
 }
 
+void mt_cli_names_init(mt_cli_names *w, const mt_filter *f) {
+  size_t n = mt_filter_names(f, w->name, MT_CLI_NAMES);
+  w->n = n < MT_CLI_NAMES ? n : MT_CLI_NAMES;
+  w->traces = 0;
+  memset(w->found, 0, sizeof w->found);
+}
+
+void mt_cli_names_look(mt_cli_names *w, const mt_analysis *a) {
+  w->traces++;
+  for (size_t k = 0; k < w->n; k++)
+    if (!w->found[k]) w->found[k] = (unsigned char)mt_analysis_has_function_like(a, w->name[k].name, w->name[k].len);
+}
+
+void mt_cli_names_warn(const mt_command *cmd, const mt_cli_names *w) {
+  for (size_t k = 0; k < w->n; k++) {
+    if (w->found[k]) continue;
+    const mt_filter_name *m = &w->name[k];
+    const char *option = !strcmp(m->param, "inside")       ? "--inside"
+                         : !strcmp(m->param, "not_inside") ? "--not-inside"
+                                                           : "--hide";
+    fprintf(stderr, "memtrace %s: warning: %s \"%.*s\": no function of the trace%s has it in its name\n",
+            cmd->name, option, (int)(m->len < 200 ? m->len : 200), m->name,
+            w->traces > 1 ? "s" : "");
+  }
+}
+
+void mt_cli_warn_unmatched(const mt_command *cmd, const mt_filter *f,
+                           const mt_analysis *const *as, size_t n) {
+  mt_cli_names w;
+  mt_cli_names_init(&w, f);
+  if (w.n == 0) return;
+  for (size_t i = 0; i < n; i++) mt_cli_names_look(&w, as[i]);
+  mt_cli_names_warn(cmd, &w);
+}
+
 const char *mt_cli_process_text(char *buf, size_t n, const mt_cli_trace_set *t, size_t k) {
   const mt_trace_info *i = mt_analysis_info(t->as[k]);
   const char *exe = i->executable_name ? strrchr(i->executable_name, '/') : NULL;

@@ -642,6 +642,32 @@ def test_errors():
     check("do not overlap" in run("diff", "--help"), "diff usage states the rule")
 
 
+def test_unmatched_names():
+    """A function name of --inside, --not-inside or --hide that no function
+    of the traces has is warned of, one line each, by every command taking
+    filters; names found are not, and the output is the same."""
+    t, _ = synth("--rate", "1e-2", "--seed", "71")
+    pb = os.path.join(TMP, "names.pb.gz")
+    commands = [["top", t], ["leaks", t], ["stats", t], ["timeline", t, "--format", "csv"],
+                ["flamegraph", t], ["export", "-o", pb, t], ["check", "--max-peak", "100G", t],
+                ["diff", t, t], ["top", t, t]]
+    for cmd in commands:
+        name = cmd[0]
+        several = cmd in (["diff", t, t], ["top", t, t])
+        p = subprocess.run([MEMTRACE, *cmd, "--inside", "Nowhere", "--hide", "Foo,Zilch",
+                            "--not-inside", "Leaky"], capture_output=True)
+        err = p.stderr.decode("utf-8", "replace").splitlines()
+        traces = "traces" if several else "trace"
+        want = [f'memtrace {name}: warning: --inside "Nowhere": no function of the {traces} '
+                f"has it in its name",
+                f'memtrace {name}: warning: --hide "Zilch": no function of the {traces} '
+                f"has it in its name"]
+        check(p.returncode == 0 and err == want, f"{' '.join(cmd)}: exit {p.returncode}, {err}")
+        p = subprocess.run([MEMTRACE, *cmd, "--inside", "Foo", "--hide", "main"],
+                           capture_output=True)
+        check(p.returncode == 0 and p.stderr == b"", f"{' '.join(cmd)}: {p.stderr!r}")
+
+
 if __name__ == "__main__":
     fn = globals().get("test_" + TEST)
     if fn is None:

@@ -259,12 +259,41 @@ static void test_words(void **state) {
   assert_string_equal(buf, "live at the peak; collected from 3 s; lifetime at most 0.5 s");
 }
 
+/* mt_filter_names: inside, not_inside, then hide's names, the empty ones
+ * skipped; the count past max. */
+static void test_names(void **state) {
+  (void)state;
+  mt_filter f;
+  mt_filter_name n[8];
+  mt_filter_init(&f);
+  assert_int_equal(mt_filter_names(&f, n, 8), 0);
+  f.inside = "";
+  f.hide = ",,";
+  assert_int_equal(mt_filter_names(&f, n, 8), 0);
+  f.inside = "Foo";
+  f.not_inside = "Bar";
+  f.hide = ",a,,bc,";
+  assert_int_equal(mt_filter_names(&f, n, 8), 4);
+  const char *params[] = {"inside", "not_inside", "hide", "hide"};
+  const char *names[] = {"Foo", "Bar", "a", "bc"};
+  for (int k = 0; k < 4; k++) {
+    assert_string_equal(n[k].param, params[k]);
+    assert_int_equal(n[k].len, strlen(names[k]));
+    assert_memory_equal(n[k].name, names[k], n[k].len);
+  }
+  memset(n, 0, sizeof n);
+  assert_int_equal(mt_filter_names(&f, n, 1), 4); /* all counted, one written */
+  assert_string_equal(n[0].name, "Foo");
+  assert_null(n[1].name);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_init),    cmocka_unit_test(test_times),
       cmocka_unit_test(test_sizes),   cmocka_unit_test(test_sources_and_text),
       cmocka_unit_test(test_empty_clears), cmocka_unit_test(test_bad),
       cmocka_unit_test(test_options), cmocka_unit_test(test_words),
+      cmocka_unit_test(test_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

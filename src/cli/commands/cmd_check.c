@@ -72,6 +72,7 @@ static int run(int argc, char **argv) {
     limits.base_paths = (const char *const *)base_paths;
   }
   mt_analysis *a = mt_cli_load_many(cmd, (const char *const *)paths, n);
+  mt_cli_warn_unmatched(cmd, &f, (const mt_analysis *const *)&a, 1);
   char many[128];
   snprintf(many, sizeof many, "%zu traces (%s ...)", n, paths[0]);
   int rc = mt_cli_check(stdout, n == 1 ? paths[0] : many, a, &f, &limits);

@@ -177,6 +177,8 @@ static int run(int argc, char **argv) {
   if (mt_diff_new(by, &d) != MT_OK) mt_cli_nomem(cmd);
   mt_rank_spec rs = {by, MT_ORDER_BYTES, 0, 0}; /* mt_diff_add's */
   mt_keep keep = mt_cli_rank_keep(&f, &rs);
+  mt_cli_names names; /* each trace is freed once added */
+  mt_cli_names_init(&names, &f);
   for (int k = 0; k < 2; k++) {
     /* a side is a trace, or a directory of them (a process tree's): each
      * loaded, added and freed in turn */
@@ -197,11 +199,13 @@ static int run(int argc, char **argv) {
         return 1;
       }
       if (rc != MT_OK) mt_cli_nomem(cmd);
+      mt_cli_names_look(&names, a);
       mt_analysis_free(a);
       free(side[i]);
     }
     free(side);
   }
+  mt_cli_names_warn(cmd, &names);
   mt_diff_finish(d);
   size_t shown = limit && limit < d->nrows ? limit : d->nrows;
   if (format == FORMAT_JSON) {

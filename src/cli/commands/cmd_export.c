@@ -393,6 +393,7 @@ static int run(int argc, char **argv) {
    * is read twice rather than kept (memtrace/analysis.h, MT_KEEP_PROFILE) */
   mt_cli_load_set(cmd, args, nargs, mt_profile_rereads(&f) ? MT_KEEP_PROFILE : MT_KEEP_ALL,
                   NULL, &t);
+  mt_cli_warn_unmatched(cmd, &f, (const mt_analysis *const *)t.as, t.n);
   output out;
   out_open(&out, outpath);
   exporter e = {0};

@@ -207,7 +207,7 @@ static const char *function_name(const void *a, uint32_t fn) {
 }
 
 static void run_filtered(const char *path, const mt_filter *f, int weight, int inverted,
-                         sink *o) {
+                         sink *o, mt_cli_names *names) {
   /* samples and bytes are sums of whole numbers, the same folded by
    * backtrace: a fold holds a tally per backtrace, not every object */
   int fold = weight != W_OBJECTS && f->live != MT_LIVE_AT_PEAK;
@@ -229,6 +229,7 @@ static void run_filtered(const char *path, const mt_filter *f, int weight, int i
   free(tallies);
   free(w);
   mt_calltree_free(t);
+  mt_cli_names_look(names, a);
   mt_analysis_free(a);
 }
 
@@ -387,12 +388,15 @@ static int run(int argc, char **argv) {
   memset(&k, 0, sizeof k);
   k.out = &out;
   k.line = n == 1 ? write_line : add_line;
+  mt_cli_names names; /* each trace is freed once folded */
+  mt_cli_names_init(&names, &f);
   for (size_t i = 0; i < n; i++) {
-    if (ours) run_filtered(paths[i], &f, weight < 0 ? W_SAMPLES : weight, inverted, &k);
+    if (ours) run_filtered(paths[i], &f, weight < 0 ? W_SAMPLES : weight, inverted, &k, &names);
     else run_stream(paths[i], &k);
     free(paths[i]);
   }
   free(paths);
+  mt_cli_names_warn(&mt_cmd_flamegraph, &names);
   if (n > 1) print_gathered(&k);
   mt_out_flush(&out);
   mt_out_free(&out);

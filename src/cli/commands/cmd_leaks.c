@@ -155,6 +155,7 @@ static int run(int argc, char **argv) {
 
   mt_cli_trace_set t; /* leaks are the objects never collected: only those are kept */
   mt_cli_load_set(cmd, args, nargs, MT_KEEP_LIVE, NULL, &t);
+  mt_cli_warn_unmatched(cmd, &f, (const mt_analysis *const *)t.as, t.n);
   mt_ranking *r;
   static const mt_rank_order orders[] = {MT_ORDER_BYTES, MT_ORDER_OBJECTS, MT_ORDER_OLDEST};
   int rc = mt_leaks_traces((const mt_analysis *const *)t.as, t.n, &f, orders[sort], limit,

@@ -498,6 +498,7 @@ static int run(int argc, char **argv) {
   char **paths;
   size_t n = mt_cli_traces(cmd, args, nargs, &paths);
   mt_analysis *a = mt_cli_load_many(cmd, (const char *const *)paths, n);
+  mt_cli_warn_unmatched(cmd, &f, (const mt_analysis *const *)&a, 1);
   char many[128];
   snprintf(many, sizeof many, "%zu traces (%s ...)", n, paths[0]);
   const char *path = n == 1 ? paths[0] : many;

@@ -378,6 +378,8 @@ static int run(int argc, char **argv) {
     free(paths);
     mt_cli_load_set(cmd, args, nargs, MT_KEEP_ALL, NULL, &ts.set);
   }
+  if (ts.one) mt_cli_warn_unmatched(cmd, &f, (const mt_analysis *const *)&ts.one, 1);
+  else mt_cli_warn_unmatched(cmd, &f, (const mt_analysis *const *)ts.set.as, ts.set.n);
   char many[128];
   snprintf(many, sizeof many, "%zu traces (%s ...)", n, ts.set.paths[0]);
   const char *path = n == 1 ? ts.set.paths[0] : many;

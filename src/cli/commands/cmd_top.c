@@ -215,6 +215,7 @@ static int run(int argc, char **argv) {
   mt_keep keep = mt_cli_rank_keep(&f, &rs);
   mt_cli_trace_set t;
   mt_cli_load_set(cmd, args, nargs, keep, &f, &t);
+  mt_cli_warn_unmatched(cmd, &f, (const mt_analysis *const *)t.as, t.n);
   if (by == MT_BY_STACK && (t.n > 1 || by_process))
     mt_cli_usage_error(cmd, "--by stack ranks one trace (%zu given)", t.n);
   mt_ranking *r;
