@@ -128,7 +128,8 @@ MT_API int mt_filter_option(mt_filter *f, int argc, char *const *argv, int *i, c
   "  --inside STR           a frame's function name contains STR\n"             \
   "  --not-inside STR       no frame's function name contains STR\n"            \
   "  --hide STR[,STR...]    leave frames whose function name contains one of\n" \
-  "                         these out of stacks and call trees\n"
+  "                         these out of stacks and call trees\n"               \
+  "  A STR of these three that no function's name contains is warned of.\n"
 
 /* The filter in words, into buf (n bytes, truncated if short): "none", or
  * its conditions separated by "; " ("allocated in [1 s, 2 s); size 1.00 KiB
