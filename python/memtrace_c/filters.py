@@ -18,7 +18,9 @@ Each keyword becomes one parameter of the library's filter language
     hide         a substring or a list of them         --hide
 
 Either side of a range may be None (open). Time ranges are half-open
-[from, to); size and lifetime ranges are closed.
+[from, to); size and lifetime ranges are closed. A name of inside,
+not_inside or hide that no function of the trace has in its name is warned
+of (UserWarning), as the command line warns of it.
 """
 
 import math

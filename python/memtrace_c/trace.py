@@ -9,6 +9,7 @@ words, and every estimate comes with its 95% interval (`_lo`, `_hi`).
 import datetime
 import json
 import sys
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -146,6 +147,18 @@ class Trace:
 
     # ---- objects -------------------------------------------------------------
 
+    def _spec(self, filters):
+        """The filters for the extension; warns (UserWarning) of each name of
+        inside, not_inside or hide that no function of the trace has in its
+        name: such a condition selects or hides nothing, most likely a
+        misspelling."""
+        spec = _filters.spec(filters)
+        if any(p in ("inside", "not_inside", "hide") for _, p, _ in spec):
+            for param, name in self._core.unmatched(spec):
+                warnings.warn(f"{param}={name!r}: no function of the trace has it in its name",
+                              stacklevel=3)
+        return spec
+
     def objects(self, **filters):
         """One row per sampled allocation passing the filters, in allocation
         order (so the row number is an allocation clock).
@@ -156,7 +169,7 @@ class Trace:
         anonymous mapping: an external object whose stack starts with the
         "mmap ([anonymous mapping])" frame), backtrace (an id for
         Trace.backtrace)."""
-        cols = self._core.objects(_filters.spec(filters))
+        cols = self._core.objects(self._spec(filters))
         cols["source"] = pd.Categorical.from_codes(cols["source"], categories=SOURCES)
         return pd.DataFrame(cols, copy=False)
 
@@ -183,7 +196,7 @@ class Trace:
         by_code = _choice("by", by, _BY)
         order = _choice("sort", sort, _SORT)
         d = self._core.top(by_code, order, _count("n", n), _count("depth", depth),
-                           _filters.spec(filters))
+                           self._spec(filters))
         cols = ["function", "file"] + (["line"] if by != "function" else []) + ["code"]
         cols += list(_estimates(d, "bytes")) + list(_estimates(d, "objects"))
         cols += ["samples", "sampled_objects"]
@@ -201,7 +214,7 @@ class Trace:
         oldest_alloc, newest_alloc, age (seconds from the oldest allocation
         to the trace's end), stack, frames_total, backtrace."""
         order = _choice("sort", sort, {"bytes": 0, "objects": 1, "oldest": 2})
-        d = self._core.leaks(order, _count("n", n), _count("depth", depth), _filters.spec(filters))
+        d = self._core.leaks(order, _count("n", n), _count("depth", depth), self._spec(filters))
         cols = ["function", "file", "line", "code"]
         cols += list(_estimates(d, "bytes")) + list(_estimates(d, "objects"))
         cols += ["samples", "sampled_objects", "oldest_alloc", "newest_alloc", "age",
@@ -219,7 +232,7 @@ class Trace:
         (every object), all_min and all_max (the least and most live bytes
         of every object within the bin). df.attrs: peak_time and peak_bytes
         (value, lo, hi): the exact peak of the whole heap."""
-        d = self._core.timeline(_count("bins", bins, 1), _filters.spec(filters))
+        d = self._core.timeline(_count("bins", bins, 1), self._spec(filters))
         cols = ["time", "live_bytes", "live_bytes_lo", "live_bytes_hi", "all_bytes",
                 "all_min", "all_max"]
         df = pd.DataFrame({c: d[c] for c in cols}, copy=False)
@@ -235,7 +248,7 @@ class Trace:
         size_log2, lifetime_fine; the whole document as .document)."""
         from .stats import Stats
 
-        text = self._core.stats(_count("chunks", chunks, 1), _filters.spec(filters))
+        text = self._core.stats(_count("chunks", chunks, 1), self._spec(filters))
         return Stats(json.loads(text))
 
     # ---- backtraces ----------------------------------------------------------

@@ -237,6 +237,27 @@ static void trace_dealloc(mt_py_trace *self) {
   PyObject_Free(self);
 }
 
+/* The function names of the filter's conditions (inside, not_inside, each
+ * of hide's) that no function of the trace has in its name, as
+ * (parameter, name) tuples. */
+static PyObject *unmatched(mt_py_trace *self, PyObject *args) {
+  PyObject *spec;
+  if (!PyArg_ParseTuple(args, "O", &spec)) return NULL;
+  mt_filter f;
+  if (mt_py_filter(spec, &f) < 0) return NULL;
+  mt_filter_name names[64];
+  size_t n = mt_filter_names(&f, names, 64);
+  if (n > 64) n = 64;
+  PyObject *out = PyList_New(0);
+  for (size_t k = 0; out && k < n; k++) {
+    if (mt_analysis_has_function_like(self->a, names[k].name, names[k].len)) continue;
+    PyObject *t = Py_BuildValue("(ss#)", names[k].param, names[k].name, (Py_ssize_t)names[k].len);
+    if (!t || PyList_Append(out, t) < 0) Py_CLEAR(out);
+    Py_XDECREF(t);
+  }
+  return out;
+}
+
 static PyObject *info(mt_py_trace *self, PyObject *unused) {
   (void)unused;
   const mt_analysis *a = self->a;
@@ -280,6 +301,8 @@ static PyMethodDef trace_methods[] = {
      "leaks(order, limit, depth, filter) -> dict of columns and totals."},
     {"stats", (PyCFunction)mt_py_stats, METH_VARARGS,
      "stats(nchunks, filter) -> the statistics document (JSON text)."},
+    {"unmatched", (PyCFunction)unmatched, METH_VARARGS,
+     "unmatched(filter) -> [(parameter, name)]: names no function has in its name."},
     {"backtrace", (PyCFunction)mt_py_backtrace, METH_VARARGS,
      "backtrace(id) -> dict of columns, one row per frame, innermost first."},
     {"update", (PyCFunction)mt_py_update, METH_VARARGS,

@@ -98,6 +98,24 @@ def test_bad_filter(trace, kw, words):
             assert w in str(e.value), (call.__name__, kw, str(e.value))
 
 
+def test_unmatched_names_warn(trace):
+    """A name of inside, not_inside or hide that no function of the trace
+    has is warned of (one UserWarning each, pointing at the caller), by
+    every call taking filters; names found are not."""
+    import warnings
+    for call in (trace.objects, trace.top, trace.leaks, trace.timeline, trace.stats):
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            call(inside="Nowhere", not_inside="Map", hide=["bal", "Zilch"])
+        texts = [str(w.message) for w in got]
+        assert texts == ["inside='Nowhere': no function of the trace has it in its name",
+                         "hide='Zilch': no function of the trace has it in its name"], texts
+        assert all(w.filename == __file__ for w in got), [w.filename for w in got]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            call(inside="Map", hide="bal")
+
+
 def test_bad_arguments(trace):
     with pytest.raises(ValueError, match="by"):
         trace.top(by="file")
