@@ -178,6 +178,21 @@ void mt_json_summary(mt_json *j, const mt_analysis *a, const mt_filter *f) {
   mt_json_key(j, "share");
   mt_json_num(j, share((double)t.samples, (double)a->all.samples));
   filter_members(j, f);
+  /* the names no function has: a condition that selects or hides nothing */
+  mt_filter_name names[64];
+  size_t n = mt_filter_names(f, names, 64);
+  mt_json_key(j, "unmatched");
+  mt_json_arr(j);
+  for (size_t k = 0; k < n && k < 64; k++) {
+    if (mt_analysis_has_function_like(a, names[k].name, names[k].len)) continue;
+    mt_json_obj(j);
+    mt_json_key(j, "parameter");
+    mt_json_str(j, names[k].param);
+    mt_json_key(j, "name");
+    mt_json_strn(j, names[k].name, names[k].len);
+    mt_json_end_obj(j);
+  }
+  mt_json_end_arr(j);
 }
 
 /* ---- rankings ------------------------------------------------------------------ */

@@ -148,6 +148,12 @@ def test_endpoints():
         check(s["samples"] == samples and s["sampled_objects"] == info["sampled_objects"],
               "summary samples and sampled objects")
         check(s["filter"] == {} and s["filter_text"] == "none", "summary: no filter")
+        check(s["unmatched"] == [], "summary: no name to match")
+        # the names of inside, not_inside and hide that no function has
+        u = srv.json("/api/summary?inside=Nowhere&not_inside=Typecore&hide=Stdlib,Zilch,")
+        check(u["unmatched"] == [{"parameter": "inside", "name": "Nowhere"},
+                                 {"parameter": "hide", "name": "Zilch"}], f"summary unmatched {u}")
+        check(u["bytes"]["value"] == 0, "inside a name no function has: nothing")
         _, h, _ = srv.get("/api/summary")
         check(h.get("Cache-Control") == "no-store", "Cache-Control")
         # the live heap: exactly the bins asked for, equal over [0, duration]

@@ -432,6 +432,12 @@
     sh.textContent = fmtPct(s.share);
     $('#summary-samples').textContent = fmtInt(s.samples) + (s.sampled_objects != null ? ' (' + fmtInt(s.sampled_objects) + ' objects)' : '');
     $('#summary-filter').textContent = s.filter_text || 'none';
+    /* a name no function has: the condition selects or hides nothing */
+    const unmatched = (s.unmatched || []).map(u => '"' + u.name + '"');
+    const um = $('#summary-unmatched');
+    um.hidden = unmatched.length === 0;
+    um.textContent = unmatched.length
+      ? '⚠ no function has ' + unmatched.join(', ') + ' in its name' : '';
     renderInfo();
   }
 

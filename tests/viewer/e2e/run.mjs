@@ -254,6 +254,17 @@ async function testTrace(name, full) {
     check(val(want.bytes) < val(sum0.bytes), name + ': the filter keeps fewer bytes (' + wantText + ' < ' + fmtBytes(val(sum0.bytes)) + ')');
     check(page.url().includes('alloc=') && page.url().includes('size='), name + ': the URL holds the filter', page.url());
     await snap(page, path.join(args.out, name + '-filtered.png'));
+    /* a name no function has is pointed out beside the filter, and goes with it */
+    check(await page.locator('#summary-unmatched').isHidden(), name + ': no note of unmatched names while each name matches');
+    await page.fill('#filters [name="hide"]', 'Nowhere_zz');
+    await page.click('#apply');
+    await waitText(page, '#summary-unmatched', 't.includes(\'"Nowhere_zz"\')', name + ': hide=Nowhere_zz is noted as in no function\'s name');
+    check(await page.locator('#summary-unmatched').isVisible(), name + ': the note is shown');
+    await snap(page, path.join(args.out, name + '-unmatched.png'));
+    await page.fill('#filters [name="hide"]', '');
+    await page.click('#apply');
+    await waitText(page, '#summary-filter', 't === ' + JSON.stringify(want.filter_text), name + ': the filter is back to ' + want.filter_text);
+    check(await page.locator('#summary-unmatched').isHidden(), name + ': the note goes with the name');
 
     /* focus: click a frame that has a caller; callers and callees show */
     await page.waitForSelector('#flame .frame', { timeout: TIMEOUT });
