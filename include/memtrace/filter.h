@@ -151,6 +151,9 @@ typedef struct mt_filter_name {
  * written). With mt_analysis_has_function_like, a name no function has is
  * a condition that selects or hides nothing: most likely misspelled. */
 MT_API size_t mt_filter_names(const mt_filter *f, mt_filter_name *out, size_t max);
+/* The names the front ends look at (an array of this many; the rest of a
+ * longer `hide` list is not looked at). */
+#define MT_FILTER_NAMES_MAX 64
 
 /* Whether `hide` hides a function of this name. */
 MT_API int mt_filter_hides(const mt_filter *f, const char *function_name);

@@ -245,9 +245,9 @@ static PyObject *unmatched(mt_py_trace *self, PyObject *args) {
   if (!PyArg_ParseTuple(args, "O", &spec)) return NULL;
   mt_filter f;
   if (mt_py_filter(spec, &f) < 0) return NULL;
-  mt_filter_name names[64];
-  size_t n = mt_filter_names(&f, names, 64);
-  if (n > 64) n = 64;
+  mt_filter_name names[MT_FILTER_NAMES_MAX];
+  size_t n = mt_filter_names(&f, names, MT_FILTER_NAMES_MAX);
+  if (n > MT_FILTER_NAMES_MAX) n = MT_FILTER_NAMES_MAX;
   PyObject *out = PyList_New(0);
   for (size_t k = 0; out && k < n; k++) {
     if (mt_analysis_has_function_like(self->a, names[k].name, names[k].len)) continue;

@@ -155,11 +155,10 @@ void mt_cli_free_set(mt_cli_trace_set *t);
 /* The function names of a filter's conditions (--inside, --not-inside,
  * --hide), each noted once a trace has a function with it in its name: a
  * name no trace has selects or hides nothing, and is most likely
- * misspelled. Names past the first MT_CLI_NAMES are not looked at. */
-#define MT_CLI_NAMES 64
+ * misspelled. Names past the first MT_FILTER_NAMES_MAX are not looked at. */
 typedef struct mt_cli_names {
-  mt_filter_name name[MT_CLI_NAMES];
-  unsigned char found[MT_CLI_NAMES];
+  mt_filter_name name[MT_FILTER_NAMES_MAX];
+  unsigned char found[MT_FILTER_NAMES_MAX];
   size_t n, traces;
 } mt_cli_names;
 void mt_cli_names_init(mt_cli_names *w, const mt_filter *f);

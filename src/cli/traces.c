@@ -177,8 +177,8 @@ void mt_cli_free_set(mt_cli_trace_set *t) {
 }
 
 void mt_cli_names_init(mt_cli_names *w, const mt_filter *f) {
-  size_t n = mt_filter_names(f, w->name, MT_CLI_NAMES);
-  w->n = n < MT_CLI_NAMES ? n : MT_CLI_NAMES;
+  size_t n = mt_filter_names(f, w->name, MT_FILTER_NAMES_MAX);
+  w->n = n < MT_FILTER_NAMES_MAX ? n : MT_FILTER_NAMES_MAX;
   w->traces = 0;
   memset(w->found, 0, sizeof w->found);
 }
