@@ -185,8 +185,10 @@ void mt_cli_names_init(mt_cli_names *w, const mt_filter *f) {
 
 void mt_cli_names_look(mt_cli_names *w, const mt_analysis *a) {
   w->traces++;
-  for (size_t k = 0; k < w->n; k++)
-    if (!w->found[k]) w->found[k] = (unsigned char)mt_analysis_has_function_like(a, w->name[k].name, w->name[k].len);
+  for (size_t k = 0; k < w->n; k++) {
+    const mt_filter_name *m = &w->name[k];
+    if (!w->found[k]) w->found[k] = (unsigned char)mt_analysis_has_function_like(a, m->name, m->len);
+  }
 }
 
 void mt_cli_names_warn(const mt_command *cmd, const mt_cli_names *w) {
@@ -196,7 +198,8 @@ void mt_cli_names_warn(const mt_command *cmd, const mt_cli_names *w) {
     const char *option = !strcmp(m->param, "inside")       ? "--inside"
                          : !strcmp(m->param, "not_inside") ? "--not-inside"
                                                            : "--hide";
-    fprintf(stderr, "memtrace %s: warning: %s \"%.*s\": no function of the trace%s has it in its name\n",
+    fprintf(stderr,
+            "memtrace %s: warning: %s \"%.*s\": no function of the trace%s has it in its name\n",
             cmd->name, option, (int)(m->len < 200 ? m->len : 200), m->name,
             w->traces > 1 ? "s" : "");
   }
