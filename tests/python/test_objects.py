@@ -83,6 +83,8 @@ def test_columns_own_their_memory():
         assert a.flags.c_contiguous and a.flags.aligned and a.flags.writeable
     size = df.memory_usage(deep=True, index=False).sum()
     assert size > 1 << 20  # a leak of 40 would show
+    if "libasan" in os.environ.get("LD_PRELOAD", ""):
+        return  # ASan's quarantine keeps freed blocks from reuse: RSS grows by design
     t = mt.open(shared("workload-1e-3.ctf"))
     t.objects()
     before = rss_bytes()
