@@ -1,5 +1,6 @@
 /* libunwind, loaded when tracing starts in a mode that may use it, rather
- * than with the profiler (unwlib.h).
+ * than with the profiler (unwlib.h); started on its first use, its pipe
+ * kept off the low descriptors; and its walks, for unwind.c.
  *
  * The AUTO unwinder steps through functions without frame records by their
  * call-frame information itself (cfi.h); libunwind is its last resort, and
@@ -8,7 +9,7 @@
  * "Loading libraries"); opened, a process preloading the interposer
  * without tracing, or tracing with frame pointers only, never loads it.
  *
- * The functions unwind.c calls are defined here under libunwind's names
+ * The functions of libunwind's used are defined here under its names
  * (the ones <libunwind.h> maps them to), hidden: each calls libunwind's
  * own, looked up once libunwind.so.8 is open. mt_trace_start opens it
  * before taking the tracer's lock, as it does libdw (dwlib.c): dlopen
