@@ -418,6 +418,12 @@ MT_API int mt_analysis_select(const mt_analysis *a, const mt_filter *f,
  * can select or hide anything. */
 MT_API int mt_analysis_has_function_like(const mt_analysis *a, const char *s, size_t len);
 
+/* The names of f's (mt_filter_names, the first MT_FILTER_NAMES_MAX) that
+ * no function of the trace has in its name, into out[0..max), in f's
+ * order; returns how many were written. */
+MT_API size_t mt_filter_unmatched(const mt_analysis *a, const mt_filter *f, mt_filter_name *out,
+                                  size_t max);
+
 /* Calls fn(ctx, object, codes, n) for each object passing the filter, in
  * allocation order, with its backtrace as code ids (outermost first; valid
  * during the call). One sequential pass. Stops at fn's first

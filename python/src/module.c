@@ -246,11 +246,9 @@ static PyObject *unmatched(mt_py_trace *self, PyObject *args) {
   mt_filter f;
   if (mt_py_filter(spec, &f) < 0) return NULL;
   mt_filter_name names[MT_FILTER_NAMES_MAX];
-  size_t n = mt_filter_names(&f, names, MT_FILTER_NAMES_MAX);
-  if (n > MT_FILTER_NAMES_MAX) n = MT_FILTER_NAMES_MAX;
+  size_t n = mt_filter_unmatched(self->a, &f, names, MT_FILTER_NAMES_MAX);
   PyObject *out = PyList_New(0);
   for (size_t k = 0; out && k < n; k++) {
-    if (mt_analysis_has_function_like(self->a, names[k].name, names[k].len)) continue;
     PyObject *t = Py_BuildValue("(ss#)", names[k].param, names[k].name, (Py_ssize_t)names[k].len);
     if (!t || PyList_Append(out, t) < 0) Py_CLEAR(out);
     Py_XDECREF(t);

@@ -180,11 +180,10 @@ void mt_json_summary(mt_json *j, const mt_analysis *a, const mt_filter *f) {
   filter_members(j, f);
   /* the names no function has: a condition that selects or hides nothing */
   mt_filter_name names[MT_FILTER_NAMES_MAX];
-  size_t n = mt_filter_names(f, names, MT_FILTER_NAMES_MAX);
+  size_t n = mt_filter_unmatched(a, f, names, MT_FILTER_NAMES_MAX);
   mt_json_key(j, "unmatched");
   mt_json_arr(j);
-  for (size_t k = 0; k < n && k < MT_FILTER_NAMES_MAX; k++) {
-    if (mt_analysis_has_function_like(a, names[k].name, names[k].len)) continue;
+  for (size_t k = 0; k < n; k++) {
     mt_json_obj(j);
     mt_json_key(j, "parameter");
     mt_json_str(j, names[k].param);

@@ -326,6 +326,15 @@ int mt_analysis_has_function_like(const mt_analysis *a, const char *s, size_t le
   return 0;
 }
 
+size_t mt_filter_unmatched(const mt_analysis *a, const mt_filter *f, mt_filter_name *out,
+                           size_t max) {
+  mt_filter_name names[MT_FILTER_NAMES_MAX];
+  size_t n = mt_filter_names(f, names, MT_FILTER_NAMES_MAX), got = 0;
+  for (size_t k = 0; k < n && k < MT_FILTER_NAMES_MAX && got < max; k++)
+    if (!mt_analysis_has_function_like(a, names[k].name, names[k].len)) out[got++] = names[k];
+  return got;
+}
+
 typedef struct each_ctx {
   mt_backtrace_fn fn;
   void *ctx;
