@@ -50,6 +50,7 @@ int mt__reader_fail(mt_reader *r, int status, uint64_t off, const char *fmt, ...
   else
     snprintf(r->err, sizeof r->err, "%s: %s", r->name, what);
   r->status = status;
+  r->fast = NULL;
   return status;
 }
 
@@ -203,6 +204,7 @@ static domain *find_domain(mt_reader *r, uint32_t id, uint64_t off) {
   mt__mtf_init(&d->mtf);
   d->last_time = r->info.start_time;
   r->doms[r->ndoms++] = d;
+  r->fast = r->ndoms == 1 && !r->checked_only && r->status >= 0 ? d : NULL;
   return d;
 }
 
@@ -435,8 +437,8 @@ int mt_reader_next(mt_reader *r, mt_event *ev) {
   /* The common case in few instructions: a trace of one domain (a reader
    * of several traces has none of its own), with events of the fast path
    * in its packet. */
-  if (r->ndoms == 1 && !r->checked_only && r->status >= 0) {
-    domain *d = r->doms[0];
+  domain *d = r->fast;
+  if (d) {
     while (d->cur && d->rd.p < d->rd.end && fast_read(r, d, ev, r->skip)) {
       if (!(r->skip >> ev->kind & 1)) return 1;
       r->passed++; /* allocations skipped: fast_event returns them */
@@ -635,7 +637,10 @@ uint64_t mt_reader_skipped(const mt_reader *r) {
   return n;
 }
 
-void mt__reader_checked_only(mt_reader *r) { r->checked_only = 1; }
+void mt__reader_checked_only(mt_reader *r) {
+  r->checked_only = 1;
+  r->fast = NULL;
+}
 
 int mt_reader_follow(mt_reader *r, int on) {
   if (r->many || r->done) return MT_ERR_INVALID;

@@ -97,15 +97,21 @@ static inline __attribute__((always_inline)) int fast_event(domain *d, mt_event 
   if (d->alloc_id >= pk->alloc_end || common > bt->len || nencoded > MT__BT_EXPAND_MAX ||
       (size_t)(d->rd.end - p) < nencoded * 10 || bt->cap < common + nencoded * 256)
     return 0;
-  bt->len = mt__bt_expand(bt, &p, nencoded, bt->bt, bt->slot, (size_t)common);
+  /* The event's fields before its frames: they need no register while
+   * the frames are expanded */
   ev->kind = MT_EVENT_ALLOC;
   ev->source = source;
   ev->obj_id = d->alloc_id++;
   ev->length = length;
   ev->nsamples = nsamples;
   ev->backtrace = bt->bt;
-  ev->backtrace_len = bt->len;
   ev->common_prefix = (size_t)common;
+  ev->time = t;
+  ev->domain = d->id;
+  d->last_time = t;
+  ev->backtrace_len = bt->len = mt__bt_expand(bt, &p, nencoded, bt->bt, bt->slot, (size_t)common);
+  d->rd.p = p;
+  return 1;
 done:
   d->rd.p = p;
   d->last_time = t;

@@ -90,6 +90,9 @@ struct mt_reader {
   unsigned skip;       /* mt_reader_skip's kinds */
   uint64_t passed;     /* skipped events passed over outside fast_event */
   int checked_only;    /* mt__reader_checked_only */
+  /* The domain mt_reader_next reads on its fast path: the one domain of a
+   * trace, while no error and no mt__reader_checked_only; else NULL */
+  domain *fast;
   mt__many *many; /* several traces read as one: every call goes there */
 };
 

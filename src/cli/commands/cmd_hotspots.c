@@ -378,7 +378,9 @@ static inline __attribute__((always_inline)) void resolve(pass *p, const waiting
   resolve_slow(p, w);
 }
 
-static void resolve_oldest(pass *p) {
+/* Inlined where a full ring makes room, once an allocation: a call there
+ * would save and restore most of the registers for a few stores. */
+static inline __attribute__((always_inline)) void resolve_oldest(pass *p) {
   size_t h = p->head;
   p->head = (h + 1) % RING;
   p->nwaiting--;
@@ -386,7 +388,7 @@ static void resolve_oldest(pass *p) {
 }
 
 /* Resolves every waiting allocation: prev becomes the last backtrace. */
-static void drain(pass *p) {
+static __attribute__((noinline)) void drain(pass *p) {
   while (p->nwaiting) resolve_oldest(p);
 }
 
