@@ -2,14 +2,14 @@
 # Builds the libFuzzer targets of tests/fuzz with clang and runs each for a
 # bounded time on a copy of its seed corpus (the fuzzers write new inputs
 # there, never into the repository), as many at once as there are cores
-# (FUZZ_JOBS), each one's report printed when it ends. Exits non-zero if a fuzzer finds a
-# crash, a leak, a timeout or an out-of-memory, printing the reproducer's
-# path: copy it to tests/fuzz/crashes/ (reader), tests/fuzz/crashes/roundtrip/
-# (roundtrip), tests/fuzz/crashes/viewer_api/ (viewer_api) or
-# tests/fuzz/crashes/analysis/ (analysis), tests/fuzz/crashes/dwline/
-# (dwline), tests/fuzz/crashes/cfi/ (cfi), tests/fuzz/crashes/rustdemangle/
-# (rustdemangle), tests/fuzz/crashes/perfmap/ (perfmap),
-# tests/fuzz/crashes/insn/ (insn) or tests/fuzz/crashes/http_head/
+# (FUZZ_JOBS), each one's report printed when it ends. Exits non-zero if a
+# fuzzer finds a crash, a leak, a timeout or an out-of-memory, printing the
+# reproducer's path: copy it to tests/fuzz/crashes/ (reader),
+# tests/fuzz/crashes/roundtrip/ (roundtrip), tests/fuzz/crashes/viewer_api/
+# (viewer_api), tests/fuzz/crashes/analysis/ (analysis),
+# tests/fuzz/crashes/dwline/ (dwline), tests/fuzz/crashes/cfi/ (cfi),
+# tests/fuzz/crashes/rustdemangle/ (rustdemangle), tests/fuzz/crashes/perfmap/
+# (perfmap), tests/fuzz/crashes/insn/ (insn) or tests/fuzz/crashes/http_head/
 # (http_head) so that the replay test keeps checking it.
 #
 # Environment:
@@ -38,29 +38,26 @@ failed=0
 fuzz() {
   local target=$1 corpus=$2
   shift 2
-  local dir=$work/$target
+  local dir=$work/$target ok=1
   mkdir -p "$dir/corpus" "$dir/artifacts"
   cp -R "$corpus"/. "$dir/corpus/"
-  if "$build/tests/fuzz/$target" -max_total_time="$seconds" -max_len=65536 \
-      -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
-      -artifact_prefix="$dir/artifacts/" "$@" "$dir/corpus" >"$dir/log.txt" 2>&1; then
-    {
-      echo "== $target: ${seconds} s"
-      grep -E '^#[0-9]+[[:space:]]+DONE|^stat::' "$dir/log.txt" || true
-    } >"$dir/report.txt"
-    cat "$dir/report.txt"
-    return 0
-  fi
+  "$build/tests/fuzz/$target" -max_total_time="$seconds" -max_len=65536 \
+    -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+    -artifact_prefix="$dir/artifacts/" "$@" "$dir/corpus" >"$dir/log.txt" 2>&1 || ok=0
   {
     echo "== $target: ${seconds} s"
-    tail -n 80 "$dir/log.txt"
-    echo "== $target FAILED (log: $dir/log.txt)"
-    for f in "$dir/artifacts"/*; do
-      if [ -e "$f" ]; then echo "reproducer: $f"; fi
-    done
+    if [ "$ok" -eq 1 ]; then
+      grep -E '^#[0-9]+[[:space:]]+DONE|^stat::' "$dir/log.txt" || true
+    else
+      tail -n 80 "$dir/log.txt"
+      echo "== $target FAILED (log: $dir/log.txt)"
+      for f in "$dir/artifacts"/*; do
+        if [ -e "$f" ]; then echo "reproducer: $f"; fi
+      done
+    fi
   } >"$dir/report.txt"
   cat "$dir/report.txt"
-  return 1
+  [ "$ok" -eq 1 ]
 }
 
 # run TARGET CORPUS [flags...]: fuzz in the background, once fewer than
