@@ -195,8 +195,14 @@ int mt__bt_decode(mt__bt_decoder *d, mt__rd *r, size_t nencoded,
   if (common <= d->len) {
     size_t len;
     int rc = decode_into(d, r, nencoded, &d->bt, &d->slot, &d->cap, (size_t)common, &len);
-    if (rc == MT__BT_OK) d->len = len;
-    return rc;
+    if (rc != MT__BT_OK) return rc;
+    d->len = len;
+    /* Room for the fast path's next expansion after any prefix of this
+     * backtrace: without it (no memory, or too many frames), that one
+     * comes here too. */
+    (void)reserve(&d->bt, &d->slot, &d->cap, len + MT__BT_EXPAND_ROOM);
+    d->expand_end = d->cap >= MT__BT_EXPAND_ROOM ? d->cap - MT__BT_EXPAND_ROOM + 1 : 0;
+    return MT__BT_OK;
   }
   /* The writer cut the previous backtrace short, so this one's prefix is
    * unknown: keep the cache in step, and report the previous backtrace. */

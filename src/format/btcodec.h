@@ -67,6 +67,9 @@ typedef struct mt__bt_decoder {
   uint16_t *slot; /* the slot each of its frames was decoded from: valid
                      past the prefix it shares with the one before */
   size_t len, cap; /* of bt and slot */
+  /* mt__bt_expand may follow a prefix of fewer frames than this: room for
+   * its longest expansion after them (cap - MT__BT_EXPAND_ROOM + 1, or 0) */
+  size_t expand_end;
   uint64_t *scratch; /* for a suffix whose prefix the decoder lacks */
   uint16_t *scratch_slot;
   size_t scratch_cap;
@@ -89,6 +92,7 @@ int mt__bt_decode(mt__bt_decoder *d, mt__rd *r, size_t nencoded,
  * encoding of that many (a literal each: 10 bytes), the output room for
  * the longest expansion (256 frames each). */
 #define MT__BT_EXPAND_MAX 32
+#define MT__BT_EXPAND_ROOM (MT__BT_EXPAND_MAX * 256)
 
 /* Whether mt__bt_expand may take r's next n codewords: few enough, and
  * the longest encoding of them in r (the output's room is the caller's). */
@@ -153,8 +157,7 @@ static inline __attribute__((always_inline)) size_t mt__bt_expand(mt__bt_decoder
  * when it decoded, 0 when mt__bt_decode must (nothing was read). */
 static inline int mt__bt_decode_fast(mt__bt_decoder *d, mt__rd *r, size_t nencoded,
                                      uint64_t common) {
-  if (common > d->len || !mt__bt_expand_fits(r, nencoded) || d->cap < common + nencoded * 256)
-    return 0;
+  if (common > d->len || common >= d->expand_end || !mt__bt_expand_fits(r, nencoded)) return 0;
   d->len = mt__bt_expand(d, &r->p, nencoded, d->bt, d->slot, (size_t)common);
   return 1;
 }

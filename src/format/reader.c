@@ -187,6 +187,14 @@ static void truncated(mt_reader *r, uint64_t off, size_t want, size_t present) {
 
 /* ---- domains and packets ---- */
 
+/* The cursor of a domain with no packet: no bytes, so that the fast path,
+ * which needs some, leaves it to the checked path without testing for a
+ * packet. */
+static mt__rd no_packet(void) {
+  static const uint8_t none[1];
+  return (mt__rd){none, none, 0};
+}
+
 static domain *find_domain(mt_reader *r, uint32_t id, uint64_t off) {
   for (size_t i = 0; i < r->ndoms; i++)
     if (r->doms[i]->id == id) return r->doms[i];
@@ -200,6 +208,7 @@ static domain *find_domain(mt_reader *r, uint32_t id, uint64_t off) {
     return NULL;
   }
   d->id = id;
+  d->rd = no_packet();
   mt__bt_decoder_init(&d->bt);
   mt__mtf_init(&d->mtf);
   d->last_time = r->info.start_time;
@@ -321,6 +330,7 @@ static int domain_ready(mt_reader *r, domain *d) {
                                (unsigned long long)(d->cur->alloc_end - d->cur->alloc_begin));
       recycle_packet(r, d->cur);
       d->cur = NULL;
+      d->rd = no_packet();
     }
     packet *p = d->qhead;
     if (!p) return 0;
@@ -438,11 +448,9 @@ int mt_reader_next(mt_reader *r, mt_event *ev) {
    * of several traces has none of its own), with events of the fast path
    * in its packet. */
   domain *d = r->fast;
-  if (d) {
-    while (d->cur && d->rd.p < d->rd.end && fast_read(r, d, ev, r->skip)) {
-      if (!(r->skip >> ev->kind & 1)) return 1;
-      r->passed++; /* allocations skipped: fast_event returns them */
-    }
+  if (d && fast_read(r, d, ev, r->skip)) {
+    if (!(r->skip >> ev->kind & 1)) return 1;
+    r->passed++; /* an allocation skipped: fast_event returns them */
   }
   return next_event(r, ev);
 }

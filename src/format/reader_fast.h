@@ -9,6 +9,10 @@
 
 #include "reader_internal.h"
 
+/* A promotion's or collection's kind from its code by one subtraction. */
+_Static_assert(MT__EV_PROMOTE - MT_EVENT_PROMOTE == MT__EV_COLLECT - MT_EVENT_COLLECT,
+               "the codes of promotions and collections are their kinds' at one distance");
+
 /* The most bytes a promotion, a collection or an allocation takes before
  * its backtrace's codewords: a long allocation's header, three vints of 9
  * bytes at most, its source and its 16-bit codeword count. */
@@ -50,7 +54,7 @@ static inline __attribute__((always_inline)) int fast_event(domain *d, mt_event 
   uint64_t t;
   unsigned code;
   for (;;) {
-    if ((size_t)(d->rd.end - p) < FAST_ROOM) return 0;
+    if (d->rd.end - p < FAST_ROOM) return 0; /* a domain without a packet has none */
     uint32_t hdr = mt__ld32(p);
     t = event_time(pk, hdr);
     if (t > pk->time_end || t < d->last_time) return 0; /* event_time is >= time_begin */
@@ -59,7 +63,7 @@ static inline __attribute__((always_inline)) int fast_event(domain *d, mt_event 
     const uint8_t *q = p + 4;
     uint64_t delta;
     if (!fast_vint(&q, &delta) || delta >= d->alloc_id) return 0;
-    mt_event_kind kind = code == MT__EV_PROMOTE ? MT_EVENT_PROMOTE : MT_EVENT_COLLECT;
+    mt_event_kind kind = (mt_event_kind)(code - (MT__EV_PROMOTE - MT_EVENT_PROMOTE));
     if (skip >> kind & 1) { /* passed over */
       d->rd.p = p = q;
       d->last_time = t;
@@ -94,8 +98,8 @@ static inline __attribute__((always_inline)) int fast_event(domain *d, mt_event 
     return 0;
   }
   mt__bt_decoder *bt = &d->bt;
-  if (d->alloc_id >= pk->alloc_end || common > bt->len || nencoded > MT__BT_EXPAND_MAX ||
-      (size_t)(d->rd.end - p) < nencoded * 10 || bt->cap < common + nencoded * 256)
+  if (d->alloc_id >= pk->alloc_end || common > bt->len || common >= bt->expand_end ||
+      nencoded > MT__BT_EXPAND_MAX || (size_t)(d->rd.end - p) < nencoded * 10)
     return 0;
   /* The event's fields before its frames: they need no register while
    * the frames are expanded */

@@ -216,6 +216,68 @@ static void tags_number_codes(int version, uint32_t ndomains, uint64_t seed) {
   tu_buf_free(&b);
 }
 
+/* Backtraces tens of thousands of frames deep (a recursion, whose frames
+ * take few codewords), growing and shrinking by up to 300 frames an
+ * allocation: the decoder's buffer grows under both paths, the fast path
+ * leaving to the checked one each allocation that could expand past it.
+ * Both read every backtrace as written. */
+static void deep_backtraces_agree(void **state) {
+  (void)state;
+  enum { DEEP = 30000, EVENTS = 1500 };
+  tu_rng rng = {0x6a09e667};
+  tu_buf b = {0};
+  mt_writer *w = tu_writer(&b, 2, NULL);
+  uint64_t *stack = malloc(DEEP * sizeof *stack);
+  uint64_t **written = malloc(EVENTS * sizeof *written);
+  size_t *depths = malloc(EVENTS * sizeof *depths);
+  size_t depth = 0, deepest = 0;
+  uint64_t t = T0;
+  for (int k = 0; k < EVENTS; k++) {
+    /* mostly deeper until the middle, then mostly shallower */
+    int grow = tu_chance(&rng, k < EVENTS / 2 ? 80 : 20);
+    size_t step = tu_below(&rng, 301);
+    if (grow) {
+      if (depth + step > DEEP) step = DEEP - depth;
+      for (size_t i = 0; i < step; i++, depth++)
+        stack[depth] = tu_below(&rng, 200) == 0 ? 0x100000 + tu_below(&rng, 1u << 20) * 16
+                                                : 0x1000 + (depth % 3) * 16; /* the recursion's */
+    } else {
+      depth -= step < depth ? step : depth - 1;
+    }
+    if (depth == 0) stack[depth++] = 0x2000;
+    if (depth > deepest) deepest = depth;
+    uint64_t id;
+    assert_int_equal(mt_writer_alloc(w, t += 7, 0, 1 + (uint64_t)k % 16, 1, MT_SOURCE_MINOR,
+                                     stack, depth, &id),
+                     MT_OK);
+    written[k] = malloc(depth * sizeof **written);
+    memcpy(written[k], stack, depth * sizeof *stack);
+    depths[k] = depth;
+  }
+  assert_int_equal(mt_writer_close(w), MT_OK);
+  assert_true(deepest > 20000);
+
+  tu_trace read[2];
+  read_end end[2];
+  for (int checked_only = 0; checked_only <= 1; checked_only++) {
+    read_copy(b.data, b.len, checked_only, 0, &read[checked_only], &end[checked_only]);
+    tu_trace *r = &read[checked_only];
+    assert_int_equal(r->status, 0);
+    assert_int_equal(r->n, EVENTS);
+    for (size_t k = 0; k < EVENTS; k++) {
+      assert_int_equal(r->ev[k].ev.backtrace_len, depths[k]);
+      assert_memory_equal(r->ev[k].bt, written[k], depths[k] * sizeof(uint64_t));
+    }
+  }
+  assert_true(same_reads(&read[0], &read[1]));
+  for (int i = 0; i < 2; i++) tu_trace_free(&read[i]);
+  for (size_t k = 0; k < EVENTS; k++) free(written[k]);
+  free(written);
+  free(depths);
+  free(stack);
+  tu_buf_free(&b);
+}
+
 static void tags_v2(void **state) {
   (void)state;
   tags_number_codes(2, 1, 0x51ed270b);
@@ -240,6 +302,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(paths_agree_v2),
       cmocka_unit_test(paths_agree_v3_domains),
+      cmocka_unit_test(deep_backtraces_agree),
       cmocka_unit_test(tags_v2),
       cmocka_unit_test(tags_v3_domains),
   };
