@@ -378,20 +378,16 @@ static inline __attribute__((always_inline)) void resolve(pass *p, const waiting
   resolve_slow(p, w);
 }
 
-/* Inlined where a full ring makes room, once an allocation: a call there
- * would save and restore most of the registers for a few stores. */
-static inline __attribute__((always_inline)) void resolve_oldest(pass *p) {
-  size_t h = p->head;
-  p->head = (h + 1) % RING;
-  p->nwaiting--;
-  resolve(p, &p->queue[h], p->frames[h]);
-}
-
 /* Resolves every waiting allocation: prev becomes the last backtrace. Out
  * of line: pass_alloc calls it on three paths that seldom run, which would
- * otherwise each hold a copy of resolve_oldest. */
+ * otherwise each hold a copy of resolve. */
 static __attribute__((noinline)) void drain(pass *p) {
-  while (p->nwaiting) resolve_oldest(p);
+  while (p->nwaiting) {
+    size_t h = p->head;
+    p->head = (h + 1) % RING;
+    p->nwaiting--;
+    resolve(p, &p->queue[h], p->frames[h]);
+  }
 }
 
 static void pass_alloc(pass *p, const mt_event *ev) {
@@ -448,11 +444,23 @@ static void pass_alloc(pass *p, const mt_event *ev) {
   /* into the ring's next slot, free while the oldest waits */
   size_t t = (p->head + p->nwaiting) % RING;
   waiting *w = &p->queue[t];
-  *w = (waiting){0, 0, nsamples, 0, k, n, 0, same};
+  w->nsamples = nsamples;
+  w->repeat_samples = 0;
+  w->k = k;
+  w->n = n;
+  w->repeats = 0;
+  w->same = same;
   memo_hash(bt, k, n, p->prefix_hash, p->frames[t], &w->hash1, &w->hash2);
   if (!same) memo_prefetch(&p->m, w->hash1); /* a repeat's record is the last one's */
-  if (p->nwaiting == QUEUE) resolve_oldest(p);
-  p->nwaiting++;
+  if (p->nwaiting < QUEUE) {
+    p->nwaiting++;
+    return;
+  }
+  /* A full ring: the oldest makes room, resolved here rather than through
+   * a call that would save and restore most registers for a few stores. */
+  size_t h = p->head;
+  p->head = (h + 1) % RING;
+  resolve(p, &p->queue[h], p->frames[h]);
 }
 
 /* ---- the report ---- */

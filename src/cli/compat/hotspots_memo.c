@@ -143,9 +143,9 @@ void memo_free(memo *m) {
 }
 
 void memo_window_end(memo *m, const memo_sink *sink) {
-  if (m->window_hits * 4 < m->window) {
+  if ((m->window - m->window_misses) * 4 < m->window) {
     memo_flush(m, sink);
     memo_free(m); /* on = 0 */
   }
-  m->window = m->window_hits = 0;
+  m->window = m->window_misses = 0;
 }

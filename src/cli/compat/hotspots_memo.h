@@ -24,8 +24,9 @@
  * in one go just before that sweep (memo_release_hits, the summary's
  * before_sweep hook) or at the end.
  *
- * Backtraces are told apart by two 64-bit hashes of their codes (and their
- * lengths), taken from one 128-bit product per code (memo_step): the codes
+ * Backtraces are told apart by two 64-bit hashes of their codes, taken
+ * from one 128-bit product per code (memo_step), a chain in which a
+ * backtrace and its prefixes differ as any two backtraces do: the codes
  * themselves are not kept, and a collision, which would merge two
  * backtraces' counts, needs both a collision of the 64-bit chain and one
  * of the sums beside it, a chance of about n^2 / 2^129 among n distinct
@@ -81,7 +82,9 @@ typedef struct memo {
   size_t ncallers, pool_cap;
   uint32_t *held; /* slots of the records with pending hits */
   size_t nheld, held_cap;
-  uint64_t window, window_hits; /* allocations in the current window, hits */
+  /* allocations in the current window, and those not recurrences it knew
+   * (counted rather than the hits: a hit then costs one sum) */
+  uint64_t window, window_misses;
   uint64_t *met; /* MEMO_MET_BITS bits, or NULL before the first miss */
 } memo;
 
@@ -122,7 +125,6 @@ static inline void memo_hash(const uint64_t *bt, size_t k, size_t n, memo_prefix
     memo_step(&p, code);
     ph[i] = p;
   }
-  memo_step(&p, n); /* the length too */
   *hash1 = p.h1;
   *hash2 = p.h2;
 }
@@ -145,7 +147,6 @@ static inline memo_bt *memo_find(const memo *m, uint64_t hash1, uint64_t hash2) 
 static inline void memo_prefetch(const memo *m, uint64_t hash1) {
   if (m->cap) __builtin_prefetch(&m->table[(size_t)(hash1 >> 40) & (m->cap - 1)]);
 }
-
 /* Whether a backtrace the memo lacks was met before; notes that it has
  * been now. A backtrace is recorded when it recurs, not when first met: a
  * program's distinct backtraces, the deep ones especially, are mostly met
@@ -187,7 +188,7 @@ void memo_window_end(memo *m, const memo_sink *sink);
  * knew; may end the window (and free the memo). */
 static inline void memo_check(memo *m, const memo_sink *sink, size_t allocations,
                               size_t hits) {
-  m->window_hits += hits;
+  m->window_misses += allocations - hits;
   m->window += allocations;
   if (m->window >= MEMO_WINDOW) memo_window_end(m, sink);
 }
