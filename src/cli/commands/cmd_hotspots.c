@@ -258,7 +258,8 @@ static void hits(pass *p, memo_bt *b, size_t count, int64_t nsamples) {
 /* The full analysis of an allocation of nsamples at backtrace bt[0..n),
  * which shares its first k frames with prev (bt may be prev itself); when
  * `record` (and the memo is on), the result is recorded under (hash1,
- * hash2). */
+ * hash2) if the backtrace was met before (memo_met, asked last: the
+ * caller fetched the filter's word ahead). */
 static void analyse(pass *p, const uint64_t *bt, size_t k, size_t n, int64_t nsamples,
                     int record, uint64_t hash1, uint64_t hash2) {
   state *s = p->s;
@@ -297,8 +298,9 @@ static void analyse(pass *p, const uint64_t *bt, size_t k, size_t n, int64_t nsa
       if (got != HH_EMPTY && s->hh.ctr[got].score < low) low = s->hh.ctr[got].score;
     }
     if (s->hh.sweeps != sweeps) low = 0; /* a pair was left out */
-    p->last = record ? memo_add(&p->m, hash1, hash2, nc, allocpt, allocator, nsamples, low)
-                     : NULL;
+    p->last = record && memo_met(&p->m, hash1, hash2)
+                  ? memo_add(&p->m, hash1, hash2, nc, allocpt, allocator, nsamples, low)
+                  : NULL;
     if (!p->last) {
       /* not memoized: count now */
       s->entry_count[allocpt] += nsamples;
@@ -337,8 +339,8 @@ static void resolve_slow(pass *p, const waiting *w) {
       p->last = NULL;
       memo_check(&p->m, &p->sink, 1, 0); /* may turn the memo off */
     }
-    int record = p->m.on && memo_met(&p->m, w->hash1, w->hash2);
-    analyse(p, p->prev, k, n, next, record, w->hash1, w->hash2);
+    if (p->m.on) memo_met_prefetch(&p->m, w->hash1);
+    analyse(p, p->prev, k, n, next, p->m.on, w->hash1, w->hash2);
     if (--left == 0) return;
     k = n;
     same = 1;

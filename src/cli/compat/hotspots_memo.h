@@ -155,6 +155,12 @@ static inline void memo_prefetch(const memo *m, uint64_t hash1) {
  * bits from the other); a filter filling up errs only toward "met",
  * recording at first sight. */
 int memo_met(memo *m, uint64_t hash1, uint64_t hash2);
+/* Starts fetching the word of the filter memo_met reads for hash1 (a
+ * probe that misses is followed by the full analysis, long enough to hide
+ * the filter's cache miss when the question comes after it). */
+static inline void memo_met_prefetch(const memo *m, uint64_t hash1) {
+  if (m->met) __builtin_prefetch(&m->met[(size_t)hash1 & (MEMO_MET_BITS / 64 - 1)], 1);
+}
 
 /* Room for the callers of a record of up to n callers at the pool's end
  * (the record made by memo_add); returns it. */
