@@ -23,7 +23,7 @@ _Static_assert(MT__EV_PROMOTE - MT_EVENT_PROMOTE == MT__EV_COLLECT - MT_EVENT_CO
 static inline int fast_vint(const uint8_t **p, uint64_t *v) {
   const uint8_t *q = *p;
   uint8_t t = q[0];
-  if (t < 253) {
+  if (__builtin_expect(t < 253, 1)) { /* nearly always: kept on the straight path */
     *v = t;
     *p = q + 1;
     return 1;
