@@ -90,8 +90,11 @@ int mt__bt_decode(mt__bt_decoder *d, mt__rd *r, size_t nencoded,
 
 /* Codewords mt__bt_expand takes at once; the input must hold the longest
  * encoding of that many (a literal each: 10 bytes), the output room for
- * the longest expansion (256 frames each). */
-#define MT__BT_EXPAND_MAX 32
+ * the longest expansion (256 frames each: MT__BT_EXPAND_ROOM, which each
+ * domain's decoder keeps free past its backtrace, 80 KiB with the slots).
+ * More codewords than this are rare (1 allocation in 6,000 of a generated
+ * trace, none in a real OCaml one), and take the checked path. */
+#define MT__BT_EXPAND_MAX 16
 #define MT__BT_EXPAND_ROOM (MT__BT_EXPAND_MAX * 256)
 
 /* Whether mt__bt_expand may take r's next n codewords: few enough, and
