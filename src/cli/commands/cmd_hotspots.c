@@ -256,13 +256,14 @@ static void hits(pass *p, memo_bt *b, size_t count, int64_t nsamples) {
 }
 
 /* The full analysis of an allocation of nsamples at backtrace bt[0..n),
- * which shares its first k frames with prev (bt may be prev itself); when
- * `record` (and the memo is on), the result is recorded under (hash1,
- * hash2) if the backtrace was met before (memo_met, asked last: the
- * caller fetched the filter's word ahead). */
+ * which shares its first k frames with prev (bt may be prev itself). While
+ * the memo is on, the result is recorded under (hash1, hash2) if the
+ * backtrace was met before: memo_met is asked last, its filter's word
+ * fetched first, so that the analysis hides that word's cache miss. */
 static void analyse(pass *p, const uint64_t *bt, size_t k, size_t n, int64_t nsamples,
-                    int record, uint64_t hash1, uint64_t hash2) {
+                    uint64_t hash1, uint64_t hash2) {
   state *s = p->s;
+  if (p->m.on) memo_met_prefetch(&p->m, hash1);
   uint32_t *func_at = p->func_at, allocpt = NONE; /* the allocation point's loc entry */
   /* The callers' list keeps the frames whose functions stay as they were,
    * outside the allocation point (n - 1 frames: bt may be a prefix of prev) */
@@ -298,7 +299,7 @@ static void analyse(pass *p, const uint64_t *bt, size_t k, size_t n, int64_t nsa
       if (got != HH_EMPTY && s->hh.ctr[got].score < low) low = s->hh.ctr[got].score;
     }
     if (s->hh.sweeps != sweeps) low = 0; /* a pair was left out */
-    p->last = record && memo_met(&p->m, hash1, hash2)
+    p->last = memo_met(&p->m, hash1, hash2)
                   ? memo_add(&p->m, hash1, hash2, nc, allocpt, allocator, nsamples, low)
                   : NULL;
     if (!p->last) {
@@ -339,8 +340,7 @@ static void resolve_slow(pass *p, const waiting *w) {
       p->last = NULL;
       memo_check(&p->m, &p->sink, 1, 0); /* may turn the memo off */
     }
-    if (p->m.on) memo_met_prefetch(&p->m, w->hash1);
-    analyse(p, p->prev, k, n, next, p->m.on, w->hash1, w->hash2);
+    analyse(p, p->prev, k, n, next, w->hash1, w->hash2);
     if (--left == 0) return;
     k = n;
     same = 1;
@@ -380,15 +380,23 @@ static inline __attribute__((always_inline)) void resolve(pass *p, const waiting
   resolve_slow(p, w);
 }
 
+/* Resolves the oldest waiting allocation and frees its slot; the count of
+ * those waiting is the caller's. Inlined where a full ring makes room, once
+ * an allocation: a call there would save and restore most of the registers
+ * for a few stores. */
+static inline __attribute__((always_inline)) void resolve_oldest(pass *p) {
+  size_t h = p->head;
+  p->head = (h + 1) % RING;
+  resolve(p, &p->queue[h], p->frames[h]);
+}
+
 /* Resolves every waiting allocation: prev becomes the last backtrace. Out
  * of line: pass_alloc calls it on three paths that seldom run, which would
- * otherwise each hold a copy of resolve. */
+ * otherwise each hold a copy of resolve_oldest. */
 static __attribute__((noinline)) void drain(pass *p) {
   while (p->nwaiting) {
-    size_t h = p->head;
-    p->head = (h + 1) % RING;
     p->nwaiting--;
-    resolve(p, &p->queue[h], p->frames[h]);
+    resolve_oldest(p);
   }
 }
 
@@ -427,7 +435,7 @@ static void pass_alloc(pass *p, const mt_event *ev) {
   p->last_len = n;
   if (!p->m.on) {
     drain(p); /* those that waited when it turned off come first */
-    analyse(p, bt, k, n, nsamples, 0, 0, 0);
+    analyse(p, bt, k, n, nsamples, 0, 0);
     return;
   }
   if (same && p->nwaiting) { /* the last allocation's backtrace, waiting */
@@ -454,15 +462,8 @@ static void pass_alloc(pass *p, const mt_event *ev) {
   w->same = same;
   memo_hash(bt, k, n, p->prefix_hash, p->frames[t], &w->hash1, &w->hash2);
   if (!same) memo_prefetch(&p->m, w->hash1); /* a repeat's record is the last one's */
-  if (p->nwaiting < QUEUE) {
-    p->nwaiting++;
-    return;
-  }
-  /* A full ring: the oldest makes room, resolved here rather than through
-   * a call that would save and restore most registers for a few stores. */
-  size_t h = p->head;
-  p->head = (h + 1) % RING;
-  resolve(p, &p->queue[h], p->frames[h]);
+  if (p->nwaiting < QUEUE) p->nwaiting++;
+  else resolve_oldest(p); /* a full ring: the oldest makes room, the count stays */
 }
 
 /* ---- the report ---- */

@@ -147,6 +147,7 @@ static inline memo_bt *memo_find(const memo *m, uint64_t hash1, uint64_t hash2) 
 static inline void memo_prefetch(const memo *m, uint64_t hash1) {
   if (m->cap) __builtin_prefetch(&m->table[(size_t)(hash1 >> 40) & (m->cap - 1)]);
 }
+
 /* Whether a backtrace the memo lacks was met before; notes that it has
  * been now. A backtrace is recorded when it recurs, not when first met: a
  * program's distinct backtraces, the deep ones especially, are mostly met
